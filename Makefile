@@ -1,0 +1,37 @@
+# The two commands a newcomer needs: `make lab` and `make test` (see README.md).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+XLA_FLAGS ?= --xla_force_host_platform_device_count=8
+export XLA_FLAGS
+export JAX_PLATFORMS ?= cpu
+
+.PHONY: lab test install lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test,lab,bench]"
+	touch $@
+
+install: $(VENV)/.installed
+
+## Start JupyterLab on notebooks/ with lens installed.
+lab: $(VENV)/.installed
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser --allow-root --ip=127.0.0.1
+
+## Run every test: lint, unit and doctests.
+test: $(VENV)/.installed
+	$(PY) -m ruff check lens tests benchmarks
+	$(PY) -m pytest -n 2 --dist loadfile tests lens
+
+lint: $(VENV)/.installed
+	$(PY) -m ruff check lens tests benchmarks
+	$(PY) -m ruff format --check lens tests benchmarks
+
+## Benchmarks lens against flax (writes benchmarks/RESULTS.md).
+bench: $(VENV)/.installed
+	$(PY) -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

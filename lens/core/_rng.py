@@ -1,0 +1,86 @@
+"""Named PRNG streams, derived the way Flax Linen derives them.
+
+A stream is a root key plus a scope path. ``make_rng`` in a scope at path
+``(p1, ..., pn)`` with per-stream counter ``c`` hashes ``(p1, ..., pn, c)`` with
+SHA-1 (a ``str`` adds its UTF-8 bytes, an ``int`` its minimal big-endian bytes), takes
+the first four digest bytes as a big-endian uint32 and folds it into the root key.
+Lifted scopes share counters with the scope they were lifted from; a transform that
+splits a stream replaces the root key by ``split(root, n)[i]`` and keeps the path.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from typing import Any
+
+import jax
+import numpy as np
+
+
+@functools.lru_cache(maxsize=65536)
+def path_hash(data: tuple[str | int, ...]) -> int:
+    """The uint32 that ``make_rng`` folds into the root key for ``data``.
+
+    Example:
+        >>> path_hash(("Dense_0", 1)) == path_hash(("Dense_0", 1))
+        True
+    """
+    m = hashlib.sha1()
+    for x in data:
+        if isinstance(x, str):
+            m.update(x.encode("utf-8"))
+        elif isinstance(x, int):
+            m.update(x.to_bytes((x.bit_length() + 7) // 8, byteorder="big"))
+        else:
+            raise TypeError(f"rng path entries must be str or int, got {x!r}")
+    return int.from_bytes(m.digest()[:4], byteorder="big")
+
+
+def fold_path(key: Any, data: tuple[str | int, ...]) -> Any:
+    """Folds the hash of ``data`` into ``key`` (see module docstring)."""
+    return jax.random.fold_in(key, np.uint32(path_hash(data)))
+
+
+def is_key(x: Any) -> bool:
+    """True for a typed key array or a legacy ``uint32[..., 2]`` key."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return False
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        return True
+    return dtype == np.uint32 and getattr(x, "shape", ())[-1:] == (2,)
+
+
+class RngCounters:
+    """Per-stream call counts of one scope, and those of its named children.
+
+    Kept across ``rewound()`` and re-pushes of the same child name, and shared
+    between a scope and the scopes lifted from it.
+    """
+
+    __slots__ = ("counts", "children")
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.children: dict[str, RngCounters] = {}
+
+    def child(self, name: str) -> RngCounters:
+        c = self.children.get(name)
+        if c is None:
+            c = self.children[name] = RngCounters()
+        return c
+
+    def snapshot(self) -> tuple[Any, ...]:
+        """A hashable copy of the whole counter tree."""
+        return (
+            tuple(sorted(self.counts.items())),
+            tuple(sorted((k, v.snapshot()) for k, v in self.children.items())),
+        )
+
+    def restore(self, snap: tuple[Any, ...]) -> None:
+        """Sets the counter tree to a snapshot taken with :meth:`snapshot`."""
+        counts, children = snap
+        self.counts = dict(counts)
+        for name, sub in children:
+            self.child(name).restore(sub)

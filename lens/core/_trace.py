@@ -1,0 +1,272 @@
+"""Pack traces: a JSON record of what every ``pack`` call did, stage by stage.
+
+Inside ``with trace_packs() as trace:`` each ``pack`` call appends a record (nested
+packs become ``children`` of the pack they ran in). When no trace is active, ``pack``
+pays one list check. The record format is described by ``pack_trace.schema.json``
+next to this file (``SCHEMA_VERSION``); the displays and the JupyterLab extension
+draw it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+import jax
+import numpy as np
+
+from lens.core import _meta
+
+SCHEMA_ID = "lens.pack-trace"
+SCHEMA_VERSION = 1
+MIME_TYPE = "application/vnd.lens.pack+json"
+
+# Active traces (innermost last) and the stack of records being filled.
+_ACTIVE: list[PackTrace] = []
+_STACK: list[dict[str, Any]] = []
+
+
+def jsonable(x: Any) -> Any:
+    """A JSON-safe rendering of a transform option (filters, axes, callables)."""
+    if x is None or isinstance(x, bool | int | float | str):
+        return x
+    if isinstance(x, Mapping):
+        return [[jsonable(k), jsonable(v)] for k, v in x.items()]
+    if isinstance(x, list | tuple | set | frozenset):
+        items = sorted(x, key=repr) if isinstance(x, set | frozenset) else x
+        return [jsonable(v) for v in items]
+    name = getattr(x, "__name__", None)
+    if callable(x) and name:
+        return f"<function {name}>"
+    return repr(x)
+
+
+def leaf_spec(x: Any) -> dict[str, Any]:
+    """Shape, dtype and (for boxes) box type and axis names of one leaf."""
+    spec: dict[str, Any] = {}
+    if isinstance(x, _meta.AxisMetadata):
+        spec["box"] = type(x).__name__
+        names = getattr(x, "names", None)
+        if names is not None:
+            spec["names"] = [None if n is None else str(n) for n in names]
+        x = _meta.unbox(x)
+    shape = getattr(x, "shape", None)
+    spec["shape"] = list(shape) if shape is not None else list(np.shape(x))
+    dtype = getattr(x, "dtype", None)
+    spec["dtype"] = str(dtype) if dtype is not None else type(x).__name__
+    return spec
+
+
+def flatten_vars(tree: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Yields ``(path, leaf)`` for every variable of a nested dict (boxes are leaves)."""
+    for k, v in tree.items():
+        if isinstance(v, Mapping):
+            yield from flatten_vars(v, prefix + (str(k),))
+        else:
+            yield prefix + (str(k),), v
+
+
+def _spec_tree(v: Any) -> dict[str, Any]:
+    leaves = jax.tree_util.tree_leaves(v, is_leaf=_meta.is_axis_metadata)
+    if len(leaves) == 1:
+        return leaf_spec(leaves[0])
+    return {"shape": [], "dtype": "pytree", "leaves": [leaf_spec(x) for x in leaves]}
+
+
+class PackTrace:
+    """The records collected by one :func:`trace_packs` block."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole trace as a JSON-serialisable dict (schema ``lens.pack-trace``)."""
+        return {"schema": SCHEMA_ID, "version": SCHEMA_VERSION, "packs": self.records}
+
+    def dumps(self) -> str:
+        """The trace as a JSON string."""
+        return json.dumps(self.to_json())
+
+    def transforms(self) -> list[str]:
+        """Names of the top-level transforms recorded, in order."""
+        return [r["transform"] for r in self.records]
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __repr__(self) -> str:
+        return f"PackTrace({len(self.records)} pack calls: {self.transforms()})"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        try:
+            from lens.display import pack_mimebundle  # type: ignore[attr-defined]
+        except ImportError:
+            return {"text/plain": repr(self), MIME_TYPE: self.to_json()}
+        return pack_mimebundle(self)
+
+
+@contextlib.contextmanager
+def trace_packs() -> Iterator[PackTrace]:
+    """Records every ``pack`` call made inside the block.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from lens.core import init, lift
+        >>> def f(scope, x):
+        ...     return x * scope.param("w", lambda k: jnp.ones(()))
+        >>> vf = lift.vmap(f, variable_axes={"params": 0},
+        ...                split_rngs={"params": True})
+        >>> with trace_packs() as t:
+        ...     _ = init(vf)(jax.random.key(0), jnp.ones((3,)))
+        >>> t.transforms()
+        ['vmap']
+    """
+    trace = PackTrace()
+    _ACTIVE.append(trace)
+    saved = list(_STACK)
+    _STACK.clear()
+    try:
+        yield trace
+    finally:
+        _ACTIVE.remove(trace)
+        _STACK[:] = saved
+
+
+def schema() -> dict[str, Any]:
+    """The JSON schema of pack-trace records."""
+    text = resources.files("lens.core").joinpath("pack_trace.schema.json").read_text()
+    return json.loads(text)
+
+
+class Recorder:
+    """Fills one record as ``pack`` goes through its six stages."""
+
+    def __init__(self, transform: str, options: Mapping[str, Any]):
+        self.rec: dict[str, Any] = {
+            "id": _next_id(),
+            "transform": transform,
+            "options": {k: jsonable(v) for k, v in options.items()},
+            "scopes": [],
+            "groups": [],
+            "rngs": [],
+            "inner": {"recorded": False},
+            "repack": {"created": [], "mutated": []},
+            "commit": [],
+            "children": [],
+        }
+        self._vars: dict[tuple[int, str, tuple[str, ...]], dict[str, Any]] = {}
+        if _STACK:
+            _STACK[-1]["children"].append(self.rec)
+        else:
+            _ACTIVE[-1].records.append(self.rec)
+        _STACK.append(self.rec)
+
+    def close(self) -> None:
+        """Ends the record (nested packs no longer go into it)."""
+        if _STACK and _STACK[-1] is self.rec:
+            _STACK.pop()
+
+    # stage 1
+    def scopes(self, paths: Sequence[tuple[str, ...]], roots: Sequence[int], rel: Sequence[tuple[int, tuple[str, ...]]]) -> None:
+        for i, path in enumerate(paths):
+            ri, relpath = rel[i]
+            self.rec["scopes"].append(
+                {
+                    "path": "/" + "/".join(path),
+                    "root": i in roots,
+                    "root_index": ri,
+                    "relative_path": list(relpath),
+                }
+            )
+
+    # stage 2
+    def groups(
+        self,
+        filters: Sequence[Any],
+        labels: Sequence[str],
+        out_filters: Sequence[Any],
+        groups_xs: Sequence[Sequence[Mapping[str, Any]]],
+        root_paths: Sequence[tuple[str, ...]],
+        hidden: Sequence[str],
+    ) -> None:
+        for gi, f in enumerate(filters):
+            group: dict[str, Any] = {
+                "index": gi,
+                "filter": jsonable(f),
+                "label": labels[gi] if gi < len(labels) else "",
+                "collections": [],
+                "variables": [],
+            }
+            cols: list[str] = []
+            for ri, root_groups in enumerate(groups_xs):
+                for col, tree in root_groups[gi].items():
+                    if col not in cols:
+                        cols.append(col)
+                    for p, leaf in flatten_vars(tree):
+                        v = {
+                            "collection": col,
+                            "scope": ri,
+                            "path": "/" + "/".join(root_paths[ri] + p),
+                            "outer": _spec_tree(leaf),
+                            "inner": None,
+                            "axis": group["label"],
+                        }
+                        self._vars[(ri, col, p)] = v
+                        group["variables"].append(v)
+            group["collections"] = cols
+            self.rec["groups"].append(group)
+        self.rec["out_filters"] = [jsonable(f) for f in out_filters]
+        self.rec["hidden_collections"] = list(hidden)
+
+    def rngs(self, filters: Sequence[Any], labels: Sequence[str], groups_xs: Sequence[Sequence[Mapping[str, Any]]], hidden: Sequence[str]) -> None:
+        for gi, f in enumerate(filters):
+            streams: list[str] = []
+            for root_groups in groups_xs:
+                streams += [s for s in root_groups[gi] if s not in streams]
+            label = labels[gi] if gi < len(labels) else "shared"
+            for s in streams:
+                self.rec["rngs"].append(
+                    {"stream": s, "group": gi, "filter": jsonable(f), "split": label == "split", "label": label}
+                )
+        self.rec["hidden_rngs"] = list(hidden)
+
+    # stage 3/4
+    def inner(self, groups_xs: Sequence[Sequence[Mapping[str, Any]]]) -> None:
+        if self.rec["inner"]["recorded"]:
+            return
+        self.rec["inner"]["recorded"] = True
+        for ri, root_groups in enumerate(groups_xs):
+            for group in root_groups:
+                for col, tree in group.items():
+                    for p, leaf in flatten_vars(tree):
+                        v = self._vars.get((ri, col, p))
+                        if v is not None:
+                            v["inner"] = _spec_tree(leaf)
+
+    # stage 5
+    def repack(self, ri: int, root_path: tuple[str, ...], col: str, tree: Mapping[str, Any], tracked: set[tuple[str, tuple[str, ...]]] | None) -> None:
+        for p, leaf in flatten_vars(tree):
+            full = root_path + p
+            entry = {"collection": col, "scope": ri, "path": "/" + "/".join(full), "inner": _spec_tree(leaf)}
+            if (ri, col, p) not in self._vars:
+                self.rec["repack"]["created"].append(entry)
+            elif tracked is not None and (col, full) in tracked:
+                self.rec["repack"]["mutated"].append(entry)
+
+    # stage 6
+    def commit(self, ri: int, root_path: tuple[str, ...], col: str, tree: Mapping[str, Any]) -> None:
+        for p, leaf in flatten_vars(tree):
+            self.rec["commit"].append(
+                {"collection": col, "scope": ri, "path": "/" + "/".join(root_path + p), "outer": _spec_tree(leaf)}
+            )
+
+
+_COUNTER = [0]
+
+
+def _next_id() -> int:
+    _COUNTER[0] += 1
+    return _COUNTER[0]

@@ -1,0 +1,218 @@
+"""Control flow through scopes: ``while_loop``, ``cond`` and ``switch``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from lens import errors
+from lens.core._filters import Filter, intersect_filters, subtract_filters
+from lens.core._scope import Scope, _copy_tree
+from lens.core._trace import flatten_vars
+from lens.core.lift._loop import first_run, nest_created
+from lens.core.lift._pack import _merge, pack
+from lens.core.lift._util import filter_hint
+
+
+def while_loop(
+    cond_fn: Callable[..., Any],
+    body_fn: Callable[..., Any],
+    scope: Any,
+    init: Any,
+    carry_variables: Filter = False,
+    broadcast_variables: Filter = True,
+    split_rngs: Mapping[Filter, bool] = {},  # noqa: B006 - read only
+) -> Any:
+    """A lifted ``jax.lax.while_loop``.
+
+    Args:
+      cond_fn: ``cond_fn(scope, carry) -> bool``; variables are read-only in it.
+      body_fn: ``body_fn(scope, carry) -> carry``.
+      scope: the scope to lift.
+      init: the initial carry.
+      carry_variables: collections updated from one iteration to the next; they
+        may be created inside the body (initialised before the loop).
+      broadcast_variables: collections visible, read-only, in every iteration.
+      split_rngs: rng filter -> whether each iteration gets its own key (the key
+        is folded with the iteration number).
+
+    Returns:
+      The final carry.
+    """
+    rng_filters = tuple(split_rngs.keys())
+    rng_splits = tuple(split_rngs.values())
+
+    def inner(scope_fn, repack_fn, variable_groups, rng_groups):
+        carry_vars, bcast_vars = variable_groups
+
+        def rngs_at(i: Any) -> tuple:
+            return tuple(
+                jax.tree_util.tree_map(lambda k: jax.random.fold_in(k, i), g) if s else g
+                for g, s in zip(rng_groups, rng_splits)
+            )
+
+        if any(intersect_filters(m, carry_variables) is not False for m in scope_fn.mutable):
+
+            def body0(init, i):
+                s = scope_fn((carry_vars, bcast_vars), rngs_at(i))
+                frames = _frames(s)
+                for f in frames:
+                    f.created = []
+                body_fn(s, init)
+                return tuple(
+                    nest_created(f.created or [], carry_variables, scope_fn.roots[k].path)
+                    for k, f in enumerate(frames)
+                )
+
+            created = first_run(body0, (init, jnp.zeros((), jnp.uint32)), "while_loop")
+            carry_vars = tuple(_merged(o, c) for o, c in zip(carry_vars, created))
+
+        def cond_wrapper(c):
+            _, carry_c, carry = c
+            s = scope_fn((carry_c, bcast_vars), rngs_at(0), mutable_filter=False)
+            return cond_fn(s, carry)
+
+        # broadcast collections (those not taken by the carry group) are read-only
+        body_mutable = subtract_filters(True, subtract_filters(broadcast_variables, carry_variables))
+
+        def body_wrapper(c):
+            i, carry_c, carry = c
+            s = scope_fn((carry_c, bcast_vars), rngs_at(i), body_mutable)
+            carry = body_fn(s, carry)
+            out_carry, _ = repack_fn(s)
+            return i + 1, out_carry, carry
+
+        _, carry_out, carry = jax.lax.while_loop(
+            cond_wrapper, body_wrapper, (jnp.zeros((), jnp.uint32), carry_vars, init)
+        )
+        return carry, (carry_out, bcast_vars)
+
+    return pack(
+        inner,
+        (carry_variables, broadcast_variables),
+        (carry_variables, broadcast_variables),
+        rng_filters,
+        name="while_loop",
+        hint=_loop_hint,
+        trace_options=dict(carry_variables=carry_variables, broadcast_variables=broadcast_variables,
+                           split_rngs=split_rngs),
+        group_labels=["carry", "broadcast"],
+        rng_labels=["split" if s else "shared" for s in rng_splits],
+    )(scope)
+
+
+def _loop_hint(kind: str, name: str) -> str:
+    if kind == "rng":
+        return f'Add it to split_rngs, e.g. split_rngs={{"{name}": True}}.'
+    return (
+        f'Add it to carry_variables (updated each iteration) or broadcast_variables '
+        f'(read-only), e.g. carry_variables=["{name}"].'
+    )
+
+
+def _frames(scope_tree: Any) -> list[Any]:
+    frames: list[Any] = []
+    for s in jax.tree_util.tree_leaves(scope_tree, is_leaf=lambda x: isinstance(x, Scope)):
+        if s._frame not in frames:
+            frames.append(s._frame)
+    return frames
+
+
+def _merged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    out = _copy_tree(old)
+    _merge(out, new)
+    return out
+
+
+def _structure_error(transform: str, outs: Sequence[Any]) -> errors.BranchStructureMismatchError:
+    def paths(groups: Any) -> set[str]:
+        found = set()
+        for group in groups:
+            for root in group:
+                for col, tree in root.items():
+                    for p, leaf in flatten_vars(tree):
+                        found.add(f"{col}:/{'/'.join(p)} {getattr(leaf, 'shape', '')}")
+        return found
+
+    base = paths(outs[0])
+    lines = []
+    for i, o in enumerate(outs[1:], start=1):
+        p = paths(o)
+        if p != base:
+            only0 = sorted(base - p)[:3]
+            only_i = sorted(p - base)[:3]
+            lines.append(f"branch 0 only: {only0}; branch {i} only: {only_i}")
+    detail = "\n".join(lines) or "the variable shapes or dtypes differ"
+    return errors.BranchStructureMismatchError(
+        f"The branches of {transform} create or update different variables:\n{detail}\n"
+        "Every branch must create and update the same variables; create them in each "
+        "branch (or before the branch)."
+    )
+
+
+def _branches(transform: str, branches: Sequence[Callable[..., Any]], select: Callable[..., Any],
+              variables: Filter, rngs: Filter) -> Callable[..., Any]:
+    def inner(scope_fn, repack_fn, variable_groups, rng_groups, *operands):
+        def wrap(branch: Callable[..., Any]) -> Callable[..., Any]:
+            def f(*ops):
+                s = scope_fn(variable_groups, rng_groups)
+                y = branch(s, *ops)
+                return y, repack_fn(s)
+            return f
+
+        wrapped = [wrap(b) for b in branches]
+        try:
+            return select(wrapped, *operands)
+        except TypeError as e:
+            if "branch" not in str(e) and "true_fun" not in str(e) and "output" not in str(e):
+                raise
+            outs = [jax.eval_shape(w, *operands)[1] for w in wrapped]
+            raise _structure_error(transform, outs) from e
+
+    return pack(
+        inner, (variables,), (variables,), (rngs,), name=transform,
+        hint=filter_hint("variables"),
+        trace_options=dict(variables=variables, rngs=rngs, branches=len(branches)),
+        group_labels=["all"], rng_labels=["shared"],
+    )
+
+
+def cond(
+    pred: Any,
+    true_fun: Callable[..., Any],
+    false_fun: Callable[..., Any],
+    scope: Any,
+    *operands: Any,
+    variables: Filter = True,
+    rngs: Filter = True,
+) -> Any:
+    """A lifted ``jax.lax.cond``: ``true_fun(scope, *operands)`` or ``false_fun(...)``.
+
+    Both branches are traced; they must create and update the same variables.
+
+    Raises:
+      BranchStructureMismatchError: if the branches' variables differ.
+    """
+    select = lambda ws, *ops: jax.lax.cond(pred, ws[0], ws[1], *ops)  # noqa: E731
+    return _branches("cond", [true_fun, false_fun], select, variables, rngs)(scope, *operands)
+
+
+def switch(
+    index: Any,
+    branches: Sequence[Callable[..., Any]],
+    scope: Any,
+    *operands: Any,
+    variables: Filter = True,
+    rngs: Filter = True,
+) -> Any:
+    """A lifted ``jax.lax.switch``: ``branches[index](scope, *operands)``.
+
+    Raises:
+      BranchStructureMismatchError: if the branches' variables differ.
+    """
+    select = lambda ws, *ops: jax.lax.switch(index, ws, *ops)  # noqa: E731
+    return _branches("switch", list(branches), select, variables, rngs)(scope, *operands)
+

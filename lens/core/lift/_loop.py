@@ -1,0 +1,76 @@
+"""Helpers for loops (``scan``, ``while_loop``): initialising state before the loop.
+
+A loop's carry has a fixed structure, so variables that the body creates in a
+broadcast or carry collection must exist before the loop starts. ``first_run``
+traces the body once on the first iteration's inputs, checks that the values it
+initialises do not depend on the loop, and evaluates them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from lens import errors
+from lens.core._filters import Filter, in_filter
+
+
+def _is_literal(v: Any) -> bool:
+    return type(v).__name__ == "Literal"
+
+
+def dependent_outputs(jaxpr: Any) -> list[bool]:
+    """For each output of ``jaxpr``, whether it depends on any of its inputs."""
+    dep = set(jaxpr.invars)
+    for eqn in jaxpr.eqns:
+        if any(not _is_literal(v) and v in dep for v in eqn.invars):
+            dep.update(eqn.outvars)
+    return [not _is_literal(v) and v in dep for v in jaxpr.outvars]
+
+
+def first_run(body: Callable[..., Any], inputs: Sequence[Any], transform: str) -> Any:
+    """Runs ``body(*inputs)`` once and returns its outputs.
+
+    Every input counts as depending on the loop (carry, the iteration's slice, its
+    rngs): an output that depends on one raises :class:`LoopBroadcastDependenceError`.
+    """
+    closed, shapes = jax.make_jaxpr(body, return_shape=True)(*inputs)
+    deps = dependent_outputs(closed.jaxpr)
+    if any(deps):
+        paths = [
+            "".join(str(k) for k in path)
+            for (path, _), d in zip(jax.tree_util.tree_flatten_with_path(shapes)[0], deps)
+            if d
+        ]
+        raise errors.LoopBroadcastDependenceError(
+            f"{transform}: the initial value of {len(paths)} broadcast or carry "
+            f"variable(s) depends on the loop (carry, scanned inputs or split rngs): "
+            f"{', '.join(paths[:4])}.\nInitialise them from shapes and unsplit rngs "
+            "only, or scan the collection with variable_axes instead."
+        )
+    flat = jax.tree_util.tree_leaves(inputs)
+    out = [jnp.asarray(x) for x in jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat)]
+    return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(shapes), out)
+
+
+def nest_created(
+    created: Sequence[tuple[str, tuple[str, ...], Any]], col_filter: Filter, root_path: tuple[str, ...]
+) -> dict[str, Any]:
+    """Nests ``(collection, path, value)`` creations that match ``col_filter``.
+
+    Paths are made relative to ``root_path``; the value is the one the variable was
+    created with (its initial value), not what the body later wrote.
+    """
+    out: dict[str, Any] = {}
+    for col, path, value in created:
+        if not in_filter(col_filter, col):
+            continue
+        rel = path[len(root_path):]
+        d = out.setdefault(col, {})
+        for p in rel[:-1]:
+            d = d.setdefault(p, {})
+        d.setdefault(rel[-1], value)
+    return out

@@ -1,0 +1,11 @@
+"""Axis metadata boxes (``lens.core.meta``, like ``flax.core.meta``)."""
+
+from lens.core._meta import AxisMetadata as AxisMetadata
+from lens.core._meta import TAxisMetadata as TAxisMetadata
+from lens.core._meta import add_axis as add_axis
+from lens.core._meta import get_partition_spec as get_partition_spec
+from lens.core._meta import is_axis_metadata as is_axis_metadata
+from lens.core._meta import map_axis_meta as map_axis_meta
+from lens.core._meta import remove_axis as remove_axis
+from lens.core._meta import replace_boxed as replace_boxed
+from lens.core._meta import unbox as unbox
