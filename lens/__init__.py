@@ -13,7 +13,10 @@ from typing import Any
 __version__ = "0.1.0"
 
 _SUBMODULES = {"core", "nn", "struct", "serialization", "errors", "display"}
-_ATTRS = {"trace": ("lens.core._trace", "trace_packs"), "trace_packs": ("lens.core._trace", "trace_packs")}
+_ATTRS = {
+    "trace": ("lens.core._trace", "trace_packs"),
+    "trace_packs": ("lens.core._trace", "trace_packs"),
+}
 
 
 def __getattr__(name: str) -> Any:

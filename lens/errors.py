@@ -179,7 +179,9 @@ class InvalidRngError(LensError, ValueError):
     """
 
     def __init__(self, stream: str, path: Sequence[Any], hint: str = ""):
-        msg = f'{path_text(path)} needs the rng stream "{stream}", which was not given.\n'
+        msg = (
+            f'{path_text(path)} needs the rng stream "{stream}", which was not given.\n'
+        )
         msg += hint or (
             f'Pass it to init/apply: rngs={{"{stream}": jax.random.key(0)}}.'
         )
@@ -256,7 +258,9 @@ class CollectionNotLiftedError(LensError, LookupError):
         nn.vmap(MLP, variable_axes={"params": 0, "batch_stats": 0})
     """
 
-    def __init__(self, col: str, name: str, path: Sequence[Any], transform: str, fix: str):
+    def __init__(
+        self, col: str, name: str, path: Sequence[Any], transform: str, fix: str
+    ):
         super().__init__(
             f'Collection "{col}" (variable "{name}" at {path_text(path)}) is not lifted '
             f"into {transform}, so it is invisible inside it.\n{fix}"

@@ -18,7 +18,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any, TypeVar, dataclass_transform
 
 import jax
@@ -49,13 +48,17 @@ def dataclass(clz: type[T] | None = None, **kwargs: Any) -> Any:
     for f in dataclasses.fields(data_clz):
         if not f.init:
             continue
-        (data_fields if f.metadata.get("pytree_node", True) else meta_fields).append(f.name)
+        (data_fields if f.metadata.get("pytree_node", True) else meta_fields).append(
+            f.name
+        )
 
     def replace(self: Any, **updates: Any) -> Any:
         return dataclasses.replace(self, **updates)
 
     data_clz.replace = replace  # type: ignore[attr-defined]
-    jax.tree_util.register_dataclass(data_clz, data_fields=data_fields, meta_fields=meta_fields)
+    jax.tree_util.register_dataclass(
+        data_clz, data_fields=data_fields, meta_fields=meta_fields
+    )
     data_clz._lens_dataclass = True  # type: ignore[attr-defined]
     return data_clz
 
@@ -71,4 +74,3 @@ class PyTreeNode:
     def replace(self: T, **updates: Any) -> T:
         """Returns a copy with the given fields replaced."""
         return dataclasses.replace(self, **updates)  # type: ignore[type-var]
-

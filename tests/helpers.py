@@ -17,12 +17,15 @@ def tree_allclose(a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-6) -> boo
     if ta != tb:
         return False
     return all(
-        np.shape(x) == np.shape(y) and np.allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
+        np.shape(x) == np.shape(y)
+        and np.allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
         for x, y in zip(la, lb)
     )
 
 
-def assert_tree_allclose(a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-6) -> None:
+def assert_tree_allclose(
+    a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-6
+) -> None:
     """Asserts :func:`tree_allclose` with a readable message."""
     la, ta = jax.tree_util.tree_flatten(a)
     lb, tb = jax.tree_util.tree_flatten(b)
@@ -56,7 +59,10 @@ def count_compiles() -> Iterator[list[int]]:
 
     class H(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            if "Finished XLA compilation" in record.getMessage() or "Compiling" in record.getMessage():
+            if (
+                "Finished XLA compilation" in record.getMessage()
+                or "Compiling" in record.getMessage()
+            ):
                 box[0] += 1
 
     h = H()

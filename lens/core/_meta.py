@@ -37,7 +37,9 @@ class AxisMetadata(abc.ABC):
         """Returns a box like this one holding ``val`` instead."""
 
     @abc.abstractmethod
-    def add_axis(self: TAxisMetadata, index: int, params: dict[Any, Any]) -> TAxisMetadata:
+    def add_axis(
+        self: TAxisMetadata, index: int, params: dict[Any, Any]
+    ) -> TAxisMetadata:
         """Returns the box with metadata for a new axis inserted at ``index``.
 
         Args:

@@ -59,7 +59,15 @@ class _Frame:
     """State shared by the scopes of one init/apply or one lifted reconstruction."""
 
     __slots__ = (
-        "variables", "rngs", "mutable", "_mut", "alive", "lifts", "track", "created", "flags"
+        "variables",
+        "rngs",
+        "mutable",
+        "_mut",
+        "alive",
+        "lifts",
+        "track",
+        "created",
+        "flags",
     )
 
     def __init__(
@@ -110,7 +118,9 @@ def _expected_shapes(init_fn: Callable[..., Any], args: tuple, kwargs: dict) -> 
         if hit is not None:
             return hit
     abstract = jax.eval_shape(lambda: init_fn(jax.random.key(0), *args, **kwargs))
-    shapes = tuple(_leaf_shape(x) for x in jax.tree_util.tree_leaves(_meta.unbox(abstract)))
+    shapes = tuple(
+        _leaf_shape(x) for x in jax.tree_util.tree_leaves(_meta.unbox(abstract))
+    )
     if key is not None:
         if len(_SHAPE_CACHE) >= _SHAPE_CACHE_MAX:
             _SHAPE_CACHE.clear()
@@ -271,7 +281,9 @@ class Scope:
             i += 1
         return f"{prefix}{i}"
 
-    def push(self, name: str | None = None, prefix: str = "", reuse: bool = False) -> Scope:
+    def push(
+        self, name: str | None = None, prefix: str = "", reuse: bool = False
+    ) -> Scope:
         """Creates a child scope; ``name=None`` picks ``prefix{i}``.
 
         With ``reuse=True`` the name may already be claimed (a submodule called
@@ -336,7 +348,9 @@ class Scope:
         d = self._collection(col)
         return d is not None and name in d
 
-    def get_variable(self, col: str, name: str, default: Any = None, unbox: bool = True) -> Any:
+    def get_variable(
+        self, col: str, name: str, default: Any = None, unbox: bool = True
+    ) -> Any:
         """Returns the value of a variable, or ``default`` if it does not exist.
 
         Args:
@@ -482,7 +496,9 @@ class Scope:
             for info in self._frame.lifts:
                 if not in_filter(info.rng_filter, name):
                     raise errors.RngNotLiftedError(
-                        name, self.path, f"{info.transform} at {errors.path_text(info.path)}",
+                        name,
+                        self.path,
+                        f"{info.transform} at {errors.path_text(info.path)}",
                         info.fix("rng", name),
                     )
             if "params" in rngs:
@@ -609,7 +625,9 @@ def apply(
     """
 
     @functools.wraps(fn)
-    def wrapper(variables: VariableDict, *args: Any, rngs: Any = None, **kwargs: Any) -> Any:
+    def wrapper(
+        variables: VariableDict, *args: Any, rngs: Any = None, **kwargs: Any
+    ) -> Any:
         root = _make_root(variables, rngs, mutable, flags)
         try:
             y = fn(root, *args, **kwargs)
@@ -642,7 +660,9 @@ def init(
         rngs = _check_rngs(rngs)
         if "params" not in rngs:
             raise errors.InvalidRngError(
-                "params", (), 'init needs a "params" key: init(fn)(jax.random.key(0), ...).'
+                "params",
+                (),
+                'init needs a "params" key: init(fn)(jax.random.key(0), ...).',
             )
         f = dict(flags or {})
         f.setdefault("initializing", True)

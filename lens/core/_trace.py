@@ -60,7 +60,9 @@ def leaf_spec(x: Any) -> dict[str, Any]:
     return spec
 
 
-def flatten_vars(tree: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+def flatten_vars(
+    tree: Mapping[str, Any], prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], Any]]:
     """Yields ``(path, leaf)`` for every variable of a nested dict (boxes are leaves)."""
     for k, v in tree.items():
         if isinstance(v, Mapping):
@@ -100,7 +102,9 @@ class PackTrace:
     def __repr__(self) -> str:
         return f"PackTrace({len(self.records)} pack calls: {self.transforms()})"
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> dict[str, Any]:
         try:
             from lens.display import pack_mimebundle  # type: ignore[attr-defined]
         except ImportError:
@@ -170,7 +174,12 @@ class Recorder:
             _STACK.pop()
 
     # stage 1
-    def scopes(self, paths: Sequence[tuple[str, ...]], roots: Sequence[int], rel: Sequence[tuple[int, tuple[str, ...]]]) -> None:
+    def scopes(
+        self,
+        paths: Sequence[tuple[str, ...]],
+        roots: Sequence[int],
+        rel: Sequence[tuple[int, tuple[str, ...]]],
+    ) -> None:
         for i, path in enumerate(paths):
             ri, relpath = rel[i]
             self.rec["scopes"].append(
@@ -221,7 +230,13 @@ class Recorder:
         self.rec["out_filters"] = [jsonable(f) for f in out_filters]
         self.rec["hidden_collections"] = list(hidden)
 
-    def rngs(self, filters: Sequence[Any], labels: Sequence[str], groups_xs: Sequence[Sequence[Mapping[str, Any]]], hidden: Sequence[str]) -> None:
+    def rngs(
+        self,
+        filters: Sequence[Any],
+        labels: Sequence[str],
+        groups_xs: Sequence[Sequence[Mapping[str, Any]]],
+        hidden: Sequence[str],
+    ) -> None:
         for gi, f in enumerate(filters):
             streams: list[str] = []
             for root_groups in groups_xs:
@@ -229,7 +244,13 @@ class Recorder:
             label = labels[gi] if gi < len(labels) else "shared"
             for s in streams:
                 self.rec["rngs"].append(
-                    {"stream": s, "group": gi, "filter": jsonable(f), "split": label == "split", "label": label}
+                    {
+                        "stream": s,
+                        "group": gi,
+                        "filter": jsonable(f),
+                        "split": label == "split",
+                        "label": label,
+                    }
                 )
         self.rec["hidden_rngs"] = list(hidden)
 
@@ -247,20 +268,39 @@ class Recorder:
                             v["inner"] = _spec_tree(leaf)
 
     # stage 5
-    def repack(self, ri: int, root_path: tuple[str, ...], col: str, tree: Mapping[str, Any], tracked: set[tuple[str, tuple[str, ...]]] | None) -> None:
+    def repack(
+        self,
+        ri: int,
+        root_path: tuple[str, ...],
+        col: str,
+        tree: Mapping[str, Any],
+        tracked: set[tuple[str, tuple[str, ...]]] | None,
+    ) -> None:
         for p, leaf in flatten_vars(tree):
             full = root_path + p
-            entry = {"collection": col, "scope": ri, "path": "/" + "/".join(full), "inner": _spec_tree(leaf)}
+            entry = {
+                "collection": col,
+                "scope": ri,
+                "path": "/" + "/".join(full),
+                "inner": _spec_tree(leaf),
+            }
             if (ri, col, p) not in self._vars:
                 self.rec["repack"]["created"].append(entry)
             elif tracked is not None and (col, full) in tracked:
                 self.rec["repack"]["mutated"].append(entry)
 
     # stage 6
-    def commit(self, ri: int, root_path: tuple[str, ...], col: str, tree: Mapping[str, Any]) -> None:
+    def commit(
+        self, ri: int, root_path: tuple[str, ...], col: str, tree: Mapping[str, Any]
+    ) -> None:
         for p, leaf in flatten_vars(tree):
             self.rec["commit"].append(
-                {"collection": col, "scope": ri, "path": "/" + "/".join(root_path + p), "outer": _spec_tree(leaf)}
+                {
+                    "collection": col,
+                    "scope": ri,
+                    "path": "/" + "/".join(root_path + p),
+                    "outer": _spec_tree(leaf),
+                }
             )
 
 

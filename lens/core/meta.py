@@ -9,3 +9,7 @@ from lens.core._meta import map_axis_meta as map_axis_meta
 from lens.core._meta import remove_axis as remove_axis
 from lens.core._meta import replace_boxed as replace_boxed
 from lens.core._meta import unbox as unbox
+from lens.core._partitioning import PARTITION_NAME as PARTITION_NAME
+from lens.core._partitioning import Partitioned as Partitioned
+from lens.core._partitioning import get_sharding as get_sharding
+from lens.core._partitioning import with_partitioning as with_partitioning

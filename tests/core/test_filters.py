@@ -18,7 +18,10 @@ NAMES = ["params", "batch_stats", "cache", "intermediates", "counter"]
 
 names = st.sampled_from(NAMES)
 base_filters = st.one_of(
-    st.booleans(), names, st.lists(names, max_size=3).map(tuple), st.frozensets(names, max_size=3)
+    st.booleans(),
+    names,
+    st.lists(names, max_size=3).map(tuple),
+    st.frozensets(names, max_size=3),
 )
 filters = st.recursive(base_filters, lambda inner: inner.map(DenyList), max_leaves=3)
 
@@ -52,7 +55,10 @@ def test_invalid_filter_raises_clear_error():
 
 def test_group_collections_first_match_wins():
     xs = {"params": 1, "batch_stats": 2, "cache": 3}
-    assert group_collections(xs, (["params"], True)) == ({"params": 1}, {"batch_stats": 2, "cache": 3})
+    assert group_collections(xs, (["params"], True)) == (
+        {"params": 1},
+        {"batch_stats": 2, "cache": 3},
+    )
     assert group_collections(xs, (True, ["params"])) == (xs, {})
     # unmatched collections are left out
     assert group_collections(xs, ("cache",)) == ({"cache": 3},)
@@ -60,17 +66,23 @@ def test_group_collections_first_match_wins():
 
 @given(filters, filters, names)
 def test_union_law(a, b, col):
-    assert in_filter(union_filters(a, b), col) == (in_filter(a, col) or in_filter(b, col))
+    assert in_filter(union_filters(a, b), col) == (
+        in_filter(a, col) or in_filter(b, col)
+    )
 
 
 @given(filters, filters, names)
 def test_intersect_law(a, b, col):
-    assert in_filter(intersect_filters(a, b), col) == (in_filter(a, col) and in_filter(b, col))
+    assert in_filter(intersect_filters(a, b), col) == (
+        in_filter(a, col) and in_filter(b, col)
+    )
 
 
 @given(filters, filters, names)
 def test_subtract_law(a, b, col):
-    assert in_filter(subtract_filters(a, b), col) == (in_filter(a, col) and not in_filter(b, col))
+    assert in_filter(subtract_filters(a, b), col) == (
+        in_filter(a, col) and not in_filter(b, col)
+    )
 
 
 @given(filters, names)

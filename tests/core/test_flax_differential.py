@@ -37,7 +37,9 @@ def test_same_params_and_outputs_for_mlp(key):
     y_f, v_f = fcore.init(_mlp(fnn))(key, x)
     assert_tree_allclose(v_l, _plain(v_f))
     assert_tree_allclose(y_l, y_f)
-    assert_tree_allclose(lcore.apply(_mlp(lnn))(v_l, x * 2), fcore.apply(_mlp(fnn))(v_f, x * 2))
+    assert_tree_allclose(
+        lcore.apply(_mlp(lnn))(v_l, x * 2), fcore.apply(_mlp(fnn))(v_f, x * 2)
+    )
 
 
 def test_same_rngs_for_nested_scopes_and_counters():
@@ -63,8 +65,10 @@ def test_same_params_under_vmap(split):
 
     def make(lift, nn):
         return lift.vmap(
-            _mlp(nn), variable_axes={"params": 0 if split else None},
-            split_rngs={"params": split}, in_axes=0,
+            _mlp(nn),
+            variable_axes={"params": 0 if split else None},
+            split_rngs={"params": split},
+            in_axes=0,
         )
 
     def outer(lift, nn):
@@ -110,12 +114,22 @@ def test_same_outputs_under_scan_over_layers():
         return body
 
     def make(lift, nn):
-        scanned = lift.scan(layer(nn), variable_axes={"params": 0}, split_rngs={"params": True}, length=4)
+        scanned = lift.scan(
+            layer(nn),
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            length=4,
+        )
         return lambda scope, x: scanned(scope, x, None)[0]
 
     x = jnp.ones((2, 3))
     _, v_f = fcore.init(make(flift, fnn))(jax.random.key(0), x)
     _, v_l = lcore.init(make(llift, lnn))(jax.random.key(0), x)
-    assert jax.tree_util.tree_structure(v_l) == jax.tree_util.tree_structure(_plain(v_f))
+    assert jax.tree_util.tree_structure(v_l) == jax.tree_util.tree_structure(
+        _plain(v_f)
+    )
     # Same variables in, same outputs out.
-    assert_tree_allclose(lcore.apply(make(llift, lnn))(_plain(v_f), x), fcore.apply(make(flift, fnn))(v_f, x))
+    assert_tree_allclose(
+        lcore.apply(make(llift, lnn))(_plain(v_f), x),
+        fcore.apply(make(flift, fnn))(v_f, x),
+    )

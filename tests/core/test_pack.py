@@ -64,12 +64,17 @@ def identity(fn, variables=True, rngs=True):
 
 leaf = st.integers(0, 3).map(lambda n: jnp.arange(float(n)))
 tree = st.recursive(
-    leaf, lambda inner: st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, min_size=1, max_size=3),
+    leaf,
+    lambda inner: st.dictionaries(
+        st.sampled_from(["a", "b", "c"]), inner, min_size=1, max_size=3
+    ),
     max_leaves=6,
 )
 collections = st.dictionaries(
     st.sampled_from(["params", "batch_stats", "cache"]),
-    st.dictionaries(st.sampled_from(["x", "y", "Dense_0"]), tree, min_size=1, max_size=2),
+    st.dictionaries(
+        st.sampled_from(["x", "y", "Dense_0"]), tree, min_size=1, max_size=2
+    ),
     max_size=3,
 )
 
@@ -102,7 +107,10 @@ def test_only_root_scopes_are_lifted_and_children_rebuilt_by_path():
     rec = t.records[0]
     assert [s["root"] for s in rec["scopes"]] == [True, False]
     assert rec["scopes"][1]["relative_path"] == ["b"]
-    assert sorted(v["path"] for v in rec["groups"][0]["variables"]) == ["/a/b/bias", "/a/b/kernel"]
+    assert sorted(v["path"] for v in rec["groups"][0]["variables"]) == [
+        "/a/b/bias",
+        "/a/b/kernel",
+    ]
 
 
 def test_same_scope_twice_is_lifted_once():
@@ -123,11 +131,18 @@ def test_hidden_collection_names_the_transform_and_the_fix():
         return core_nn.batch_norm(scope, core_nn.dense(scope.push("d"), x, 2))
 
     f = lift.vmap(mlp, variable_axes={"params": 0}, split_rngs={"params": True})
-    with pytest.raises(errors.CollectionNotLiftedError, match='variable_axes=\\{"batch_stats": 0\\}'):
+    with pytest.raises(
+        errors.CollectionNotLiftedError, match='variable_axes=\\{"batch_stats": 0\\}'
+    ):
         init(f)(jax.random.key(0), jnp.ones((3, 1, 2)))
-    g = lift.vmap(mlp, variable_axes={"params": 0, "batch_stats": 0}, split_rngs={"params": True})
+    g = lift.vmap(
+        mlp, variable_axes={"params": 0, "batch_stats": 0}, split_rngs={"params": True}
+    )
     _, v = init(g)(jax.random.key(0), jnp.ones((3, 1, 2)))
-    with pytest.raises(errors.CollectionNotLiftedError, match='"batch_stats".*not lifted into vmap at /'):
+    with pytest.raises(
+        errors.CollectionNotLiftedError,
+        match='"batch_stats".*not lifted into vmap at /',
+    ):
         apply(f)(v, jnp.ones((3, 1, 2)))
 
 
@@ -136,8 +151,14 @@ def test_hidden_rng_stream_names_the_fix():
         return core_nn.dropout(scope, x, 0.5)
 
     f = lift.vmap(noisy, variable_axes={}, split_rngs={"params": True})
-    with pytest.raises(errors.RngNotLiftedError, match='split_rngs=\\{"dropout": True\\}'):
-        apply(f)({}, jnp.ones((3, 4)), rngs={"params": jax.random.key(0), "dropout": jax.random.key(1)})
+    with pytest.raises(
+        errors.RngNotLiftedError, match='split_rngs=\\{"dropout": True\\}'
+    ):
+        apply(f)(
+            {},
+            jnp.ones((3, 4)),
+            rngs={"params": jax.random.key(0), "dropout": jax.random.key(1)},
+        )
 
 
 def test_write_to_collection_outside_out_filters_raises():
@@ -159,8 +180,12 @@ def test_keyword_arguments_pass_through():
 
     vf = lift.vmap(f, variable_axes={}, split_rngs={"dropout": True})
     x = jnp.ones((2, 8))
-    assert jnp.array_equal(apply(vf)({}, x, train=False, rngs={"dropout": jax.random.key(0)}), x)
-    assert not jnp.array_equal(apply(vf)({}, x, train=True, rngs={"dropout": jax.random.key(0)}), x)
+    assert jnp.array_equal(
+        apply(vf)({}, x, train=False, rngs={"dropout": jax.random.key(0)}), x
+    )
+    assert not jnp.array_equal(
+        apply(vf)({}, x, train=True, rngs={"dropout": jax.random.key(0)}), x
+    )
 
 
 def test_inner_scopes_are_invalid_after_the_transform():
@@ -179,9 +204,12 @@ def test_trace_records_every_stage_and_matches_schema():
         return core_nn.dense(scope, c, 2), None
 
     def model(scope, x):
-        body = lift.scan(layer, variable_axes={"params": 0}, split_rngs={"params": True}, length=3)
+        body = lift.scan(
+            layer, variable_axes={"params": 0}, split_rngs={"params": True}, length=3
+        )
         inner = lift.vmap(
-            lambda s, x: body(s, x, None)[0], variable_axes={"params": 0},
+            lambda s, x: body(s, x, None)[0],
+            variable_axes={"params": 0},
             split_rngs={"params": True},
         )
         return inner(scope.push("ens"), x)
@@ -193,7 +221,15 @@ def test_trace_records_every_stage_and_matches_schema():
     (rec,) = doc["packs"]
     assert rec["transform"] == "vmap"
     assert rec["options"]["variable_axes"] == [["params", 0]]
-    assert rec["rngs"] == [{"stream": "params", "group": 0, "filter": "params", "split": True, "label": "split"}]
+    assert rec["rngs"] == [
+        {
+            "stream": "params",
+            "group": 0,
+            "filter": "params",
+            "split": True,
+            "label": "split",
+        }
+    ]
     (child,) = rec["children"]
     assert child["transform"] == "scan"
     created = {e["path"]: e["inner"]["shape"] for e in child["repack"]["created"]}
@@ -205,7 +241,11 @@ def test_trace_records_every_stage_and_matches_schema():
         apply(model)(v, jnp.ones((4, 1, 2)))
     g = t.records[0]["groups"][0]["variables"]
     kernel = next(x for x in g if x["path"] == "/ens/kernel")
-    assert kernel["outer"]["shape"] == [4, 3, 2, 2] and kernel["inner"]["shape"] == [3, 2, 2]
+    assert kernel["outer"]["shape"] == [4, 3, 2, 2] and kernel["inner"]["shape"] == [
+        3,
+        2,
+        2,
+    ]
     assert kernel["axis"] == "axis 0"
     jsonschema.validate(t.to_json(), schema())
 

@@ -15,7 +15,11 @@ from lens.core import nn as cnn
 def _h(data):
     m = hashlib.sha1()
     for x in data:
-        m.update(x.encode() if isinstance(x, str) else x.to_bytes((x.bit_length() + 7) // 8, "big"))
+        m.update(
+            x.encode()
+            if isinstance(x, str)
+            else x.to_bytes((x.bit_length() + 7) // 8, "big")
+        )
     return int.from_bytes(m.digest()[:4], "big")
 
 
@@ -65,7 +69,9 @@ def test_missing_stream_falls_back_to_params_like_flax():
 def test_init_is_apply_with_everything_mutable():
     x = jnp.ones((2, 3))
     y1, v1 = init(cnn.dense)(jax.random.key(0), x, 4)
-    y2, v2 = apply(cnn.dense, mutable=True)({}, x, 4, rngs={"params": jax.random.key(0)})
+    y2, v2 = apply(cnn.dense, mutable=True)(
+        {}, x, 4, rngs={"params": jax.random.key(0)}
+    )
     np.testing.assert_allclose(y1, y2)
     assert jax.tree_util.tree_all(jax.tree_util.tree_map(jnp.array_equal, v1, v2))
     assert type(v1) is dict and type(v1["params"]) is dict
@@ -99,7 +105,9 @@ def test_param_shape_mismatch_names_path_and_shapes():
         return cnn.dense(scope.push("enc"), x, n)
 
     _, v = init(f)(jax.random.key(0), jnp.ones((1, 4)), 3)
-    with pytest.raises(errors.ScopeParamShapeError, match=r'"kernel" in /enc .*\(4, 3\).*\(4, 5\)'):
+    with pytest.raises(
+        errors.ScopeParamShapeError, match=r'"kernel" in /enc .*\(4, 3\).*\(4, 5\)'
+    ):
         apply(f)(v, jnp.ones((1, 4)), 5)
     with pytest.raises(ValueError):
         apply(f)(v, jnp.ones((1, 2)), 3)
@@ -115,13 +123,17 @@ def test_missing_param_and_immutable_write_errors():
     def write(scope):
         scope.put_variable("batch_stats", "mean", 1.0)
 
-    with pytest.raises(errors.ModifyScopeVariableError, match='mutable=\\["batch_stats"\\]'):
+    with pytest.raises(
+        errors.ModifyScopeVariableError, match='mutable=\\["batch_stats"\\]'
+    ):
         apply(write)({"batch_stats": {}})
 
     def var(scope):
         return scope.variable("cache", "k", None).value
 
-    with pytest.raises(errors.ScopeVariableNotFoundError, match='"k" in collection "cache"'):
+    with pytest.raises(
+        errors.ScopeVariableNotFoundError, match='"k" in collection "cache"'
+    ):
         apply(var)({})
 
 
@@ -163,9 +175,13 @@ def test_scope_used_after_apply_raises():
 
 
 def test_bad_variables_and_rngs_give_clear_errors():
-    with pytest.raises(errors.ApplyScopeInvalidVariablesTypeError, match='\\{"params": params\\}'):
+    with pytest.raises(
+        errors.ApplyScopeInvalidVariablesTypeError, match='\\{"params": params\\}'
+    ):
         apply(cnn.dense)([1, 2], jnp.ones((1, 2)), 3)
-    with pytest.raises(errors.ApplyScopeInvalidVariablesStructureError, match="bare params"):
+    with pytest.raises(
+        errors.ApplyScopeInvalidVariablesStructureError, match="bare params"
+    ):
         apply(cnn.dense)({"kernel": jnp.ones((2, 3))}, jnp.ones((1, 2)), 3)
     with pytest.raises(errors.InvalidRngError, match="not a PRNG key"):
         apply(cnn.dense)({}, jnp.ones((1, 2)), 3, rngs={"params": 3})

@@ -26,6 +26,15 @@ def _per_root(value: Any, n: int) -> tuple:
     return (value,) if n == 1 else tuple(value)
 
 
+def _bwd(bwd: Any, y_t: Any) -> tuple:
+    return tuple(bwd(y_t))
+
+
+def _single_root_bwd(bwd: Any, y_t: Any) -> tuple:
+    var_t, *args_t = bwd(y_t)
+    return (var_t[0], *args_t)
+
+
 def jvp(
     fn: Callable[..., Any],
     scope: Any,
@@ -59,15 +68,28 @@ def jvp(
             y = fn(s, *primals)
             return y, repack_fn(s)
 
-        var_t = _per_root(dict(variable_tangents), n) if n == 1 else tuple(variable_tangents)
-        y, y_t, out_vars = jax.jvp(f, (jvp_vars, *primals), (var_t, *tangents), has_aux=True)
+        var_t = (
+            _per_root(dict(variable_tangents), n)
+            if n == 1
+            else tuple(variable_tangents)
+        )
+        y, y_t, out_vars = jax.jvp(
+            f, (jvp_vars, *primals), (var_t, *tangents), has_aux=True
+        )
         return (y, y_t), out_vars
 
     return pack(
-        inner, (tangent_cols, variables), (variables,), (rngs,), name="jvp",
+        inner,
+        (tangent_cols, variables),
+        (variables,),
+        (rngs,),
+        name="jvp",
         hint=filter_hint("variables"),
-        trace_options=dict(variable_tangents=list(tangent_cols), variables=variables, rngs=rngs),
-        group_labels=["tangent", "constant"], rng_labels=["shared"],
+        trace_options=dict(
+            variable_tangents=list(tangent_cols), variables=variables, rngs=rngs
+        ),
+        group_labels=["tangent", "constant"],
+        rng_labels=["shared"],
     )(scope)
 
 
@@ -112,19 +134,24 @@ def vjp(
             return y, (aux, repack_fn(s))
 
         y, bwd, (aux, out_vars) = jax.vjp(f, vjp_vars, *args, has_aux=True)
-
-        def wrapped_bwd(y_t: Any) -> tuple:
-            var_t, *args_t = bwd(y_t)
-            return (_one_root(var_t) if n == 1 else var_t, *args_t)
+        # A pytree (like jax.vjp's own), so it can be a custom_vjp residual.
+        wrapped_bwd = jax.tree_util.Partial(_single_root_bwd if n == 1 else _bwd, bwd)
 
         res = (y, wrapped_bwd, aux) if has_aux else (y, wrapped_bwd)
         return res, out_vars
 
     return pack(
-        inner, (vjp_variables, variables), (variables,), (rngs,), name="vjp",
+        inner,
+        (vjp_variables, variables),
+        (variables,),
+        (rngs,),
+        name="vjp",
         hint=filter_hint("variables"),
-        trace_options=dict(vjp_variables=vjp_variables, variables=variables, rngs=rngs, has_aux=has_aux),
-        group_labels=["differentiated", "constant"], rng_labels=["shared"],
+        trace_options=dict(
+            vjp_variables=vjp_variables, variables=variables, rngs=rngs, has_aux=has_aux
+        ),
+        group_labels=["differentiated", "constant"],
+        rng_labels=["shared"],
     )(scope, *primals)
 
 
@@ -160,17 +187,24 @@ def value_and_grad(
             return y, (aux, repack_fn(s))
 
         argnums = tuple(range(len(args) + 1))
-        (y, (aux, out_vars)), grads = jax.value_and_grad(f, argnums=argnums, has_aux=True)(
-            grad_vars, *args
-        )
+        (y, (aux, out_vars)), grads = jax.value_and_grad(
+            f, argnums=argnums, has_aux=True
+        )(grad_vars, *args)
         var_g, *args_g = grads
         grads = (_one_root(var_g) if n == 1 else var_g, *args_g)
         res = ((y, aux), grads) if has_aux else (y, grads)
         return res, out_vars
 
     return pack(
-        inner, (vjp_variables, variables), (variables,), (rngs,), name="value_and_grad",
+        inner,
+        (vjp_variables, variables),
+        (variables,),
+        (rngs,),
+        name="value_and_grad",
         hint=filter_hint("variables"),
-        trace_options=dict(vjp_variables=vjp_variables, variables=variables, rngs=rngs, has_aux=has_aux),
-        group_labels=["differentiated", "constant"], rng_labels=["shared"],
+        trace_options=dict(
+            vjp_variables=vjp_variables, variables=variables, rngs=rngs, has_aux=has_aux
+        ),
+        group_labels=["differentiated", "constant"],
+        rng_labels=["shared"],
     )(scope, *primals)

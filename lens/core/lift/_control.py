@@ -50,11 +50,15 @@ def while_loop(
 
         def rngs_at(i: Any) -> tuple:
             return tuple(
-                jax.tree_util.tree_map(lambda k: jax.random.fold_in(k, i), g) if s else g
+                jax.tree_util.tree_map(lambda k: jax.random.fold_in(k, i), g)
+                if s
+                else g
                 for g, s in zip(rng_groups, rng_splits)
             )
 
-        if any(intersect_filters(m, carry_variables) is not False for m in scope_fn.mutable):
+        if any(
+            intersect_filters(m, carry_variables) is not False for m in scope_fn.mutable
+        ):
 
             def body0(init, i):
                 s = scope_fn((carry_vars, bcast_vars), rngs_at(i))
@@ -63,7 +67,9 @@ def while_loop(
                     f.created = []
                 body_fn(s, init)
                 return tuple(
-                    nest_created(f.created or [], carry_variables, scope_fn.roots[k].path)
+                    nest_created(
+                        f.created or [], carry_variables, scope_fn.roots[k].path
+                    )
                     for k, f in enumerate(frames)
                 )
 
@@ -76,7 +82,9 @@ def while_loop(
             return cond_fn(s, carry)
 
         # broadcast collections (those not taken by the carry group) are read-only
-        body_mutable = subtract_filters(True, subtract_filters(broadcast_variables, carry_variables))
+        body_mutable = subtract_filters(
+            True, subtract_filters(broadcast_variables, carry_variables)
+        )
 
         def body_wrapper(c):
             i, carry_c, carry = c
@@ -97,8 +105,11 @@ def while_loop(
         rng_filters,
         name="while_loop",
         hint=_loop_hint,
-        trace_options=dict(carry_variables=carry_variables, broadcast_variables=broadcast_variables,
-                           split_rngs=split_rngs),
+        trace_options=dict(
+            carry_variables=carry_variables,
+            broadcast_variables=broadcast_variables,
+            split_rngs=split_rngs,
+        ),
         group_labels=["carry", "broadcast"],
         rng_labels=["split" if s else "shared" for s in rng_splits],
     )(scope)
@@ -108,14 +119,16 @@ def _loop_hint(kind: str, name: str) -> str:
     if kind == "rng":
         return f'Add it to split_rngs, e.g. split_rngs={{"{name}": True}}.'
     return (
-        f'Add it to carry_variables (updated each iteration) or broadcast_variables '
+        f"Add it to carry_variables (updated each iteration) or broadcast_variables "
         f'(read-only), e.g. carry_variables=["{name}"].'
     )
 
 
 def _frames(scope_tree: Any) -> list[Any]:
     frames: list[Any] = []
-    for s in jax.tree_util.tree_leaves(scope_tree, is_leaf=lambda x: isinstance(x, Scope)):
+    for s in jax.tree_util.tree_leaves(
+        scope_tree, is_leaf=lambda x: isinstance(x, Scope)
+    ):
         if s._frame not in frames:
             frames.append(s._frame)
     return frames
@@ -127,7 +140,9 @@ def _merged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _structure_error(transform: str, outs: Sequence[Any]) -> errors.BranchStructureMismatchError:
+def _structure_error(
+    transform: str, outs: Sequence[Any]
+) -> errors.BranchStructureMismatchError:
     def paths(groups: Any) -> set[str]:
         found = set()
         for group in groups:
@@ -153,30 +168,45 @@ def _structure_error(transform: str, outs: Sequence[Any]) -> errors.BranchStruct
     )
 
 
-def _branches(transform: str, branches: Sequence[Callable[..., Any]], select: Callable[..., Any],
-              variables: Filter, rngs: Filter) -> Callable[..., Any]:
+def _branches(
+    transform: str,
+    branches: Sequence[Callable[..., Any]],
+    select: Callable[..., Any],
+    variables: Filter,
+    rngs: Filter,
+) -> Callable[..., Any]:
     def inner(scope_fn, repack_fn, variable_groups, rng_groups, *operands):
         def wrap(branch: Callable[..., Any]) -> Callable[..., Any]:
             def f(*ops):
                 s = scope_fn(variable_groups, rng_groups)
                 y = branch(s, *ops)
                 return y, repack_fn(s)
+
             return f
 
         wrapped = [wrap(b) for b in branches]
         try:
             return select(wrapped, *operands)
         except TypeError as e:
-            if "branch" not in str(e) and "true_fun" not in str(e) and "output" not in str(e):
+            if (
+                "branch" not in str(e)
+                and "true_fun" not in str(e)
+                and "output" not in str(e)
+            ):
                 raise
             outs = [jax.eval_shape(w, *operands)[1] for w in wrapped]
             raise _structure_error(transform, outs) from e
 
     return pack(
-        inner, (variables,), (variables,), (rngs,), name=transform,
+        inner,
+        (variables,),
+        (variables,),
+        (rngs,),
+        name=transform,
         hint=filter_hint("variables"),
         trace_options=dict(variables=variables, rngs=rngs, branches=len(branches)),
-        group_labels=["all"], rng_labels=["shared"],
+        group_labels=["all"],
+        rng_labels=["shared"],
     )
 
 
@@ -197,7 +227,9 @@ def cond(
       BranchStructureMismatchError: if the branches' variables differ.
     """
     select = lambda ws, *ops: jax.lax.cond(pred, ws[0], ws[1], *ops)  # noqa: E731
-    return _branches("cond", [true_fun, false_fun], select, variables, rngs)(scope, *operands)
+    return _branches("cond", [true_fun, false_fun], select, variables, rngs)(
+        scope, *operands
+    )
 
 
 def switch(
@@ -214,5 +246,6 @@ def switch(
       BranchStructureMismatchError: if the branches' variables differ.
     """
     select = lambda ws, *ops: jax.lax.switch(index, ws, *ops)  # noqa: E731
-    return _branches("switch", list(branches), select, variables, rngs)(scope, *operands)
-
+    return _branches("switch", list(branches), select, variables, rngs)(
+        scope, *operands
+    )

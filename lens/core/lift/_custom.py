@@ -25,7 +25,9 @@ def _float0_like(tree: Any) -> Any:
         dtype = getattr(x, "dtype", None)
         if dtype is not None and jnp.issubdtype(dtype, jnp.inexact):
             return jnp.zeros_like(x)
-        return np.zeros(np.shape(x) if not hasattr(x, "shape") else x.shape, dtype=jax.dtypes.float0)
+        return np.zeros(
+            np.shape(x) if not hasattr(x, "shape") else x.shape, dtype=jax.dtypes.float0
+        )
 
     return jax.tree_util.tree_map(z, tree)
 
@@ -63,7 +65,9 @@ def custom_vjp(
 
         def full_args(dargs: tuple) -> list:
             it = iter(dargs)
-            return [nd_vals[i] if i in positions else next(it) for i in range(len(args))]
+            return [
+                nd_vals[i] if i in positions else next(it) for i in range(len(args))
+            ]
 
         @jax.custom_vjp
         def f(grad_variables, other_variables, rng_groups, dargs):
@@ -83,16 +87,26 @@ def custom_vjp(
             nd = [nd_vals[i - 1] for i in nondiff]
             var_t, *args_t = backward_fn(*nd, res, y_t)
             var_t = (var_t,) if n == 1 else tuple(var_t)
-            return (var_t, _float0_like(other_variables), _float0_like(rng_groups), tuple(args_t))
+            return (
+                var_t,
+                _float0_like(other_variables),
+                _float0_like(rng_groups),
+                tuple(args_t),
+            )
 
         f.defvjp(f_fwd, f_bwd)
         return f(grad_variables, other_variables, rng_groups, diff_args)
 
     return pack(
-        inner, (grad_vars, True), (True,), (True,), name="custom_vjp",
+        inner,
+        (grad_vars, True),
+        (True,),
+        (True,),
+        name="custom_vjp",
         hint=filter_hint("grad_vars"),
         trace_options=dict(grad_vars=grad_vars, nondiff_argnums=nondiff),
-        group_labels=["differentiated", "constant"], rng_labels=["shared"],
+        group_labels=["differentiated", "constant"],
+        rng_labels=["shared"],
     )
 
 
@@ -126,7 +140,9 @@ def custom_jvp(
 
         def full_args(dargs: tuple) -> list:
             it = iter(dargs)
-            return [nd_vals[i] if i in positions else next(it) for i in range(len(args))]
+            return [
+                nd_vals[i] if i in positions else next(it) for i in range(len(args))
+            ]
 
         @jax.custom_jvp
         def f(grad_variables, dargs):
@@ -147,13 +163,17 @@ def custom_jvp(
         return f(grad_variables, diff_args)
 
     return pack(
-        inner, (grad_vars, True), (True,), (True,), name="custom_jvp",
+        inner,
+        (grad_vars, True),
+        (True,),
+        (True,),
+        name="custom_jvp",
         hint=filter_hint("grad_vars"),
         trace_options=dict(grad_vars=grad_vars, nondiff_argnums=nondiff),
-        group_labels=["differentiated", "constant"], rng_labels=["shared"],
+        group_labels=["differentiated", "constant"],
+        rng_labels=["shared"],
     )
 
 
 def _zeros_tangent(tree: Any) -> Any:
     return _float0_like(tree)
-

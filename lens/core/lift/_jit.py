@@ -24,7 +24,9 @@ class _Static:
 
     __slots__ = ("key", "scope_fn", "repack_fn", "static_args", "kwargs")
 
-    def __init__(self, key: Any, scope_fn: Any, repack_fn: Any, static_args: dict, kwargs: dict):
+    def __init__(
+        self, key: Any, scope_fn: Any, repack_fn: Any, static_args: dict, kwargs: dict
+    ):
         self.key = key
         self.scope_fn = scope_fn
         self.repack_fn = repack_fn
@@ -42,7 +44,10 @@ def _split_kwargs(kwargs: dict) -> tuple[dict, tuple]:
     dyn, static = {}, []
     for k, v in sorted(kwargs.items()):
         leaves = jax.tree_util.tree_leaves(v)
-        if leaves and all(isinstance(x, jax.Array | jax.core.Tracer) or hasattr(x, "__array__") for x in leaves):
+        if leaves and all(
+            isinstance(x, jax.Array | jax.core.Tracer) or hasattr(x, "__array__")
+            for x in leaves
+        ):
             dyn[k] = v
         else:
             static.append((k, v))
@@ -88,7 +93,10 @@ def jit(
     def call(static: _Static, variable_groups, rng_groups, dyn_args, dyn_kwargs):
         it = iter(dyn_args)
         n = len(dyn_args) + len(static.static_args)
-        args = [static.static_args[i] if i in static.static_args else next(it) for i in range(n)]
+        args = [
+            static.static_args[i] if i in static.static_args else next(it)
+            for i in range(n)
+        ]
         scope = static.scope_fn(variable_groups, rng_groups)
         y = fn(scope, *args, **dyn_kwargs, **static.kwargs)
         out = static.repack_fn(scope)
@@ -100,14 +108,18 @@ def jit(
     def jitted_for(donate: tuple) -> Callable[..., Any]:
         j = jitted_cache.get(donate)
         if j is None:
-            j = jitted_cache[donate] = jax.jit(call, static_argnums=(0,), donate_argnums=donate)
+            j = jitted_cache[donate] = jax.jit(
+                call, static_argnums=(0,), donate_argnums=donate
+            )
         return j
 
     def inner(scope_fn, repack_fn, variable_groups, rng_groups, *args, **kwargs):
         static_args = {i: a for i, a in enumerate(args) if i in static_pos}
         dyn_args = tuple(a for i, a in enumerate(args) if i not in static_pos)
         named_static = {k: v for k, v in kwargs.items() if k in static_names}
-        dyn_kwargs, other_static = _split_kwargs({k: v for k, v in kwargs.items() if k not in static_names})
+        dyn_kwargs, other_static = _split_kwargs(
+            {k: v for k, v in kwargs.items() if k not in static_names}
+        )
         static_kwargs = dict(named_static, **dict(other_static))
         roots = scope_fn.roots
         before = tuple(r._counters.snapshot() for r in roots)
@@ -120,8 +132,11 @@ def jit(
             len(dyn_args),
         )
         static = _Static(key, scope_fn, repack_fn, static_args, static_kwargs)
-        donate = tuple(2 + sum(1 for j in range(i - 1) if j not in static_pos)
-                       for i in donate_argnums if (i - 1) not in static_pos)
+        donate = tuple(
+            2 + sum(1 for j in range(i - 1) if j not in static_pos)
+            for i in donate_argnums
+            if (i - 1) not in static_pos
+        )
         j = jitted_for(donate)
         if _trace._ACTIVE:  # trace again so that nested packs are recorded
             j = jax.jit(call, static_argnums=(0,), donate_argnums=donate)
@@ -133,9 +148,19 @@ def jit(
         return y, out
 
     return pack(
-        inner, (variables,), (variables,), (rngs,), name="jit",
+        inner,
+        (variables,),
+        (variables,),
+        (rngs,),
+        name="jit",
         hint=filter_hint("variables"),
-        trace_options=dict(variables=variables, rngs=rngs, static_argnums=tuple(static_argnums),
-                           static_argnames=tuple(static_argnames), donate_argnums=tuple(donate_argnums)),
-        group_labels=["all"], rng_labels=["shared"],
+        trace_options=dict(
+            variables=variables,
+            rngs=rngs,
+            static_argnums=tuple(static_argnums),
+            static_argnames=tuple(static_argnames),
+            donate_argnums=tuple(donate_argnums),
+        ),
+        group_labels=["all"],
+        rng_labels=["shared"],
     )

@@ -42,7 +42,9 @@ def first_run(body: Callable[..., Any], inputs: Sequence[Any], transform: str) -
     if any(deps):
         paths = [
             "".join(str(k) for k in path)
-            for (path, _), d in zip(jax.tree_util.tree_flatten_with_path(shapes)[0], deps)
+            for (path, _), d in zip(
+                jax.tree_util.tree_flatten_with_path(shapes)[0], deps
+            )
             if d
         ]
         raise errors.LoopBroadcastDependenceError(
@@ -52,12 +54,16 @@ def first_run(body: Callable[..., Any], inputs: Sequence[Any], transform: str) -
             "only, or scan the collection with variable_axes instead."
         )
     flat = jax.tree_util.tree_leaves(inputs)
-    out = [jnp.asarray(x) for x in jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat)]
+    out = [
+        jnp.asarray(x) for x in jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat)
+    ]
     return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(shapes), out)
 
 
 def nest_created(
-    created: Sequence[tuple[str, tuple[str, ...], Any]], col_filter: Filter, root_path: tuple[str, ...]
+    created: Sequence[tuple[str, tuple[str, ...], Any]],
+    col_filter: Filter,
+    root_path: tuple[str, ...],
 ) -> dict[str, Any]:
     """Nests ``(collection, path, value)`` creations that match ``col_filter``.
 
@@ -68,7 +74,7 @@ def nest_created(
     for col, path, value in created:
         if not in_filter(col_filter, col):
             continue
-        rel = path[len(root_path):]
+        rel = path[len(root_path) :]
         d = out.setdefault(col, {})
         for p in rel[:-1]:
             d = d.setdefault(p, {})

@@ -49,8 +49,11 @@ def map_variables(
             target, _ = repack_fn(scopes)
         mapped = tuple(map_in_fn(t) for t in target)
         scopes = scope_fn(
-            (mapped, other), rng_groups,
-            mutable_filter=True if mutable else subtract_filters(True, mapped_collections),
+            (mapped, other),
+            rng_groups,
+            mutable_filter=True
+            if mutable
+            else subtract_filters(True, mapped_collections),
         )
         y = fn(scopes, *args, **kwargs)
         out_target, out_other = repack_fn(scopes)
@@ -61,15 +64,26 @@ def map_variables(
         return y, (out_target, out_other)
 
     out_filters = (
-        (mapped_collections, variables) if writes_target
+        (mapped_collections, variables)
+        if writes_target
         else (False, subtract_filters(variables, mapped_collections))
     )
     return pack(
-        inner, (mapped_collections, variables), out_filters, (rngs,), name="map_variables",
+        inner,
+        (mapped_collections, variables),
+        out_filters,
+        (rngs,),
+        name="map_variables",
         hint=filter_hint("variables"),
-        trace_options=dict(mapped_collections=mapped_collections, map_in_fn=map_in_fn,
-                           map_out_fn=map_out_fn, init=init, mutable=mutable),
-        group_labels=["mapped", "unchanged"], rng_labels=["shared"],
+        trace_options=dict(
+            mapped_collections=mapped_collections,
+            map_in_fn=map_in_fn,
+            map_out_fn=map_out_fn,
+            init=init,
+            mutable=mutable,
+        ),
+        group_labels=["mapped", "unchanged"],
+        rng_labels=["shared"],
     )
 
 
@@ -87,4 +101,6 @@ def transform(
 
     The same as :func:`map_variables` with ``target`` as the mapped collections.
     """
-    return map_variables(fn, target, trans_in_fn, trans_out_fn, init, mutable, rngs, variables)
+    return map_variables(
+        fn, target, trans_in_fn, trans_out_fn, init, mutable, rngs, variables
+    )

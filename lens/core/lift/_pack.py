@@ -43,7 +43,9 @@ def _is_scope(x: Any) -> bool:
     return isinstance(x, Scope)
 
 
-def _dedup(scopes: Sequence[Scope]) -> tuple[list[int], list[tuple[int, tuple[str, ...]]]]:
+def _dedup(
+    scopes: Sequence[Scope],
+) -> tuple[list[int], list[tuple[int, tuple[str, ...]]]]:
     """Stage 1: indices of the root scopes, and (root index, relative path) per scope.
 
     A scope is a root if none of its ancestors is lifted with it; the same scope
@@ -89,8 +91,15 @@ class ScopeFn:
     static argument of ``jax.jit``.
     """
 
-    def __init__(self, treedef: Any, roots: Sequence[Scope], rel: Sequence[tuple[int, tuple[str, ...]]],
-                 mutable: Sequence[Filter], lifts: Sequence[tuple[LiftInfo, ...]], recorder: Any):
+    def __init__(
+        self,
+        treedef: Any,
+        roots: Sequence[Scope],
+        rel: Sequence[tuple[int, tuple[str, ...]]],
+        mutable: Sequence[Filter],
+        lifts: Sequence[tuple[LiftInfo, ...]],
+        recorder: Any,
+    ):
         self.treedef = treedef
         self.roots = list(roots)
         self.rel = list(rel)
@@ -112,9 +121,12 @@ class ScopeFn:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ScopeFn) and other.signature == self.signature
 
-    def __call__(self, variable_groups: Sequence[Sequence[Mapping[str, Any]]],
-                 rng_groups: Sequence[Sequence[Mapping[str, Any]]],
-                 mutable_filter: Filter = True) -> Any:
+    def __call__(
+        self,
+        variable_groups: Sequence[Sequence[Mapping[str, Any]]],
+        rng_groups: Sequence[Sequence[Mapping[str, Any]]],
+        mutable_filter: Filter = True,
+    ) -> Any:
         n = len(self.roots)
         per_root_vars = [dict[str, Any]() for _ in range(n)]
         per_root_rngs = [dict[str, Any]() for _ in range(n)]
@@ -126,11 +138,19 @@ class ScopeFn:
             for ri in range(n):
                 per_root_rngs[ri].update(group[ri])
         if self.recorder is not None:
-            self.recorder.inner([tuple(g[ri] for g in variable_groups) for ri in range(n)])
+            self.recorder.inner(
+                [tuple(g[ri] for g in variable_groups) for ri in range(n)]
+            )
         inner_roots = []
         for ri, root in enumerate(self.roots):
             mutable = intersect_filters(self.mutable[ri], mutable_filter)
-            frame = _Frame(per_root_vars[ri], per_root_rngs[ri], mutable, root._frame.flags, self.lifts[ri])
+            frame = _Frame(
+                per_root_vars[ri],
+                per_root_rngs[ri],
+                mutable,
+                root._frame.flags,
+                self.lifts[ri],
+            )
             if self.recorder is not None:
                 frame.track = set()
             self.frames.append(frame)
@@ -151,15 +171,27 @@ class ScopeFn:
 class RepackFn:
     """Stage 5: collects the mutable variables of the inner root scopes, per out filter."""
 
-    def __init__(self, treedef: Any, n_roots: int, rel: Sequence[tuple[int, tuple[str, ...]]],
-                 out_filters: Sequence[Filter], recorder: Any, root_paths: Sequence[tuple[str, ...]]):
+    def __init__(
+        self,
+        treedef: Any,
+        n_roots: int,
+        rel: Sequence[tuple[int, tuple[str, ...]]],
+        out_filters: Sequence[Filter],
+        recorder: Any,
+        root_paths: Sequence[tuple[str, ...]],
+    ):
         self.treedef = treedef
         self.n_roots = n_roots
         self.rel = list(rel)
         self.out_filters = list(out_filters)
         self.recorder = recorder
         self.root_paths = list(root_paths)
-        self.signature = (treedef, n_roots, tuple(rel), tuple(canonical_filter(f) for f in out_filters))
+        self.signature = (
+            treedef,
+            n_roots,
+            tuple(rel),
+            tuple(canonical_filter(f) for f in out_filters),
+        )
 
     def __hash__(self) -> int:
         return hash(self.signature)
@@ -172,7 +204,9 @@ class RepackFn:
         frames: list[_Frame | None] = [None] * self.n_roots
         for s, (ri, _) in zip(scopes, self.rel):
             frames[ri] = s._frame
-        out = [[dict[str, Any]() for _ in range(self.n_roots)] for _ in self.out_filters]
+        out = [
+            [dict[str, Any]() for _ in range(self.n_roots)] for _ in self.out_filters
+        ]
         for ri, frame in enumerate(frames):
             if frame is None:
                 continue
@@ -184,7 +218,9 @@ class RepackFn:
                     if in_filter(f, col):
                         out[gi][ri][col] = _copy_tree(tree)
                         if self.recorder is not None:
-                            self.recorder.repack(ri, self.root_paths[ri], col, tree, frame.track)
+                            self.recorder.repack(
+                                ri, self.root_paths[ri], col, tree, frame.track
+                            )
                         break
         return tuple(tuple(g) for g in out)
 
@@ -242,7 +278,9 @@ def pack(
     rng_union = _union(rng_filters)
 
     def wrapper(scope_tree: Any, *args: Any, **kwargs: Any) -> Any:
-        recorder = _trace.Recorder(name, trace_options or {}) if _trace._ACTIVE else None
+        recorder = (
+            _trace.Recorder(name, trace_options or {}) if _trace._ACTIVE else None
+        )
         try:
             return _run(recorder, scope_tree, args, kwargs)
         finally:
@@ -270,27 +308,51 @@ def pack(
         for r in roots:
             cols = r.variables()
             groups_xs.append(group_collections(cols, in_variable_filters))
-            hidden_cols += [c for c in cols if not in_filter(in_union, c) and c not in hidden_cols]
+            hidden_cols += [
+                c for c in cols if not in_filter(in_union, c) and c not in hidden_cols
+            ]
         rng_groups_xs = [group_collections(r.rngs, rng_filters) for r in roots]
-        hidden_rngs = sorted({s for r in roots for s in r.rngs if not in_filter(rng_union, s)})
-        variable_groups = tuple(tuple(g[i] for g in groups_xs) for i in range(len(in_variable_filters)))
-        rng_groups = tuple(tuple(g[i] for g in rng_groups_xs) for i in range(len(rng_filters)))
+        hidden_rngs = sorted(
+            {s for r in roots for s in r.rngs if not in_filter(rng_union, s)}
+        )
+        variable_groups = tuple(
+            tuple(g[i] for g in groups_xs) for i in range(len(in_variable_filters))
+        )
+        rng_groups = tuple(
+            tuple(g[i] for g in rng_groups_xs) for i in range(len(rng_filters))
+        )
         if recorder is not None:
-            recorder.groups(in_variable_filters, group_labels, out_variable_filters, groups_xs,
-                            [r.path for r in roots], hidden_cols)
+            recorder.groups(
+                in_variable_filters,
+                group_labels,
+                out_variable_filters,
+                groups_xs,
+                [r.path for r in roots],
+                hidden_cols,
+            )
             recorder.rngs(rng_filters, rng_labels, rng_groups_xs, hidden_rngs)
 
         mutable = [intersect_filters(r._frame.mutable, out_union) for r in roots]
         lifts = [
-            r._frame.lifts + (LiftInfo(name, r.path, in_union, out_union, rng_union, hint),)
+            r._frame.lifts
+            + (LiftInfo(name, r.path, in_union, out_union, rng_union, hint),)
             for r in roots
         ]
         scope_fn = ScopeFn(treedef, roots, rel, mutable, lifts, recorder)
-        repack_fn = RepackFn(treedef, len(roots), rel, out_variable_filters, recorder, [r.path for r in roots])
+        repack_fn = RepackFn(
+            treedef,
+            len(roots),
+            rel,
+            out_variable_filters,
+            recorder,
+            [r.path for r in roots],
+        )
 
         # Stages 3-5 happen inside fn (the transform).
         try:
-            y, out_groups = fn(scope_fn, repack_fn, variable_groups, rng_groups, *args, **kwargs)
+            y, out_groups = fn(
+                scope_fn, repack_fn, variable_groups, rng_groups, *args, **kwargs
+            )
         finally:
             scope_fn.invalidate()
 

@@ -44,7 +44,9 @@ def checkpoint(
 
         def merge(dyn_args: tuple) -> list:
             it = iter(dyn_args)
-            return [static_vals[i] if i in positions else next(it) for i in range(len(args))]
+            return [
+                static_vals[i] if i in positions else next(it) for i in range(len(args))
+            ]
 
         def body(variable_groups, rng_groups, dyn_args):
             scope = scope_fn(variable_groups, rng_groups)
@@ -55,11 +57,21 @@ def checkpoint(
         return rematted(variable_groups, rng_groups, dyn)
 
     return pack(
-        inner, (variables,), (variables,), (rngs,), name="remat",
+        inner,
+        (variables,),
+        (variables,),
+        (rngs,),
+        name="remat",
         hint=filter_hint("variables"),
-        trace_options=dict(variables=variables, rngs=rngs, prevent_cse=prevent_cse,
-                           static_argnums=static, policy=policy),
-        group_labels=["all"], rng_labels=["shared"],
+        trace_options=dict(
+            variables=variables,
+            rngs=rngs,
+            prevent_cse=prevent_cse,
+            static_argnums=static,
+            policy=policy,
+        ),
+        group_labels=["all"],
+        rng_labels=["shared"],
     )
 
 

@@ -26,11 +26,19 @@ from lens.core.lift._util import (
 
 
 def _to_front(tree: Any, axis: int) -> Any:
-    return jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, axis, 0), tree) if axis else tree
+    return (
+        jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, axis, 0), tree)
+        if axis
+        else tree
+    )
 
 
 def _from_front(tree: Any, axis: int) -> Any:
-    return jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, 0, axis), tree) if axis else tree
+    return (
+        jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, 0, axis), tree)
+        if axis
+        else tree
+    )
 
 
 def scan(
@@ -73,7 +81,6 @@ def scan(
     rng_splits = tuple(split_rngs.values())
     params = dict(metadata_params or {})
     bc_filter = union_filters(variable_broadcast, variable_carry)
-    n_scan = len(scan_filters)
 
     def inner(scope_fn, repack_fn, variable_groups, rng_groups, init, *args, **kwargs):
         bcast_vars, carry_vars = variable_groups[0], variable_groups[1]
@@ -81,7 +88,9 @@ def scan(
         axes = _full_prefix(in_axes, args)
         n = infer_size(axes, args, length, "scan", "length along its in_axes")
         if n is None:
-            n = infer_size(scan_axes, scan_vars, None, "scan", "length along variable_axes")
+            n = infer_size(
+                scan_axes, scan_vars, None, "scan", "length along variable_axes"
+            )
         if n is None:
             raise errors.TransformAxisSizeError(
                 "scan cannot tell the number of iterations: no argument is scanned.\n"
@@ -93,16 +102,22 @@ def scan(
             for ax, x in zip(axes, args)
         )
         scan_vars_front = tuple(_to_front(g, a) for g, a in zip(scan_vars, scan_axes))
-        split_rngs_xs = tuple(split_keys(g, n) if s else None for g, s in zip(rng_groups, rng_splits))
+        split_rngs_xs = tuple(
+            split_keys(g, n) if s else None for g, s in zip(rng_groups, rng_splits)
+        )
 
         def merged_args(x_slice: tuple) -> tuple:
             pick = lambda a, full, part: full if a is broadcast else part  # noqa: E731
             return tuple(
-                prefix_map(pick, ax, full, part) for ax, full, part in zip(axes, args, x_slice)
+                prefix_map(pick, ax, full, part)
+                for ax, full, part in zip(axes, args, x_slice)
             )
 
         def rngs_for(rng_slice: tuple) -> tuple:
-            return tuple(part if s else g for g, s, part in zip(rng_groups, rng_splits, rng_slice))
+            return tuple(
+                part if s else g
+                for g, s, part in zip(rng_groups, rng_splits, rng_slice)
+            )
 
         # Broadcast and carry collections that may be created: initialise them once,
         # outside the loop, from the first iteration.
@@ -113,18 +128,26 @@ def scan(
             loop_inputs = (init, x0, take(scan_vars_front), take(split_rngs_xs))
 
             def body0(init, x0, scan0, rng0):
-                scope = scope_fn((bcast_vars, carry_vars) + tuple(scan0), rngs_for(rng0))
+                scope = scope_fn(
+                    (bcast_vars, carry_vars) + tuple(scan0), rngs_for(rng0)
+                )
                 frames = _frames_of(scope)
                 for f in frames:
                     f.created = []
                 fn(scope, init, *merged_args(x0), **kwargs)
                 out = repack_fn(scope)
-                created = [nest_created(f.created or [], variable_carry, scope_fn.roots[i].path)
-                           for i, f in enumerate(frames)]
+                created = [
+                    nest_created(
+                        f.created or [], variable_carry, scope_fn.roots[i].path
+                    )
+                    for i, f in enumerate(frames)
+                ]
                 return out[0], tuple(created)
 
             bcast_new, created = first_run(body0, loop_inputs, "scan")
-            bcast_vars = tuple(_merge_new(old, new) for old, new in zip(bcast_vars, bcast_new))
+            bcast_vars = tuple(
+                _merge_new(old, new) for old, new in zip(bcast_vars, bcast_new)
+            )
             carry_vars = tuple(
                 _merge_new(old, new) for old, new in zip(carry_vars, created)
             )
@@ -135,7 +158,9 @@ def scan(
             scope = scope_fn(
                 (bcast_vars, carry_c) + tuple(scan_slice),
                 rngs_for(rng_slice),
-                DenyList(variable_broadcast) if variable_broadcast is not False else True,
+                DenyList(variable_broadcast)
+                if variable_broadcast is not False
+                else True,
             )
             user_carry, y = fn(scope, user_carry, *merged_args(x_slice), **kwargs)
             out = repack_fn(scope)
@@ -149,7 +174,9 @@ def scan(
             reverse=reverse,
             unroll=unroll,
         )
-        ys = prefix_map(lambda a, y: _from_front(y, a), out_axes, ys) if out_axes else ys
+        ys = (
+            prefix_map(lambda a, y: _from_front(y, a), out_axes, ys) if out_axes else ys
+        )
         scan_out = tuple(_from_front(g, a) for g, a in zip(scan_out, scan_axes))
         scan_out = add_axis_groups(scan_out, scan_axes, params)
         return (carry, ys), (bcast_vars, carry_out) + scan_out
@@ -162,9 +189,15 @@ def scan(
         name="scan",
         hint=variable_hint("variable_axes", "0"),
         trace_options=dict(
-            variable_axes=variable_axes, variable_broadcast=variable_broadcast,
-            variable_carry=variable_carry, split_rngs=split_rngs, in_axes=in_axes,
-            out_axes=out_axes, length=length, reverse=reverse, unroll=unroll,
+            variable_axes=variable_axes,
+            variable_broadcast=variable_broadcast,
+            variable_carry=variable_carry,
+            split_rngs=split_rngs,
+            in_axes=in_axes,
+            out_axes=out_axes,
+            length=length,
+            reverse=reverse,
+            unroll=unroll,
             metadata_params=params,
         ),
         group_labels=["broadcast", "carry"] + [f"axis {a}" for a in scan_axes],
@@ -178,7 +211,9 @@ def _may_create(mutable: Filter, f: Filter) -> bool:
 
 def _frames_of(scope_tree: Any) -> list[Any]:
     frames: list[Any] = []
-    for s in jax.tree_util.tree_leaves(scope_tree, is_leaf=lambda x: isinstance(x, Scope)):
+    for s in jax.tree_util.tree_leaves(
+        scope_tree, is_leaf=lambda x: isinstance(x, Scope)
+    ):
         if s._frame not in frames:
             frames.append(s._frame)
     return frames

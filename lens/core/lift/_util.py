@@ -77,7 +77,9 @@ def axis_sizes(in_axes: Any, args: tuple) -> list[int]:
     return sizes
 
 
-def infer_size(in_axes: Any, args: tuple, given: int | None, transform: str, what: str) -> int | None:
+def infer_size(
+    in_axes: Any, args: tuple, given: int | None, transform: str, what: str
+) -> int | None:
     """The mapped size from ``given`` or the arguments; checks they agree."""
     sizes = axis_sizes(in_axes, args)
     if given is not None:
@@ -92,17 +94,23 @@ def infer_size(in_axes: Any, args: tuple, given: int | None, transform: str, wha
     return sizes[0]
 
 
-def remove_axis_groups(groups: Sequence[Any], axes: Sequence[Any], params: dict[Any, Any]) -> tuple:
+def remove_axis_groups(
+    groups: Sequence[Any], axes: Sequence[Any], params: dict[Any, Any]
+) -> tuple:
     """Calls ``remove_axis`` on the boxes of every group that has an axis."""
     return tuple(
-        _meta.remove_axis(g, ax, params) if ax is not None else g for g, ax in zip(groups, axes)
+        _meta.remove_axis(g, ax, params) if ax is not None else g
+        for g, ax in zip(groups, axes)
     )
 
 
-def add_axis_groups(groups: Sequence[Any], axes: Sequence[Any], params: dict[Any, Any]) -> tuple:
+def add_axis_groups(
+    groups: Sequence[Any], axes: Sequence[Any], params: dict[Any, Any]
+) -> tuple:
     """Calls ``add_axis`` on the boxes of every group that has an axis."""
     return tuple(
-        _meta.add_axis(g, ax, params) if ax is not None else g for g, ax in zip(groups, axes)
+        _meta.add_axis(g, ax, params) if ax is not None else g
+        for g, ax in zip(groups, axes)
     )
 
 
@@ -131,6 +139,8 @@ def filter_hint(option: str, rng_option: str = "rngs") -> Callable[[str, str], s
     def hint(kind: str, name: str) -> str:
         if kind == "rng":
             return f'Include "{name}" in the {rng_option}= filter of the transform (or use True).'
-        return f'Include "{name}" in the {option}= filter of the transform (or use True).'
+        return (
+            f'Include "{name}" in the {option}= filter of the transform (or use True).'
+        )
 
     return hint

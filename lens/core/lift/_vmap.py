@@ -66,7 +66,9 @@ def vmap(
     def inner(scope_fn, repack_fn, variable_groups, rng_groups, *args, **kwargs):
         size = infer_size(in_axes, args, axis_size, "vmap", "size along its in_axes")
         if size is None:
-            size = infer_size(var_axes, variable_groups, None, "vmap", "size along its variable_axes")
+            size = infer_size(
+                var_axes, variable_groups, None, "vmap", "size along its variable_axes"
+            )
         if size is None:
             raise errors.TransformAxisSizeError(
                 "vmap cannot tell the mapped size: no argument or variable is mapped.\n"
@@ -103,8 +105,12 @@ def vmap(
         name="vmap",
         hint=variable_hint("variable_axes", "0"),
         trace_options=dict(
-            variable_axes=variable_axes, split_rngs=split_rngs, in_axes=in_axes,
-            out_axes=out_axes, axis_size=axis_size, axis_name=axis_name,
+            variable_axes=variable_axes,
+            split_rngs=split_rngs,
+            in_axes=in_axes,
+            out_axes=out_axes,
+            axis_size=axis_size,
+            axis_name=axis_name,
             metadata_params=params,
         ),
         group_labels=[f"axis {a}" if a is not None else "broadcast" for a in var_axes],

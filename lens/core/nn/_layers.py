@@ -40,8 +40,12 @@ def dense(
         ((3, 4), (2, 4))
     """
     inputs = jnp.asarray(inputs)
-    kernel = scope.param("kernel", kernel_init, (inputs.shape[-1], features), jnp.float32)
-    y = lax.dot_general(inputs, kernel, (((inputs.ndim - 1,), (0,)), ((), ())), precision=precision)
+    kernel = scope.param(
+        "kernel", kernel_init, (inputs.shape[-1], features), jnp.float32
+    )
+    y = lax.dot_general(
+        inputs, kernel, (((inputs.ndim - 1,), (0,)), ((), ())), precision=precision
+    )
     if bias:
         y = y + scope.param("bias", bias_init, (features,), jnp.float32)
     return y
@@ -74,7 +78,9 @@ def dense_general(
         return jnp.reshape(flat, shape)
 
     kernel = scope.param("kernel", flat_init, in_shape + features, jnp.float32)
-    y = lax.dot_general(inputs, kernel, ((axis, tuple(range(len(axis)))), ((), ())), precision=precision)
+    y = lax.dot_general(
+        inputs, kernel, ((axis, tuple(range(len(axis)))), ((), ())), precision=precision
+    )
     if bias:
         b = scope.param("bias", bias_init, features, jnp.float32)
         y = y + b
@@ -99,7 +105,12 @@ def conv(
     inputs = jnp.asarray(inputs)
     nd = len(kernel_size)
     strides = tuple(strides or (1,) * nd)
-    kernel = scope.param("kernel", kernel_init, tuple(kernel_size) + (inputs.shape[-1], features), jnp.float32)
+    kernel = scope.param(
+        "kernel",
+        kernel_init,
+        tuple(kernel_size) + (inputs.shape[-1], features),
+        jnp.float32,
+    )
     dn = lax.conv_dimension_numbers(inputs.shape, kernel.shape, _conv_spec(nd))
     y = lax.conv_general_dilated(inputs, kernel, strides, padding, dimension_numbers=dn)
     if bias:
@@ -161,7 +172,9 @@ def batch_norm(
         if axis_name is not None:
             mean, mean2 = lax.pmean((mean, mean2), axis_name)
         var = jnp.maximum(0.0, mean2 - jnp.square(mean))
-        if scope.is_mutable_collection(kind) and not scope.get_flag("initializing", False):
+        if scope.is_mutable_collection(kind) and not scope.get_flag(
+            "initializing", False
+        ):
             ra_mean.value = momentum * ra_mean.value + (1 - momentum) * mean
             ra_var.value = momentum * ra_var.value + (1 - momentum) * var
     shape = [1] * x.ndim
@@ -187,7 +200,9 @@ def layer_norm(
     x = jnp.asarray(x)
     feat = (x.shape[-1],)
     mean = jnp.mean(x, axis=-1, keepdims=True)
-    var = jnp.maximum(0.0, jnp.mean(jnp.square(x), axis=-1, keepdims=True) - jnp.square(mean))
+    var = jnp.maximum(
+        0.0, jnp.mean(jnp.square(x), axis=-1, keepdims=True) - jnp.square(mean)
+    )
     y = _normalize(x, mean, var, epsilon)
     if scale:
         y = y * scope.param("scale", scale_init, feat, jnp.float32)
@@ -210,11 +225,15 @@ def group_norm(
     x = jnp.asarray(x)
     c = x.shape[-1]
     if c % num_groups:
-        raise ValueError(f"group_norm: {c} channels cannot be split into {num_groups} groups.")
+        raise ValueError(
+            f"group_norm: {c} channels cannot be split into {num_groups} groups."
+        )
     g = x.reshape(x.shape[:-1] + (num_groups, c // num_groups))
     axes = tuple(range(1, g.ndim - 2)) + (g.ndim - 1,)
     mean = jnp.mean(g, axis=axes, keepdims=True)
-    var = jnp.maximum(0.0, jnp.mean(jnp.square(g), axis=axes, keepdims=True) - jnp.square(mean))
+    var = jnp.maximum(
+        0.0, jnp.mean(jnp.square(g), axis=axes, keepdims=True) - jnp.square(mean)
+    )
     y = _normalize(g, mean, var, epsilon).reshape(x.shape)
     if scale:
         y = y * scope.param("scale", scale_init, (c,), jnp.float32)

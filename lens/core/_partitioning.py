@@ -1,0 +1,114 @@
+"""``Partitioned``: axis metadata naming the mesh axis each array axis is sharded over."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from lens import errors
+from lens.core._meta import AxisMetadata, is_axis_metadata
+from lens.struct import PyTreeNode, field
+
+PARTITION_NAME = "partition_name"
+"""The ``metadata_params`` key that names the axis a ``vmap``/``scan`` adds."""
+
+
+class Partitioned(PyTreeNode, AxisMetadata):
+    """A box holding a value and, per axis, the mesh axis it is sharded over.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> p = Partitioned(jnp.ones((4, 8)), (None, "data"))
+        >>> p.get_partition_spec() == PartitionSpec(None, "data")
+        True
+        >>> p.add_axis(0, {PARTITION_NAME: "layers"}).names
+        ('layers', None, 'data')
+    """
+
+    value: Any
+    names: tuple[str | None, ...] = field(pytree_node=False)
+    mesh: Mesh | None = field(default=None, pytree_node=False)
+
+    def unbox(self) -> Any:
+        """Returns the wrapped value."""
+        return self.value
+
+    def replace_boxed(self, val: Any) -> Partitioned:
+        """Returns this box around ``val``."""
+        return self.replace(value=val)
+
+    def _axis_name(self, params: dict[Any, Any], op: str) -> Any:
+        if PARTITION_NAME not in params:
+            raise errors.PartitionNameMissingError(
+                f"A transform {op} an axis of a Partitioned value (names {self.names}) but "
+                "did not say which mesh axis it maps to.\nPass "
+                f"metadata_params={{nn.PARTITION_NAME: 'layers'}} (or None) to the "
+                "vmap/scan."
+            )
+        return params[PARTITION_NAME]
+
+    def add_axis(self, index: int, params: dict[Any, Any]) -> Partitioned:
+        """Inserts the transform's partition name at ``index``."""
+        name = self._axis_name(params, "added")
+        names = list(self.names)
+        names.insert(index, name)
+        return self.replace(names=tuple(names))
+
+    def remove_axis(self, index: int, params: dict[Any, Any]) -> Partitioned:
+        """Removes the name at ``index`` (it must be the transform's)."""
+        name = self._axis_name(params, "removed")
+        names = list(self.names)
+        if names[index] != name:
+            raise ValueError(
+                f"Partitioned: axis {index} is named {names[index]!r} but the transform "
+                f"that removes it names it {name!r}; use the same metadata_params as at init."
+            )
+        names.pop(index)
+        return self.replace(names=tuple(names))
+
+    def get_partition_spec(self) -> PartitionSpec:
+        """The ``PartitionSpec`` of the value."""
+        return PartitionSpec(*self.names)
+
+    def get_sharding(self, mesh: Mesh | None = None) -> NamedSharding:
+        """The ``NamedSharding`` of the value on ``mesh`` (or the box's own mesh)."""
+        mesh = mesh or self.mesh
+        if mesh is None:
+            raise ValueError(
+                "get_sharding needs a mesh: pass one, or box with mesh=..."
+            )
+        return NamedSharding(mesh, self.get_partition_spec())
+
+
+def with_partitioning(
+    fn: Callable[..., Any], names: tuple[str | None, ...], mesh: Mesh | None = None
+) -> Callable[..., Partitioned]:
+    """Wraps an initializer so its result is boxed in :class:`Partitioned`.
+
+    Example:
+        >>> import jax
+        >>> init = with_partitioning(jax.nn.initializers.ones, (None, "model"))
+        >>> init(jax.random.key(0), (2, 3)).names
+        (None, 'model')
+    """
+
+    def wrapper(*args: Any, **kwargs: Any) -> Partitioned:
+        return Partitioned(fn(*args, **kwargs), tuple(names), mesh)
+
+    return wrapper
+
+
+def get_sharding(tree: Any, mesh: Mesh) -> Any:
+    """Maps each leaf to its ``NamedSharding`` on ``mesh`` (replicated if unboxed)."""
+
+    def sharding(x: Any) -> Any:
+        if isinstance(x, Partitioned):
+            return x.get_sharding(mesh)
+        if hasattr(x, "get_partition_spec"):
+            return NamedSharding(mesh, x.get_partition_spec())
+        return NamedSharding(mesh, PartitionSpec())
+
+    return jax.tree_util.tree_map(sharding, tree, is_leaf=is_axis_metadata)
