@@ -37,9 +37,14 @@ def path_hash(data: tuple[str | int, ...]) -> int:
     return int.from_bytes(m.digest()[:4], byteorder="big")
 
 
+# One compiled dispatch instead of several eager primitives: ~10x cheaper per
+# make_rng outside jit, and the same bits.
+_fold_in = jax.jit(jax.random.fold_in)
+
+
 def fold_path(key: Any, data: tuple[str | int, ...]) -> Any:
     """Folds the hash of ``data`` into ``key`` (see module docstring)."""
-    return jax.random.fold_in(key, np.uint32(path_hash(data)))
+    return _fold_in(key, np.uint32(path_hash(data)))
 
 
 def is_key(x: Any) -> bool:

@@ -1,0 +1,1 @@
+"""Benchmarks: lens against flax (and pure JAX as the limit)."""

@@ -1,0 +1,56 @@
+"""Un-jitted init and apply of a depth-16 MLP on lens.core and flax.core (issue 2).
+
+Measures Python overhead: the MLP is tiny, so the time is the library's own.
+Target: lens <= 0.7x flax.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from benchmarks._timing import median_time
+
+DEPTH = 16
+
+
+def _mlp(nn):
+    def mlp(scope, x):
+        for i in range(DEPTH):
+            x = jax.nn.relu(nn.dense(scope.push(f"Dense_{i}"), x, 8))
+        return x
+
+    return mlp
+
+
+def run(repeats: int = 20) -> list[dict]:
+    """Returns one row per (library, phase) with the median seconds."""
+    from flax import core as fcore
+    from flax.core import nn as fnn
+
+    from lens import core as lcore
+    from lens.core import nn as lnn
+
+    x = jnp.ones((2, 8))
+    key = jax.random.key(0)
+    rows = []
+    for name, core, nn in (("lens", lcore, lnn), ("flax", fcore, fnn)):
+        mlp = _mlp(nn)
+        _, v = core.init(mlp)(key, x)
+        t_init = median_time(lambda core=core, mlp=mlp: core.init(mlp)(key, x), repeats)
+        t_apply = median_time(
+            lambda core=core, mlp=mlp, v=v: core.apply(mlp)(v, x), repeats
+        )
+        rows.append({"library": name, "phase": "init", "seconds": t_init})
+        rows.append({"library": name, "phase": "apply", "seconds": t_apply})
+    return rows
+
+
+if __name__ == "__main__":
+    rows = run()
+    by = {(r["library"], r["phase"]): r["seconds"] for r in rows}
+    for phase in ("init", "apply"):
+        lens_t, flax_t = by[("lens", phase)], by[("flax", phase)]
+        print(
+            f"depth-{DEPTH} MLP {phase:5s}: lens {lens_t * 1e3:7.2f} ms  flax {flax_t * 1e3:7.2f} ms  ratio {lens_t / flax_t:.2f}"
+        )
