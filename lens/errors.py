@@ -363,3 +363,113 @@ class PartitionNameMissingError(LensError, ValueError):
         nn.scan(Block, variable_axes={"params": 0}, length=8,
                 metadata_params={nn.PARTITION_NAME: "layers"})
     """
+
+
+# --------------------------------------------------------------------- modules
+
+
+class SetAttributeFrozenModuleError(LensError, AttributeError):
+    """A module attribute was set outside ``setup``.
+
+    Modules are frozen dataclasses: construction attributes are fixed, and new
+    attributes (submodules, variables) are assigned in ``setup`` only. Wrong::
+
+        def __call__(self, x):
+            self.count = 1
+
+    Right: keep state in a variable (``self.variable("state", "count", ...)``),
+    or assign in ``setup``.
+    """
+
+    def __init__(self, module: str, attr: str, path: str):
+        super().__init__(
+            f'Cannot set attribute "{attr}" of {module} at {path}: modules are frozen '
+            "outside setup().\nAssign submodules and derived attributes in setup(), and "
+            "keep changing state in variables (self.variable(...))."
+        )
+
+
+class CallCompactUnboundModuleError(LensError, RuntimeError):
+    """A method of a module that has no variables (an unbound module) was called.
+
+    Wrong::
+
+        Dense(3)(x)
+
+    Right::
+
+        variables = Dense(3).init(key, x)
+        y = Dense(3).apply(variables, x)        # or Dense(3).bind(variables)(x)
+    """
+
+    def __init__(self, module: str, method: str):
+        super().__init__(
+            f"Cannot call {module}.{method}: the module is unbound (it has no variables).\n"
+            f"Use init/apply (variables = m.init(key, x); m.apply(variables, x)) or "
+            "bind (m.bind(variables)) to call it."
+        )
+
+
+class AssignSubModuleError(LensError, AttributeError):
+    """A submodule was created outside ``setup`` and outside a ``@compact`` method.
+
+    Wrong::
+
+        def __call__(self, x):            # not @compact
+            return Dense(3)(x)
+
+    Right: decorate the method with ``@nn.compact``, or create the submodule in
+    ``setup``.
+    """
+
+    def __init__(self, cls: str, parent: str):
+        super().__init__(
+            f"Submodule {cls} must be created in setup() or in a method wrapped in "
+            f"@compact of {parent}.\nDecorate the method with @nn.compact, or assign the "
+            "submodule in setup()."
+        )
+
+
+class MultipleMethodsCompactError(LensError, TypeError):
+    """A module has more than one ``@compact`` method, or both ``@compact`` and ``setup``.
+
+    Wrong::
+
+        class M(nn.Module):
+            def setup(self): ...
+            @nn.compact
+            def __call__(self, x): ...
+
+    Right: one ``@compact`` method, or ``setup`` with plain methods.
+    """
+
+
+class ReservedModuleAttributeError(LensError, TypeError):
+    """A module declared a field whose name lens reserves (``parent``, ``name``, ``scope``...).
+
+    Wrong::
+
+        class M(nn.Module):
+            name: str
+
+    Right: pick another field name (``label: str``).
+    """
+
+
+class ApplyModuleInvalidMethodError(LensError, TypeError):
+    """``method=`` in ``init``/``apply`` names no method of the module.
+
+    Wrong: ``model.apply(v, x, method="encdoe")``. Right: ``method="encode"``, a
+    function ``Model.encode``, or ``lambda m, x: m.encoder(x)``.
+    """
+
+
+class TransformedMethodReturnValueError(LensError, TypeError):
+    """A transformed method returned a module; modules cannot leave a transform.
+
+    Wrong::
+
+        nn.vmap(lambda mdl, x: mdl, ...)
+
+    Right: return arrays (e.g. ``mdl(x)``), or create the module outside.
+    """

@@ -1,0 +1,66 @@
+"""The Module API (``lens.nn``, like ``flax.linen``): ``from lens import nn``.
+
+Public names, signatures and variable layout follow Flax Linen, so porting a model
+is an import change and the same key gives the same initial parameters.
+"""
+
+from lens.core import DenyList as DenyList
+from lens.core import Scope as Scope
+from lens.core import Variable as Variable
+from lens.core.meta import PARTITION_NAME as PARTITION_NAME
+from lens.core.meta import AxisMetadata as AxisMetadata
+from lens.core.meta import Partitioned as Partitioned
+from lens.core.meta import get_partition_spec as get_partition_spec
+from lens.core.meta import get_sharding as get_sharding
+from lens.core.meta import unbox as unbox
+from lens.core.meta import with_partitioning as with_partitioning
+from lens.nn import initializers as initializers
+from lens.nn._activation import PReLU as PReLU
+from lens.nn._activation import celu as celu
+from lens.nn._activation import elu as elu
+from lens.nn._activation import gelu as gelu
+from lens.nn._activation import glu as glu
+from lens.nn._activation import hard_sigmoid as hard_sigmoid
+from lens.nn._activation import hard_silu as hard_silu
+from lens.nn._activation import hard_swish as hard_swish
+from lens.nn._activation import hard_tanh as hard_tanh
+from lens.nn._activation import leaky_relu as leaky_relu
+from lens.nn._activation import log_sigmoid as log_sigmoid
+from lens.nn._activation import log_softmax as log_softmax
+from lens.nn._activation import logsumexp as logsumexp
+from lens.nn._activation import one_hot as one_hot
+from lens.nn._activation import relu as relu
+from lens.nn._activation import relu6 as relu6
+from lens.nn._activation import selu as selu
+from lens.nn._activation import sigmoid as sigmoid
+from lens.nn._activation import silu as silu
+from lens.nn._activation import soft_sign as soft_sign
+from lens.nn._activation import softmax as softmax
+from lens.nn._activation import softplus as softplus
+from lens.nn._activation import standardize as standardize
+from lens.nn._activation import swish as swish
+from lens.nn._activation import tanh as tanh
+from lens.nn._combinators import Sequential as Sequential
+from lens.nn._dtypes import merge_param as merge_param
+from lens.nn._dtypes import promote_dtype as promote_dtype
+from lens.nn._linear import Conv as Conv
+from lens.nn._linear import ConvTranspose as ConvTranspose
+from lens.nn._linear import Dense as Dense
+from lens.nn._linear import DenseGeneral as DenseGeneral
+from lens.nn._linear import Einsum as Einsum
+from lens.nn._linear import Embed as Embed
+from lens.nn._module import InterceptorContext as InterceptorContext
+from lens.nn._module import Module as Module
+from lens.nn._module import compact as compact
+from lens.nn._module import intercept_methods as intercept_methods
+from lens.nn._module import nowrap as nowrap
+from lens.nn._module import share_scope as share_scope
+from lens.nn._normalization import BatchNorm as BatchNorm
+from lens.nn._normalization import GroupNorm as GroupNorm
+from lens.nn._normalization import LayerNorm as LayerNorm
+from lens.nn._normalization import RMSNorm as RMSNorm
+from lens.nn._pooling import avg_pool as avg_pool
+from lens.nn._pooling import max_pool as max_pool
+from lens.nn._pooling import min_pool as min_pool
+from lens.nn._pooling import pool as pool
+from lens.nn._stochastic import Dropout as Dropout

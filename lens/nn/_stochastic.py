@@ -1,0 +1,46 @@
+"""``Dropout``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from lens.nn._dtypes import merge_param
+from lens.nn._module import Module, compact
+
+
+class Dropout(Module):
+    """Randomly zeroes inputs with probability ``rate`` (and rescales the rest).
+
+    Draws keys from the ``'dropout'`` stream (``rng_collection``). Pass
+    ``deterministic=True`` (attribute or call argument) at inference.
+    """
+
+    rate: float
+    broadcast_dims: Sequence[int] = ()
+    deterministic: bool | None = None
+    rng_collection: str = "dropout"
+
+    @compact
+    def __call__(
+        self, inputs: Any, deterministic: bool | None = None, rng: Any = None
+    ) -> Any:
+        """Applies dropout."""
+        deterministic = merge_param("deterministic", self.deterministic, deterministic)
+        if self.rate == 0.0 or deterministic:
+            return inputs
+        if self.rate == 1.0:
+            return jnp.zeros_like(inputs)
+        keep = 1.0 - self.rate
+        if rng is None:
+            rng = self.make_rng(self.rng_collection)
+        shape = list(jnp.shape(inputs))
+        for d in self.broadcast_dims:
+            shape[d] = 1
+        mask = jax.random.bernoulli(rng, p=keep, shape=shape)
+        mask = jnp.broadcast_to(mask, jnp.shape(inputs))
+        return lax.select(mask, inputs / keep, jnp.zeros_like(inputs))
