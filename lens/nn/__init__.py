@@ -41,6 +41,18 @@ from lens.nn._activation import softplus as softplus
 from lens.nn._activation import standardize as standardize
 from lens.nn._activation import swish as swish
 from lens.nn._activation import tanh as tanh
+from lens.nn._attention import MultiHeadAttention as MultiHeadAttention
+from lens.nn._attention import (
+    MultiHeadDotProductAttention as MultiHeadDotProductAttention,
+)
+from lens.nn._attention import SelfAttention as SelfAttention
+from lens.nn._attention import combine_masks as combine_masks
+from lens.nn._attention import dot_product_attention as dot_product_attention
+from lens.nn._attention import (
+    dot_product_attention_weights as dot_product_attention_weights,
+)
+from lens.nn._attention import make_attention_mask as make_attention_mask
+from lens.nn._attention import make_causal_mask as make_causal_mask
 from lens.nn._combinators import Sequential as Sequential
 from lens.nn._dtypes import merge_param as merge_param
 from lens.nn._dtypes import promote_dtype as promote_dtype
@@ -68,6 +80,10 @@ from lens.nn._pooling import avg_pool as avg_pool
 from lens.nn._pooling import max_pool as max_pool
 from lens.nn._pooling import min_pool as min_pool
 from lens.nn._pooling import pool as pool
+from lens.nn._recurrent import RNN as RNN
+from lens.nn._recurrent import GRUCell as GRUCell
+from lens.nn._recurrent import LSTMCell as LSTMCell
+from lens.nn._recurrent import RNNCellBase as RNNCellBase
 from lens.nn._stochastic import Dropout as Dropout
 from lens.nn._transforms import checkpoint as checkpoint
 from lens.nn._transforms import cond as cond

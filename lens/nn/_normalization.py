@@ -46,8 +46,9 @@ def _stats(
             )
         else:
             mean2 = lax.pmean(mean2, axis_name, axis_index_groups=axis_index_groups)
-    var = jnp.maximum(0.0, mean2 - lax.square(mean)) if use_mean else mean2
-    return mean, var
+    if not use_mean:
+        return jnp.zeros_like(mean2), mean2
+    return mean, jnp.maximum(0.0, mean2 - lax.square(mean))
 
 
 def _normalize(
