@@ -217,8 +217,11 @@ class BatchNorm(Module):
         if use_ra:
             mean, var = ra_mean.value, ra_var.value
         else:
+            # Like Flax: no cross-device mean while initializing, so init works even
+            # where the axis is not bound (e.g. the lifting seed's StatefulMLP).
+            axis_name = None if self.is_initializing() else self.axis_name
             mean, var = _stats(
-                x, reduction, True, self.axis_name, self.axis_index_groups, mask
+                x, reduction, True, axis_name, self.axis_index_groups, mask
             )
             if not self.is_initializing() and self.is_mutable_collection("batch_stats"):
                 ra_mean.value = (

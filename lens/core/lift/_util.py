@@ -63,6 +63,13 @@ def axis_sizes(in_axes: Any, args: tuple) -> list[int]:
         if axis is None or axis is broadcast:
             return
         for leaf in jax.tree_util.tree_leaves(sub):
+            if callable(leaf) and not hasattr(leaf, "shape"):
+                raise errors.JaxTransformError(
+                    f"A function ({getattr(leaf, '__name__', leaf)!r}) was passed as a mapped "
+                    "argument of a lifted transform. Closures hide the modules and arrays "
+                    "they capture from the transform.\nPass a pytree instead: e.g. "
+                    "Partial(fn, [module]) with lens.struct (see the lifecycle guide)."
+                )
             shape = jnp.shape(leaf)
             if not shape:
                 raise ValueError(
