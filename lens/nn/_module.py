@@ -551,7 +551,7 @@ class Module:
     # ----------------------------------------------------------------- cloning
 
     def clone(
-        self: M, *, parent: Any = None, _deep_clone: bool = False, **updates: Any
+        self: M, *, parent: Any = None, _deep_clone: bool | dict = False, **updates: Any
     ) -> M:
         """A new module from this one's construction attributes (with ``updates``)."""
         attrs = {
@@ -559,13 +559,19 @@ class Module:
             for f in dataclasses.fields(self)
             if f.init and f.name != "parent"
         }
-        if _deep_clone:
+        if _deep_clone is not False:
+            # One clone per distinct instance: a module shared by fields stays shared.
+            memo: dict[int, Module] = _deep_clone if isinstance(_deep_clone, dict) else {}
+
+            def deep(m: Module, _: str) -> Module:
+                if m.scope is not None:
+                    return m
+                if id(m) not in memo:
+                    memo[id(m)] = m.clone(_deep_clone=memo)
+                return memo[id(m)]
+
             for k, v in attrs.items():
-                attrs[k] = _map_submodules(
-                    v,
-                    lambda m, _: m.clone(_deep_clone=True) if m.scope is None else m,
-                    k,
-                )
+                attrs[k] = _map_submodules(v, deep, k)
         attrs.update(updates)
         return type(self)(parent=parent, **attrs)
 
