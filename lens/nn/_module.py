@@ -561,7 +561,9 @@ class Module:
         }
         if _deep_clone is not False:
             # One clone per distinct instance: a module shared by fields stays shared.
-            memo: dict[int, Module] = _deep_clone if isinstance(_deep_clone, dict) else {}
+            memo: dict[int, Module] = (
+                _deep_clone if isinstance(_deep_clone, dict) else {}
+            )
 
             def deep(m: Module, _: str) -> Module:
                 if m.scope is not None:

@@ -223,7 +223,9 @@ class BatchNorm(Module):
             mean, var = _stats(
                 x, reduction, True, axis_name, self.axis_index_groups, mask
             )
-            if not self.is_initializing() and self.is_mutable_collection("batch_stats"):
+            if (
+                not self.is_initializing()
+            ):  # raises if batch_stats is immutable, like Flax
                 ra_mean.value = (
                     self.momentum * ra_mean.value + (1 - self.momentum) * mean
                 )

@@ -111,7 +111,7 @@ def checkpoint(
 ) -> Target:
     """A lifted ``jax.checkpoint`` (rematerialisation). ``static_argnums`` counts ``self`` as 0."""
     return module_transform(
-        "remat",
+        "checkpoint",
         target,
         lambda f: core_lift.checkpoint(
             f,

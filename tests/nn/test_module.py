@@ -27,7 +27,17 @@ def test_dataclass_fields_with_keyword_parent_and_name():
     d = nn.Dense(3, use_bias=False, name="proj")
     assert d.features == 3 and d.name == "proj" and d.parent is None
     with pytest.raises(TypeError):
-        nn.Dense(3, True, None, jnp.float32, None, nn.initializers.zeros, nn.initializers.zeros, None, None)
+        nn.Dense(
+            3,
+            True,
+            None,
+            jnp.float32,
+            None,
+            nn.initializers.zeros,
+            nn.initializers.zeros,
+            None,
+            None,
+        )
 
     class NoHint(nn.Module):
         scale = 2.0  # no annotation: a class attribute, not a field
@@ -159,7 +169,9 @@ def test_submodule_outside_setup_or_compact_raises():
 
 
 def test_bad_method_argument():
-    with pytest.raises(errors.ApplyModuleInvalidMethodError, match='no method "encdoe"'):
+    with pytest.raises(
+        errors.ApplyModuleInvalidMethodError, match='no method "encdoe"'
+    ):
         Compact().init(KEY, X, method="encdoe")
     with pytest.raises(errors.ApplyModuleInvalidMethodError):
         Compact().init(KEY, X, method=3)
@@ -253,7 +265,9 @@ def test_sow_and_capture_intermediates():
     assert "intermediates" not in v  # init's default mutable excludes it
     y, state = Sower().apply(v, X, mutable=["intermediates"])
     assert isinstance(state["intermediates"]["h"], tuple)
-    _, state = Sower().apply(v, X, capture_intermediates=True, mutable=["intermediates"])
+    _, state = Sower().apply(
+        v, X, capture_intermediates=True, mutable=["intermediates"]
+    )
     assert "__call__" in state["intermediates"]["Dense_0"]
     assert "__call__" in state["intermediates"]
 

@@ -143,7 +143,12 @@ class ClosureFoo(nn.Module):
     def __call__(self, x):
         dense = nn.Dense(x.shape[-1])
         fn = lambda x: dense(x) + 1  # noqa: E731
-        vmap_inner = nn.vmap(ClosureFoo.inner, in_axes=0, variable_axes={"params": 0}, split_rngs={"params": True})
+        vmap_inner = nn.vmap(
+            ClosureFoo.inner,
+            in_axes=0,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+        )
         return vmap_inner(self, x, fn)
 
     def inner(self, x, fn):
@@ -157,7 +162,12 @@ class Foo(nn.Module):
     def __call__(self, x):
         dense = nn.Dense(x.shape[-1])
         fn = lambda mdl, x: mdl(x) + 1  # noqa: E731
-        vmap_inner = nn.vmap(Foo.inner, in_axes=0, variable_axes={"params": 0}, split_rngs={"params": True})
+        vmap_inner = nn.vmap(
+            Foo.inner,
+            in_axes=0,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+        )
         return vmap_inner(self, x, Partial(fn, [dense]))
 
     def inner(self, x, fn):
@@ -241,7 +251,9 @@ class ManualVmapMLP(nn.Module):
     @nn.compact
     def __call__(self, xs):
         mlp = SeedMLP(parent=None)
-        init_fn = lambda rng, xs: jax.vmap(mlp.init, in_axes=0)(random.split(rng, xs.shape[0]), xs)["params"]  # noqa: E731
+        init_fn = lambda rng, xs: jax.vmap(mlp.init, in_axes=0)(
+            random.split(rng, xs.shape[0]), xs
+        )["params"]  # noqa: E731
         apply_fn = jax.vmap(mlp.apply, in_axes=0)
         mlp_params = self.param("mlp", init_fn, xs)
         return apply_fn({"params": mlp_params}, xs)
@@ -250,7 +262,9 @@ class ManualVmapMLP(nn.Module):
 class LinenVmapMLP(nn.Module):
     @nn.compact
     def __call__(self, xs):
-        VmapMLP = nn.vmap(SeedMLP, variable_axes={"params": 0}, split_rngs={"params": True}, in_axes=0)
+        VmapMLP = nn.vmap(
+            SeedMLP, variable_axes={"params": 0}, split_rngs={"params": True}, in_axes=0
+        )
         return VmapMLP(name="mlp")(xs)
 
 
@@ -269,8 +283,11 @@ class LinenStatefulVmapMLP(nn.Module):
     @nn.compact
     def __call__(self, xs, *, train):
         VmapMLP = nn.vmap(
-            StatefulMLP, variable_axes={"params": 0, "batch_stats": 0}, split_rngs={"params": True},
-            in_axes=0, axis_name=self.axis_name,
+            StatefulMLP,
+            variable_axes={"params": 0, "batch_stats": 0},
+            split_rngs={"params": True},
+            in_axes=0,
+            axis_name=self.axis_name,
         )
         return VmapMLP(name="mlp")(xs, train=train)
 
@@ -300,6 +317,7 @@ def test_linen_vmap_mlp_shapes_and_independent_members():
     assert shapes(variables["params"]) == SEED_SHAPES
     k = variables["params"]["mlp"]["hidden"]["kernel"]
     assert not jnp.allclose(k[0], k[1])
+
     # the seed's second printout uses 2 input features and auto-named layers
     class Unnamed(nn.Module):
         @nn.compact
@@ -310,10 +328,18 @@ def test_linen_vmap_mlp_shapes_and_independent_members():
     class V(nn.Module):
         @nn.compact
         def __call__(self, xs):
-            return nn.vmap(Unnamed, variable_axes={"params": 0}, split_rngs={"params": True}, in_axes=0)(name="mlp")(xs)
+            return nn.vmap(
+                Unnamed,
+                variable_axes={"params": 0},
+                split_rngs={"params": True},
+                in_axes=0,
+            )(name="mlp")(xs)
 
     assert shapes(V().init(random.key(0), jnp.ones((3, 2)))["params"]) == {
-        "mlp": {"Dense_0": {"bias": (3, 4), "kernel": (3, 2, 4)}, "Dense_1": {"bias": (3, 1), "kernel": (3, 4, 1)}}
+        "mlp": {
+            "Dense_0": {"bias": (3, 4), "kernel": (3, 2, 4)},
+            "Dense_1": {"bias": (3, 1), "kernel": (3, 4, 1)},
+        }
     }
 
 
@@ -322,16 +348,20 @@ def test_stateful_vmap_mlp_with_train_keyword():
     variables = LinenStatefulVmapMLP().init(random.key(0), xs, train=False)
     assert shapes(variables) == {
         "batch_stats": {"mlp": {"BatchNorm_0": {"mean": (3, 4), "var": (3, 4)}}},
-        "params": {"mlp": {
-            "BatchNorm_0": {"bias": (3, 4), "scale": (3, 4)},
-            "hidden": {"bias": (3, 4), "kernel": (3, 4, 4)},
-            "out": {"bias": (3, 1), "kernel": (3, 4, 1)},
-        }},
+        "params": {
+            "mlp": {
+                "BatchNorm_0": {"bias": (3, 4), "scale": (3, 4)},
+                "hidden": {"bias": (3, 4), "kernel": (3, 4, 4)},
+                "out": {"bias": (3, 1), "kernel": (3, 4, 1)},
+            }
+        },
     }
     # train=True as a keyword reaches the module through vmap (init works without
     # an axis; apply needs the named axis for the cross-member mean).
     LinenStatefulVmapMLP().init(random.key(0), xs, train=True)
     xs = jax.random.normal(random.key(1), (3, 5, 4))
-    y, upd = LinenStatefulVmapMLP(axis_name="batch").apply(variables, xs, train=True, mutable=["batch_stats"])
+    y, upd = LinenStatefulVmapMLP(axis_name="batch").apply(
+        variables, xs, train=True, mutable=["batch_stats"]
+    )
     assert y.shape == (3, 5, 1)
     assert not jnp.allclose(upd["batch_stats"]["mlp"]["BatchNorm_0"]["mean"], 0.0)

@@ -162,6 +162,7 @@ def batch_norm(
     axis = axis % x.ndim
     feat = (x.shape[axis],)
     reduce = tuple(i for i in range(x.ndim) if i != axis)
+    is_init = not scope.has_variable(kind, "mean")
     ra_mean = scope.variable(kind, "mean", jnp.zeros, feat, jnp.float32)
     ra_var = scope.variable(kind, "var", jnp.ones, feat, jnp.float32)
     if use_running_average:
@@ -172,9 +173,7 @@ def batch_norm(
         if axis_name is not None:
             mean, mean2 = lax.pmean((mean, mean2), axis_name)
         var = jnp.maximum(0.0, mean2 - jnp.square(mean))
-        if scope.is_mutable_collection(kind) and not scope.get_flag(
-            "initializing", False
-        ):
+        if not is_init:  # updating needs a mutable batch_stats, as in Flax
             ra_mean.value = momentum * ra_mean.value + (1 - momentum) * mean
             ra_var.value = momentum * ra_var.value + (1 - momentum) * var
     shape = [1] * x.ndim
