@@ -170,15 +170,15 @@ def test_kwargs_pass_through_every_class_transform():
         nn.jit(KW),
     ):
 
-        class O(nn.Module):
+        class Outer(nn.Module):
             T: type
 
             @nn.compact
             def __call__(self, x):
                 return self.T()(x, scale=0.0)
 
-        v = O(T).init(KEY, x)
-        assert jnp.allclose(O(T).apply(v, x), 0.0)
+        v = Outer(T).init(KEY, x)
+        assert jnp.allclose(Outer(T).apply(v, x), 0.0)
 
 
 def test_function_transforms_vjp_grad_value_and_grad_jvp():
