@@ -12,7 +12,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {"core", "nn", "struct", "serialization", "errors", "display"}
+_SUBMODULES = {"core", "nn", "struct", "serialization", "errors"}
 _ATTRS = {
     "trace": ("lens.core._trace", "trace_packs"),
     "trace_packs": ("lens.core._trace", "trace_packs"),

@@ -473,3 +473,15 @@ class TransformedMethodReturnValueError(LensError, TypeError):
 
     Right: return arrays (e.g. ``mdl(x)``), or create the module outside.
     """
+
+
+# ------------------------------------------------------------------ serialization
+
+
+class SerializationError(LensError, ValueError):
+    """Bytes or a state dict could not be restored into the target.
+
+    The target gives the structure (e.g. ``model.init(...)`` or the variables
+    saved earlier). Wrong: restoring bytes of another model, or truncated bytes.
+    Right: ``from_bytes(variables_like_the_saved_ones, data)``.
+    """

@@ -85,6 +85,7 @@ from lens.nn._recurrent import GRUCell as GRUCell
 from lens.nn._recurrent import LSTMCell as LSTMCell
 from lens.nn._recurrent import RNNCellBase as RNNCellBase
 from lens.nn._stochastic import Dropout as Dropout
+from lens.nn._summary import tabulate as tabulate
 from lens.nn._transforms import checkpoint as checkpoint
 from lens.nn._transforms import cond as cond
 from lens.nn._transforms import custom_jvp as custom_jvp

@@ -736,13 +736,38 @@ class Module:
         ]
         return f"{type(self).__name__}({', '.join(fields)})"
 
-    def tabulate(self, rngs: Any, *args: Any, **kwargs: Any) -> Any:
-        """A table of submodules, shapes and parameter counts (see :func:`lens.nn.tabulate`)."""
+    def tabulate(
+        self,
+        rngs: Any,
+        *args: Any,
+        depth: int | None = None,
+        show_repeated: bool = False,
+        mutable: Filter = DenyList("intermediates"),
+        console_kwargs: Mapping[str, Any] | None = None,
+        table_kwargs: Mapping[str, Any] | None = None,
+        column_kwargs: Mapping[str, Any] | None = None,
+        compute_flops: bool = False,
+        compute_vjp_flops: bool = False,
+        **kwargs: Any,
+    ) -> str:
+        """A table of submodules, input/output shapes and variables per collection.
+
+        Returns a ``str`` (print it) that renders as an HTML table in notebooks.
+        """
         from lens.nn._summary import tabulate
 
-        return tabulate(self, rngs, **kwargs.pop("_tabulate_kwargs", {}))(
-            *args, **kwargs
-        )
+        return tabulate(
+            self,
+            rngs,
+            depth=depth,
+            show_repeated=show_repeated,
+            mutable=mutable,
+            console_kwargs=console_kwargs,
+            table_kwargs=table_kwargs,
+            column_kwargs=column_kwargs,
+            compute_flops=compute_flops,
+            compute_vjp_flops=compute_vjp_flops,
+        )(*args, **kwargs)
 
 
 # ---------------------------------------------------------------------- helpers

@@ -1,0 +1,48 @@
+"""tabulate: rows per module call, variables per collection, totals, HTML form."""
+
+import jax
+import jax.numpy as jnp
+
+from lens import nn
+
+
+class MLP(nn.Module):
+    @nn.compact
+    def __call__(self, x, train: bool = False):
+        x = nn.Dense(8)(x)
+        x = nn.BatchNorm(use_running_average=not train)(x)
+        return nn.Dense(2)(nn.relu(x))
+
+
+def test_tabulate_rows_totals_and_html():
+    text = MLP().tabulate(
+        jax.random.key(0), jnp.ones((4, 3)), console_kwargs={"width": 120}
+    )
+    assert isinstance(text, str)
+    for needle in (
+        "Dense_0",
+        "BatchNorm_0",
+        "f32[4,3]",
+        "f32[4,2]",
+        "kernel: f32[3,8]",
+        "mean: f32[8]",
+    ):
+        assert needle in text
+    assert "Total Parameters: 82 (328 B)" in text  # 32 + 16 + 18 params, 16 stats
+    html = text._repr_html_()
+    assert html.startswith("<table") and "BatchNorm_0" in html
+
+
+def test_tabulate_depth_collapses_submodules():
+    text = nn.tabulate(MLP(), jax.random.key(0), depth=0)(jnp.ones((4, 3)))
+    assert "Dense_0" not in text and "Total Parameters: 82" in text
+
+
+def test_tabulate_escapes_user_names_in_html():
+    class Evil(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(2, name="<img src=x onerror=alert(1)>")(x)
+
+    html = Evil().tabulate(jax.random.key(0), jnp.ones((1, 2)))._repr_html_()
+    assert "<img" not in html and "&lt;img" in html
