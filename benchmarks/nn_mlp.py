@@ -34,9 +34,9 @@ def _train_step(apply, tx):
         return jnp.mean((apply(params, x) - y) ** 2)
 
     def step(params, opt_state, x, y):
-        l, g = jax.value_and_grad(loss)(params, x, y)
+        value, g = jax.value_and_grad(loss)(params, x, y)
         updates, opt_state = tx.update(g, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, l
+        return optax.apply_updates(params, updates), opt_state, value
 
     return step
 
@@ -74,15 +74,29 @@ def run(repeats: int = 20) -> list[dict]:
             t0 = time.perf_counter()
             block(step(params, opt_state, x, y))
             compile_times.append(time.perf_counter() - t0)
-        rows.append({"library": name, "phase": "first jitted train step", "seconds": sorted(compile_times)[1]})
+        rows.append(
+            {
+                "library": name,
+                "phase": "first jitted train step",
+                "seconds": sorted(compile_times)[1],
+            }
+        )
         step = jax.jit(_train_step(apply, tx))
         opt_state = tx.init(params)
-        t = median_time(lambda step=step, opt_state=opt_state: step(params, opt_state, x, y), repeats, number=10)
-        rows.append({"library": name, "phase": "steady jitted train step", "seconds": t})
+        t = median_time(
+            lambda step=step, opt_state=opt_state, params=params: step(params, opt_state, x, y),
+            repeats,
+            number=10,
+        )
+        rows.append(
+            {"library": name, "phase": "steady jitted train step", "seconds": t}
+        )
     step = jax.jit(_train_step(pure_apply, tx))
     opt_state = tx.init(params)
     t = median_time(lambda: step(params, opt_state, x, y), repeats, number=10)
-    rows.append({"library": "pure jax", "phase": "steady jitted train step", "seconds": t})
+    rows.append(
+        {"library": "pure jax", "phase": "steady jitted train step", "seconds": t}
+    )
     return rows
 
 

@@ -1,0 +1,61 @@
+"""Runs every benchmark, prints a table of medians and ratios, writes RESULTS.md.
+
+Usage: ``make bench`` (or ``python -m benchmarks.run``). Needs the ``bench`` extra
+(flax is the peer library here, never a dependency of lens).
+"""
+
+from __future__ import annotations
+
+import datetime
+import pathlib
+import platform
+
+import jax
+
+from benchmarks import core_mlp, nn_mlp
+
+TARGETS = {
+    ("core depth-16 MLP", "init"): ("lens/flax", 0.7),
+    ("core depth-16 MLP", "apply"): ("lens/flax", 0.7),
+    ("nn depth-16 MLP", "apply (un-jitted)"): ("lens/flax", 0.5),
+    ("nn depth-16 MLP", "first jitted train step"): ("lens/flax", 0.8),
+    ("nn depth-16 MLP", "steady jitted train step"): ("lens/pure jax", 1.05),
+}
+
+
+def main() -> None:
+    results = [("core depth-16 MLP", core_mlp.run()), ("nn depth-16 MLP", nn_mlp.run())]
+    lines = [
+        "# Benchmark results",
+        "",
+        f"- date: {datetime.date.today()}",
+        f"- machine: {platform.machine()}, {platform.system()} {platform.release()}, "
+        f"{jax.devices()[0].platform} x{jax.device_count()}",
+        f"- python {platform.python_version()}, jax {jax.__version__}",
+        "",
+        "| benchmark | phase | lens (ms) | peer | peer (ms) | ratio | target |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for bench, rows in results:
+        by = {(r["library"], r["phase"]): r["seconds"] for r in rows}
+        for (b, phase), (kind, target) in TARGETS.items():
+            if b != bench:
+                continue
+            peer = kind.split("/")[1]
+            lens_t, peer_t = by[("lens", phase)], by[(peer, phase)]
+            ratio = lens_t / peer_t
+            ok = "met" if ratio <= target else "MISSED"
+            lines.append(
+                f"| {bench} | {phase} | {lens_t * 1e3:.3f} | {peer} | {peer_t * 1e3:.3f} | "
+                f"{ratio:.2f} | <= {target} ({ok}) |"
+            )
+    text = "\n".join(lines) + "\n"
+    print(text)
+    import flax
+
+    text += f"\nflax {flax.__version__} (peer).\n"
+    pathlib.Path(__file__).with_name("RESULTS.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()
