@@ -184,7 +184,8 @@ class Module:
         ...     hidden: int
         ...     @nn.compact
         ...     def __call__(self, x):
-        ...         return nn.Dense(1)(nn.relu(nn.Dense(self.hidden)(x)))
+        ...         h = nn.relu(nn.Dense(self.hidden)(x))  # Dense_0
+        ...         return nn.Dense(1)(h)                  # Dense_1
         >>> variables = MLP(4).init(jax.random.key(0), jnp.ones((1, 2)))
         >>> jax.tree.map(jnp.shape, variables)["params"]["Dense_0"]
         {'bias': (4,), 'kernel': (2, 4)}
