@@ -6,6 +6,8 @@ Target: lens <= 0.7x flax.
 
 from __future__ import annotations
 
+import statistics
+
 import jax
 import jax.numpy as jnp
 
@@ -33,16 +35,21 @@ def run(repeats: int = 20) -> list[dict]:
 
     x = jnp.ones((2, 8))
     key = jax.random.key(0)
-    rows = []
+    fns = {}
     for name, core, nn in (("lens", lcore, lnn), ("flax", fcore, fnn)):
         mlp = _mlp(nn)
         _, v = core.init(mlp)(key, x)
-        t_init = median_time(lambda core=core, mlp=mlp: core.init(mlp)(key, x), repeats)
-        t_apply = median_time(
-            lambda core=core, mlp=mlp, v=v: core.apply(mlp)(v, x), repeats
-        )
-        rows.append({"library": name, "phase": "init", "seconds": t_init})
-        rows.append({"library": name, "phase": "apply", "seconds": t_apply})
+        fns[(name, "init")] = lambda core=core, mlp=mlp: core.init(mlp)(key, x)
+        fns[(name, "apply")] = lambda core=core, mlp=mlp, v=v: core.apply(mlp)(v, x)
+    # Interleave the libraries so machine noise hits both alike.
+    samples: dict[tuple[str, str], list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, f in fns.items():
+            samples[k].append(median_time(f, 1, 1, number=5))
+    rows = [
+        {"library": lib, "phase": phase, "seconds": statistics.median(ts)}
+        for (lib, phase), ts in samples.items()
+    ]
     return rows
 
 
