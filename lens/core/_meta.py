@@ -106,7 +106,10 @@ def remove_axis(tree: Any, index: int, params: dict[Any, Any]) -> Any:
 
 
 def get_partition_spec(tree: Any) -> Any:
-    """Maps each box that knows its partition spec to it; other leaves to ``P()``."""
+    """Maps each box that knows its partition spec to it; other arrays to ``P()``.
+
+    Leaves that are not arrays (e.g. Python scalars) map to ``None``.
+    """
     from jax.sharding import PartitionSpec
 
     def spec(x: Any) -> Any:
@@ -114,6 +117,8 @@ def get_partition_spec(tree: Any) -> Any:
             return x.get_partition_spec()
         if isinstance(x, AxisMetadata):
             return spec(x.unbox())
-        return PartitionSpec()
+        if hasattr(x, "shape"):
+            return PartitionSpec()
+        return None
 
     return jax.tree_util.tree_map(spec, tree, is_leaf=is_axis_metadata)

@@ -9,7 +9,7 @@ import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from lens import errors
-from lens.core._meta import AxisMetadata, is_axis_metadata
+from lens.core._meta import AxisMetadata
 from lens.struct import PyTreeNode, field
 
 PARTITION_NAME = "partition_name"
@@ -33,8 +33,23 @@ class Partitioned(PyTreeNode, AxisMetadata):
     mesh: Mesh | None = field(default=None, pytree_node=False)
 
     def unbox(self) -> Any:
-        """Returns the wrapped value."""
-        return self.value
+        """The wrapped value; inside ``jit`` under a mesh, constrained to its sharding."""
+        mesh = self.mesh or current_mesh()
+        if mesh is None or not isinstance(self.value, jax.core.Tracer):
+            return self.value
+        return jax.lax.with_sharding_constraint(
+            self.value, NamedSharding(mesh, self.get_partition_spec())
+        )
+
+    def __repr__(self) -> str:
+        extra = "".join(
+            f", {f}={getattr(self, f)!r}"
+            for f in ("mesh", "rules")
+            if getattr(self, f, None) is not None
+        )
+        return (
+            f"{type(self).__name__}(value={self.value!r}, names={self.names!r}{extra})"
+        )
 
     def replace_boxed(self, val: Any) -> Partitioned:
         """Returns this box around ``val``."""
@@ -102,13 +117,33 @@ def with_partitioning(
 
 
 def get_sharding(tree: Any, mesh: Mesh) -> Any:
-    """Maps each leaf to its ``NamedSharding`` on ``mesh`` (replicated if unboxed)."""
+    """Maps every leaf to its ``NamedSharding`` on ``mesh`` (replicated if unboxed)."""
+    from lens.core._meta import is_axis_metadata
 
     def sharding(x: Any) -> Any:
-        if isinstance(x, Partitioned):
+        if hasattr(x, "get_sharding"):
             return x.get_sharding(mesh)
         if hasattr(x, "get_partition_spec"):
             return NamedSharding(mesh, x.get_partition_spec())
         return NamedSharding(mesh, PartitionSpec())
 
     return jax.tree_util.tree_map(sharding, tree, is_leaf=is_axis_metadata)
+
+
+def current_mesh() -> Mesh | None:
+    """The mesh of the enclosing ``jax.set_mesh`` (or ``with mesh:``) block, or None."""
+    try:
+        mesh = jax.sharding.get_mesh()
+        if mesh is not None and not mesh.empty:
+            return mesh
+    except Exception:  # noqa: BLE001 - the API moves between JAX versions
+        pass
+    try:
+        from jax._src import mesh as mesh_lib
+
+        physical = mesh_lib.thread_resources.env.physical_mesh
+        if not physical.empty:
+            return physical
+    except Exception:  # noqa: BLE001
+        pass
+    return None

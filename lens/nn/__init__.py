@@ -7,6 +7,7 @@ is an import change and the same key gives the same initial parameters.
 from lens.core import DenyList as DenyList
 from lens.core import Scope as Scope
 from lens.core import Variable as Variable
+from lens.core._partitioning import current_mesh as current_mesh
 from lens.core.lift import broadcast as broadcast
 from lens.core.meta import PARTITION_NAME as PARTITION_NAME
 from lens.core.meta import AxisMetadata as AxisMetadata
@@ -84,6 +85,15 @@ from lens.nn._recurrent import RNN as RNN
 from lens.nn._recurrent import GRUCell as GRUCell
 from lens.nn._recurrent import LSTMCell as LSTMCell
 from lens.nn._recurrent import RNNCellBase as RNNCellBase
+from lens.nn._spmd import LogicallyPartitioned as LogicallyPartitioned
+from lens.nn._spmd import get_logical_axis_rules as get_logical_axis_rules
+from lens.nn._spmd import logical_axis_rules as logical_axis_rules
+from lens.nn._spmd import logical_to_mesh as logical_to_mesh
+from lens.nn._spmd import logical_to_mesh_axes as logical_to_mesh_axes
+from lens.nn._spmd import logical_to_mesh_sharding as logical_to_mesh_sharding
+from lens.nn._spmd import set_logical_axis_rules as set_logical_axis_rules
+from lens.nn._spmd import with_logical_constraint as with_logical_constraint
+from lens.nn._spmd import with_logical_partitioning as with_logical_partitioning
 from lens.nn._stochastic import Dropout as Dropout
 from lens.nn._summary import tabulate as tabulate
 from lens.nn._transforms import checkpoint as checkpoint

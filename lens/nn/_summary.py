@@ -268,10 +268,10 @@ def _html_table(
     header: list[str], rows: list, footer: list[str], n: int, nb: int
 ) -> str:
     e = html.escape
+
     def cell(s):
-        return (
-            f"<td style='white-space:pre;vertical-align:top;text-align:left'>{e(s)}</td>"
-        )  # noqa: E731
+        return f"<td style='white-space:pre;vertical-align:top;text-align:left'>{e(s)}</td>"  # noqa: E731
+
     parts = [
         "<table class='lens-tabulate'>",
         "<tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>",

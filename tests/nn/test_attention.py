@@ -29,13 +29,21 @@ def test_decode_one_step_at_a_time_matches_full_causal_attention():
     assert cache["cache_index"] == 0 and cache["cached_key"].shape == (2, 5, 2, 4)
     outs = []
     for t in range(5):
-        y, upd = dec.apply({"params": variables["params"], "cache": cache}, x[:, t : t + 1], mutable=["cache"])
+        y, upd = dec.apply(
+            {"params": variables["params"], "cache": cache},
+            x[:, t : t + 1],
+            mutable=["cache"],
+        )
         cache = upd["cache"]
         outs.append(y)
-    np.testing.assert_allclose(jnp.concatenate(outs, axis=1), y_full, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        jnp.concatenate(outs, axis=1), y_full, rtol=1e-5, atol=1e-5
+    )
     assert int(cache["cache_index"]) == 5
     with pytest.raises(ValueError, match="one step at a time"):
-        dec.apply({"params": variables["params"], "cache": cache}, x[:, :2], mutable=["cache"])
+        dec.apply(
+            {"params": variables["params"], "cache": cache}, x[:, :2], mutable=["cache"]
+        )
 
 
 def test_attention_dropout_uses_the_dropout_stream():
@@ -45,4 +53,6 @@ def test_attention_dropout_uses_the_dropout_stream():
     a = att.apply(v, x, deterministic=False, rngs={"dropout": jax.random.key(1)})
     b = att.apply(v, x, deterministic=False, rngs={"dropout": jax.random.key(2)})
     assert not np.allclose(a, b)
-    np.testing.assert_allclose(att.apply(v, x, deterministic=True), att.apply(v, x, deterministic=True))
+    np.testing.assert_allclose(
+        att.apply(v, x, deterministic=True), att.apply(v, x, deterministic=True)
+    )
