@@ -2,7 +2,9 @@
 
 Submodules load lazily so that ``import lens`` stays cheap: ``lens.core`` (scopes,
 ``pack`` and the lifted transforms), ``lens.nn`` (the Module API, like
-``flax.linen``), ``lens.struct``, ``lens.serialization`` and ``lens.errors``.
+``flax.linen``), ``lens.display``, ``lens.struct``, ``lens.serialization`` and
+``lens.errors``. Displays: ``lens.show``, ``lens.trace``, ``lens.show_lifting``,
+``lens.diff``, ``lens.explore``; ``%load_ext lens`` in a notebook.
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {"core", "nn", "struct", "serialization", "errors"}
+_SUBMODULES = {"core", "nn", "struct", "serialization", "errors", "display"}
 _ATTRS = {
     "trace": ("lens.core._trace", "trace_packs"),
     "trace_packs": ("lens.core._trace", "trace_packs"),
+    "show": ("lens.display", "show"),
+    "show_lifting": ("lens.display", "show_lifting"),
+    "diff": ("lens.display", "diff"),
+    "explore": ("lens.display", "explore"),
 }
 
 
@@ -30,3 +36,17 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | _SUBMODULES | set(_ATTRS))
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext lens``: variable dicts display as variable collections."""
+    from lens.display import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext lens``."""
+    from lens.display import unload_ipython_extension as unload
+
+    unload(ipython)

@@ -59,6 +59,25 @@ class AxisMetadata(abc.ABC):
         """
 
 
+def _box_bundle(
+    self: AxisMetadata, include: Any = None, exclude: Any = None
+) -> dict[str, Any]:
+    from lens.display import BoxView
+
+    return BoxView(self)._repr_mimebundle_()
+
+
+def _box_rich(self: AxisMetadata) -> Any:
+    from lens.display import BoxView
+
+    return BoxView(self).__rich__()
+
+
+# Boxes display through lens.display, imported only when one is shown.
+AxisMetadata._repr_mimebundle_ = _box_bundle  # type: ignore[attr-defined]
+AxisMetadata.__rich__ = _box_rich  # type: ignore[attr-defined]
+
+
 def is_axis_metadata(x: Any) -> bool:
     """True if ``x`` is an :class:`AxisMetadata` box."""
     return isinstance(x, AxisMetadata)

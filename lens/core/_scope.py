@@ -28,7 +28,16 @@ VariableDict = dict[str, Any]
 class LiftInfo:
     """What one lifted transform let through; used to explain missing state."""
 
-    __slots__ = ("transform", "path", "in_filter", "out_filter", "rng_filter", "hint")
+    __slots__ = (
+        "transform",
+        "path",
+        "in_filter",
+        "out_filter",
+        "rng_filter",
+        "hint",
+        "groups",
+        "rng_groups",
+    )
 
     def __init__(
         self,
@@ -38,6 +47,8 @@ class LiftInfo:
         out_filter: Filter,
         rng_filter: Filter,
         hint: Callable[[str, str], str] | None,
+        groups: tuple[tuple[Filter, str], ...] = (),
+        rng_groups: tuple[tuple[Filter, str], ...] = (),
     ):
         self.transform = transform
         self.path = path
@@ -45,6 +56,9 @@ class LiftInfo:
         self.out_filter = out_filter
         self.rng_filter = rng_filter
         self.hint = hint
+        # (filter, how it is lifted) per group, e.g. ("params", "axis 0"): for displays.
+        self.groups = groups
+        self.rng_groups = rng_groups
 
     def fix(self, kind: str, name: str) -> str:
         """How to lift collection (``kind='collection'``) or stream ``name``."""
@@ -250,6 +264,19 @@ class Scope:
 
     def __repr__(self) -> str:
         return f"Scope(path={self.path_text!r}, mutable={self._frame.mutable!r})"
+
+    # Displays (lens.display is imported only when a scope is shown).
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> dict[str, Any]:
+        from lens.display import ScopeView
+
+        return ScopeView(self)._repr_mimebundle_()
+
+    def __rich__(self) -> Any:
+        from lens.display import ScopeView
+
+        return ScopeView(self).__rich__()
 
     # --------------------------------------------------------------- children
 

@@ -371,7 +371,12 @@ class Module:
 
     def __getattr__(self, attr: str) -> Any:
         # Only called when normal lookup fails: run setup lazily, then look again.
-        if attr.startswith("__") or attr in ("_state", "scope"):
+        # Protocol lookups (IPython's _repr_html_, _ipython_display_, ...) must never
+        # run setup: displays do not run user code.
+        if attr.startswith(("__", "_repr_", "_ipython_")) or attr in (
+            "_state",
+            "scope",
+        ):
             raise AttributeError(attr)
         state = self.__dict__.get("_state")
         if (
@@ -724,6 +729,25 @@ class Module:
         """Returns ``(unbound clone, variables)`` of a bound module."""
         variables = self.variables
         return self.clone(parent=None, _deep_clone=True), variables
+
+    # -------------------------------------------------------------- displays
+
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> dict[str, Any]:
+        from lens.display import ModuleView
+
+        return ModuleView(self)._repr_mimebundle_()
+
+    def __rich__(self) -> Any:
+        from lens.display import ModuleView
+
+        return ModuleView(self).__rich__()
+
+    def __treescope_repr__(self, path: str | None, subtree_renderer: Any) -> Any:
+        from lens.display import ModuleView
+
+        return ModuleView(self).__treescope_repr__(path, subtree_renderer)
 
     # ------------------------------------------------------------------ repr
 

@@ -335,7 +335,28 @@ def pack(
         mutable = [intersect_filters(r._frame.mutable, out_union) for r in roots]
         lifts = [
             r._frame.lifts
-            + (LiftInfo(name, r.path, in_union, out_union, rng_union, hint),)
+            + (
+                LiftInfo(
+                    name,
+                    r.path,
+                    in_union,
+                    out_union,
+                    rng_union,
+                    hint,
+                    groups=tuple(
+                        zip(
+                            in_variable_filters,
+                            list(group_labels) + [""] * len(in_variable_filters),
+                        )
+                    ),
+                    rng_groups=tuple(
+                        zip(
+                            rng_filters,
+                            list(rng_labels) + ["shared"] * len(rng_filters),
+                        )
+                    ),
+                ),
+            )
             for r in roots
         ]
         scope_fn = ScopeFn(treedef, roots, rel, mutable, lifts, recorder)

@@ -1,0 +1,24 @@
+"""Notebook displays (``lens.display``; the main names are also on ``lens``).
+
+Every lens object displays in three forms: treescope (``__treescope_repr__``), rich
+(``__rich__``) and a MIME bundle with ``text/plain`` and script-free ``text/html``.
+Displays never raise into a notebook: on error they warn and fall back to ``repr``.
+"""
+
+from lens.display._base import View as View
+from lens.display._diff import DiffView as DiffView
+from lens.display._diff import diff as diff
+from lens.display._explore import Explorer as Explorer
+from lens.display._explore import explore as explore
+from lens.display._module import BoxView as BoxView
+from lens.display._module import ModuleView as ModuleView
+from lens.display._module import ScopeView as ScopeView
+from lens.display._pack import PackTraceView as PackTraceView
+from lens.display._pack import pack_mimebundle as pack_mimebundle
+from lens.display._safe import DisplayWarning as DisplayWarning
+from lens.display._show import load_ipython_extension as load_ipython_extension
+from lens.display._show import show as show
+from lens.display._show import show_lifting as show_lifting
+from lens.display._show import unload_ipython_extension as unload_ipython_extension
+from lens.display._show import view_of as view_of
+from lens.display._variables import VariablesView as VariablesView

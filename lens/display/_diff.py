@@ -1,0 +1,87 @@
+"""``lens.diff(before, after)``: which variables changed, and by how much."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from lens.display._base import View, e
+from lens.display._leaf import Leaf, fmt_num, iter_leaves
+
+
+def _key(x: Leaf) -> tuple[str, str]:
+    return x.collection, "/".join(x.path + (x.name,))
+
+
+class DiffView(View):
+    """Changes between two variable trees (e.g. before and after an optax step)."""
+
+    def __init__(
+        self, before: Mapping[str, Any], after: Mapping[str, Any], atol: float = 0.0
+    ):
+        a = {_key(x): x for x in iter_leaves(before, with_stats=False)}
+        b = {_key(x): x for x in iter_leaves(after, with_stats=False)}
+        self.added = sorted(set(b) - set(a))
+        self.removed = sorted(set(a) - set(b))
+        self.changed: list[tuple[tuple[str, str], str, float, float]] = []
+        self.unchanged = 0
+        for k in sorted(set(a) & set(b)):
+            x, y = a[k], b[k]
+            if x.shape != y.shape or x.dtype != y.dtype:
+                self.changed.append(
+                    (k, f"{x.type_str} -> {y.type_str}", float("nan"), float("nan"))
+                )
+                continue
+            va = np.asarray(x.value, dtype=np.float64)
+            vb = np.asarray(y.value, dtype=np.float64)
+            delta = np.abs(vb - va)
+            max_abs = float(delta.max()) if delta.size else 0.0
+            if max_abs <= atol:
+                self.unchanged += 1
+                continue
+            norm = float(np.linalg.norm(va))
+            rel = float(np.linalg.norm(vb - va)) / norm if norm else float("inf")
+            self.changed.append((k, y.type_str, max_abs, rel))
+
+    def _lines(self) -> list[str]:
+        lines = [
+            f"Diff: {len(self.changed)} changed, {self.unchanged} unchanged, "
+            f"{len(self.added)} added, {len(self.removed)} removed"
+        ]
+        for (col, path), t, max_abs, rel in self.changed:
+            lines.append(
+                f"  ~ {col}:/{path} {t} max|d| {fmt_num(max_abs)} rel {fmt_num(rel)}"
+            )
+        lines += [f"  + {c}:/{p}" for c, p in self.added]
+        lines += [f"  - {c}:/{p}" for c, p in self.removed]
+        return lines
+
+    def text(self) -> str:
+        """Plain text, one line per changed, added or removed variable."""
+        return "\n".join(self._lines())
+
+    def html_body(self) -> str:
+        """HTML table."""
+        lines = self._lines()
+        rows = []
+        for line in lines[1:]:
+            cls = {"+": "add", "-": "del"}.get(line.strip()[0], "")
+            rows.append(f"<div class='{cls}'>{e(line)}</div>")
+        return f"<div class='c'>{e(lines[0])}</div>{''.join(rows)}"
+
+
+def diff(
+    before: Mapping[str, Any], after: Mapping[str, Any], atol: float = 0.0
+) -> DiffView:
+    """Which leaves changed between two variable trees, and by how much.
+
+    Example:
+        >>> import numpy as np
+        >>> d = diff({"params": {"w": np.zeros(2)}}, {"params": {"w": np.ones(2)}})
+        >>> print(d.text())
+        Diff: 1 changed, 0 unchanged, 0 added, 0 removed
+          ~ params:/w f64[2] max|d| 1 rel inf
+    """
+    return DiffView(before, after, atol)

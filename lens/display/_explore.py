@@ -1,0 +1,106 @@
+"""``lens.explore(model, variables)``: browse collections and modules in a widget.
+
+Built on ipywidgets (the better-kept choice: it is Jupyter's own widget protocol,
+ships with JupyterLab's widget manager, needs no front-end build; anywidget is a
+layer on top of it for custom front-end code, which this widget does not need).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from lens.display._base import e
+from lens.display._leaf import Leaf, fmt_num, human_bytes, human_count, iter_leaves
+
+
+def _histogram_html(leaf: Leaf, bins: int = 20) -> str:
+    if leaf.value is None or leaf.stats is None:
+        return "<div class='m'>no histogram for this leaf</div>"
+    a = np.asarray(leaf.value, dtype=np.float64).ravel()
+    counts, edges = np.histogram(a, bins=bins)
+    top = max(int(counts.max()), 1)
+    w, h = 240, 60
+    bw = w / bins
+    bars = "".join(
+        f"<rect x='{i * bw:.1f}' y='{h - h * c / top:.1f}' width='{bw - 1:.1f}' height='{h * c / top:.1f}' fill='#1f77b4'/>"
+        for i, c in enumerate(counts)
+    )
+    return (
+        f"<svg width='{w}' height='{h + 14}' xmlns='http://www.w3.org/2000/svg'>{bars}"
+        f"<text x='0' y='{h + 12}' font-size='10'>{e(fmt_num(edges[0]))}</text>"
+        f"<text x='{w}' y='{h + 12}' font-size='10' text-anchor='end'>{e(fmt_num(edges[-1]))}</text></svg>"
+    )
+
+
+def leaf_details_html(leaf: Leaf) -> str:
+    """Stats and histogram of one leaf (HTML)."""
+    stats = ""
+    if leaf.stats is not None:
+        m, s, lo, hi = leaf.stats
+        stats = f"mean {fmt_num(m)} · std {fmt_num(s)} · min {fmt_num(lo)} · max {fmt_num(hi)}"
+    return (
+        f"<div class='lens'><b>{e(leaf.collection)}:/{e('/'.join(leaf.path + (leaf.name,)))}</b><br>"
+        f"{e(leaf.type_str)} {e(leaf.axes_str)} · {human_count(leaf.count)} values ({human_bytes(leaf.nbytes)})"
+        f"<br>{e(stats)}<br>{_histogram_html(leaf)}</div>"
+    )
+
+
+class Explorer:
+    """The explorer's state, independent of the widget (testable without a kernel)."""
+
+    def __init__(self, model: Any, variables: Mapping[str, Any]):
+        self.model = model
+        self.leaves = list(iter_leaves(variables))
+        self.collections = sorted({x.collection for x in self.leaves})
+
+    def paths(self, collection: str | None = None, query: str = "") -> list[str]:
+        """Leaf paths (``collection:/a/b/kernel``) matching a collection and search text."""
+        q = query.lower()
+        out = []
+        for x in self.leaves:
+            if collection and x.collection != collection:
+                continue
+            p = f"{x.collection}:/{'/'.join(x.path + (x.name,))}"
+            if q in p.lower():
+                out.append(p)
+        return out
+
+    def leaf(self, path: str) -> Leaf:
+        """The leaf for a path from :meth:`paths`."""
+        for x in self.leaves:
+            if f"{x.collection}:/{'/'.join(x.path + (x.name,))}" == path:
+                return x
+        raise KeyError(path)
+
+    def widget(self) -> Any:
+        """The ipywidgets UI: collection picker, search box, leaf list, details."""
+        import ipywidgets as w
+
+        col = w.Dropdown(options=["(all)"] + self.collections, description="collection")
+        search = w.Text(placeholder="search by path", description="search")
+        leaves = w.Select(options=self.paths(), rows=12, layout=w.Layout(width="420px"))
+        details = w.HTML()
+
+        def refresh(_: Any = None) -> None:
+            c = None if col.value == "(all)" else col.value
+            leaves.options = self.paths(c, search.value)
+
+        def pick(change: Any) -> None:
+            if change.get("new"):
+                details.value = leaf_details_html(self.leaf(change["new"]))
+
+        col.observe(refresh, names="value")
+        search.observe(refresh, names="value")
+        leaves.observe(pick, names="value")
+        title = w.HTML(
+            f"<b>{e(type(self.model).__name__)}</b> · {len(self.leaves)} arrays"
+        )
+        return w.VBox([title, w.HBox([col, search]), w.HBox([leaves, details])])
+
+
+def explore(model: Any, variables: Mapping[str, Any]) -> Any:
+    """An interactive browser of ``variables`` (an ipywidgets widget)."""
+    return Explorer(model, variables).widget()

@@ -1,0 +1,180 @@
+"""Facts about one variable: shape, dtype, count, bytes, summary statistics, boxes."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from lens.core import _meta
+
+STATS_MAX_ELEMENTS = 1 << 22  # beyond this, statistics are skipped (they would be slow)
+
+
+@dataclasses.dataclass
+class Leaf:
+    """What a display shows about one variable."""
+
+    collection: str
+    path: tuple[str, ...]  # module path
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    count: int
+    nbytes: int
+    box: str | None = None
+    names: tuple[Any, ...] | None = None
+    sharding: str | None = None
+    stats: tuple[float, float, float, float] | None = None  # mean, std, min, max
+    value: Any = None
+
+    @property
+    def type_str(self) -> str:
+        """Compact dtype and shape, e.g. ``f32[8,16]``."""
+        return f"{short_dtype(self.dtype)}[{','.join(str(d) for d in self.shape)}]"
+
+    @property
+    def axes_str(self) -> str:
+        """The box's axis names, e.g. ``('layers','embed','mlp')``."""
+        if self.names is None:
+            return ""
+        return (
+            "("
+            + ",".join(repr(n) if n is not None else "None" for n in self.names)
+            + ")"
+        )
+
+
+def short_dtype(dtype: str) -> str:
+    """``float32`` -> ``f32``, ``int8`` -> ``i8``, ``bfloat16`` -> ``bf16``."""
+    for long, short in (
+        ("bfloat", "bf"),
+        ("float", "f"),
+        ("uint", "u"),
+        ("int", "i"),
+        ("complex", "c"),
+    ):
+        if dtype.startswith(long):
+            return short + dtype[len(long) :]
+    return dtype
+
+
+def human_bytes(n: int) -> str:
+    """``1536`` -> ``1.5 KB``."""
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if size < 1024 or unit == "TB":
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TB"
+
+
+def human_count(n: int) -> str:
+    """``1234567`` -> ``1,234,567``."""
+    return f"{n:,}"
+
+
+def _sharding_str(x: Any) -> str | None:
+    sharding = getattr(x, "sharding", None)
+    spec = getattr(sharding, "spec", None)
+    mesh = getattr(sharding, "mesh", None)
+    if spec is None or mesh is None or getattr(mesh, "size", 1) <= 1:
+        return None
+    shape = "x".join(str(v) for v in dict(mesh.shape).values())
+    return f"{spec} on {shape} mesh"
+
+
+def _stats(x: Any) -> tuple[float, float, float, float] | None:
+    dtype = getattr(x, "dtype", None)
+    if (
+        dtype is None
+        or not hasattr(x, "__array__")
+        or type(x).__name__ == "ShapeDtypeStruct"
+    ):
+        return None
+    try:
+        import jax
+
+        if isinstance(x, jax.core.Tracer):
+            return None
+        if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+            return None
+    except Exception:  # noqa: BLE001
+        pass
+    size = int(np.prod(getattr(x, "shape", ())))
+    if size == 0 or size > STATS_MAX_ELEMENTS:
+        return None
+    a = np.asarray(x)
+    if a.dtype.kind not in "biuf" and "bfloat16" not in str(a.dtype):
+        return None
+    a = a.astype(np.float64)
+    return float(a.mean()), float(a.std()), float(a.min()), float(a.max())
+
+
+def make_leaf(
+    collection: str,
+    path: tuple[str, ...],
+    name: str,
+    value: Any,
+    with_stats: bool = True,
+) -> Leaf:
+    """Builds the :class:`Leaf` for one stored variable (boxed or not)."""
+    box = names = None
+    if isinstance(value, _meta.AxisMetadata):
+        box = type(value).__name__
+        n = getattr(value, "names", None)
+        names = tuple(n) if n is not None else None
+        value = _meta.unbox(value)
+    shape = tuple(getattr(value, "shape", np.shape(value)))
+    dtype = str(getattr(value, "dtype", type(value).__name__))
+    count = int(np.prod(shape)) if shape else 1
+    try:
+        itemsize = np.dtype(getattr(value, "dtype", np.float32)).itemsize
+    except TypeError:
+        itemsize = 0
+    return Leaf(
+        collection,
+        path,
+        name,
+        shape,
+        dtype,
+        count,
+        count * itemsize,
+        box,
+        names,
+        _sharding_str(value),
+        _stats(value) if with_stats else None,
+        value,
+    )
+
+
+def iter_leaves(
+    variables: Mapping[str, Any], with_stats: bool = True
+) -> Iterator[Leaf]:
+    """Every variable of ``{collection: nested dict}``, in order."""
+    for col, tree in variables.items():
+        yield from _walk(col, tree, (), with_stats)
+
+
+def _walk(
+    col: str, tree: Any, path: tuple[str, ...], with_stats: bool
+) -> Iterator[Leaf]:
+    if isinstance(tree, Mapping):
+        for k, v in tree.items():
+            if isinstance(v, Mapping):
+                yield from _walk(col, v, path + (str(k),), with_stats)
+            else:
+                yield make_leaf(col, path, str(k), v, with_stats)
+    else:
+        yield make_leaf(col, path[:-1], path[-1] if path else "", tree, with_stats)
+
+
+def fmt_num(x: float) -> str:
+    """A compact number: ``0.0123``, ``-1.2e+04``."""
+    if x == 0:
+        return "0"
+    if 1e-3 <= abs(x) < 1e4:
+        return f"{x:.3g}"
+    return f"{x:.2e}"

@@ -1,0 +1,234 @@
+"""Modules (bound and unbound), scopes, and axis-metadata boxes.
+
+Displays never run ``setup`` or a model: they read construction attributes, the
+scope's public state and the variables only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from lens.display._base import View, e
+from lens.display._leaf import human_count, iter_leaves, make_leaf
+from lens.display._variables import VariablesView
+
+
+def _attributes(module: Any) -> dict[str, Any]:
+    d = object.__getattribute__(module, "__dict__")
+    return {
+        f.name: d.get(f.name)
+        for f in dataclasses.fields(module)
+        if f.init
+        and f.name not in ("parent",)
+        and not (f.name == "name" and d.get("name") is None)
+    }
+
+
+def _short(value: Any) -> str:
+    from lens.nn._module import Module
+
+    if isinstance(value, Module):
+        return f"{type(value).__name__}(...)"
+    r = repr(value)
+    if callable(value) and not isinstance(value, type):
+        r = (
+            getattr(value, "__qualname__", None)
+            or getattr(value, "__name__", None)
+            or r
+        )
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _filter_str(f: Any) -> str:
+    from lens.core._filters import DenyList
+
+    if f is True:
+        return "all"
+    if f is False:
+        return "none"
+    if isinstance(f, DenyList):
+        return f"all but {_filter_str(f.deny)}"
+    if isinstance(f, str):
+        return f
+    return ", ".join(sorted(f))
+
+
+def _submodules(variables: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """Child name -> {collection: value count} from the variable tree."""
+    out: dict[str, dict[str, int]] = {}
+    for col, tree in variables.items():
+        for name, sub in tree.items():
+            if isinstance(sub, Mapping):
+                n = sum(x.count for x in iter_leaves({col: sub}, with_stats=False))
+                out.setdefault(name, {})[col] = n
+    return out
+
+
+class ModuleView(View):
+    """A bound module: class, attributes, submodules, variables, scope; or unbound."""
+
+    def __init__(self, module: Any):
+        self.module = module
+        d = object.__getattribute__(module, "__dict__")
+        self.scope = d.get("scope")
+        self.cls = type(module).__name__
+        self.attrs = _attributes(module)
+        if self.scope is not None and self.scope._frame.alive:
+            self.variables = self.scope.variables()
+        else:
+            self.variables = None
+
+    def _lines(self) -> list[str]:
+        head = f"{self.cls}({', '.join(f'{k}={_short(v)}' for k, v in self.attrs.items())})"
+        if self.scope is None:
+            return [
+                head,
+                "unbound: no variables. Bind it (m.bind(variables)) or use init/apply.",
+            ]
+        if self.variables is None:
+            return [
+                head,
+                f"bound at {self.scope.path_text}, but its init/apply has returned.",
+            ]
+        lines = [
+            head,
+            f"bound at {self.scope.path_text} · mutable: {_filter_str(self.scope.mutable)} · "
+            f"rngs: {', '.join(sorted(self.scope.rngs)) or 'none'}",
+        ]
+        for name, counts in _submodules(self.variables).items():
+            lines.append(
+                f"  {name}: "
+                + ", ".join(f"{c} {human_count(n)}" for c, n in counts.items())
+            )
+        return lines
+
+    def text(self) -> str:
+        """Plain text: header, scope facts, submodules, then the variables."""
+        lines = self._lines()
+        if self.variables:
+            lines.append(
+                VariablesView(self.variables, title="variables", stats=False).text()
+            )
+        return "\n".join(lines)
+
+    def html_body(self) -> str:
+        """HTML with the variables collapsible."""
+        lines = self._lines()
+        out = [f"<div><span class='c'>{e(lines[0])}</span></div>"]
+        for line in lines[1:]:
+            cls = "hint" if self.scope is None else "m"
+            out.append(f"<div class='{cls}'>{e(line)}</div>")
+        if self.variables:
+            out.append("<details><summary>variables</summary>")
+            out.append(VariablesView(self.variables, stats=True).html_body())
+            out.append("</details>")
+        return "".join(out)
+
+    def rich(self) -> Any:
+        """A ``rich`` tree."""
+        from rich.markup import escape
+        from rich.tree import Tree
+
+        lines = self._lines()
+        tree = Tree(f"[bold]{escape(lines[0])}[/]")
+        for line in lines[1:]:
+            tree.add(escape(line))
+        if self.variables:
+            tree.add(VariablesView(self.variables, stats=False).rich())
+        return tree
+
+    def treescope_attributes(self) -> dict[str, Any]:
+        """The construction attributes."""
+        return self.attrs
+
+
+class ScopeView(View):
+    """A scope, including one seen from inside a lifted transform."""
+
+    def __init__(self, scope: Any):
+        self.scope = scope
+
+    def _lines(self) -> list[str]:
+        s = self.scope
+        frame = s._frame
+        lines = [
+            f"Scope {s.path_text}"
+            + ("" if frame.alive else " (dead: its init/apply returned)")
+        ]
+        lines.append(f"mutable: {_filter_str(frame.mutable)}")
+        for info in frame.lifts:
+            groups = (
+                ", ".join(f"{_filter_str(f)}: {label}" for f, label in info.groups)
+                or "none"
+            )
+            rngs = (
+                ", ".join(f"{_filter_str(f)}: {label}" for f, label in info.rng_groups)
+                or "none"
+            )
+            lines.append(
+                f"inside {info.transform} at /{'/'.join(info.path)} · collections {groups} · rngs {rngs}"
+            )
+        if frame.alive:
+            cols = s.variables()
+            for col, tree in cols.items():
+                n = sum(x.count for x in iter_leaves({col: tree}, with_stats=False))
+                lines.append(f"collection {col}: {human_count(n)} values")
+        lines.append(f"rng streams: {', '.join(sorted(frame.rngs)) or 'none'}")
+        return lines
+
+    def text(self) -> str:
+        """Plain text."""
+        return "\n".join(self._lines())
+
+    def html_body(self) -> str:
+        """HTML."""
+        lines = self._lines()
+        return f"<div class='c'>{e(lines[0])}</div>" + "".join(
+            f"<div>{e(x)}</div>" for x in lines[1:]
+        )
+
+
+class BoxView(View):
+    """An axis-metadata box: ``Partitioned``, ``LogicallyPartitioned`` or a user box."""
+
+    def __init__(self, box: Any):
+        self.box = box
+        self.leaf = make_leaf("", (), type(box).__name__, box)
+
+    def text(self) -> str:
+        """``Partitioned f32[4,8] (None,'data') -> P(None, 'data')``."""
+        x = self.leaf
+        parts = [x.box or type(self.box).__name__, x.type_str]
+        if x.axes_str:
+            parts.append(x.axes_str)
+        else:
+            fields = (
+                {k: v for k, v in vars(self.box).items() if k != "value"}
+                if hasattr(self.box, "__dict__")
+                else {}
+            )
+            if fields:
+                parts.append(", ".join(f"{k}={_short(v)}" for k, v in fields.items()))
+        spec = getattr(self.box, "get_partition_spec", None)
+        if spec is not None:
+            try:
+                parts.append(f"-> {spec()}")
+            except Exception:  # noqa: BLE001 - rules may be missing; the box still shows
+                pass
+        if x.sharding:
+            parts.append(f"sharded {x.sharding}")
+        return " ".join(parts)
+
+    def html_body(self) -> str:
+        """HTML."""
+        return f"<span>{e(self.text())}</span>"
+
+    def treescope_attributes(self) -> dict[str, Any]:
+        """The dataclass fields of the box."""
+        if dataclasses.is_dataclass(self.box):
+            return {
+                f.name: getattr(self.box, f.name) for f in dataclasses.fields(self.box)
+            }
+        return {"value": self.box.unbox()}
