@@ -12,7 +12,7 @@ import platform
 
 import jax
 
-from benchmarks import core_mlp, nn_mlp
+from benchmarks import core_mlp, displays, nn_mlp
 
 TARGETS = {
     ("core depth-16 MLP", "init"): ("lens/flax", 0.7),
@@ -55,6 +55,12 @@ def main() -> None:
         "",
         f"The compiled train step of lens has the same XLA ops as the pure-JAX one: {same}.",
     ]
+    lines += ["", "| display | ms | KB | target |", "| --- | --- | --- | --- |"]
+    for r in displays.run():
+        target = "< 200 ms, < 200 KB" if r["case"].startswith("1,000") else ""
+        lines.append(
+            f"| {r['case']} | {r['seconds'] * 1e3:.1f} | {r['bytes'] / 1024:.1f} | {target} |"
+        )
     text = "\n".join(lines) + "\n"
     print(text)
     import flax

@@ -139,9 +139,16 @@ class ModuleView(View):
             tree.add(VariablesView(self.variables, stats=False).rich())
         return tree
 
-    def treescope_attributes(self) -> dict[str, Any]:
-        """The construction attributes."""
-        return self.attrs
+    def __treescope_repr__(self, path: str | None, subtree_renderer: Any) -> Any:
+        from treescope import repr_lib
+
+        # The module's own type and construction attributes (real attributes).
+        return repr_lib.render_object_constructor(
+            object_type=type(self.module),
+            attributes=self.attrs,
+            path=path,
+            subtree_renderer=subtree_renderer,
+        )
 
 
 class ScopeView(View):

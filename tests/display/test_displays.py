@@ -1,0 +1,271 @@
+"""Displays: golden text, HTML structure, escaping, never raising, never running setup."""
+
+import re
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import lens
+from lens import nn
+from lens.display import (
+    BoxView,
+    DisplayWarning,
+    ModuleView,
+    PackTraceView,
+    ScopeView,
+    VariablesView,
+)
+
+EVIL = "<img src=x onerror=alert(1)>"
+
+
+class MLP(nn.Module):
+    hidden: int = 4
+
+    @nn.compact
+    def __call__(self, x):
+        h = nn.Dense(
+            self.hidden,
+            kernel_init=nn.with_partitioning(nn.initializers.ones, (None, "model")),
+        )(x)
+        return nn.Dense(1, kernel_init=nn.initializers.zeros)(
+            nn.BatchNorm(use_running_average=True)(h)
+        )
+
+
+@pytest.fixture(scope="module")
+def variables():
+    return MLP().init(jax.random.key(0), jnp.ones((2, 3)))
+
+
+def test_variables_golden_text(variables):
+    assert (
+        VariablesView(variables).text()
+        == """\
+Variables: 2 collections, 8 arrays, 37 values (148 B)
+params · 29 (116 B)
+  /Dense_0 · 16 (64 B)
+    kernel  f32[3,4]  (None,'model')  12 (48 B)  mean 1 std 0 [1, 1]
+    bias    f32[4]  4 (16 B)  mean 0 std 0 [0, 0]
+  /BatchNorm_0 · 8 (32 B)
+    scale  f32[4]  4 (16 B)  mean 1 std 0 [1, 1]
+    bias   f32[4]  4 (16 B)  mean 0 std 0 [0, 0]
+  /Dense_1 · 5 (20 B)
+    kernel  f32[4,1]  4 (16 B)  mean 0 std 0 [0, 0]
+    bias    f32[1]  1 (4 B)  mean 0 std 0 [0, 0]
+batch_stats · 8 (32 B)
+  /BatchNorm_0 · 8 (32 B)
+    mean  f32[4]  4 (16 B)  mean 0 std 0 [0, 0]
+    var   f32[4]  4 (16 B)  mean 1 std 0 [1, 1]"""
+    )
+
+
+def test_variables_html_structure_and_bundle(variables):
+    view = VariablesView(variables)
+    html = view.html()
+    assert "<script" not in html
+    assert html.count("<details") == 2 + 4  # one per collection, one per module block
+    assert "<span class=c>params</span>" in html and "(None,&#x27;model&#x27;)" in html
+    bundle = view._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}
+
+
+def test_sharded_arrays_show_their_sharding():
+    mesh = jax.make_mesh((8,), ("data",))
+    x = jax.device_put(
+        jnp.zeros((8, 2)),
+        jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data")),
+    )
+    text = VariablesView({"params": {"w": x}}).text()
+    assert (
+        "sharded PartitionSpec('data',) on 8 mesh" in text
+        or "sharded P('data',) on 8 mesh" in text
+    )
+
+
+def test_bound_and_unbound_module_views(variables):
+    bound = MLP().bind(variables)
+    text = ModuleView(bound).text()
+    assert text.splitlines()[0] == "MLP(hidden=4)"
+    assert "bound at / · mutable: none · rngs: none" in text
+    assert "BatchNorm_0: params 8, batch_stats 8" in text
+    assert "unbound" in ModuleView(MLP()).text() and "bind" in ModuleView(MLP()).text()
+    assert "text/html" in bound._repr_mimebundle_()
+
+
+def test_displays_never_run_setup():
+    calls = []
+
+    class S(nn.Module):
+        def setup(self):
+            calls.append(1)
+            self.d = nn.Dense(2)
+
+        def __call__(self, x):
+            return self.d(x)
+
+    v = S().init(jax.random.key(0), jnp.ones((1, 2)))
+    calls.clear()
+    b = S().bind(v)
+    b._repr_mimebundle_()
+    b.__rich__()
+    repr(b)
+    for name in ("_repr_html_", "_ipython_display_", "_repr_markdown_"):
+        assert not hasattr(b, name)
+    assert calls == []
+
+
+def test_user_strings_are_escaped_in_html():
+    v = {"params": {EVIL: {"kernel": jnp.ones((2, 2))}}, EVIL: {"x": jnp.ones(1)}}
+    v2 = jax.tree.map(lambda a: a + 1, v)
+    for html in (VariablesView(v).html(), lens.diff(v, v2).html()):
+        assert "<img" not in html and "&lt;img" in html
+
+    class Evil(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(2, name=EVIL)(x)
+
+    variables = Evil().init(jax.random.key(0), jnp.ones((1, 2)))
+    assert "<img" not in ModuleView(Evil().bind(variables)).html()
+    trace = lens.show_lifting(
+        nn.vmap(Evil, variable_axes={"params": 0}, split_rngs={"params": True})(),
+        jnp.ones((3, 1, 2)),
+    )
+    assert "<img" not in PackTraceView(trace).html()
+
+
+def test_a_failing_display_warns_and_falls_back_to_repr():
+    class Broken(VariablesView):
+        def html_body(self):
+            raise RuntimeError("boom")
+
+        def text(self):
+            raise RuntimeError("boom")
+
+    b = Broken({"params": {"w": jnp.ones(1)}})
+    with pytest.warns(DisplayWarning, match="boom"):
+        html = b._repr_html_()
+    assert html.startswith("<pre>")
+    with pytest.warns(DisplayWarning):
+        bundle = b._repr_mimebundle_()
+    assert set(bundle) == {"text/plain"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert isinstance(repr(b), str)
+
+
+def test_box_views():
+    p = nn.Partitioned(jnp.ones((4, 8)), (None, "data"))
+    assert BoxView(
+        p
+    ).text() == "Partitioned f32[4,8] (None,'data') -> PartitionSpec(None, 'data')" or (
+        BoxView(p).text() == "Partitioned f32[4,8] (None,'data') -> P(None, 'data')"
+    )
+    lp = nn.LogicallyPartitioned(jnp.ones(3), ("embed",))
+    assert BoxView(lp).text().startswith("LogicallyPartitioned f32[3] ('embed')")
+    assert "text/html" in p._repr_mimebundle_()
+
+
+def test_scope_view_inside_a_transform():
+    seen = []
+
+    def f(scope, x):
+        seen.append(ScopeView(scope).text())
+        return nn.Dense(2).apply({"params": {}}, x) if False else x
+
+    from lens.core import init, lift
+
+    vf = lift.vmap(f, variable_axes={"params": 0}, split_rngs={"params": True})
+    init(vf)(jax.random.key(0), jnp.ones((3, 2)))
+    assert (
+        "inside vmap at / · collections params: axis 0 · rngs params: split" in seen[0]
+    )
+
+
+def test_pack_trace_text_html_and_mime(variables):
+    E = nn.vmap(
+        MLP,
+        variable_axes={"params": 0, "batch_stats": 0},
+        split_rngs={"params": True},
+        metadata_params={nn.PARTITION_NAME: "ens"},
+    )
+    trace = lens.show_lifting(E(), jnp.ones((3, 2, 3)))
+    text = PackTraceView(trace).text()
+    assert text.startswith(
+        "PackTrace: 1 pack call(s)\nvmap at / · variable_axes={params: 0, batch_stats: 0}"
+    )
+    assert (
+        "inner f32[3,4] (None,'model') -> outer f32[3,3,4] ('ens',None,'model')" in text
+    )
+    bundle = trace._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html", "application/vnd.lens.pack+json"}
+    html = bundle["text/html"]
+    assert len(re.findall(r"class='st'", html)) == 5 and "<script" not in html
+
+
+def test_diff_after_an_update(variables):
+    after = jax.tree.map(lambda a: a, variables)
+    after["params"]["Dense_1"]["bias"] = after["params"]["Dense_1"]["bias"] + 0.5
+    d = lens.diff(variables, after)
+    assert (
+        d.text().splitlines()[0] == "Diff: 1 changed, 7 unchanged, 0 added, 0 removed"
+    )
+    assert "params:/Dense_1/bias f32[1] max|d| 0.5" in d.text()
+
+
+def test_explorer_state_and_widget(variables):
+    from lens.display import Explorer
+
+    ex = Explorer(MLP(), variables)
+    assert ex.collections == ["batch_stats", "params"]
+    assert ex.paths("params", "dense_0") == [
+        "params:/Dense_0/kernel",
+        "params:/Dense_0/bias",
+    ]
+    w = lens.explore(MLP(), variables)
+    assert type(w).__name__ == "VBox"
+
+
+def test_show_prints_text_outside_ipython(variables, capsys):
+    lens.show(variables)
+    assert capsys.readouterr().out.startswith("Variables: 2 collections")
+
+
+def test_rich_forms_render(variables):
+    from rich.console import Console
+
+    console = Console(record=True, width=100)
+    for obj in (
+        VariablesView(variables),
+        ModuleView(MLP().bind(variables)),
+        lens.diff(variables, variables),
+    ):
+        console.print(obj)
+    assert "Dense_0" in console.export_text()
+
+
+def test_treescope_renders_lens_objects(variables):
+    import treescope
+
+    for obj in (
+        VariablesView(variables),
+        MLP().bind(variables),
+        nn.Partitioned(np.ones(2), ("x",)),
+    ):
+        html = treescope.render_to_html(obj)
+        assert isinstance(html, str) and len(html) > 100
+    assert "MLP" in treescope.render_to_text(MLP().bind(variables))
+
+
+def test_thousand_leaf_collection_html_size():
+    v = {
+        "params": {
+            f"layer_{i}": {"kernel": np.ones((4, 4), np.float32)} for i in range(1000)
+        }
+    }
+    html = VariablesView(v).html()
+    assert len(html.encode()) < 200_000
