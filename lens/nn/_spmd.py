@@ -51,8 +51,9 @@ def logical_axis_rules(rules: LogicalRules) -> Iterator[None]:
 
     Example:
         >>> with logical_axis_rules([("embed", None), ("mlp", "model")]):
-        ...     logical_to_mesh_axes(("embed", "mlp"))
-        PartitionSpec(None, 'model')
+        ...     spec = logical_to_mesh_axes(("embed", "mlp"))
+        >>> tuple(spec)
+        (None, 'model')
     """
     old = _rules.rules
     set_logical_axis_rules(rules)
