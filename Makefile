@@ -6,7 +6,7 @@ XLA_FLAGS ?= --xla_force_host_platform_device_count=8
 export XLA_FLAGS
 export JAX_PLATFORMS ?= cpu
 
-.PHONY: lab test install lint bench clean
+.PHONY: lab test install lint bench notebooks docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,8 @@ lab: $(VENV)/.installed
 ## Run every test: lint, unit and doctests.
 test: $(VENV)/.installed
 	$(PY) -m ruff check lens tests benchmarks
-	$(PY) -m pytest -n 2 --dist loadfile tests lens
+	$(PY) -m pytest -n 2 --dist loadfile tests lens notebooks/*.ipynb \
+		--nbval --nbval-sanitize-with notebooks/sanitize.cfg
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check lens tests benchmarks
@@ -32,6 +33,10 @@ lint: $(VENV)/.installed
 ## Benchmarks lens against flax (writes benchmarks/RESULTS.md).
 bench: $(VENV)/.installed
 	$(PY) -m benchmarks.run
+
+## Re-run the notebooks and store their outputs (after changing notebooks/cells.py).
+notebooks: $(VENV)/.installed
+	$(PY) notebooks/build.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

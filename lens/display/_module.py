@@ -15,14 +15,28 @@ from lens.display._leaf import human_count, iter_leaves, make_leaf
 from lens.display._variables import VariablesView
 
 
+def _is_default(f: dataclasses.Field, value: Any) -> bool:
+    if f.default is not dataclasses.MISSING:
+        default = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        default = f.default_factory()
+    else:
+        return False
+    if value is default:
+        return True
+    try:
+        return bool(type(value) is type(default) and value == default)
+    except Exception:  # noqa: BLE001 - arrays and odd types: show them
+        return False
+
+
 def _attributes(module: Any) -> dict[str, Any]:
+    """Construction attributes that differ from their defaults (and the name)."""
     d = object.__getattribute__(module, "__dict__")
     return {
         f.name: d.get(f.name)
         for f in dataclasses.fields(module)
-        if f.init
-        and f.name not in ("parent",)
-        and not (f.name == "name" and d.get("name") is None)
+        if f.init and f.name != "parent" and not _is_default(f, d.get(f.name))
     }
 
 

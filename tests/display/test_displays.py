@@ -89,7 +89,8 @@ def test_sharded_arrays_show_their_sharding():
 def test_bound_and_unbound_module_views(variables):
     bound = MLP().bind(variables)
     text = ModuleView(bound).text()
-    assert text.splitlines()[0] == "MLP(hidden=4)"
+    assert text.splitlines()[0] == "MLP()"  # default attributes are not repeated
+    assert ModuleView(MLP(hidden=8)).text().splitlines()[0] == "MLP(hidden=8)"
     assert "bound at / · mutable: none · rngs: none" in text
     assert "BatchNorm_0: params 8, batch_stats 8" in text
     assert "unbound" in ModuleView(MLP()).text() and "bind" in ModuleView(MLP()).text()
