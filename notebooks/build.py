@@ -27,7 +27,8 @@ def build(name: str, cells: list[tuple[str, str]]) -> None:
         nb.cells.append(nbformat.v4.new_markdown_cell(source) if kind == "md" else nbformat.v4.new_code_cell(source))
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()
     for i, cell in enumerate(nb.cells):
-        cell.id = f"cell-{i}"  # stable ids keep diffs small
+        cell.id = f"cell-{i}"  # stable ids and no timestamps keep diffs small
+        cell.metadata.pop("execution", None)
     nbformat.write(nb, HERE / f"{name}.ipynb")
     print(f"wrote {name}.ipynb")
 
