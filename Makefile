@@ -38,5 +38,9 @@ bench: $(VENV)/.installed
 notebooks: $(VENV)/.installed
 	$(PY) notebooks/build.py
 
+## Build the documentation (guide, API and error reference) into docs/_build/.
+docs: $(VENV)/.installed
+	$(PY) docs/build.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,47 @@
+"""The documentation builds, and references every public name and every error."""
+
+import importlib.util
+import inspect
+import pathlib
+
+import lens.errors as errors
+import lens.nn as nn
+
+ROOT = pathlib.Path(__file__).parent.parent
+
+
+def _load_builder():
+    spec = importlib.util.spec_from_file_location(
+        "docs_build", ROOT / "docs" / "build.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_docs_build_and_cover_the_api_and_errors(tmp_path):
+    build = _load_builder()
+    api = build.api_reference()
+    for name in ("Dense", "vmap", "scan", "Module", "logical_axis_rules", "tabulate"):
+        assert f"### `lens.nn.{name}`" in api
+    assert "### `lens.core.lift.pack`" in api
+    errs = build.error_reference()
+    for name, cls in vars(errors).items():
+        if (
+            inspect.isclass(cls)
+            and issubclass(cls, errors.LensError)
+            and cls is not errors.LensError
+        ):
+            assert f"## `{name}`" in errs
+    pages = build.render(tmp_path)
+    names = {p.name for p in pages}
+    assert {
+        "index.html",
+        "api.html",
+        "errors.html",
+        "concepts.html",
+        "porting-from-flax.html",
+    } <= names
+    index = (tmp_path / "index.html").read_text()
+    assert 'href="concepts.html"' in index
+    assert nn.Dense.__doc__
