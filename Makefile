@@ -22,12 +22,12 @@ lab: $(VENV)/.installed
 
 ## Run every test: lint, unit and doctests.
 test: $(VENV)/.installed
-	$(PY) -m ruff check lens tests benchmarks
+	$(PY) -m ruff check lens tests benchmarks docs notebooks/build.py notebooks/cells.py
 	$(PY) -m pytest -n 2 --dist loadfile tests lens notebooks/*.ipynb \
 		--nbval --nbval-sanitize-with notebooks/sanitize.cfg
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check lens tests benchmarks
+	$(PY) -m ruff check lens tests benchmarks docs notebooks/build.py notebooks/cells.py
 	$(PY) -m ruff format --check lens tests benchmarks
 
 ## Benchmarks lens against flax (writes benchmarks/RESULTS.md).
