@@ -65,7 +65,7 @@ def _first_call(apply, params, tx, x, y) -> float:
     return time.perf_counter() - t0
 
 
-def run(repeats: int = 20, compiles: int = 5) -> list[dict]:
+def run(repeats: int = 20, compiles: int = 9) -> list[dict]:
     """One row per (library, phase) with the median seconds."""
     import flax.linen as fnn
 
@@ -85,9 +85,12 @@ def run(repeats: int = 20, compiles: int = 5) -> list[dict]:
         rows.append({"library": name, "phase": "apply (un-jitted)", "seconds": t})
         setups[name] = (lambda p, x, model=model: model.apply({"params": p}, x), params)
     # First jitted call: alternate the libraries so neither pays one-time costs.
-    times: dict[str, list[float]] = {"lens": [], "flax": []}
+    # Pure JAX is the floor: same computation, no library at all.
+    setups["pure jax"] = (pure_apply, setups["lens"][1])
+    times: dict[str, list[float]] = {"lens": [], "flax": [], "pure jax": []}
+    order = ["lens", "flax", "pure jax"]
     for i in range(compiles):
-        for name in ("lens", "flax") if i % 2 else ("flax", "lens"):
+        for name in order[i % 3 :] + order[: i % 3]:
             apply, params = setups[name]
             times[name].append(_first_call(apply, params, tx, x, y))
     for name, ts in times.items():
@@ -100,6 +103,7 @@ def run(repeats: int = 20, compiles: int = 5) -> list[dict]:
         )
     # Steady state: interleave the libraries, many samples each (the step is ~0.5 ms,
     # so CPU noise is large); also check the compiled executables are the same.
+    del setups["pure jax"]
     params = setups["lens"][1]
     steps = {}
     for name, apply in (

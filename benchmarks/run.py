@@ -50,6 +50,14 @@ def main() -> None:
                 f"{ratio:.2f} | <= {target} ({ok}) |"
             )
     nn_rows = {(r["library"], r["phase"]): r["seconds"] for r in results[1][1]}
+    floor = (
+        nn_rows[("pure jax", "first jitted train step")]
+        / nn_rows[("flax", "first jitted train step")]
+    )
+    lines += [
+        "",
+        f"First jitted call, hand-written pure JAX / flax: {floor:.2f} (the floor for any library).",
+    ]
     same = bool(nn_rows[("lens", "HLO ops identical to pure jax")])
     lines += [
         "",

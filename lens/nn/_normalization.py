@@ -34,19 +34,25 @@ def _stats(
     axis_name: str | None,
     axis_index_groups: Any = None,
     mask: Array | None = None,
+    keepdims: bool = True,
 ) -> tuple[Array, Array]:
-    """Mean and (fast, E[x^2] - E[x]^2) variance in float32 over ``axes``."""
+    """Mean and (fast, E[x^2] - E[x]^2) variance in float32 over ``axes``.
+
+    With ``keepdims`` (the default) the statistics broadcast against ``x`` without a
+    reshape: a reshape between the reduction and its uses stops XLA from fusing
+    them, which made a 4-block transformer compile ~1.7x slower.
+    """
     x = jnp.asarray(x, jnp.promote_types(jnp.float32, x.dtype))
-    mean = jnp.mean(x, axes, where=mask) if use_mean else jnp.zeros(())
-    mean2 = jnp.mean(lax.square(x), axes, where=mask)
+    mean2 = jnp.mean(lax.square(x), axes, keepdims=keepdims, where=mask)
+    mean = jnp.mean(x, axes, keepdims=keepdims, where=mask) if use_mean else None
     if axis_name is not None:
-        if use_mean:
+        if mean is not None:
             mean, mean2 = lax.pmean(
                 (mean, mean2), axis_name, axis_index_groups=axis_index_groups
             )
         else:
             mean2 = lax.pmean(mean2, axis_name, axis_index_groups=axis_index_groups)
-    if not use_mean:
+    if mean is None:
         return jnp.zeros_like(mean2), mean2
     return mean, jnp.maximum(0.0, mean2 - lax.square(mean))
 
@@ -66,11 +72,12 @@ def _normalize(
     bias_init: Initializer,
     scale_init: Initializer,
 ) -> Array:
-    stats_shape = list(x.shape)
-    for a in reduction:
-        stats_shape[a] = 1
-    mean = mean.reshape(stats_shape)
-    var = var.reshape(stats_shape)
+    if mean.ndim != x.ndim:  # feature-shaped statistics (BatchNorm's running averages)
+        stats_shape = list(x.shape)
+        for a in reduction:
+            stats_shape[a] = 1
+        mean = mean.reshape(stats_shape)
+        var = var.reshape(stats_shape)
     feature_shape = [1] * x.ndim
     reduced_feature_shape = []
     for a in feature_axes:
@@ -226,10 +233,9 @@ class BatchNorm(Module):
             if (
                 not self.is_initializing()
             ):  # raises if batch_stats is immutable, like Flax
-                ra_mean.value = (
-                    self.momentum * ra_mean.value + (1 - self.momentum) * mean
-                )
-                ra_var.value = self.momentum * ra_var.value + (1 - self.momentum) * var
+                m, v = mean.reshape(feature_shape), var.reshape(feature_shape)
+                ra_mean.value = self.momentum * ra_mean.value + (1 - self.momentum) * m
+                ra_var.value = self.momentum * ra_var.value + (1 - self.momentum) * v
         return _normalize(
             self,
             x,
@@ -292,7 +298,13 @@ class GroupNorm(Module):
         ) + (g.ndim - 1,)
         gmask = mask.reshape(g.shape) if mask is not None else None
         mean, var = _stats(
-            g, g_red, True, self.axis_name, self.axis_index_groups, gmask
+            g,
+            g_red,
+            True,
+            self.axis_name,
+            self.axis_index_groups,
+            gmask,
+            keepdims=False,
         )
         mean = jnp.repeat(mean, group_size, axis=-1)
         var = jnp.repeat(var, group_size, axis=-1)
