@@ -63,6 +63,15 @@ def _first_step(model, variables, ids) -> float:
     return time.perf_counter() - t0
 
 
+def ensemble_member(nn):
+    class Member(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(1)(nn.relu(nn.Dense(64)(x)))
+
+    return Member
+
+
 def scan_stack(nn, layers: int, unrolled: bool):
     class Block(nn.Module):
         @nn.compact
@@ -155,12 +164,7 @@ def run() -> list[dict]:
             )
 
     for name, nn in (("lens", lnn), ("flax", fnn)):
-
-        class Member(nn.Module):
-            @nn.compact
-            def __call__(self, x):
-                return nn.Dense(1)(nn.relu(nn.Dense(64)(x)))
-
+        Member = ensemble_member(nn)
         E = nn.vmap(
             Member,
             variable_axes={"params": 0},
