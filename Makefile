@@ -14,14 +14,31 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e ".[test,lab,bench]"
 	touch $@
 
-install: $(VENV)/.installed
+# The JupyterLab extension (TypeScript in extension/), built with the venv's JupyterLab
+# into lens/labextension and linked into the venv, so `jupyter labextension list`
+# shows lens-pack enabled.
+EXT_SRC := extension/package.json extension/tsconfig.json $(wildcard extension/src/*.ts) extension/style/index.css
+
+extension/node_modules/.installed: extension/package.json extension/package-lock.json
+	cd extension && npm ci --no-audit --no-fund
+	touch $@
+
+lens/labextension/static/style.js: $(EXT_SRC) extension/node_modules/.installed $(VENV)/.installed
+	cd extension && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npm run build
+
+$(VENV)/.labextension: lens/labextension/static/style.js
+	$(VENV)/bin/jupyter labextension develop --overwrite .
+	touch $@
+
+install: $(VENV)/.installed $(VENV)/.labextension
 
 ## Start JupyterLab on notebooks/ with lens installed.
-lab: $(VENV)/.installed
+lab: $(VENV)/.installed $(VENV)/.labextension
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser --allow-root --ip=127.0.0.1
 
 ## Run every test: lint, unit and doctests.
-test: $(VENV)/.installed
+test: $(VENV)/.installed $(VENV)/.labextension
+	cd extension && npx vitest run
 	$(PY) -m ruff check lens tests benchmarks docs notebooks/build.py notebooks/cells.py
 	$(PY) -m pytest -n 2 --dist loadfile tests lens notebooks/*.ipynb \
 		--nbval --nbval-sanitize-with notebooks/sanitize.cfg

@@ -50,3 +50,8 @@ def unload_ipython_extension(ipython: Any) -> None:
     from lens.display import unload_ipython_extension as unload
 
     unload(ipython)
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where JupyterLab finds lens's pack-trace renderer (built into lens/labextension)."""
+    return [{"src": "labextension", "dest": "lens-pack"}]

@@ -22,3 +22,5 @@ from lens.display._show import show_lifting as show_lifting
 from lens.display._show import unload_ipython_extension as unload_ipython_extension
 from lens.display._show import view_of as view_of
 from lens.display._variables import VariablesView as VariablesView
+from lens.display._extension import extension_active as extension_active
+from lens.display._extension import extension_status as extension_status

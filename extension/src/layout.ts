@@ -1,0 +1,321 @@
+/**
+ * Pure layout logic for pack traces (schema lens.pack-trace, version 1):
+ * validation, the stage columns of one pack call, colours, and navigation.
+ * No DOM here, so it is unit-tested directly.
+ */
+
+export const MIME_TYPE = 'application/vnd.lens.pack+json';
+export const SCHEMA_ID = 'lens.pack-trace';
+export const SCHEMA_VERSION = 1;
+
+export interface Spec {
+  shape: number[];
+  dtype: string;
+  box?: string;
+  names?: (string | null)[];
+}
+
+export interface Variable {
+  collection: string;
+  scope: number;
+  path: string;
+  outer: Spec;
+  inner: Spec | null;
+  axis: string;
+}
+
+export interface Group {
+  index: number;
+  filter: unknown;
+  label: string;
+  collections: string[];
+  variables: Variable[];
+}
+
+export interface Entry {
+  collection: string;
+  scope: number;
+  path: string;
+  inner?: Spec;
+  outer?: Spec;
+}
+
+export interface PackRecord {
+  id: number;
+  transform: string;
+  options: Record<string, unknown>;
+  scopes: { path: string; root: boolean; root_index: number; relative_path: string[] }[];
+  groups: Group[];
+  rngs: { stream: string; group: number; split: boolean; label: string }[];
+  hidden_collections?: string[];
+  hidden_rngs?: string[];
+  repack: { created: Entry[]; mutated: Entry[] };
+  commit: Entry[];
+  children: PackRecord[];
+}
+
+export interface Trace {
+  schema: string;
+  version: number;
+  packs: PackRecord[];
+}
+
+export type Parsed = { ok: true; trace: Trace } | { ok: false; error: string };
+
+function isObject(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+function checkRecord(r: unknown, where: string): string | null {
+  if (!isObject(r)) {
+    return `${where} is not an object`;
+  }
+  for (const key of ['transform', 'scopes', 'groups', 'rngs', 'repack', 'commit', 'children']) {
+    if (!(key in r)) {
+      return `${where} has no "${key}"`;
+    }
+  }
+  if (typeof r.transform !== 'string') {
+    return `${where}.transform is not a string`;
+  }
+  for (const key of ['scopes', 'groups', 'rngs', 'commit', 'children']) {
+    if (!Array.isArray(r[key])) {
+      return `${where}.${key} is not a list`;
+    }
+  }
+  const repack = r.repack;
+  if (!isObject(repack) || !Array.isArray(repack.created) || !Array.isArray(repack.mutated)) {
+    return `${where}.repack needs "created" and "mutated" lists`;
+  }
+  for (const [i, g] of (r.groups as unknown[]).entries()) {
+    if (!isObject(g) || !Array.isArray(g.variables) || !Array.isArray(g.collections)) {
+      return `${where}.groups[${i}] needs "collections" and "variables" lists`;
+    }
+  }
+  const children = r.children as unknown[];
+  for (let i = 0; i < children.length; i++) {
+    const err = checkRecord(children[i], `${where}.children[${i}]`);
+    if (err) {
+      return err;
+    }
+  }
+  return null;
+}
+
+/** Validates a payload; a readable error instead of a broken view. */
+export function parsePayload(data: unknown): Parsed {
+  let doc = data;
+  if (typeof doc === 'string') {
+    try {
+      doc = JSON.parse(doc);
+    } catch (e) {
+      return { ok: false, error: `the payload is not JSON (${(e as Error).message})` };
+    }
+  }
+  if (!isObject(doc)) {
+    return { ok: false, error: 'the payload is not a JSON object' };
+  }
+  if (doc.schema !== SCHEMA_ID) {
+    return { ok: false, error: `unknown schema ${JSON.stringify(doc.schema)} (expected "${SCHEMA_ID}")` };
+  }
+  if (doc.version !== SCHEMA_VERSION) {
+    return {
+      ok: false,
+      error: `schema version ${JSON.stringify(doc.version)} is not supported (this extension reads version ${SCHEMA_VERSION}); update lens or the extension`
+    };
+  }
+  if (!Array.isArray(doc.packs)) {
+    return { ok: false, error: 'the payload has no "packs" list' };
+  }
+  for (let i = 0; i < doc.packs.length; i++) {
+    const err = checkRecord(doc.packs[i], `packs[${i}]`);
+    if (err) {
+      return { ok: false, error: err };
+    }
+  }
+  return { ok: true, trace: doc as unknown as Trace };
+}
+
+const FIXED: Record<string, string> = {
+  params: '#1f77b4',
+  batch_stats: '#d62728',
+  cache: '#2ca02c',
+  intermediates: '#9467bd'
+};
+const OTHERS = ['#ff7f0e', '#17becf', '#8c564b', '#e377c2'];
+
+/** One stable colour per collection name. */
+export function collectionColor(name: string): string {
+  if (name in FIXED) {
+    return FIXED[name];
+  }
+  let h = 0;
+  for (let i = 0; i < name.length; i++) {
+    h = (h * 31 + name.charCodeAt(i)) >>> 0;
+  }
+  return OTHERS[h % OTHERS.length];
+}
+
+/** `f32[3,4]` (with axis names when boxed). */
+export function shapeText(spec: Spec | null | undefined): string {
+  if (!spec) {
+    return '?';
+  }
+  const dtype = spec.dtype
+    .replace(/^bfloat/, 'bf')
+    .replace(/^float/, 'f')
+    .replace(/^uint/, 'u')
+    .replace(/^int/, 'i');
+  let s = `${dtype}[${spec.shape.join(',')}]`;
+  if (spec.names) {
+    s += ` (${spec.names.map(n => (n === null ? 'None' : `'${n}'`)).join(',')})`;
+  }
+  return s;
+}
+
+/** The collection names a filter (as recorded in the trace) names; `all` for true. */
+export function filterNames(filter: unknown): string[] {
+  if (filter === true) {
+    return ['all'];
+  }
+  if (typeof filter === 'string') {
+    return [filter];
+  }
+  if (Array.isArray(filter) && filter.every(x => typeof x === 'string')) {
+    return filter as string[];
+  }
+  return [];
+}
+
+/** `axis 0` -> `0`; other labels as they are. */
+export function axisText(label: string): string {
+  const m = /^axis (-?\d+)$/.exec(label);
+  return m ? m[1] : label;
+}
+
+export interface Item {
+  key: string; // the same variable in every stage shares its key
+  collection: string;
+  color: string;
+  text: string;
+  detail?: string;
+}
+
+export interface Column {
+  stage: string;
+  title: string;
+  items: Item[];
+}
+
+export const STAGES = ['scopes', 'groups', 'inside', 'repack', 'commit'];
+const TITLES: Record<string, string> = {
+  scopes: '1 · scopes lifted',
+  groups: '2 · filter: groups',
+  inside: '3–4 · inside the transform',
+  repack: '5 · repack',
+  commit: '6 · commit'
+};
+
+function key(collection: string, path: string): string {
+  return `${collection}:${path}`;
+}
+
+/** The five stage columns of one pack call. */
+export function layoutRecord(rec: PackRecord): Column[] {
+  const scopes: Item[] = rec.scopes.map(s => ({
+    key: `scope:${s.path}`,
+    collection: '',
+    color: '#555',
+    text: s.path,
+    detail: s.root ? 'root: lifted' : `rebuilt by path ${s.relative_path.join('/')}`
+  }));
+  const groups: Item[] = [];
+  for (const g of rec.groups) {
+    // Name each group by its filter, so empty groups (nothing created yet) still
+    // say where a collection would go.
+    const names = [...g.collections];
+    for (const n of filterNames(g.filter)) {
+      if (!names.includes(n)) {
+        names.push(n);
+      }
+    }
+    for (const c of names) {
+      groups.push({
+        key: `col:${c}`,
+        collection: g.collections.includes(c) ? c : '',
+        color: collectionColor(c),
+        text: `${c}: ${axisText(g.label)}`,
+        detail: g.collections.includes(c) ? `group ${g.index}` : 'no variables yet'
+      });
+    }
+  }
+  for (const c of rec.hidden_collections ?? []) {
+    groups.push({ key: `col:${c}`, collection: c, color: '#999', text: `${c}: not lifted` });
+  }
+  const inside: Item[] = [];
+  for (const g of rec.groups) {
+    for (const v of g.variables) {
+      inside.push({
+        key: key(v.collection, v.path),
+        collection: v.collection,
+        color: collectionColor(v.collection),
+        text: `${v.path} ${shapeText(v.inner)}`,
+        detail: `outer ${shapeText(v.outer)} · ${axisText(v.axis)}`
+      });
+    }
+  }
+  for (const r of rec.rngs) {
+    inside.push({ key: `rng:${r.stream}`, collection: '', color: '#555', text: `rng ${r.stream}: ${r.label}` });
+  }
+  const repack: Item[] = [
+    ...rec.repack.created.map(e => ({
+      key: key(e.collection, e.path),
+      collection: e.collection,
+      color: collectionColor(e.collection),
+      text: `${e.path} ${shapeText(e.inner)}`,
+      detail: 'created'
+    })),
+    ...rec.repack.mutated.map(e => ({
+      key: key(e.collection, e.path),
+      collection: e.collection,
+      color: collectionColor(e.collection),
+      text: `${e.path} ${shapeText(e.inner)}`,
+      detail: 'mutated'
+    }))
+  ];
+  const commit: Item[] = rec.commit.map(e => ({
+    key: key(e.collection, e.path),
+    collection: e.collection,
+    color: collectionColor(e.collection),
+    text: `${e.path} ${shapeText(e.outer)}`,
+    detail: 'written back'
+  }));
+  const items: Record<string, Item[]> = { scopes, groups, inside, repack, commit };
+  return STAGES.map(stage => ({ stage, title: TITLES[stage], items: items[stage] }));
+}
+
+/** `vmap at /mlp` */
+export function recordTitle(rec: PackRecord): string {
+  const roots = rec.scopes.filter(s => s.root).map(s => s.path);
+  return `${rec.transform} at ${roots.join(', ') || '/'}`;
+}
+
+/** The record reached by following child indices from a top-level record. */
+export function recordAt(trace: Trace, top: number, path: number[]): PackRecord | undefined {
+  let rec: PackRecord | undefined = trace.packs[top];
+  for (const i of path) {
+    rec = rec?.children[i];
+  }
+  return rec;
+}
+
+/** Every record, depth first (for counts and search). */
+export function allRecords(trace: Trace): PackRecord[] {
+  const out: PackRecord[] = [];
+  const visit = (r: PackRecord) => {
+    out.push(r);
+    r.children.forEach(visit);
+  };
+  trace.packs.forEach(visit);
+  return out;
+}
