@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 EXT_SRC := extension/package.json extension/tsconfig.json $(wildcard extension/src/*.ts) extension/style/index.css
 
 extension/node_modules/.installed: extension/package.json extension/package-lock.json
-	cd extension && npm ci --no-audit --no-fund
+	cd extension && npm install --no-audit --no-fund
 	touch $@
 
 lens/labextension/static/style.js: $(EXT_SRC) extension/node_modules/.installed $(VENV)/.installed
@@ -32,12 +32,18 @@ $(VENV)/.labextension: lens/labextension/static/style.js
 
 install: $(VENV)/.installed $(VENV)/.labextension
 
+# Debian's Chromium for the browser test (Playwright cannot download its own here).
+CHROMIUM ?= /usr/bin/chromium
+$(CHROMIUM):
+	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+		|| (echo "Could not install chromium; the browser test needs $(CHROMIUM)" && false)
+
 ## Start JupyterLab on notebooks/ with lens installed.
 lab: $(VENV)/.installed $(VENV)/.labextension
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser --allow-root --ip=127.0.0.1
 
 ## Run every test: lint, unit and doctests.
-test: $(VENV)/.installed $(VENV)/.labextension
+test: $(VENV)/.installed $(VENV)/.labextension $(CHROMIUM)
 	cd extension && npx vitest run
 	$(PY) -m ruff check lens tests benchmarks docs notebooks/build.py notebooks/cells.py
 	$(PY) -m pytest -n 2 --dist loadfile tests lens notebooks/*.ipynb \

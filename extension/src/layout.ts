@@ -220,8 +220,18 @@ function key(collection: string, path: string): string {
   return `${collection}:${path}`;
 }
 
+/** A variable path relative to the lifted scope (`/mlp/hidden/kernel` -> `hidden/kernel`). */
+export function relativePath(path: string, scopePath: string): string {
+  if (scopePath === '/' || !scopePath) {
+    return path.replace(/^\//, '');
+  }
+  return path.startsWith(scopePath + '/') ? path.slice(scopePath.length + 1) : path;
+}
+
 /** The five stage columns of one pack call. */
 export function layoutRecord(rec: PackRecord): Column[] {
+  const rootPaths = rec.scopes.filter(s => s.root).map(s => s.path);
+  const rel = (scope: number, path: string) => relativePath(path, rootPaths[scope] ?? '/');
   const scopes: Item[] = rec.scopes.map(s => ({
     key: `scope:${s.path}`,
     collection: '',
@@ -259,7 +269,7 @@ export function layoutRecord(rec: PackRecord): Column[] {
         key: key(v.collection, v.path),
         collection: v.collection,
         color: collectionColor(v.collection),
-        text: `${v.path} ${shapeText(v.inner)}`,
+        text: `${rel(v.scope, v.path)} ${shapeText(v.inner)}`,
         detail: `outer ${shapeText(v.outer)} · ${axisText(v.axis)}`
       });
     }
@@ -272,14 +282,14 @@ export function layoutRecord(rec: PackRecord): Column[] {
       key: key(e.collection, e.path),
       collection: e.collection,
       color: collectionColor(e.collection),
-      text: `${e.path} ${shapeText(e.inner)}`,
+      text: `${rel(e.scope, e.path)} ${shapeText(e.inner)}`,
       detail: 'created'
     })),
     ...rec.repack.mutated.map(e => ({
       key: key(e.collection, e.path),
       collection: e.collection,
       color: collectionColor(e.collection),
-      text: `${e.path} ${shapeText(e.inner)}`,
+      text: `${rel(e.scope, e.path)} ${shapeText(e.inner)}`,
       detail: 'mutated'
     }))
   ];
@@ -287,7 +297,7 @@ export function layoutRecord(rec: PackRecord): Column[] {
     key: key(e.collection, e.path),
     collection: e.collection,
     color: collectionColor(e.collection),
-    text: `${e.path} ${shapeText(e.outer)}`,
+    text: `${rel(e.scope, e.path)} ${shapeText(e.outer)}`,
     detail: 'written back'
   }));
   const items: Record<string, Item[]> = { scopes, groups, inside, repack, commit };

@@ -58,7 +58,7 @@ function renderColumns(columns: Column[]): HTMLElement {
       row.appendChild(el('span', 'lens-pack-text', item.text));
       if (item.detail) {
         row.appendChild(el('span', 'lens-pack-detail', item.detail));
-        row.title = `${item.text} — ${item.detail}`;
+        row.title = `${item.key} ${item.text} — ${item.detail}`;
       }
       c.appendChild(row);
     }
@@ -172,6 +172,14 @@ export class PackView {
   }
 }
 
+/** `[["params", 0]]` (a recorded mapping) -> `{params: 0}`. */
+export function optionText(v: unknown): string {
+  if (Array.isArray(v) && v.length > 0 && v.every(p => Array.isArray(p) && p.length === 2)) {
+    return `{${(v as unknown[][]).map(([a, b]) => `${optionText(a)}: ${optionText(b)}`).join(', ')}}`;
+  }
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
 function summarizeOptions(options: Record<string, unknown>): string {
   const keys = ['variable_axes', 'variable_broadcast', 'variable_carry', 'split_rngs', 'length', 'axis_size'];
   const parts: string[] = [];
@@ -180,7 +188,7 @@ function summarizeOptions(options: Record<string, unknown>): string {
     if (v === undefined || v === null || v === false || (Array.isArray(v) && v.length === 0)) {
       continue;
     }
-    parts.push(`${k}=${JSON.stringify(v)}`);
+    parts.push(`${k}=${optionText(v)}`);
   }
   return parts.join(' · ');
 }

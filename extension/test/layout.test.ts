@@ -96,6 +96,15 @@ describe('layoutRecord', () => {
   });
 });
 
+describe('relativePath', () => {
+  it('strips the lifted scope', async () => {
+    const { relativePath } = await import('../src/layout');
+    expect(relativePath('/mlp/hidden/kernel', '/mlp')).toBe('hidden/kernel');
+    expect(relativePath('/kernel', '/')).toBe('kernel');
+    expect(relativePath('/other/k', '/mlp')).toBe('/other/k');
+  });
+});
+
 describe('filterNames', () => {
   it('reads the recorded filter forms', async () => {
     const { filterNames } = await import('../src/layout');

@@ -3,7 +3,7 @@ import { readFileSync } from 'fs';
 import { join } from 'path';
 import { describe, expect, it } from 'vitest';
 
-import { renderPayload } from '../src/render';
+import { optionText, renderPayload } from '../src/render';
 
 const fixture = (name: string) => JSON.parse(readFileSync(join(__dirname, 'fixtures', name), 'utf8'));
 
@@ -52,6 +52,12 @@ describe('renderPayload', () => {
     picker.value = '1';
     picker.dispatchEvent(new Event('change'));
     expect(view.current()!.transform).toBe('scan');
+  });
+
+  it('formats recorded options', () => {
+    expect(optionText([['params', 0], ['batch_stats', null]])).toBe('{params: 0, batch_stats: null}');
+    expect(optionText(3)).toBe('3');
+    expect(optionText('params')).toBe('params');
   });
 
   it('shows a readable error for a malformed payload', () => {

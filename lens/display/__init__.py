@@ -10,6 +10,8 @@ from lens.display._diff import DiffView as DiffView
 from lens.display._diff import diff as diff
 from lens.display._explore import Explorer as Explorer
 from lens.display._explore import explore as explore
+from lens.display._extension import extension_active as extension_active
+from lens.display._extension import extension_status as extension_status
 from lens.display._module import BoxView as BoxView
 from lens.display._module import ModuleView as ModuleView
 from lens.display._module import ScopeView as ScopeView
@@ -22,5 +24,3 @@ from lens.display._show import show_lifting as show_lifting
 from lens.display._show import unload_ipython_extension as unload_ipython_extension
 from lens.display._show import view_of as view_of
 from lens.display._variables import VariablesView as VariablesView
-from lens.display._extension import extension_active as extension_active
-from lens.display._extension import extension_status as extension_status

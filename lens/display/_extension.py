@@ -37,9 +37,16 @@ def extension_status() -> dict[str, Any]:
                 off = json.loads(cfg.read_text()).get("disabledExtensions", {})
             except json.JSONDecodeError:
                 continue
-            if (isinstance(off, dict) and off.get(EXTENSION)) or (isinstance(off, list) and EXTENSION in off):
+            if (isinstance(off, dict) and off.get(EXTENSION)) or (
+                isinstance(off, list) and EXTENSION in off
+            ):
                 disabled = True
-    return {"installed": True, "enabled": not disabled, "path": str(found.parent), "version": version}
+    return {
+        "installed": True,
+        "enabled": not disabled,
+        "path": str(found.parent),
+        "version": version,
+    }
 
 
 def extension_active() -> bool:
