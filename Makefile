@@ -5,6 +5,9 @@ PY := $(VENV)/bin/python
 XLA_FLAGS ?= --xla_force_host_platform_device_count=8
 export XLA_FLAGS
 export JAX_PLATFORMS ?= cpu
+# Tools that JupyterLab calls by name (jupyter-builder, jupyter-labextension) live in
+# the venv: put it first on PATH for every recipe, as an activated venv would.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: lab test install lint bench notebooks docs clean
 
@@ -24,7 +27,7 @@ extension/node_modules/.installed: extension/package.json extension/package-lock
 	touch $@
 
 lens/labextension/static/style.js: $(EXT_SRC) extension/node_modules/.installed $(VENV)/.installed
-	cd extension && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npm run build
+	cd extension && npm run build
 
 $(VENV)/.labextension: lens/labextension/static/style.js
 	$(VENV)/bin/jupyter labextension develop --overwrite .
