@@ -302,6 +302,16 @@ def map_variables(
 # ------------------------------------------------------------- function forms
 
 
+def _on_modules(lifted: _Lifted, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``core_fn(scopes, *args)`` calling ``fn`` on the modules rebuilt inside."""
+
+    def core_fn(scopes: list[Any], *args: Any) -> Any:
+        module, args, _ = lifted.rebuild(scopes, args, {})
+        return fn(module, *args)
+
+    return core_fn
+
+
 def _lift_fn(
     mdl: Module, args: tuple, kwargs: dict, what: str, run: Callable[..., Any]
 ) -> Any:
@@ -328,9 +338,7 @@ def jvp(
     """A lifted ``jax.jvp`` of ``fn(mdl, *primals)``; returns ``(y, y_tangent)``."""
 
     def run(lifted: _Lifted) -> Any:
-        def core_fn(scopes: list[Any], *primals: Any) -> Any:
-            m, primals, _ = lifted.rebuild(scopes, primals, {})
-            return fn(m, *primals)
+        core_fn = _on_modules(lifted, fn)
 
         return core_lift.jvp(
             core_fn,
@@ -360,9 +368,7 @@ def vjp(
     del multi_scope
 
     def run(lifted: _Lifted) -> Any:
-        def core_fn(scopes: list[Any], *primals: Any) -> Any:
-            m, primals, _ = lifted.rebuild(scopes, primals, {})
-            return fn(m, *primals)
+        core_fn = _on_modules(lifted, fn)
 
         return core_lift.vjp(
             core_fn,
@@ -390,9 +396,7 @@ def value_and_grad(
     """A lifted ``jax.value_and_grad``: ``(y, (params_grad, *primals_grad))``."""
 
     def run(lifted: _Lifted) -> Any:
-        def core_fn(scopes: list[Any], *primals: Any) -> Any:
-            m, primals, _ = lifted.rebuild(scopes, primals, {})
-            return fn(m, *primals)
+        core_fn = _on_modules(lifted, fn)
 
         return core_lift.value_and_grad(
             core_fn,
@@ -447,11 +451,7 @@ def custom_vjp(
     def call(mdl: Module, *args: Any) -> Any:
         def run(lifted: _Lifted) -> Any:
             def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
-                def core_fn(scopes: list[Any], *args: Any) -> Any:
-                    m, args, _ = lifted.rebuild(scopes, args, {})
-                    return f(m, *args)
-
-                return core_fn
+                return _on_modules(lifted, f)
 
             return core_lift.custom_vjp(
                 wrap(fn), wrap(forward_fn), backward_fn, grad_vars, nondiff_argnums
@@ -472,9 +472,7 @@ def custom_jvp(
 
     def call(mdl: Module, *args: Any) -> Any:
         def run(lifted: _Lifted) -> Any:
-            def core_fn(scopes: list[Any], *args: Any) -> Any:
-                m, args, _ = lifted.rebuild(scopes, args, {})
-                return fn(m, *args)
+            core_fn = _on_modules(lifted, fn)
 
             def core_jvp(
                 scopes: list[Any], primals: tuple, tangents: tuple, var_t: Any
@@ -535,11 +533,7 @@ def cond(
 
     def run(lifted: _Lifted) -> Any:
         def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
-            def core_fn(scopes: list[Any], *ops: Any) -> Any:
-                m, ops, _ = lifted.rebuild(scopes, ops, {})
-                return f(m, *ops)
-
-            return core_fn
+            return _on_modules(lifted, f)
 
         return core_lift.cond(
             pred,
@@ -566,11 +560,7 @@ def switch(
 
     def run(lifted: _Lifted) -> Any:
         def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
-            def core_fn(scopes: list[Any], *ops: Any) -> Any:
-                m, ops, _ = lifted.rebuild(scopes, ops, {})
-                return f(m, *ops)
-
-            return core_fn
+            return _on_modules(lifted, f)
 
         return core_lift.switch(
             index,
