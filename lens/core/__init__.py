@@ -16,7 +16,10 @@ from lens.core._filters import in_filter as in_filter
 from lens.core._filters import intersect_filters as intersect_filters
 from lens.core._filters import subtract_filters as subtract_filters
 from lens.core._filters import union_filters as union_filters
+from lens.core._freeze import FrozenDict as FrozenDict
+from lens.core._freeze import copy as copy
 from lens.core._freeze import freeze as freeze
+from lens.core._freeze import pop as pop
 from lens.core._freeze import unfreeze as unfreeze
 from lens.core._meta import AxisMetadata as AxisMetadata
 from lens.core._scope import Scope as Scope

@@ -1,15 +1,98 @@
-"""``freeze``/``unfreeze`` for code ported from Flax.
+"""``FrozenDict``, ``freeze``, ``unfreeze``, ``copy``, ``pop`` for code ported from Flax.
 
-lens variables are plain dicts, so there is no ``FrozenDict``: both functions return
-a fresh plain nested dict (leaves shared). ``unfreeze`` is the common call in ported
-code (``params = unfreeze(params)``) and does what it always did; ``freeze`` exists so
-that such code keeps running.
+lens variables are plain dicts (``init``/``apply`` return them), so most code never
+needs these. They exist so that ported code which builds or unpacks frozen dicts
+keeps running: ``FrozenDict`` is an immutable mapping and a JAX pytree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
+
+import jax
+
+
+class FrozenDict(Mapping[str, Any]):
+    """An immutable, hashable nested mapping (a JAX pytree, keys in sorted order).
+
+    Example:
+        >>> d = FrozenDict({"params": {"w": 1}})
+        >>> d["params"]["w"], type(d["params"]).__name__
+        (1, 'FrozenDict')
+        >>> unfreeze(d.copy({"extra": 2}))
+        {'params': {'w': 1}, 'extra': 2}
+    """
+
+    __slots__ = ("_dict", "_hash")
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        raw = dict(*args, **kwargs)
+        self._dict = {
+            k: FrozenDict(v)
+            if isinstance(v, Mapping) and not isinstance(v, FrozenDict)
+            else v
+            for k, v in raw.items()
+        }
+        self._hash: int | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        return self._dict[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict)
+
+    def __len__(self) -> int:
+        return len(self._dict)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._dict
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        raise ValueError(
+            "FrozenDict is immutable; use .copy({key: value}) or unfreeze() to edit."
+        )
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(tuple((k, v) for k, v in sorted(self._dict.items())))
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FrozenDict):
+            return self._dict == other._dict
+        return isinstance(other, Mapping) and self._dict == dict(other)
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({self._dict!r})"
+
+    def copy(self, add_or_replace: Mapping[str, Any] | None = None) -> FrozenDict:
+        """A new FrozenDict with ``add_or_replace`` merged in."""
+        return FrozenDict({**self._dict, **(add_or_replace or {})})
+
+    def pop(self, key: str) -> tuple[FrozenDict, Any]:
+        """``(a FrozenDict without key, its value)``."""
+        rest = dict(self._dict)
+        value = rest.pop(key)
+        return FrozenDict(rest), value
+
+    def unfreeze(self) -> dict[str, Any]:
+        """A plain nested dict."""
+        return unfreeze(self)
+
+    def tree_flatten_with_keys(self) -> tuple[tuple, tuple]:
+        keys = tuple(sorted(self._dict))
+        return tuple((jax.tree_util.DictKey(k), self._dict[k]) for k in keys), keys
+
+    @classmethod
+    def tree_unflatten(cls, keys: tuple, values: tuple) -> FrozenDict:
+        out = cls.__new__(cls)
+        out._dict = dict(zip(keys, values))
+        out._hash = None
+        return out
+
+
+jax.tree_util.register_pytree_with_keys_class(FrozenDict)
 
 
 def unfreeze(x: Any) -> Any:
@@ -24,6 +107,22 @@ def unfreeze(x: Any) -> Any:
     return x
 
 
-def freeze(x: Any) -> Any:
-    """Returns a fresh plain nested dict (lens has no FrozenDict)."""
-    return unfreeze(x)
+def freeze(x: Mapping[str, Any]) -> FrozenDict:
+    """A :class:`FrozenDict` of ``x``."""
+    return FrozenDict(x)
+
+
+def copy(x: Mapping[str, Any], add_or_replace: Mapping[str, Any] | None = None) -> Any:
+    """A copy of ``x`` (dict or FrozenDict, same type back) with entries merged in."""
+    if isinstance(x, FrozenDict):
+        return x.copy(add_or_replace)
+    return {**unfreeze(x), **(add_or_replace or {})}
+
+
+def pop(x: Mapping[str, Any], key: str) -> tuple[Any, Any]:
+    """``(x without key, x[key])``, keeping the type of ``x``."""
+    if isinstance(x, FrozenDict):
+        return x.pop(key)
+    rest = unfreeze(x)
+    value = rest.pop(key)
+    return rest, value
