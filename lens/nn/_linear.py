@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -30,6 +31,66 @@ def _canonicalize_tuple(x: int | Sequence[int]) -> tuple[int, ...]:
 
 def _normalize_axes(axes: tuple[int, ...], ndim: int) -> tuple[int, ...]:
     return tuple(sorted(a if a >= 0 else ndim + a for a in axes))
+
+
+def _static(precision: Any) -> Any:
+    """``precision`` as a hashable value (a list of two precisions becomes a tuple)."""
+    return tuple(precision) if isinstance(precision, list) else precision
+
+
+def _dense(
+    inputs: Array,
+    kernel: Array,
+    bias: Array | None,
+    dtype: Any = None,
+    precision: Any = None,
+    dot_general: Callable[..., Array] = lax.dot_general,
+) -> Array:
+    """``inputs @ kernel + bias`` over the last axis, in the promoted dtype."""
+    inputs, kernel, bias = promote_dtype(inputs, kernel, bias, dtype=dtype)
+    y = dot_general(
+        inputs, kernel, (((inputs.ndim - 1,), (0,)), ((), ())), precision=precision
+    )
+    if bias is not None:
+        y = y + lax.broadcast_in_dim(bias, y.shape, (y.ndim - 1,))
+    return y
+
+
+def _dense_general(
+    inputs: Array,
+    kernel: Array,
+    bias: Array | None,
+    axis: tuple[int, ...],
+    batch_dims: tuple[int, ...],
+    dtype: Any = None,
+    precision: Any = None,
+) -> Array:
+    """Contracts ``axis`` of ``inputs`` with the kernel's leading (non-batch) axes."""
+    inputs, kernel, bias = promote_dtype(inputs, kernel, bias, dtype=dtype)
+    n_batch = len(batch_dims)
+    contract = tuple(range(n_batch, n_batch + len(axis)))
+    y = lax.dot_general(
+        inputs,
+        kernel,
+        ((axis, contract), (batch_dims, tuple(range(n_batch)))),
+        precision=precision,
+    )
+    if bias is not None:
+        # y's axes: batch dims, the free input axes, then the features.
+        n_free = inputs.ndim - n_batch - len(axis)
+        dims = tuple(range(n_batch)) + tuple(range(n_batch + n_free, y.ndim))
+        y = y + lax.broadcast_in_dim(bias, y.shape, dims)
+    return y
+
+
+# The arithmetic of a layer as one jitted function: traced once per shape, so every
+# further layer of that shape (a deep stack, a re-run cell, a fresh train step) and
+# its derivatives come from JAX's caches, and an un-jitted call runs one executable
+# rather than dispatching op by op. The compiled program is the same: XLA inlines it.
+_dense_jit = jax.jit(_dense, static_argnames=("dtype", "precision"))
+_dense_general_jit = jax.jit(
+    _dense_general, static_argnames=("axis", "batch_dims", "dtype", "precision")
+)
 
 
 class Dense(Module):
@@ -68,17 +129,17 @@ class Dense(Module):
             if self.use_bias
             else None
         )
-        inputs, kernel, bias = promote_dtype(inputs, kernel, bias, dtype=self.dtype)
-        dot = self.dot_general or lax.dot_general
-        y = dot(
-            inputs,
-            kernel,
-            (((inputs.ndim - 1,), (0,)), ((), ())),
-            precision=self.precision,
+        if self.dot_general is None:
+            return _dense_jit(
+                inputs,
+                kernel,
+                bias,
+                dtype=self.dtype,
+                precision=_static(self.precision),
+            )
+        return _dense(
+            inputs, kernel, bias, self.dtype, self.precision, self.dot_general
         )
-        if bias is not None:
-            y += jnp.reshape(bias, (1,) * (y.ndim - 1) + (-1,))
-        return y
 
 
 class DenseGeneral(Module):
@@ -144,23 +205,15 @@ class DenseGeneral(Module):
             bias = self.param(
                 "bias", bias_init, batch_shape + features, self.param_dtype
             )
-        inputs, kernel, bias = promote_dtype(inputs, kernel, bias, dtype=self.dtype)
-        batch_ind = tuple(range(n_batch))
-        contract_ind = tuple(range(n_batch, n_axis + n_batch))
-        y = lax.dot_general(
+        return _dense_general_jit(
             inputs,
             kernel,
-            ((axis, contract_ind), (batch_dims, batch_ind)),
-            precision=self.precision,
+            bias,
+            axis=axis,
+            batch_dims=batch_dims,
+            dtype=self.dtype,
+            precision=_static(self.precision),
         )
-        if bias is not None:
-            expanded = tuple(
-                inputs.shape[a] if a in batch_dims else 1
-                for a in range(inputs.ndim)
-                if a not in axis
-            )
-            y += jnp.reshape(bias, expanded + features)
-        return y
 
 
 class Einsum(Module):

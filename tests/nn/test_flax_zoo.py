@@ -51,6 +51,19 @@ def zoo(nn):
             x = nn.RMSNorm()(x)
             return nn.GroupNorm(num_groups=2)(x)
 
+    class Variants(nn.Module):
+        """Layer options off the default path: two-pass variance, batch dims,
+        bfloat16 compute, a per-operand precision pair."""
+
+        @nn.compact
+        def __call__(self, x):
+            x = nn.LayerNorm(use_fast_variance=False, reduction_axes=(1, 2))(x)
+            x = nn.GroupNorm(num_groups=3, use_fast_variance=False)(x)
+            x = nn.DenseGeneral((2, 3), axis=-1, batch_dims=(0,))(x)
+            x = nn.DenseGeneral(4, axis=(-2, -1), dtype=jnp.bfloat16)(x)
+            y = nn.Dense(4, precision=["highest", "highest"], use_bias=False)(x)
+            return y.astype(jnp.float32) + nn.RMSNorm(reduction_axes=(0, 1))(x)
+
     class Attention(nn.Module):
         @nn.compact
         def __call__(self, x):
@@ -120,6 +133,7 @@ def zoo(nn):
         "setup_mlp": (SetupMLP, (2, 3), True),
         "cnn": (CNN, (2, 8, 8, 3), True),
         "norms": (Norms, (4, 6), True),
+        "variants": (Variants, (2, 5, 6), True),
         "attention": (Attention, (2, 5, 4), True),
         "embed_attend": (EmbedAttend, "ids", True),
         "vmap_ensemble": (Ensemble, (2, 3), True),
