@@ -26,7 +26,7 @@ def _mlp(nn):
 
 
 def run(repeats: int = 20) -> list[dict]:
-    """Returns one row per (library, phase) with the median seconds."""
+    """Rows of (bench, library, seconds): medians over interleaved repeats."""
     from flax import core as fcore
     from flax.core import nn as fnn
 
@@ -46,18 +46,16 @@ def run(repeats: int = 20) -> list[dict]:
     for _ in range(repeats):
         for k, f in fns.items():
             samples[k].append(median_time(f, 1, 1, number=5))
-    rows = [
-        {"library": lib, "phase": phase, "seconds": statistics.median(ts)}
+    return [
+        {
+            "bench": f"lens.core MLP depth {DEPTH}: {phase} (un-jitted)",
+            "library": lib,
+            "seconds": statistics.median(ts),
+        }
         for (lib, phase), ts in samples.items()
     ]
-    return rows
 
 
 if __name__ == "__main__":
-    rows = run()
-    by = {(r["library"], r["phase"]): r["seconds"] for r in rows}
-    for phase in ("init", "apply"):
-        lens_t, flax_t = by[("lens", phase)], by[("flax", phase)]
-        print(
-            f"depth-{DEPTH} MLP {phase:5s}: lens {lens_t * 1e3:7.2f} ms  flax {flax_t * 1e3:7.2f} ms  ratio {lens_t / flax_t:.2f}"
-        )
+    for r in run():
+        print(f"{r['bench']:40s} {r['library']:5s} {r['seconds'] * 1e3:8.3f} ms")

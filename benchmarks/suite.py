@@ -2,8 +2,8 @@
 
 - first jitted train step of a small transformer (lens vs flax vs pure floor is in
   nn_mlp; here lens vs flax);
-- ``nn.scan`` over 8, 32, 128 layers: compile time, against a Python-unrolled stack
-  (target: compile at 128 layers <= 1.5x compile at 8);
+- ``nn.scan`` over 8, 32, 128 layers: compile time, against a Python-unrolled stack,
+  lens and flax (target: lens's compile at 128 layers <= 1.5x its compile at 8);
 - ``nn.vmap`` ensemble of 8: compile and run;
 - cold ``import lens`` vs ``import flax.linen`` (fresh interpreters; target <= 1.0).
 """
@@ -117,7 +117,7 @@ def _import_time(module: str, repeats: int = 5) -> float:
     return statistics.median(times)
 
 
-def run() -> list[dict]:
+def run(first_steps: int = 5, scan_layers=(8, 32, 128)) -> list[dict]:
     """Rows of (benchmark, library, seconds)."""
     import flax.linen as fnn
 
@@ -130,7 +130,7 @@ def run() -> list[dict]:
         for name, nn in (("lens", lnn), ("flax", fnn))
     }
     times: dict[str, list[float]] = {"lens": [], "flax": []}
-    for i in range(5):
+    for i in range(first_steps):
         for name in ("lens", "flax") if i % 2 else ("flax", "lens"):
             model, v = tvars[name]
             times[name].append(_first_step(model, v, ids))
@@ -144,24 +144,20 @@ def run() -> list[dict]:
         )
 
     x = jnp.ones((8, 64))
-    for layers in (8, 32, 128):
-        rows.append(
-            {
-                "bench": f"nn.scan {layers} layers: compile",
-                "library": "lens",
-                "seconds": statistics.median(
-                    _compile_time(scan_stack(lnn, layers, False), x) for _ in range(3)
-                ),
-            }
-        )
-        if layers <= 32:
-            rows.append(
-                {
-                    "bench": f"unrolled {layers} layers: compile",
-                    "library": "lens",
-                    "seconds": _compile_time(scan_stack(lnn, layers, True), x),
-                }
-            )
+    for layers in scan_layers:
+        for name, nn in (("lens", lnn), ("flax", fnn)):
+            for unrolled in (False, True):
+                kind = "Python-unrolled" if unrolled else "nn.scan"
+                rows.append(
+                    {
+                        "bench": f"{kind} {layers} layers: compile",
+                        "library": name,
+                        "seconds": statistics.median(
+                            _compile_time(scan_stack(nn, layers, unrolled), x)
+                            for _ in range(1 if unrolled else 3)
+                        ),
+                    }
+                )
 
     for name, nn in (("lens", lnn), ("flax", fnn)):
         Member = ensemble_member(nn)
@@ -192,18 +188,22 @@ def run() -> list[dict]:
         )
 
     rows.append(
-        {"bench": "cold import", "library": "lens", "seconds": _import_time("lens")}
+        {
+            "bench": "cold import of lens (the package alone)",
+            "library": "lens",
+            "seconds": _import_time("lens"),
+        }
     )
     rows.append(
         {
-            "bench": "cold import",
-            "library": "lens (lens.nn)",
+            "bench": "cold import of lens.nn / flax.linen",
+            "library": "lens",
             "seconds": _import_time("lens.nn"),
         }
     )
     rows.append(
         {
-            "bench": "cold import",
+            "bench": "cold import of lens.nn / flax.linen",
             "library": "flax",
             "seconds": _import_time("flax.linen"),
         }
