@@ -1,12 +1,19 @@
 """Initializers (``lens.nn.initializers``, like ``flax.linen.initializers``).
 
 These are JAX's own initializers, so the same key gives the same values as in Flax.
+``zeros`` and ``ones`` (every bias and norm layer's default) are the same values made
+by one cached compiled call: ~10x cheaper than JAX's eager ``zeros`` in an un-jitted
+``init``, where a deep model makes hundreds of them.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+import jax
+import jax.numpy as jnp
+from jax.nn import initializers as _jax_init
 from jax.nn.initializers import constant as constant
 from jax.nn.initializers import delta_orthogonal as delta_orthogonal
 from jax.nn.initializers import glorot_normal as glorot_normal
@@ -18,16 +25,35 @@ from jax.nn.initializers import kaiming_uniform as kaiming_uniform
 from jax.nn.initializers import lecun_normal as lecun_normal
 from jax.nn.initializers import lecun_uniform as lecun_uniform
 from jax.nn.initializers import normal as normal
-from jax.nn.initializers import ones as ones
 from jax.nn.initializers import orthogonal as orthogonal
 from jax.nn.initializers import truncated_normal as truncated_normal
 from jax.nn.initializers import uniform as uniform
 from jax.nn.initializers import variance_scaling as variance_scaling
 from jax.nn.initializers import xavier_normal as xavier_normal
 from jax.nn.initializers import xavier_uniform as xavier_uniform
-from jax.nn.initializers import zeros as zeros
 
 Initializer = Any
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def _filled(value: int, shape: tuple[int, ...], dtype: Any) -> Any:
+    return jnp.full(shape, value, dtype)
+
+
+def _constant_init(value: int, jax_init: Any) -> Any:
+    def init(key: Any, shape: Any, dtype: Any = jnp.float_, out_sharding: Any = None):
+        if out_sharding is not None:
+            return jax_init(key, shape, dtype, out_sharding=out_sharding)
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        return _filled(value, shape, jnp.dtype(dtype))
+
+    init.__name__ = init.__qualname__ = jax_init.__name__
+    init.__doc__ = jax_init.__doc__
+    return init
+
+
+zeros = _constant_init(0, _jax_init.zeros)
+ones = _constant_init(1, _jax_init.ones)
 
 
 def zeros_init() -> Initializer:
