@@ -485,3 +485,67 @@ class SerializationError(LensError, ValueError):
     saved earlier). Wrong: restoring bytes of another model, or truncated bytes.
     Right: ``from_bytes(variables_like_the_saved_ones, data)``.
     """
+
+
+# -------------------------------------------------------------------- lens.nnx
+
+
+class InconsistentAliasingError(LensError, ValueError):
+    """One object reached a ``lens.nnx`` transform with two different specifications.
+
+    Objects have reference semantics, so every alias of one object (the same module
+    passed twice, a submodule shared by two arguments, an input returned as an
+    output) must be lifted the same way. Wrong::
+
+        @nnx.vmap(in_axes=(0, 1))
+        def f(m1, m2): ...
+        f(m, m)                       # m is mapped on axis 0 and on axis 1
+
+        @nnx.vmap(in_axes=0, out_axes=1)
+        def g(m): return m            # m goes in on axis 0 and out on axis 1
+
+    Right: give every alias the same axes (``in_axes=(0, 0)``, ``out_axes=0``), or
+    pass the object once.
+    """
+
+
+class CapturedOutputError(LensError, ValueError):
+    """A ``lens.nnx`` transform returned an object it captured from outside.
+
+    Only arguments are split and tracked; returning a captured object would hand
+    back a silent copy. Wrong::
+
+        m = Linear(2, 3, rngs=rngs)
+
+        @nnx.vmap(axis_size=5)
+        def f():
+            return m
+
+    Right: pass ``m`` as an argument (it comes back as itself), or create the object
+    inside the function.
+    """
+
+
+class TraceContextError(LensError, RuntimeError):
+    """An object created outside a ``lens.nnx`` transform was mutated inside it.
+
+    Inside the transform the values are tracers; writing them into a captured object
+    would leak them. Wrong::
+
+        count = Counter()
+
+        @nnx.jit
+        def f(x):
+            count.n.value += 1        # count was captured, not passed
+
+    Right: pass the object as an argument, ``f(count, x)``; its changes come back.
+    """
+
+
+class GraphStructureError(LensError, ValueError):
+    """The object graph of a ``lens.nnx`` argument changed shape inside a transform,
+    or a split/merge was given states that do not fit its graph.
+
+    Transforms carry values across, not structure: create submodules and variables
+    before the transform (e.g. in ``__init__``), and only update their values in it.
+    """

@@ -1,0 +1,847 @@
+"""Eager objects with reference semantics, and the graph they form.
+
+An :class:`Object` (every ``nnx.Module``) holds its state in :class:`Variable`
+attributes. Objects and variables may be shared, so a model is a graph, not a tree.
+``split`` walks it once, in attribute order, and gives
+
+- a :class:`GraphDef`: the static structure (types, static attributes, which nodes
+  are the same node), hashable, so ``jax.jit`` can cache on it;
+- a :class:`State`: the variables as a nested mapping (a pytree), each shared
+  variable once, at the first path that reaches it.
+
+``merge(graphdef, state)`` builds a new graph with the same sharing. Transforms in
+:mod:`lens.nnx._transforms` are built on the same walk.
+
+Objects remember the transform level ("frame") they were made in: one made outside
+a transform cannot be mutated inside it (:class:`lens.errors.TraceContextError`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import jax
+import numpy as np
+
+from lens import errors
+from lens.nnx._filters import to_predicate
+
+Path = tuple[Any, ...]
+
+# ------------------------------------------------------------------------- frames
+
+
+class _Frame:
+    """One level of a lens.nnx transform (a fresh token per transformed call)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+_FRAMES: list[_Frame] = []
+
+
+def current_frame() -> _Frame | None:
+    return _FRAMES[-1] if _FRAMES else None
+
+
+@contextlib.contextmanager
+def frame(name: str) -> Iterator[_Frame]:
+    f = _Frame(name)
+    _FRAMES.append(f)
+    try:
+        yield f
+    finally:
+        _FRAMES.pop()
+
+
+def _check_mutable(owner: Any, what: str) -> None:
+    here = current_frame()
+    made = object.__getattribute__(owner, "_lens_frame")
+    if here is not None and made is not here:
+        raise errors.TraceContextError(
+            f"Cannot {what} of this {type(owner).__name__} inside nnx.{here.name}: it "
+            "was created outside the transform and captured.\nPass it as an argument "
+            "to the transformed function; its updates then come back out."
+        )
+
+
+# ---------------------------------------------------------------------- variables
+
+
+class Variable:
+    """A mutable box for one piece of state, with a type and metadata.
+
+    ``.value`` reads and writes it (``v[...]`` too); arithmetic and ``jnp``
+    functions see the value, so ``x @ self.kernel`` works. The type says which
+    collection it belongs to (``Param``, ``BatchStat``, ...); filters select on it.
+    """
+
+    def __init__(self, value: Any, **metadata: Any):
+        object.__setattr__(self, "_lens_frame", current_frame())
+        object.__setattr__(self, "_value", value)
+        object.__setattr__(self, "metadata", dict(metadata))
+
+    @property
+    def value(self) -> Any:
+        return self._value
+
+    @value.setter
+    def value(self, value: Any) -> None:
+        _check_mutable(self, "set the value")
+        object.__setattr__(self, "_value", value)
+
+    def get_value(self) -> Any:
+        """The value (as ``.value``)."""
+        return self._value
+
+    def set_value(self, value: Any) -> None:
+        """Sets the value (as ``.value = ...``)."""
+        self.value = value
+
+    @property
+    def type(self) -> type:
+        return type(self)
+
+    def __getattr__(self, name: str) -> Any:
+        meta = object.__getattribute__(self, "metadata")
+        if name in meta:
+            return meta[name]
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:  # array methods and properties: v.sum(), v.T, v.astype(...)
+            return getattr(object.__getattribute__(self, "_value"), name)
+        except AttributeError:
+            raise AttributeError(
+                f"{type(self).__name__} has no attribute or metadata {name!r}"
+            ) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "value":
+            Variable.value.fset(self, value)
+            return
+        _check_mutable(self, f"set {name!r}")
+        self.metadata[name] = value
+
+    def replace(self, value: Any) -> Variable:
+        """A new variable of the same type and metadata holding ``value``."""
+        return _new_variable(type(self), value, self.metadata)
+
+    def copy(self) -> Variable:
+        return self.replace(self._value)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._value if index is Ellipsis else self._value[index]
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self.value = value if index is Ellipsis else self._value.at[index].set(value)
+
+    def __jax_array__(self) -> Any:
+        return self._value
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        return np.asarray(self._value, dtype)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return np.shape(self._value)
+
+    @property
+    def dtype(self) -> Any:
+        return self._value.dtype
+
+    @property
+    def ndim(self) -> int:
+        return np.ndim(self._value)
+
+    def __len__(self) -> int:
+        return len(self._value)
+
+    def __repr__(self) -> str:
+        v = self._value
+        shown = (
+            f"{v.dtype}{list(v.shape)}"
+            if hasattr(v, "shape") and hasattr(v, "dtype") and np.ndim(v) > 0
+            else repr(v)
+        )
+        meta = "".join(f", {k}={m!r}" for k, m in self.metadata.items())
+        return f"{type(self).__name__}(value={shown}{meta})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Variable):
+            return NotImplemented
+        return (
+            type(self) is type(other)
+            and self.metadata == other.metadata
+            and _same_value(self._value, other._value)
+        )
+
+    __hash__ = object.__hash__
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    try:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    except Exception:  # tracers, objects
+        return a is b
+
+
+def _binary(name: str) -> Any:
+    def op(self: Variable, other: Any) -> Any:
+        other = other._value if isinstance(other, Variable) else other
+        return getattr(self._value, name)(other)
+
+    op.__name__ = name
+    return op
+
+
+for _name in (
+    "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ "
+    "__floordiv__ __rfloordiv__ __mod__ __pow__ __rpow__ __matmul__ __rmatmul__ "
+    "__lt__ __le__ __gt__ __ge__ __and__ __or__ __xor__"
+).split():
+    setattr(Variable, _name, _binary(_name))
+for _name in ("__neg__", "__pos__", "__abs__", "__invert__"):
+    setattr(Variable, _name, (lambda n: lambda self: getattr(self._value, n)())(_name))
+
+
+def _new_variable(cls: type, value: Any, metadata: Mapping[str, Any]) -> Variable:
+    v = cls.__new__(cls)
+    object.__setattr__(v, "_lens_frame", current_frame())
+    object.__setattr__(v, "_value", value)
+    object.__setattr__(v, "metadata", dict(metadata))
+    return v
+
+
+# Variables are pytrees of their value (metadata static), so ``jax.tree.map`` over a
+# State sees the arrays, and jitted functions may take and return States.
+jax.tree_util.register_pytree_with_keys(
+    Variable,
+    lambda v: (
+        ((jax.tree_util.GetAttrKey("value"), v._value),),
+        (type(v), _freeze(v.metadata)),
+    ),
+    lambda aux, children: _new_variable(aux[0], children[0], dict(aux[1])),
+)
+
+
+class Param(Variable):
+    """A trainable parameter (what ``nnx.grad`` differentiates by default)."""
+
+
+class BatchStat(Variable):
+    """A running statistic (e.g. BatchNorm's mean and var)."""
+
+
+class Cache(Variable):
+    """A cache (e.g. autoregressive decoding)."""
+
+
+class Intermediate(Variable):
+    """A value sown for inspection."""
+
+
+class RngState(Variable):
+    """RNG state: a stream's key or its counter."""
+
+
+class RngKey(RngState):
+    """The key of an RNG stream."""
+
+
+class RngCount(RngState):
+    """The call counter of an RNG stream."""
+
+
+class OptState(Variable):
+    """Optimizer state."""
+
+
+def _freeze(meta: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple((k, _Static(v)) for k, v in sorted(meta.items()))
+
+
+class _Static:
+    """A static value compared by equality when hashable, else by identity."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def _key(self) -> Any:
+        try:
+            hash(self.value)
+        except TypeError:
+            return ("id", id(self.value))
+        return ("eq", type(self.value), self.value)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Static):
+            return NotImplemented
+        a, b = self._key(), other._key()
+        if a[0] != b[0]:
+            return False
+        return a == b if a[0] == "id" else (a[1] is b[1] and _eq(a[2], b[2]))
+
+    def __hash__(self) -> int:
+        k = self._key()
+        return hash(k[:2]) if k[0] == "eq" else hash(k)
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+def _eq(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return a is b
+
+
+# ------------------------------------------------------------------------ objects
+
+
+class Object:
+    """A node with reference semantics: attributes hold variables, other objects,
+    lists/tuples/dicts of them, arrays and static values."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Object:
+        obj = object.__new__(cls)
+        object.__setattr__(obj, "_lens_frame", current_frame())
+        return obj
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _check_mutable(self, f"set {name!r}")
+        current = self.__dict__.get(name)
+        if isinstance(current, Variable) and not isinstance(value, Variable):
+            current.value = value  # assigning an array to a variable updates it
+            return
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        _check_mutable(self, f"delete {name!r}")
+        object.__delattr__(self, name)
+
+    def __repr__(self) -> str:
+        return _repr_node(self, 0, set())
+
+
+def _node_items(obj: Object) -> list[tuple[str, Any]]:
+    return sorted((k, v) for k, v in vars(obj).items() if k != "_lens_frame")
+
+
+def _repr_node(x: Any, depth: int, seen: set[int]) -> str:
+    pad = "  " * (depth + 1)
+    if isinstance(x, Object):
+        if id(x) in seen:
+            return f"<shared {type(x).__name__}>"
+        seen.add(id(x))
+        items = _node_items(x)
+        if not items:
+            return f"{type(x).__name__}()"
+        body = ",\n".join(
+            f"{pad}{k}={_repr_node(v, depth + 1, seen)}" for k, v in items
+        )
+        return f"{type(x).__name__}(\n{body}\n{'  ' * depth})"
+    if isinstance(x, list | tuple) and any(isinstance(e, Object) for e in x):
+        body = ",\n".join(f"{pad}{_repr_node(e, depth + 1, seen)}" for e in x)
+        o, c = ("[", "]") if isinstance(x, list) else ("(", ")")
+        return f"{o}\n{body}\n{'  ' * depth}{c}"
+    return repr(x)
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, jax.Array | np.ndarray)
+
+
+def is_graph_node(x: Any) -> bool:
+    return isinstance(x, Object | Variable)
+
+
+# ----------------------------------------------------------------------- graphdef
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeDef:
+    type: type
+    index: int
+    attributes: tuple[tuple[str, Any], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class VariableDef:
+    type: type
+    index: int
+    metadata: tuple[tuple[str, Any], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Ref:
+    index: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrayDef:
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class SeqDef:
+    type: type
+    items: tuple[Any, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class DictDef:
+    keys: tuple[Any, ...]
+    items: tuple[Any, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class StaticDef:
+    value: _Static
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphDef:
+    """The static structure of an object graph (hashable; ``merge`` rebuilds it)."""
+
+    node: Any
+    paths: tuple[Path, ...]  # the state path of each leaf, in walk order
+
+    def __repr__(self) -> str:
+        root = self.node
+        name = root.type.__name__ if isinstance(root, NodeDef | VariableDef) else "?"
+        return f"GraphDef({name}, {len(self.paths)} leaves)"
+
+
+@dataclasses.dataclass
+class Leaf:
+    """One piece of state met by a walk: where it lives and how to write it back."""
+
+    path: Path
+    value: Any
+    variable: Variable | None  # None: a raw array attribute
+    owner: Any = None
+    key: Any = None
+    spec: Any = None
+
+    def write(self, value: Any) -> None:
+        if self.variable is not None:
+            object.__setattr__(self.variable, "_value", value)
+        elif isinstance(self.owner, Object):
+            object.__setattr__(self.owner, self.key, value)
+        elif isinstance(self.owner, list | dict):
+            self.owner[self.key] = value
+        # arrays inside tuples are immutable: nothing to write back
+
+
+class Walker:
+    """One walk over one or more graphs, numbering nodes so aliases are seen as such.
+
+    ``spec`` is what a transform assigns to a subtree (an axis, a ``StateAxes``, a
+    diff filter); ``resolve(spec, path, variable)`` turns it into the spec of one
+    leaf. The same node met twice must get the same spec, or the walk raises
+    :class:`~lens.errors.InconsistentAliasingError`.
+    """
+
+    def __init__(
+        self,
+        resolve: Any = None,
+        *,
+        describe: Any = repr,
+        frame: _Frame | None = None,
+        transform: str = "",
+    ):
+        self.resolve = resolve or (lambda spec, path, x: spec)
+        self.describe = describe
+        self.index: dict[int, int] = {}
+        self.nodes: list[Any] = []
+        self.specs: list[tuple[Any, Path, str]] = []
+        self.leaves: list[Leaf] = []
+        self.frame = frame  # when set, nodes made outside it are "captured"
+        self.transform = transform
+        self.role = "input"
+
+    def _seen(self, x: Any, spec: Any, path: Path) -> int | None:
+        i = self.index.get(id(x))
+        if i is None:
+            return None
+        first_spec, first_path, first_role = self.specs[i]
+        if not _spec_eq(first_spec, spec):
+            raise errors.InconsistentAliasingError(
+                f"Inconsistent aliasing in nnx.{self.transform}: the same "
+                f"{type(x).__name__} is the {first_role} {path_str(first_path)} with "
+                f"{self.describe(first_spec)} and the {self.role} {path_str(path)} "
+                f"with {self.describe(spec)}.\nEvery alias of an object must be lifted "
+                "the same way: give both the same spec, or pass the object once."
+            )
+        return i
+
+    def _register(self, x: Any, spec: Any, path: Path) -> int:
+        if (
+            self.frame is not None
+            and object.__getattribute__(x, "_lens_frame") is not self.frame
+        ):
+            raise errors.CapturedOutputError(
+                f"nnx.{self.transform} returned a {type(x).__name__} "
+                f"({path_str(path)}) that it captured from outside.\nOnly arguments "
+                "are tracked: pass it as an argument (it then comes back as itself), "
+                "or create it inside the function."
+            )
+        i = len(self.nodes)
+        self.index[id(x)] = i
+        self.nodes.append(x)
+        self.specs.append((spec, path, self.role))
+        return i
+
+    def node(
+        self, x: Any, path: Path, spec: Any = None, owner: Any = None, key: Any = None
+    ) -> Any:
+        if isinstance(x, Object):
+            i = self._seen(x, spec, path)
+            if i is not None:
+                return Ref(i)
+            i = self._register(x, spec, path)
+            attrs = tuple(
+                (k, self.node(v, path + (k,), spec, x, k)) for k, v in _node_items(x)
+            )
+            return NodeDef(type(x), i, attrs)
+        if isinstance(x, Variable):
+            vspec = self.resolve(spec, path, x)
+            i = self._seen(x, vspec, path)
+            if i is not None:
+                return Ref(i)
+            i = self._register(x, vspec, path)
+            self.leaves.append(Leaf(path, x._value, x, spec=vspec))
+            return VariableDef(type(x), i, _freeze(x.metadata))
+        if _is_array(x):
+            self.leaves.append(
+                Leaf(path, x, None, owner, key, spec=self.resolve(spec, path, x))
+            )
+            return ArrayDef()
+        if type(x) in (list, tuple):
+            return SeqDef(
+                type(x),
+                tuple(self.node(e, path + (j,), spec, x, j) for j, e in enumerate(x)),
+            )
+        if type(x) is dict:
+            keys = tuple(x)
+            return DictDef(
+                keys, tuple(self.node(x[k], path + (k,), spec, x, k) for k in keys)
+            )
+        return StaticDef(_Static(x))
+
+
+def _spec_eq(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except Exception:
+        return a is b
+
+
+def path_str(path: Path) -> str:
+    """``('args', 0, 'encoder', 'kernel')`` -> ``args[0].encoder.kernel``."""
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "<root>"
+
+
+class Builder:
+    """Rebuilds graphs from defs and leaf values; ``nodes`` maps index -> node, so
+    refs to nodes built (or given) before resolve to the same object."""
+
+    def __init__(self, values: Iterator[Any], nodes: dict[int, Any] | None = None):
+        self.values = values
+        self.nodes = dict(nodes or {})
+
+    def build(self, d: Any) -> Any:
+        if isinstance(d, NodeDef):
+            obj = d.type.__new__(d.type)
+            self.nodes[d.index] = obj
+            for k, sub in d.attributes:
+                object.__setattr__(obj, k, self.build(sub))
+            return obj
+        if isinstance(d, Ref):
+            return self.nodes[d.index]
+        if isinstance(d, VariableDef):
+            v = _new_variable(
+                d.type, next(self.values), {k: s.value for k, s in d.metadata}
+            )
+            self.nodes[d.index] = v
+            return v
+        if isinstance(d, ArrayDef):
+            return next(self.values)
+        if isinstance(d, SeqDef):
+            return d.type(self.build(e) for e in d.items)
+        if isinstance(d, DictDef):
+            return {k: self.build(e) for k, e in zip(d.keys, d.items, strict=True)}
+        return d.value.value
+
+
+# -------------------------------------------------------------------------- state
+
+
+class State(Mapping):
+    """Variables as a nested mapping: ``state['encoder']['kernel']`` or
+    ``state.encoder.kernel``. A pytree whose leaves are the variables' values."""
+
+    def __init__(self, mapping: Mapping[Any, Any] | None = None):
+        object.__setattr__(self, "_mapping", {})
+        for k, v in (mapping or {}).items():
+            self._mapping[k] = (
+                State(v) if isinstance(v, Mapping) and not isinstance(v, State) else v
+            )
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._mapping[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._mapping[key] = value
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return object.__getattribute__(self, "_mapping")[name]
+        except KeyError:
+            raise AttributeError(f"State has no key {name!r}") from None
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._mapping)
+
+    def __len__(self) -> int:
+        return len(self._mapping)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return dict(self.items()) == dict(other.items())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return _repr_state(self, 0)
+
+    # flat views
+    def flat_state(self) -> dict[Path, Any]:
+        """``{path: variable}`` for every leaf."""
+        out: dict[Path, Any] = {}
+
+        def go(m: Mapping, prefix: Path) -> None:
+            for k, v in m.items():
+                if isinstance(v, State):
+                    go(v, prefix + (k,))
+                else:
+                    out[prefix + (k,)] = v
+
+        go(self, ())
+        return out
+
+    @classmethod
+    def from_flat_state(cls, flat: Mapping[Path, Any]) -> State:
+        root: dict[Any, Any] = {}
+        for path, v in flat.items():
+            d = root
+            for k in path[:-1]:
+                d = d.setdefault(k, {})
+            d[path[-1]] = v
+        return cls(root)
+
+    def filter(self, *filters: Any) -> Any:
+        """The sub-state each filter selects (one State per filter)."""
+        parts = _partition(self.flat_state(), filters, exhaustive=False)
+        states = tuple(State.from_flat_state(p) for p in parts)
+        return states[0] if len(states) == 1 else states
+
+    def split(self, *filters: Any) -> Any:
+        """Like ``filter``, but every variable must be selected by some filter."""
+        parts = _partition(self.flat_state(), filters, exhaustive=True)
+        states = tuple(State.from_flat_state(p) for p in parts)
+        return states[0] if len(states) == 1 else states
+
+    @staticmethod
+    def merge(state: State, *states: State) -> State:
+        flat = dict(state.flat_state())
+        for s in states:
+            flat.update(s.flat_state())
+        return State.from_flat_state(flat)
+
+    def to_pure_dict(self) -> dict[Any, Any]:
+        """Nested plain dicts of raw values (no Variable boxes)."""
+        return {
+            k: v.to_pure_dict()
+            if isinstance(v, State)
+            else (v.value if isinstance(v, Variable) else v)
+            for k, v in self.items()
+        }
+
+
+def _repr_state(s: State, depth: int) -> str:
+    if not len(s):
+        return "State({})"
+    pad = "  " * (depth + 1)
+    rows = []
+    for k, v in s.items():
+        shown = _repr_state(v, depth + 1) if isinstance(v, State) else repr(v)
+        rows.append(f"{pad}{k!r}: {shown}")
+    return "State({\n" + ",\n".join(rows) + "\n" + "  " * depth + "})"
+
+
+def _state_flatten(s: State) -> Any:
+    keys = tuple(sorted(s._mapping, key=lambda k: (str(type(k)), k)))
+    return [(jax.tree_util.DictKey(k), s._mapping[k]) for k in keys], keys
+
+
+jax.tree_util.register_pytree_with_keys(
+    State,
+    _state_flatten,
+    lambda keys, children: State(dict(zip(keys, children, strict=True))),
+)
+
+
+def _partition(
+    flat: Mapping[Path, Any], filters: tuple[Any, ...], exhaustive: bool
+) -> list[dict[Path, Any]]:
+    preds = [to_predicate(f) for f in filters] or [to_predicate(...)]
+    parts: list[dict[Path, Any]] = [{} for _ in preds]
+    left = []
+    for path, v in flat.items():
+        for part, pred in zip(parts, preds, strict=True):
+            if pred(path, v):
+                part[path] = v
+                break
+        else:
+            left.append(path)
+    if exhaustive and left:
+        raise errors.GraphStructureError(
+            f"The filters {filters!r} do not select every variable; left over: "
+            + ", ".join(path_str(p) for p in left[:5])
+            + (" ..." if len(left) > 5 else "")
+            + ".\nAdd a last filter ... to collect the rest."
+        )
+    return parts
+
+
+# ------------------------------------------------------------------- public API
+
+
+def _walk(node: Any) -> tuple[Any, Walker]:
+    w = Walker()
+    d = w.node(node, ())
+    return d, w
+
+
+def split(node: Any, *filters: Any) -> tuple[Any, ...]:
+    """``graphdef, state`` (or ``graphdef, state_1, ..., state_n`` with filters).
+
+    Every variable must be selected by one of the filters (the first that matches);
+    end with ``...`` to collect the rest. The states hold copies: changing them does
+    not change ``node`` (see ``update``).
+    """
+    d, w = _walk(node)
+    graphdef = GraphDef(d, tuple(leaf.path for leaf in w.leaves))
+    flat = {
+        leaf.path: (leaf.variable.copy() if leaf.variable is not None else leaf.value)
+        for leaf in w.leaves
+    }
+    parts = _partition(flat, filters, exhaustive=True)
+    return (graphdef, *(State.from_flat_state(p) for p in parts))
+
+
+def graphdef(node: Any) -> GraphDef:
+    """The static structure of ``node``'s graph."""
+    return split(node)[0]
+
+
+def state(node: Any, *filters: Any) -> Any:
+    """``node``'s variables as a :class:`State` (one per filter when filters are given).
+
+    Unlike ``split``, the filters need not select every variable.
+    """
+    d, w = _walk(node)
+    flat = {
+        leaf.path: (leaf.variable.copy() if leaf.variable is not None else leaf.value)
+        for leaf in w.leaves
+    }
+    if not filters:
+        return State.from_flat_state(flat)
+    parts = _partition(flat, filters, exhaustive=False)
+    states = tuple(State.from_flat_state(p) for p in parts)
+    return states[0] if len(states) == 1 else states
+
+
+def merge(graphdef: GraphDef, state: Mapping, *states: Mapping) -> Any:
+    """A new object graph with ``graphdef``'s structure and the states' values."""
+    flat: dict[Path, Any] = {}
+    for s in (state, *states):
+        flat.update(_flat(s))
+    missing = [p for p in graphdef.paths if p not in flat]
+    if missing:
+        raise errors.GraphStructureError(
+            "merge: the states have no value for "
+            + ", ".join(path_str(p) for p in missing[:5])
+            + ".\nPass every state that split returned."
+        )
+    values = (_raw(flat[p]) for p in graphdef.paths)
+    return Builder(values).build(graphdef.node)
+
+
+def _flat(s: Mapping) -> dict[Path, Any]:
+    if isinstance(s, State):
+        return s.flat_state()
+    return State(s).flat_state()
+
+
+def _raw(v: Any) -> Any:
+    return v._value if isinstance(v, Variable) else v
+
+
+def update(node: Any, state: Mapping, *states: Mapping) -> None:
+    """Writes the states' values into ``node``'s variables, in place."""
+    d, w = _walk(node)
+    by_path = {leaf.path: leaf for leaf in w.leaves}
+    for s in (state, *states):
+        for path, v in _flat(s).items():
+            leaf = by_path.get(path)
+            if leaf is None:
+                raise errors.GraphStructureError(
+                    f"update: {type(node).__name__} has no variable at "
+                    f"{path_str(path)}; a state from a different model?"
+                )
+            if leaf.variable is not None:
+                _check_mutable(leaf.variable, "update the value")
+            leaf.write(_raw(v))
+
+
+def clone(node: Any) -> Any:
+    """A deep copy of ``node``'s graph (sharing inside it preserved)."""
+    return merge(*split(node))
+
+
+def iter_graph(node: Any) -> Iterator[tuple[Path, Any]]:
+    """Yields ``(path, x)`` for every object and variable, each once, parents first."""
+    seen: set[int] = set()
+
+    def go(x: Any, path: Path) -> Iterator[tuple[Path, Any]]:
+        if isinstance(x, Object | Variable):
+            if id(x) in seen:
+                return
+            seen.add(id(x))
+            yield path, x
+            if isinstance(x, Object):
+                for k, v in _node_items(x):
+                    yield from go(v, path + (k,))
+        elif type(x) in (list, tuple):
+            for j, e in enumerate(x):
+                yield from go(e, path + (j,))
+        elif type(x) is dict:
+            for k, e in x.items():
+                yield from go(e, path + (k,))
+
+    yield from go(node, ())

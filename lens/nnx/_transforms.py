@@ -1,0 +1,588 @@
+"""JAX-style transforms over eager objects: ``jit``, ``grad``, ``value_and_grad``,
+``vmap``.
+
+Arguments follow JAX's conventions: ``in_axes`` / ``argnums`` give one spec per
+argument, and an object argument is lifted as one pytree would be. The Lift types
+refine a spec inside one object: ``StateAxes({Param: 1, BatchStat: None})`` maps
+each filter's variables on its own axis; ``DiffState(0, LoRAParam)`` differentiates
+argument 0's ``LoRAParam`` variables only.
+
+Each call runs one recipe:
+
+1. walk every object argument once (aliases numbered as such), giving a static
+   graph structure and the variables' values, each resolved to its spec;
+2. check *consistent aliasing*: a node met twice must get the same spec;
+3. call the JAX transform on a pure function of those values, which rebuilds the
+   objects, calls the user function, and walks the arguments again to return their
+   new values, plus the outputs (an output that is an input must keep its input
+   spec; an object captured from outside cannot be returned);
+4. write the new values back into the caller's objects, and rebuild the outputs
+   (an input returned comes back as the same Python object).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+
+from lens import errors
+from lens.nnx._filters import to_predicate
+from lens.nnx._graph import (
+    Builder,
+    Leaf,
+    Param,
+    State,
+    Variable,
+    Walker,
+    _Static,
+    frame,
+    is_graph_node,
+    path_str,
+)
+
+# ------------------------------------------------------------------ lift types
+
+
+class StateAxes:
+    """Per-filter axes for one object in ``vmap``'s ``in_axes``/``out_axes``.
+
+    ``StateAxes({Param: 1, BatchStat: None})``: params mapped on axis 1, batch stats
+    broadcast. Filters are tried in order; every variable must match one (end with
+    ``...: axis`` for the rest).
+    """
+
+    def __init__(self, filter_axes: Mapping[Any, Any] | Any):
+        items = filter_axes.items() if isinstance(filter_axes, Mapping) else filter_axes
+        self.items = tuple(items)
+        self._preds = tuple(to_predicate(f) for f, _ in self.items)
+
+    def axis(self, path: tuple, x: Any) -> Any:
+        for pred, (_, ax) in zip(self._preds, self.items, strict=True):
+            if pred(path, x):
+                return ax
+        raise ValueError(
+            f"StateAxes {self!r}: no filter matches {path_str(path)} "
+            f"({type(x).__name__}); add ...: <axis> for the rest."
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StateAxes) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def _key(self) -> tuple:
+        return tuple((repr(f), ax) for f, ax in self.items)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{_filter_name(f)}: {ax}" for f, ax in self.items)
+        return f"StateAxes({{{inner}}})"
+
+
+def _filter_name(f: Any) -> str:
+    if f is Ellipsis:
+        return "..."
+    return f.__name__ if isinstance(f, type) else repr(f)
+
+
+@dataclasses.dataclass(frozen=True)
+class DiffState:
+    """``argnums`` entry: differentiate argument ``argnum``'s ``filter`` variables."""
+
+    argnum: int
+    filter: Any
+
+
+# -------------------------------------------------------------------- plumbing
+
+
+class _Graph:
+    """An object argument, as a placeholder leaf while the pytree is flattened."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: Any):
+        self.node = node
+
+
+def _wrap(tree: Any) -> Any:
+    return jax.tree.map(
+        lambda x: _Graph(x) if is_graph_node(x) else x, tree, is_leaf=is_graph_node
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Skeleton:
+    """The static half of the arguments: pytree structure, graph defs, statics."""
+
+    treedef: Any
+    slots: tuple[Any, ...]  # per leaf: ("graph", def) | ("leaf",) | ("static", v)
+
+
+class _Carrier:
+    """A pytree of values whose static skeleton rides in the aux data, so jit caches
+    on it and vmap/grad hand it back."""
+
+    __slots__ = ("values", "aux")
+
+    def __init__(self, values: list[Any], aux: Any):
+        self.values = values
+        self.aux = aux
+
+
+jax.tree_util.register_pytree_node(
+    _Carrier,
+    lambda c: (c.values, c.aux),
+    lambda aux, values: _Carrier(list(values), aux),
+)
+
+
+@dataclasses.dataclass
+class _Entry:
+    """One value of the flattened arguments: its spec, and where it came from."""
+
+    value: Any
+    spec: Any
+    slot: int  # index into the skeleton's slots
+    leaf: Leaf | None  # the walked graph leaf (None: a plain pytree leaf)
+
+
+def _split_inputs(
+    args: tuple[Any, ...],
+    specs: tuple[Any, ...],
+    walker: Walker,
+    static: frozenset[int] = frozenset(),
+) -> tuple[_Skeleton, list[_Entry]]:
+    """Walks ``args`` (each with its spec prefix): the static skeleton, and one entry
+    per value (graph leaves in walk order, plain leaves in pytree order)."""
+    wrapped = _wrap(args)
+    is_graph = lambda x: isinstance(x, _Graph)  # noqa: E731
+    leaves, treedef = jax.tree.flatten(wrapped, is_leaf=is_graph)
+    leaf_specs: list[Any] = []
+    arg_of_leaf: list[int] = []
+    for i, (arg, spec) in enumerate(zip(wrapped, specs, strict=True)):
+        n = len(jax.tree.leaves(arg, is_leaf=is_graph))
+        leaf_specs += [None] * n if i in static else _broadcast(spec, arg, i)
+        arg_of_leaf += [i] * n
+    slots: list[Any] = []
+    entries: list[_Entry] = []
+    counter = [0] * len(args)
+    for leaf, spec, i in zip(leaves, leaf_specs, arg_of_leaf, strict=True):
+        j = counter[i]
+        counter[i] += 1
+        if i in static:
+            raw = leaf.node if isinstance(leaf, _Graph) else leaf
+            slots.append(("static", _Static(raw)))
+        elif isinstance(leaf, _Graph):
+            start = len(walker.leaves)
+            root = ("args", i) if j == 0 else ("args", i, j)
+            d = walker.node(leaf.node, root, spec)
+            slots.append(("graph", d, root))
+            entries += [
+                _Entry(lf.value, lf.spec, len(slots) - 1, lf)
+                for lf in walker.leaves[start:]
+            ]
+        else:
+            if isinstance(spec, StateAxes):
+                raise TypeError(
+                    f"StateAxes applies to objects only; argument {i} has a "
+                    f"{type(leaf).__name__} there."
+                )
+            slots.append(("leaf",))
+            entries.append(_Entry(leaf, spec, len(slots) - 1, None))
+    return _Skeleton(treedef, tuple(slots)), entries
+
+
+def _broadcast(prefix: Any, tree: Any, i: int) -> list[Any]:
+    def is_leaf(x: Any) -> bool:
+        return x is None or isinstance(x, StateAxes | _Diff | _Graph)
+
+    out: list[Any] = []
+
+    def expand(p: Any, sub: Any) -> None:
+        n = len(jax.tree.leaves(sub, is_leaf=lambda x: isinstance(x, _Graph)))
+        out.extend([p] * n)
+
+    try:
+        jax.tree.map(expand, prefix, tree, is_leaf=is_leaf)
+        return out
+    except ValueError as e:
+        raise ValueError(
+            f"The spec {prefix!r} for argument {i} is not a prefix of it: {e}"
+        ) from None
+
+
+def _rebuild(skel: _Skeleton, values: list[Any]) -> tuple[Any, ...]:
+    it = iter(values)
+    builder = Builder(it)
+    leaves = []
+    for slot in skel.slots:
+        if slot[0] == "graph":
+            leaves.append(builder.build(slot[1]))
+        elif slot[0] == "static":
+            leaves.append(slot[1].value)
+        else:
+            leaves.append(next(it))
+    return jax.tree.unflatten(skel.treedef, leaves)
+
+
+def _split_outputs(out: Any, out_spec: Any, walker: Walker) -> Any:
+    """The outputs with each object replaced by a carrier of its new leaves."""
+    walker.role = "output"
+    wrapped = _wrap(out)
+    specs = _broadcast(out_spec, wrapped, 0)
+    leaves, treedef = jax.tree.flatten(wrapped, is_leaf=lambda x: isinstance(x, _Graph))
+    new = []
+    for j, (leaf, spec) in enumerate(zip(leaves, specs, strict=True)):
+        if isinstance(leaf, _Graph):
+            start = len(walker.leaves)
+            path = ("output",) if len(leaves) == 1 else ("output", j)
+            d = walker.node(leaf.node, path, spec)
+            fresh = walker.leaves[start:]
+            if fresh and isinstance(spec, StateAxes):
+                raise NotImplementedError(
+                    "StateAxes in out_axes is supported for objects that are also "
+                    "inputs; for a new object give one axis (e.g. out_axes=0)."
+                )
+            new.append(_Carrier([lf.value for lf in fresh], _Static(d)))
+        else:
+            new.append(leaf)
+    return jax.tree.unflatten(treedef, new)
+
+
+def _merge_outputs(out: Any, nodes: list[Any]) -> Any:
+    table = dict(enumerate(nodes))
+
+    def build(x: Any) -> Any:
+        if isinstance(x, _Carrier):
+            b = Builder(iter(x.values), table)
+            obj = b.build(x.aux.value)
+            table.update(b.nodes)
+            return obj
+        return x
+
+    return jax.tree.map(build, out, is_leaf=lambda x: isinstance(x, _Carrier))
+
+
+def _check_structure(before: _Skeleton, after: _Skeleton, name: str) -> None:
+    if before != after:
+        raise errors.GraphStructureError(
+            f"An argument of nnx.{name} changed structure inside the function (a "
+            "variable or submodule was added, removed or replaced, or a static "
+            "attribute changed).\nTransforms carry values, not structure: create "
+            "submodules and variables before the transform (e.g. in __init__) and "
+            "only update their values inside."
+        )
+
+
+def _graph_only(entries: list[_Entry], values: list[Any]) -> list[Any]:
+    return [v for e, v in zip(entries, values, strict=True) if e.leaf is not None]
+
+
+def _write_back(entries: list[_Entry], new_graph_values: list[Any]) -> None:
+    graph = [e for e in entries if e.leaf is not None]
+    for e, v in zip(graph, new_graph_values, strict=True):
+        e.leaf.write(v)
+
+
+def _axes_resolver(spec: Any, path: tuple, x: Any) -> Any:
+    if isinstance(spec, StateAxes):
+        return spec.axis(path, x)
+    return spec
+
+
+# ------------------------------------------------------------------------- jit
+
+
+def jit(
+    f: Callable[..., Any] | None = None,
+    *,
+    static_argnums: int | tuple[int, ...] = (),
+    **jit_kwargs: Any,
+) -> Any:
+    """``jax.jit`` for functions of objects: updates to argument objects come back.
+
+    The compiled function is cached on the objects' graph structure, so calling it
+    again with the same model does not retrace.
+    """
+    if f is None:
+        return functools.partial(jit, static_argnums=static_argnums, **jit_kwargs)
+    static = frozenset(
+        (static_argnums,) if isinstance(static_argnums, int) else static_argnums
+    )
+
+    def pure(carrier: _Carrier) -> _Carrier:
+        skel = carrier.aux.value
+        with frame("jit") as fr:
+            args = _rebuild(skel, carrier.values)
+            out = f(*args)
+            walker = Walker(transform="jit")
+            after, entries = _split_inputs(args, (None,) * len(args), walker, static)
+            _check_structure(skel, after, "jit")
+            walker.frame = fr
+            outs = _split_outputs(out, None, walker)
+        return _Carrier([[e.value for e in entries if e.leaf is not None], outs], None)
+
+    jitted = jax.jit(pure, **jit_kwargs)
+
+    @functools.wraps(f)
+    def wrapper(*args: Any) -> Any:
+        walker = Walker(transform="jit")
+        skel, entries = _split_inputs(args, (None,) * len(args), walker, static)
+        result = jitted(_Carrier([e.value for e in entries], _Static(skel)))
+        new_values, outs = result.values
+        _write_back(entries, new_values)
+        return _merge_outputs(outs, walker.nodes)
+
+    return wrapper
+
+
+# ------------------------------------------------------------------------ grad
+
+
+class _Diff:
+    """The grad spec of an argument: differentiate its ``filter`` variables."""
+
+    __slots__ = ("filter",)
+
+    def __init__(self, filter: Any):
+        self.filter = filter
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Diff) and _Static(self.filter) == _Static(
+            other.filter
+        )
+
+    def __hash__(self) -> int:
+        return hash(_Static(self.filter))
+
+    def __repr__(self) -> str:
+        return f"a gradient (filter {_filter_name(self.filter)})"
+
+
+def _normalize_argnums(argnums: Any) -> tuple[list[tuple[int, Any]], bool]:
+    single = isinstance(argnums, int | DiffState)
+    items = [argnums] if single else list(argnums)
+    out = []
+    for a in items:
+        if isinstance(a, DiffState):
+            out.append((a.argnum, a.filter))
+        elif isinstance(a, int):
+            out.append((a, Param))
+        else:
+            raise TypeError(f"argnums entries are ints or DiffState, got {a!r}.")
+    return out, single
+
+
+def _diff_resolver(spec: Any, path: tuple, x: Any) -> Any:
+    if isinstance(spec, _Diff) and isinstance(x, Variable):
+        if not to_predicate(spec.filter)(path[2:], x):
+            return None
+    return spec
+
+
+def _describe_grad(spec: Any) -> str:
+    return "no gradient" if spec is None else repr(spec)
+
+
+def value_and_grad(
+    f: Callable[..., Any] | None = None,
+    *,
+    argnums: Any = 0,
+    has_aux: bool = False,
+    **grad_kwargs: Any,
+) -> Any:
+    """``jax.value_and_grad`` for functions of objects.
+
+    An object argument is differentiated with respect to its ``Param`` variables (or
+    ``DiffState(argnum, filter)``'s); its gradient is a :class:`State` of them.
+    Other updates the function makes to argument objects (batch statistics, RNG
+    counters) come back into them.
+    """
+    if f is None:
+        return functools.partial(
+            value_and_grad, argnums=argnums, has_aux=has_aux, **grad_kwargs
+        )
+    diff, single = _normalize_argnums(argnums)
+    diff_of = dict(diff)
+
+    @functools.wraps(f)
+    def wrapper(*args: Any) -> Any:
+        specs = tuple(
+            _Diff(diff_of[i]) if i in diff_of else None for i in range(len(args))
+        )
+        walker = Walker(_diff_resolver, describe=_describe_grad, transform="grad")
+        skel, entries = _split_inputs(args, specs, walker)
+        is_diff = [e.spec is not None for e in entries]
+        diff_vals = [e.value for e in entries if e.spec is not None]
+        rest_vals = [e.value for e in entries if e.spec is None]
+
+        def pure(diff_vals: list[Any], rest: _Carrier) -> Any:
+            it_d, it_r = iter(diff_vals), iter(rest.values)
+            merged = [next(it_d) if d else next(it_r) for d in is_diff]
+            with frame("grad") as fr:
+                args2 = _rebuild(skel, merged)
+                out = f(*args2)
+                if has_aux:
+                    if not (isinstance(out, tuple) and len(out) == 2):
+                        raise TypeError(
+                            "nnx.grad(has_aux=True): the function must return "
+                            "(value, aux)."
+                        )
+                    value, aux = out
+                else:
+                    value, aux = out, None
+                w2 = Walker(_diff_resolver, describe=_describe_grad, transform="grad")
+                after, new_entries = _split_inputs(args2, specs, w2)
+                _check_structure(skel, after, "grad")
+                w2.frame = fr
+                aux_out = _split_outputs(aux, None, w2)
+            new_graph = [e.value for e in new_entries if e.leaf is not None]
+            return value, (new_graph, aux_out)
+
+        (value, (new_graph, aux_out)), grads = jax.value_and_grad(
+            pure, argnums=0, has_aux=True, **grad_kwargs
+        )(diff_vals, _Carrier(rest_vals, None))
+        _write_back(entries, new_graph)
+        aux = _merge_outputs(aux_out, walker.nodes)
+        g_it = iter(grads)
+        grad_of = [next(g_it) if d else None for d in is_diff]
+        g = [_arg_grads(args, skel, entries, grad_of, i) for i, _ in diff]
+        g = g[0] if single else tuple(g)
+        return ((value, aux), g) if has_aux else (value, g)
+
+    return wrapper
+
+
+def _arg_grads(
+    args: tuple, skel: _Skeleton, entries: list[_Entry], grad_of: list[Any], i: int
+) -> Any:
+    """Argument ``i``'s gradient: its pytree, each object replaced by a State."""
+    n_before = len(
+        jax.tree.leaves(_wrap(args[:i]), is_leaf=lambda x: isinstance(x, _Graph))
+    )
+    wrapped = _wrap(args[i])
+    leaves, treedef = jax.tree.flatten(wrapped, is_leaf=lambda x: isinstance(x, _Graph))
+    out = []
+    for j, leaf in enumerate(leaves):
+        slot = n_before + j
+        mine = [(e, g) for e, g in zip(entries, grad_of, strict=True) if e.slot == slot]
+        if isinstance(leaf, _Graph):
+            root = skel.slots[slot][2]
+            flat = {
+                e.leaf.path[len(root) :]: (
+                    e.leaf.variable.replace(g) if e.leaf.variable is not None else g
+                )
+                for e, g in mine
+                if g is not None
+            }
+            out.append(State.from_flat_state(flat))
+        else:
+            out.append(mine[0][1] if mine else None)
+    return jax.tree.unflatten(treedef, out)
+
+
+def grad(
+    f: Callable[..., Any] | None = None,
+    *,
+    argnums: Any = 0,
+    has_aux: bool = False,
+    **grad_kwargs: Any,
+) -> Any:
+    """``jax.grad`` for functions of objects (see :func:`value_and_grad`)."""
+    if f is None:
+        return functools.partial(grad, argnums=argnums, has_aux=has_aux, **grad_kwargs)
+    vg = value_and_grad(f, argnums=argnums, has_aux=has_aux, **grad_kwargs)
+
+    @functools.wraps(f)
+    def wrapper(*args: Any) -> Any:
+        value_aux, g = vg(*args)
+        return (g, value_aux[1]) if has_aux else g
+
+    return wrapper
+
+
+# ------------------------------------------------------------------------ vmap
+
+
+def vmap(
+    f: Callable[..., Any] | None = None,
+    *,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    axis_name: Any = None,
+    axis_size: int | None = None,
+    **vmap_kwargs: Any,
+) -> Any:
+    """``jax.vmap`` for functions of objects, with JAX's ``in_axes`` conventions.
+
+    An object argument is mapped as a pytree would be: ``in_axes=(1, 0)`` maps the
+    first object's variables on axis 1 and the second's on axis 0;
+    ``StateAxes({filter: axis, ...})`` gives per-filter axes. Argument objects'
+    updates come back on their input axes; objects created inside are returned
+    stacked on ``out_axes``. Aliases must be consistent
+    (:class:`~lens.errors.InconsistentAliasingError`).
+    """
+    if f is None:
+        return functools.partial(
+            vmap,
+            in_axes=in_axes,
+            out_axes=out_axes,
+            axis_name=axis_name,
+            axis_size=axis_size,
+            **vmap_kwargs,
+        )
+
+    @functools.wraps(f)
+    def wrapper(*args: Any) -> Any:
+        specs = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+        if len(specs) != len(args):
+            raise ValueError(
+                f"nnx.vmap: in_axes has {len(specs)} entries for {len(args)} arguments."
+            )
+        walker = Walker(_axes_resolver, describe=_describe_axes, transform="vmap")
+        skel, entries = _split_inputs(args, specs, walker)
+        graph_axes = [e.spec for e in entries if e.leaf is not None]
+
+        def pure(carrier: _Carrier) -> Any:
+            with frame("vmap") as fr:
+                args2 = _rebuild(skel, carrier.values)
+                out = f(*args2)
+                w2 = Walker(_axes_resolver, describe=_describe_axes, transform="vmap")
+                after, new_entries = _split_inputs(args2, specs, w2)
+                _check_structure(skel, after, "vmap")
+                w2.frame = fr
+                outs = _split_outputs(out, out_axes, w2)
+            return [e.value for e in new_entries if e.leaf is not None], outs
+
+        new_values, outs = jax.vmap(
+            pure,
+            in_axes=(_Carrier([e.spec for e in entries], None),),
+            out_axes=(graph_axes, _strip_state_axes(out_axes)),
+            axis_name=axis_name,
+            axis_size=axis_size,
+            **vmap_kwargs,
+        )(_Carrier([e.value for e in entries], None))
+        _write_back(entries, new_values)
+        return _merge_outputs(outs, walker.nodes)
+
+    return wrapper
+
+
+def _describe_axes(spec: Any) -> str:
+    return f"axis {spec!r}"
+
+
+def _strip_state_axes(tree: Any) -> Any:
+    return jax.tree.map(
+        lambda x: None if isinstance(x, StateAxes) else x,
+        tree,
+        is_leaf=lambda x: x is None or isinstance(x, StateAxes),
+    )
+
+
+__all__ = ["DiffState", "StateAxes", "grad", "jit", "value_and_grad", "vmap"]

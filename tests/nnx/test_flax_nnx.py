@@ -1,0 +1,78 @@
+"""lens.nnx against flax.nnx: the same seed gives the same parameters, keys and
+outputs (flax is a test oracle only)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lens import nnx
+
+fnnx = pytest.importorskip("flax.nnx")
+
+
+def _values(state):
+    return {
+        k: np.asarray(v[...])
+        for k, v in _flat(state).items()
+    }
+
+
+def _flat(state):
+    if hasattr(state, "flat_state") and not isinstance(state, nnx.State):
+        return {tuple(k): v for k, v in state.flat_state()}
+    return state.flat_state()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m, r: m.Linear(3, 4, rngs=r),
+        lambda m, r: m.Linear(3, 4, use_bias=False, rngs=r),
+        lambda m, r: m.LayerNorm(5, rngs=r),
+        lambda m, r: m.BatchNorm(5, rngs=r),
+    ],
+)
+def test_same_seed_same_parameters_and_same_key_use(make):
+    lr, fr = nnx.Rngs(0, params=3), fnnx.Rngs(0, params=3)
+    a, b = make(nnx, lr), make(fnnx, fr)
+    va, vb = _values(nnx.state(a)), _values(fnnx.state(b))
+    assert va.keys() == vb.keys()
+    for k in va:
+        np.testing.assert_array_equal(va[k], vb[k])
+    # the next key drawn is the same too (the layers spent as many keys)
+    np.testing.assert_array_equal(
+        jax.random.key_data(lr.params()), jax.random.key_data(fr.params())
+    )
+
+
+def test_same_outputs_for_the_same_state():
+    x = jax.random.normal(jax.random.key(1), (6, 5))
+    for make in (
+        lambda m, r: m.Linear(5, 4, rngs=r),
+        lambda m, r: m.LayerNorm(5, rngs=r),
+        lambda m, r: m.BatchNorm(5, rngs=r),
+    ):
+        a, b = make(nnx, nnx.Rngs(0)), make(fnnx, fnnx.Rngs(0))
+        np.testing.assert_allclose(a(x), b(x), rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_draws_the_same_mask():
+    x = jnp.ones((4, 8))
+    a = nnx.Dropout(0.5, rngs=nnx.Rngs(dropout=7))
+    b = fnnx.Dropout(0.5, rngs=fnnx.Rngs(dropout=7))
+    np.testing.assert_array_equal(a(x), b(x))
+    np.testing.assert_array_equal(a(x), b(x))  # and the next one
+
+
+def test_split_rngs_vmap_ensemble_matches():
+    def ensemble(m):
+        @m.split_rngs(splits=3)
+        @m.vmap(in_axes=0, out_axes=0)
+        def create(rngs):
+            return m.Linear(2, 3, rngs=rngs)
+
+        return create(m.Rngs(0))
+
+    a, b = ensemble(nnx), ensemble(fnnx)
+    np.testing.assert_array_equal(a.kernel[...], b.kernel[...])

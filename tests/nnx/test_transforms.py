@@ -1,0 +1,293 @@
+"""lens.nnx transforms: the JAX-style conventions and the programs the seed rejects
+(seed 001: in_axes per module, StateAxes, DiffState, split_rngs, consistent
+aliasing)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lens import errors, nnx
+
+
+class Weights(nnx.Module):
+    def __init__(self, shape, stat_shape=None):
+        self.w = nnx.Param(jnp.arange(np.prod(shape), dtype=jnp.float32).reshape(shape))
+        if stat_shape is not None:
+            self.s = nnx.BatchStat(jnp.ones(stat_shape))
+
+
+class Foo(nnx.Module):
+    def __init__(self, shared):
+        self.shared = shared
+
+
+# --------------------------------------------------------------- JAX conventions
+
+
+def test_vmap_maps_each_module_on_its_own_axis():
+    m1, m2 = Weights((2, 5)), Weights((5, 3))
+
+    @nnx.vmap(in_axes=(1, 0))
+    def f(m1, m2):
+        assert m1.w.shape == (2,) and m2.w.shape == (3,)
+        return m1.w.sum() + m2.w.sum()
+
+    got = f(m1, m2)
+    want = np.asarray(m1.w.value).sum(0) + np.asarray(m2.w.value).sum(1)
+    np.testing.assert_allclose(got, want)
+
+
+def test_state_axes_map_params_and_broadcast_batch_stats():
+    m1 = Weights((2, 5), stat_shape=(7,))
+    m2 = Weights((5, 3))
+    seen = {}
+
+    @nnx.vmap(in_axes=(nnx.StateAxes({nnx.Param: 1, nnx.BatchStat: None}), 0))
+    def f(m1, m2):
+        seen["shapes"] = (m1.w.shape, m1.s.shape, m2.w.shape)
+        return m1.w.sum() * m1.s.sum() + m2.w.sum()
+
+    out = f(m1, m2)
+    assert seen["shapes"] == ((2,), (7,), (3,))
+    assert out.shape == (5,)
+
+
+def test_state_axes_must_cover_every_variable():
+    m = Weights((2, 5), stat_shape=(7,))
+    f = nnx.vmap(lambda m: m.w.sum(), in_axes=(nnx.StateAxes({nnx.Param: 1}),))
+    with pytest.raises(ValueError, match=r"no filter matches args\[0\]\.s"):
+        f(m)
+
+
+def test_updates_inside_vmap_come_back_on_the_input_axis():
+    m = Weights((4, 3))
+
+    @nnx.vmap(in_axes=0)
+    def scale(m):
+        m.w.value = m.w.value * 2
+
+    scale(m)
+    np.testing.assert_allclose(m.w.value, 2 * np.arange(12.0).reshape(4, 3))
+
+
+class LoRAParam(nnx.Param):
+    pass
+
+
+class LoRALinear(nnx.Module):
+    def __init__(self, rngs):
+        self.base = nnx.Linear(3, 2, rngs=rngs)
+        self.a = LoRAParam(jnp.ones((3, 1)))
+        self.b = LoRAParam(jnp.zeros((1, 2)))
+
+    def __call__(self, x):
+        return self.base(x) + x @ self.a.value @ self.b.value
+
+
+def test_diff_state_differentiates_only_the_filtered_variables():
+    model = LoRALinear(nnx.Rngs(0))
+    x = jnp.ones((4, 3))
+
+    def loss(model, x):
+        return jnp.sum(model(x) ** 2)
+
+    grads = nnx.grad(loss, argnums=nnx.DiffState(0, LoRAParam))(model, x)
+    flat = grads.flat_state()
+    assert set(flat) == {("a",), ("b",)}
+    assert isinstance(flat[("a",)], LoRAParam)
+    # check against jax.grad on the pure function of a and b
+    k, bias = model.base.kernel.value, model.base.bias.value
+    ga, gb = jax.grad(
+        lambda a, b: jnp.sum((x @ k + bias + x @ a @ b) ** 2), argnums=(0, 1)
+    )(model.a.value, model.b.value)
+    np.testing.assert_allclose(flat[("a",)].value, ga, rtol=1e-6)
+    np.testing.assert_allclose(flat[("b",)].value, gb, rtol=1e-6)
+    # and the default differentiates every Param (LoRAParam is a Param)
+    all_grads = nnx.grad(loss)(model, x)
+    assert set(all_grads.flat_state()) == {("a",), ("b",), ("base", "kernel"), ("base", "bias")}
+
+
+def test_grad_of_several_arguments_and_of_plain_arrays():
+    m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    x = jnp.ones((3, 2))
+    gm, gx = nnx.grad(lambda m, x: jnp.sum(m(x)), argnums=(0, 1))(m, x)
+    assert isinstance(gm, nnx.State)
+    np.testing.assert_allclose(gx, np.broadcast_to(m.kernel.value.sum(1), (3, 2)))
+
+
+def test_value_and_grad_with_aux_and_state_updates():
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(2, 2, rngs=rngs)
+            self.bn = nnx.BatchNorm(2, rngs=rngs)
+
+        def __call__(self, x):
+            return self.bn(self.lin(x))
+
+    net = Net(nnx.Rngs(0))
+    before = np.asarray(net.bn.mean.value).copy()
+    x = jax.random.normal(jax.random.key(1), (8, 2)) + 3.0
+
+    def loss(net, x):
+        y = net(x)
+        return jnp.mean(y**2), {"y": y}
+
+    (value, aux), grads = nnx.value_and_grad(loss, has_aux=True)(net, x)
+    assert aux["y"].shape == (8, 2)
+    assert value.shape == ()
+    assert set(grads.flat_state()) == {
+        ("bn", "bias"), ("bn", "scale"), ("lin", "bias"), ("lin", "kernel"),
+    }
+    # the batch statistics were updated in place, outside the gradient
+    assert not np.allclose(net.bn.mean.value, before)
+
+
+def test_jit_writes_updates_back_and_does_not_retrace():
+    traces = []
+
+    class Counter(nnx.Module):
+        def __init__(self):
+            self.n = nnx.BatchStat(jnp.zeros(()))
+
+    @nnx.jit
+    def inc(c, by):
+        traces.append(1)
+        c.n.value = c.n.value + by
+        return c.n.value
+
+    c = Counter()
+    for _ in range(3):
+        inc(c, 2.0)
+    assert float(c.n.value) == 6.0
+    assert len(traces) == 1
+
+
+def test_jit_train_step_with_optimizer_learns():
+    optax = pytest.importorskip("optax")
+    model = nnx.Linear(2, 1, rngs=nnx.Rngs(0))
+    opt = nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param)
+    x = jax.random.normal(jax.random.key(0), (32, 2))
+    y = x @ jnp.array([[1.0], [-2.0]]) + 0.5
+
+    @nnx.jit
+    def step(model, opt, x, y):
+        loss, grads = nnx.value_and_grad(lambda m: jnp.mean((m(x) - y) ** 2))(model)
+        opt.update(model, grads)
+        return loss
+
+    losses = [float(step(model, opt, x, y)) for _ in range(100)]
+    assert losses[-1] < 1e-3 < losses[0]
+    assert int(opt.step.value) == 100
+    np.testing.assert_allclose(model.kernel.value, [[1.0], [-2.0]], atol=0.05)
+
+
+def test_ensemble_with_split_rngs_and_vmap():
+    @nnx.split_rngs(splits=5)
+    @nnx.vmap(in_axes=0, out_axes=0)
+    def create(rngs):
+        return nnx.Linear(2, 3, rngs=rngs)
+
+    rngs = nnx.Rngs(0)
+    ens = create(rngs)
+    assert ens.kernel.shape == (5, 2, 3) and ens.bias.shape == (5, 3)
+    k = np.asarray(ens.kernel.value)
+    assert not np.allclose(k[0], k[1])  # each member its own key
+    # the outer stream was restored (and advanced by one)
+    assert rngs.default.key.shape == () and int(rngs.default.count.value) == 1
+    x = jnp.ones((4, 2))
+    y = nnx.vmap(lambda m, x: m(x), in_axes=(0, None))(ens, x)
+    assert y.shape == (5, 4, 3)
+    np.testing.assert_allclose(y[2], x @ k[2] + np.asarray(ens.bias.value)[2], rtol=1e-6)
+
+
+def test_split_rngs_as_a_context_manager():
+    rngs = nnx.Rngs(params=0, dropout=1)
+    with nnx.split_rngs(rngs, splits=3, only="dropout"):
+        assert rngs.dropout.key.shape == (3,)
+        assert rngs.params.key.shape == ()
+    assert rngs.dropout.key.shape == ()
+
+
+def test_an_input_returned_comes_back_as_itself():
+    m1, m2 = Weights((3,)), Weights((3,))
+
+    @nnx.vmap(in_axes=(0, 0, 0), out_axes=0)
+    def f(m1, m2, m1_alias):
+        assert m1 is m1_alias
+        return m2
+
+    assert f(m1, m2, m1) is m2
+
+
+# ----------------------------------------------------------- rejected programs
+
+
+def test_inconsistent_input_aliases_are_rejected():
+    m = Weights((3, 3))
+    f = nnx.vmap(lambda a, b: None, in_axes=(0, 1))
+    with pytest.raises(errors.InconsistentAliasingError, match=r"args\[0\].*axis 0.*args\[1\].*axis 1"):
+        f(m, m)
+    np.testing.assert_allclose(m.w.value, np.arange(9.0).reshape(3, 3))  # untouched
+
+
+def test_inconsistent_input_output_aliases_are_rejected():
+    m = Weights((3, 3))
+    g = nnx.vmap(lambda m: m, in_axes=0, out_axes=1)
+    with pytest.raises(errors.InconsistentAliasingError, match="output"):
+        g(m)
+
+
+def test_inconsistent_aliases_in_nested_outputs_are_rejected():
+    m = Weights((3, 3))
+    f = nnx.vmap(lambda m: Foo(m), in_axes=0, out_axes=1)
+    with pytest.raises(errors.InconsistentAliasingError):
+        f(m)
+
+
+def test_shared_reference_with_different_specs_is_rejected():
+    shared = Weights((3, 3))
+    m1, m2 = Foo(shared), Foo(shared)
+    f = nnx.vmap(lambda m1, m2: None, in_axes=(0, 1))
+    with pytest.raises(errors.InconsistentAliasingError, match="shared"):
+        f(m1, m2)
+    # the same spec for both is fine
+    nnx.vmap(lambda m1, m2: None, in_axes=(0, 0))(m1, m2)
+
+
+def test_captured_modules_cannot_be_outputs():
+    m = Weights((3,))
+    f = nnx.vmap(lambda: m, out_axes=0, axis_size=5)
+    with pytest.raises(errors.CapturedOutputError, match="pass it as an argument"):
+        f()
+
+
+def test_mutating_a_captured_module_inside_a_transform_is_rejected():
+    m = Weights((3,))
+
+    @nnx.jit
+    def f(x):
+        m.w.value = x
+
+    with pytest.raises(errors.TraceContextError, match="captured"):
+        f(jnp.zeros(3))
+    np.testing.assert_allclose(m.w.value, np.arange(3.0))
+
+
+def test_a_module_given_to_grad_and_not_to_grad_is_rejected():
+    m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    f = nnx.grad(lambda a, b: jnp.sum(a(jnp.ones((1, 2)))), argnums=0)
+    with pytest.raises(errors.InconsistentAliasingError, match="no gradient"):
+        f(m, m)
+
+
+def test_structure_changes_inside_a_transform_are_rejected():
+    class Grow(nnx.Module):
+        def __init__(self):
+            self.a = nnx.Param(jnp.zeros(()))
+
+    def f(m):
+        m.b = nnx.Param(jnp.ones(()))
+
+    with pytest.raises(errors.GraphStructureError, match="changed structure"):
+        nnx.jit(f)(Grow())
