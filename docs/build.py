@@ -20,6 +20,7 @@ PUBLIC = [
     "lens.core.nn",
     "lens.nn",
     "lens.nn.initializers",
+    "lens.nnx",
     "lens.display",
     "lens.struct",
     "lens.serialization",

@@ -45,3 +45,15 @@ def test_docs_build_and_cover_the_api_and_errors(tmp_path):
     index = (tmp_path / "index.html").read_text()
     assert 'href="concepts.html"' in index
     assert nn.Dense.__doc__
+
+
+def test_the_eager_modules_guide_runs():
+    """Every python block of docs/eager.md, in order, in one namespace."""
+    import re
+
+    text = (ROOT / "docs" / "eager.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) >= 6
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "docs/eager.md", "exec"), namespace)

@@ -15,6 +15,7 @@ PUBLIC = [
     "lens.core.nn",
     "lens.nn",
     "lens.nn.initializers",
+    "lens.nnx",
     "lens.struct",
     "lens.errors",
     "lens.serialization",

@@ -845,3 +845,51 @@ def iter_graph(node: Any) -> Iterator[tuple[Path, Any]]:
                 yield from go(e, path + (k,))
 
     yield from go(node, ())
+
+
+# ----------------------------------------------------------------------- displays
+
+
+def variables_by_type(s: State) -> dict[str, dict[Any, Any]]:
+    """``{variable type name: nested dict of arrays}``: a State shown the way lens
+    shows Linen collections (a value that is itself a pytree, like an optimizer
+    state, is spread over sub-paths)."""
+    out: dict[str, dict[Any, Any]] = {}
+    for path, v in s.flat_state().items():
+        kind = type(v).__name__ if isinstance(v, Variable) else "array"
+        value = v._value if isinstance(v, Variable) else v
+        for sub, leaf in jax.tree_util.tree_leaves_with_path(value):
+            full = tuple(str(p) for p in path) + tuple(
+                jax.tree_util.keystr((k,)).strip(".[]'") for k in sub
+            )
+            d = out.setdefault(kind, {})
+            for k in full[:-1]:
+                d = d.setdefault(k, {})
+            d[full[-1]] = leaf
+    return out
+
+
+def _view(x: Any) -> Any:
+    from lens.display import VariablesView
+
+    s = x if isinstance(x, State) else state(x)
+    title = "State" if isinstance(x, State) else type(x).__name__
+    return VariablesView(variables_by_type(s), title=title)
+
+
+def _repr_mimebundle_(self: Any, include: Any = None, exclude: Any = None) -> Any:
+    return _view(self)._repr_mimebundle_()
+
+
+def __rich__(self: Any) -> Any:  # noqa: N807 - the rich protocol's name
+    return _view(self).__rich__()
+
+
+def __treescope_repr__(self: Any, path: str | None, subtree_renderer: Any) -> Any:  # noqa: N807
+    return _view(self).__treescope_repr__(path, subtree_renderer)
+
+
+for _cls in (Object, State):
+    _cls._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]
+    _cls.__rich__ = __rich__  # type: ignore[attr-defined]
+    _cls.__treescope_repr__ = __treescope_repr__  # type: ignore[attr-defined]

@@ -547,6 +547,7 @@ def vmap(
         walker = Walker(_axes_resolver, describe=_describe_axes, transform="vmap")
         skel, entries = _split_inputs(args, specs, walker)
         graph_axes = [e.spec for e in entries if e.leaf is not None]
+        _check_ranks(entries)
 
         def pure(carrier: _Carrier) -> Any:
             with frame("vmap") as fr:
@@ -571,6 +572,25 @@ def vmap(
         return _merge_outputs(outs, walker.nodes)
 
     return wrapper
+
+
+def _check_ranks(entries: list[_Entry]) -> None:
+    for e in entries:
+        if e.leaf is None or not isinstance(e.spec, int):
+            continue
+        ndim = len(getattr(e.value, "shape", ()))
+        if not -ndim <= e.spec < max(ndim, 1) or ndim == 0:
+            kind = (
+                type(e.leaf.variable).__name__
+                if e.leaf.variable is not None
+                else "array"
+            )
+            raise ValueError(
+                f"nnx.vmap cannot map {path_str(e.leaf.path)} ({kind}, shape "
+                f"{tuple(getattr(e.value, 'shape', ()))}) on axis {e.spec}.\nGive "
+                f"that module a StateAxes, e.g. StateAxes({{{kind}: None, ...: "
+                f"{e.spec}}}) to broadcast it."
+            )
 
 
 def _describe_axes(spec: Any) -> str:

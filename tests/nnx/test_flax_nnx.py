@@ -12,10 +12,7 @@ fnnx = pytest.importorskip("flax.nnx")
 
 
 def _values(state):
-    return {
-        k: np.asarray(v[...])
-        for k, v in _flat(state).items()
-    }
+    return {k: np.asarray(v[...]) for k, v in _flat(state).items()}
 
 
 def _flat(state):

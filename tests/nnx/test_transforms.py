@@ -105,7 +105,12 @@ def test_diff_state_differentiates_only_the_filtered_variables():
     np.testing.assert_allclose(flat[("b",)].value, gb, rtol=1e-6)
     # and the default differentiates every Param (LoRAParam is a Param)
     all_grads = nnx.grad(loss)(model, x)
-    assert set(all_grads.flat_state()) == {("a",), ("b",), ("base", "kernel"), ("base", "bias")}
+    assert set(all_grads.flat_state()) == {
+        ("a",),
+        ("b",),
+        ("base", "kernel"),
+        ("base", "bias"),
+    }
 
 
 def test_grad_of_several_arguments_and_of_plain_arrays():
@@ -137,7 +142,10 @@ def test_value_and_grad_with_aux_and_state_updates():
     assert aux["y"].shape == (8, 2)
     assert value.shape == ()
     assert set(grads.flat_state()) == {
-        ("bn", "bias"), ("bn", "scale"), ("lin", "bias"), ("lin", "kernel"),
+        ("bn", "bias"),
+        ("bn", "scale"),
+        ("lin", "bias"),
+        ("lin", "kernel"),
     }
     # the batch statistics were updated in place, outside the gradient
     assert not np.allclose(net.bn.mean.value, before)
@@ -198,7 +206,9 @@ def test_ensemble_with_split_rngs_and_vmap():
     x = jnp.ones((4, 2))
     y = nnx.vmap(lambda m, x: m(x), in_axes=(0, None))(ens, x)
     assert y.shape == (5, 4, 3)
-    np.testing.assert_allclose(y[2], x @ k[2] + np.asarray(ens.bias.value)[2], rtol=1e-6)
+    np.testing.assert_allclose(
+        y[2], x @ k[2] + np.asarray(ens.bias.value)[2], rtol=1e-6
+    )
 
 
 def test_split_rngs_as_a_context_manager():
@@ -226,7 +236,9 @@ def test_an_input_returned_comes_back_as_itself():
 def test_inconsistent_input_aliases_are_rejected():
     m = Weights((3, 3))
     f = nnx.vmap(lambda a, b: None, in_axes=(0, 1))
-    with pytest.raises(errors.InconsistentAliasingError, match=r"args\[0\].*axis 0.*args\[1\].*axis 1"):
+    with pytest.raises(
+        errors.InconsistentAliasingError, match=r"args\[0\].*axis 0.*args\[1\].*axis 1"
+    ):
         f(m, m)
     np.testing.assert_allclose(m.w.value, np.arange(9.0).reshape(3, 3))  # untouched
 
@@ -291,3 +303,11 @@ def test_structure_changes_inside_a_transform_are_rejected():
 
     with pytest.raises(errors.GraphStructureError, match="changed structure"):
         nnx.jit(f)(Grow())
+
+
+def test_mapping_a_scalar_variable_names_it_and_the_fix():
+    m = Weights((3, 2), stat_shape=())
+    with pytest.raises(
+        ValueError, match=r"(?s)args\[0\]\.s \(BatchStat, shape \(\)\).*StateAxes"
+    ):
+        nnx.vmap(lambda m: m.w.sum(), in_axes=0)(m)

@@ -1,0 +1,44 @@
+"""Eager modules and States display like Linen variables: grouped by variable type,
+as text, script-free HTML and treescope, without warnings."""
+
+import warnings
+
+import jax.numpy as jnp
+
+from lens import nnx
+
+
+class Net(nnx.Module):
+    def __init__(self, rngs):
+        self.lin = nnx.Linear(2, 3, rngs=rngs)
+        self.bn = nnx.BatchNorm(3, rngs=rngs)
+        self.rngs = rngs
+
+
+def test_module_and_state_bundles_group_by_variable_type():
+    net = Net(nnx.Rngs(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bundle = net._repr_mimebundle_()
+        sbundle = nnx.state(net)._repr_mimebundle_()
+    text = bundle["text/plain"]
+    assert text.startswith("Net: 4 collections")
+    for kind in ("Param", "BatchStat", "RngKey", "RngCount"):
+        assert kind in text and kind in bundle["text/html"]
+    assert "kernel  f32[2,3]" in text
+    assert "<script" not in bundle["text/html"]
+    assert sbundle["text/plain"].startswith("State: 4 collections")
+
+
+def test_treescope_renders_a_module():
+    import treescope
+
+    text = treescope.render_to_text(Net(nnx.Rngs(0)))
+    assert "'Param'" in text and "'kernel'" in text and "'BatchStat'" in text
+    assert treescope.render_to_html(Net(nnx.Rngs(0)))
+
+
+def test_print_shows_the_structure():
+    text = repr(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+    assert text.startswith("Linear(") and "kernel=Param(value=float32[2, 3])" in text
+    assert repr(nnx.Param(jnp.zeros(()))) == "Param(value=Array(0., dtype=float32))"
