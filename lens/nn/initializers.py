@@ -45,7 +45,7 @@ def _constant_init(value: int, jax_init: Any) -> Any:
         if out_sharding is not None:
             return jax_init(key, shape, dtype, out_sharding=out_sharding)
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        return _filled(value, shape, jnp.dtype(dtype))
+        return _filled(value, shape, jax.dtypes.canonicalize_dtype(dtype))
 
     init.__name__ = init.__qualname__ = jax_init.__name__
     init.__doc__ = jax_init.__doc__

@@ -116,3 +116,21 @@ def test_layer_norm_over_a_mapped_axis_still_averages_across_it():
     mean = flat.mean(-1)[None, :, None]
     var = flat.var(-1)[None, :, None]
     np.testing.assert_allclose(y, (x - mean) / np.sqrt(var + 1e-6), atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones"])
+@pytest.mark.parametrize("dtype", [None, jnp.float32, jnp.bfloat16, "int32"])
+@pytest.mark.parametrize("shape", [3, (2, 3), [4]])
+def test_constant_initializers_match_jax_silently(name, dtype, shape):
+    import warnings
+
+    from lens.nn import initializers
+
+    ours, theirs = getattr(initializers, name), getattr(jax.nn.initializers, name)
+    args = (jax.random.key(0), shape) + (() if dtype is None else (dtype,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the default float_ must not warn about x64
+        a = ours(*args)
+    b = theirs(*args)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    np.testing.assert_array_equal(a, b)
