@@ -49,6 +49,7 @@ lab: $(VENV)/.installed $(VENV)/.labextension
 test: $(VENV)/.installed $(VENV)/.labextension $(CHROMIUM)
 	cd extension && npx vitest run
 	$(PY) -m ruff check lens tests benchmarks docs notebooks/build.py notebooks/cells.py
+	$(PY) -m ruff format --check lens tests benchmarks
 	$(PY) -m pytest -n 2 --dist loadfile tests lens notebooks/*.ipynb \
 		--nbval --nbval-sanitize-with notebooks/sanitize.cfg
 

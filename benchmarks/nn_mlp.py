@@ -173,7 +173,11 @@ def run(repeats: int = 15, compiles: int = 9, depths=DEPTHS) -> list[dict]:
         )
     # Bitcasts are free (a reinterpretation of the same buffer), so not counted.
     ops = [
-        [op for op in hlo_ops(steps[k][0], params, steps[k][1], x, y) if op != "bitcast"]
+        [
+            op
+            for op in hlo_ops(steps[k][0], params, steps[k][1], x, y)
+            if op != "bitcast"
+        ]
         for k in ("lens", "pure jax")
     ]
     same = ops[0] == ops[1]

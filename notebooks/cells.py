@@ -79,7 +79,9 @@ losses = []
 for i in range(20):
     params, stats, opt_state, loss = step(params, stats, opt_state, x, labels, jax.random.key(i))
     losses.append(float(loss))
-print(f"loss {losses[0]:.2f} -> {losses[-1]:.2f}")
+# Compare with a tolerance, not by printing digits: the last bits of a float differ
+# between CPUs, and the stored output must hold on every machine.
+print("loss fell by more than half:", losses[-1] < losses[0] / 2)
 """),
     ("md", "## What changed\n\n`lens.diff` shows which leaves changed and by how much."),
     ("code", """

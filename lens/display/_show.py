@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lens.display._base import View
-from lens.display._safe import plain_repr
+from lens.display._safe import plain_repr, safe
 
 
 def view_of(obj: Any) -> Any:
@@ -94,21 +94,76 @@ def show_lifting(
     return trace
 
 
-def _html_formatter(obj: Any) -> str | None:
-    from lens.display._variables import VariablesView, looks_like_variables
+@safe("html")
+def _variables_html(obj: Any) -> str:
+    from lens.display._variables import VariablesView
 
-    if isinstance(obj, Mapping) and looks_like_variables(obj):
-        return VariablesView(obj)._repr_html_()
+    return VariablesView(obj)._repr_html_()
+
+
+def _html_formatter(obj: Any) -> str | None:
+    if _is_variables(obj):
+        return _variables_html(obj)
     return None
 
 
+def _is_variables(obj: Any) -> bool:
+    from lens.display._variables import looks_like_variables
+
+    try:
+        return isinstance(obj, Mapping) and looks_like_variables(obj)
+    except Exception:  # noqa: BLE001 - a display hook must never raise
+        return False
+
+
+@safe("text")
+def _variables_text(obj: Any) -> str:
+    from lens.display._variables import VariablesView
+
+    return VariablesView(obj).text()
+
+
+class _TextPrinter:
+    """The ``text/plain`` form of variable dicts under ``%load_ext lens``.
+
+    Other dicts go to the printer IPython had before (``prev``).
+    """
+
+    def __init__(self, prev: Any):
+        self.prev = prev
+
+    def __call__(self, obj: Any, p: Any, cycle: bool) -> None:
+        if not cycle and _is_variables(obj):
+            p.text(_variables_text(obj))
+        elif self.prev is not None:
+            self.prev(obj, p, cycle)
+        else:  # pragma: no cover - IPython always has a dict printer
+            p.text(plain_repr(obj))
+
+
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext lens``: plain variable dicts display as variable collections."""
-    html = ipython.display_formatter.formatters["text/html"]
-    html.for_type(dict, _html_formatter)
+    """``%load_ext lens``: plain variable dicts display as variable collections.
+
+    Both forms change: ``text/html`` (the collapsible table) and ``text/plain`` (the
+    same summary as text: shapes, sizes and statistics instead of every value).
+    ``print(variables)`` still prints the raw dict.
+    """
+    formatters = ipython.display_formatter.formatters
+    formatters["text/html"].for_type(dict, _html_formatter)
+    plain = formatters["text/plain"]
+    prev = plain.type_printers.get(dict)
+    if not isinstance(prev, _TextPrinter):
+        plain.for_type(dict, _TextPrinter(prev))
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext lens``."""
-    html = ipython.display_formatter.formatters["text/html"]
-    html.type_printers.pop(dict, None)
+    formatters = ipython.display_formatter.formatters
+    formatters["text/html"].type_printers.pop(dict, None)
+    plain = formatters["text/plain"]
+    current = plain.type_printers.get(dict)
+    if isinstance(current, _TextPrinter):
+        if current.prev is not None:
+            plain.for_type(dict, current.prev)
+        else:
+            plain.type_printers.pop(dict, None)

@@ -9,27 +9,35 @@ from lens.display._base import View, e
 from lens.display._leaf import Leaf, fmt_num, human_bytes, human_count, iter_leaves
 
 
-def looks_like_variables(obj: Any) -> bool:
-    """True for ``{collection: {name: array or dict}}`` (what init/apply return)."""
+def looks_like_variables(obj: Any, budget: int = 10_000) -> bool:
+    """True for ``{collection: {name: array or dict}}`` (what init/apply return).
+
+    Looks at no more than ``budget`` nested dicts, never recurses, and answers False
+    for a dict that contains itself (a variable tree never does).
+    """
     if not isinstance(obj, Mapping) or not obj:
         return False
     for col, tree in obj.items():
         if not isinstance(col, str) or not isinstance(tree, Mapping):
             return False
-    leaves = 0
-    for _, tree in obj.items():
-        stack = [tree]
-        while stack and leaves < 1:
-            t = stack.pop()
-            for v in t.values():
-                if isinstance(v, Mapping):
-                    stack.append(v)
-                elif hasattr(v, "shape") or hasattr(v, "unbox"):
-                    leaves += 1
-                    break
-                else:
-                    return False
-    return leaves > 0
+    seen = {id(obj)}
+    stack = list(obj.values())
+    while stack:
+        t = stack.pop()
+        if id(t) in seen or len(seen) > budget:
+            return False
+        seen.add(id(t))
+        found = False
+        for v in t.values():
+            if isinstance(v, Mapping):
+                stack.append(v)
+            elif hasattr(v, "shape") or hasattr(v, "unbox"):
+                found = True
+            else:
+                return False
+        if found:
+            return True
+    return False
 
 
 def _stats_str(leaf: Leaf) -> str:

@@ -270,3 +270,27 @@ def test_thousand_leaf_collection_html_size():
     }
     html = VariablesView(v).html()
     assert len(html.encode()) < 200_000
+
+
+def test_load_ext_formats_variable_dicts_in_both_forms(variables):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    import lens
+
+    ip = InteractiveShell.instance()
+    fmt = ip.display_formatter.format
+    raw = fmt(variables)[0]["text/plain"]
+    assert "Array(" in raw  # IPython's own pretty dict before %load_ext
+    lens.load_ipython_extension(ip)
+    try:
+        bundle = fmt(variables)[0]
+        assert bundle["text/plain"] == lens.display.VariablesView(variables).text()
+        assert "<details" in bundle["text/html"]
+        # Other dicts keep IPython's printer; a dict that contains itself too.
+        assert fmt({"a": 1})[0]["text/plain"] == "{'a': 1}"
+        loop: dict = {}
+        loop["self"] = loop
+        assert fmt(loop)[0]["text/plain"] == "{'self': {...}}"
+    finally:
+        lens.unload_ipython_extension(ip)
+    assert fmt(variables)[0]["text/plain"] == raw

@@ -131,7 +131,9 @@ def test_extension_draws_pack_traces_in_jupyterlab(lab, tmp_path):
     )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
-    print("browser report:", json.dumps(report))  # shown with -s; the render time is noted
+    print(
+        "browser report:", json.dumps(report)
+    )  # shown with -s; the render time is noted
     assert report["renderers"] >= 3  # the notebook's three pack traces, re-run live
     assert report["stages"] == ["scopes", "groups", "inside", "repack", "commit"]
     assert report["paramsRows"] > 0
