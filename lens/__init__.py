@@ -2,20 +2,42 @@
 
 Submodules load lazily so that ``import lens`` stays cheap: ``lens.core`` (scopes,
 ``pack`` and the lifted transforms), ``lens.nn`` (the Module API, like
-``flax.linen``), ``lens.display``, ``lens.struct``, ``lens.serialization`` and
-``lens.errors``. Displays: ``lens.show``, ``lens.trace``, ``lens.show_lifting``,
+``flax.linen``; also reachable as ``lens.linen``), ``lens.nnx`` (eager modules),
+``lens.display``, ``lens.struct``, ``lens.serialization``, ``lens.errors``,
+``lens.traverse_util``, ``lens.training``, ``lens.typing``, ``lens.jax_utils`` and
+``lens.config``. Displays: ``lens.show``, ``lens.trace``, ``lens.show_lifting``,
 ``lens.diff``, ``lens.explore``; ``%load_ext lens`` in a notebook.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+import importlib as _importlib
+from typing import Any as _Any
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {"core", "nn", "struct", "serialization", "errors", "display"}
+_SUBMODULES = {
+    "configurations",
+    "core",
+    "cursor",
+    "display",
+    "errors",
+    "ids",
+    "io",
+    "jax_utils",
+    "nn",
+    "nnx",
+    "serialization",
+    "struct",
+    "training",
+    "traceback_util",
+    "traverse_util",
+    "typing",
+}
 _ATTRS = {
+    "config": ("lens.configurations", "config"),
+    # Flax's name for the module API: `from lens import linen as nn` ports unchanged.
+    "linen": ("lens", "nn"),
     "trace": ("lens.core._trace", "trace_packs"),
     "trace_packs": ("lens.core._trace", "trace_packs"),
     "show": ("lens.display", "show"),
@@ -25,27 +47,28 @@ _ATTRS = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     if name in _SUBMODULES:
-        return importlib.import_module(f"lens.{name}")
+        return _importlib.import_module(f"lens.{name}")
     if name in _ATTRS:
         module, attr = _ATTRS[name]
-        return getattr(importlib.import_module(module), attr)
+        return getattr(_importlib.import_module(module), attr)
     raise AttributeError(f"module 'lens' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _SUBMODULES | set(_ATTRS))
+    public = {n for n in globals() if not n.startswith("_")} - {"annotations"}
+    return sorted(public | _SUBMODULES | set(_ATTRS))
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: _Any) -> None:
     """``%load_ext lens``: variable dicts display as variable collections."""
     from lens.display import load_ipython_extension as load
 
     load(ipython)
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: _Any) -> None:
     """``%unload_ext lens``."""
     from lens.display import unload_ipython_extension as unload
 

@@ -1,30 +1,79 @@
 """Errors raised by lens.
 
-Every error is a :class:`LensError` and also the builtin exception that matches its
-meaning (a shape mismatch is a ``ValueError``, a missing variable a ``LookupError``),
-so ``except ValueError`` keeps working for code ported from Flax.
+Every error is a :class:`LensError` (also reachable as ``FlaxError``) and, where one
+fits, the builtin exception that matches its meaning (a shape mismatch is a
+``ValueError``), so ``except ValueError`` keeps working.
 
-A message says what happened, where (the scope path such as ``/encoder/Dense_0`` and
-the collection) and how to fix it. The class docstring holds the longer story, with
-the wrong and the right code.
+Errors that Flax also raises keep Flax's class name, constructor arguments and the
+first sentence of Flax's message, so code and tests written against Flax match on
+them. lens then adds where it happened (the scope path such as ``/encoder/Dense_0``
+and the collection) and how to fix it, and a pointer to the longer explanation:
+each class docstring, with the wrong and the right code (``help(lens.errors.X)``,
+or ``docs/errors.md``).
+
+Every error pickles, unpickles and deep-copies with its message, so a worker
+process can report it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
-def path_text(path: Sequence[Any]) -> str:
-    """Renders a scope path as ``/a/b`` (``/`` for the root)."""
+def path_text(path: Sequence[Any] | str) -> str:
+    """Renders a scope path as ``/a/b`` (``/`` for the root); strings pass through."""
+    if isinstance(path, str):
+        return path
     return "/" + "/".join(str(p) for p in path)
 
 
+def _doc_pointer(cls: type) -> str:
+    return (
+        f"(docs: help(lens.errors.{cls.__name__}), "
+        f"docs/errors.md#{cls.__name__.lower()})"
+    )
+
+
+def _rebuild(cls: type, message: str) -> Exception:
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)
+    return err
+
+
 class LensError(Exception):
-    """Base class of every error lens raises on purpose."""
+    """Base class of every error lens raises on purpose.
+
+    The message is built by each subclass's constructor; ``__reduce__`` rebuilds
+    an error from its message, so errors pickle whatever their constructor takes.
+    """
+
+    def __init__(self, message: str = ""):
+        # Like Flax's "<message> (<link>)": the pointer ends the first line, so a
+        # pattern written for Flax's first line still matches; lens's lines on
+        # where and how to fix follow.
+        pointer = _doc_pointer(type(self))
+        if pointer not in message:
+            first, sep, rest = message.partition("\n")
+            message = f"{first} {pointer}{sep}{rest}" if first else pointer + sep + rest
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), str(self)))
+
+    def __str__(self) -> str:  # LookupError subclasses would quote the message
+        return str(self.args[0]) if self.args else ""
 
 
-# --------------------------------------------------------------------------- scope
+FlaxError = LensError
+"""Flax's name for the base class: ``except errors.FlaxError`` keeps working."""
+
+
+def _join(*parts: str) -> str:
+    return "\n".join(p for p in parts if p)
+
+
+# ------------------------------------------------------------------------- scope
 
 
 class InvalidScopeError(LensError, RuntimeError):
@@ -41,11 +90,16 @@ class InvalidScopeError(LensError, RuntimeError):
     an unlimited lifetime.
     """
 
-    def __init__(self, path: Sequence[Any]):
+    def __init__(self, scope_name: Any, *, path: Sequence[Any] | str | None = None):
+        where = f" (at {path_text(path)})" if path is not None else ""
         super().__init__(
-            f"The scope at {path_text(path)} was used after the init/apply that created "
-            "it returned.\nScopes only live inside init/apply; return values from the "
-            "function instead, or use bind(variables) for a long-lived scope."
+            _join(
+                f'The scope "{scope_name}" is no longer valid.',
+                f"It was used after the init/apply (or transform) that made it "
+                f"returned{where}.",
+                "Return values from the function instead, or use bind(variables) for "
+                "a long-lived scope.",
+            )
         )
 
 
@@ -62,12 +116,22 @@ class ScopeParamShapeError(LensError, ValueError):
     or re-initialise.
     """
 
-    def __init__(self, name: str, path: Sequence[Any], expected: Any, actual: Any):
+    def __init__(
+        self,
+        param_name: str,
+        scope_path: Sequence[Any] | str,
+        value_shape: Any,
+        init_shape: Any,
+    ):
         super().__init__(
-            f'Parameter "{name}" in {path_text(path)} (collection "params") has shape '
-            f"{actual}, but its initializer makes shape {expected}.\n"
-            "The hyper-parameters or input shape differ from those used at init; use "
-            "the same ones, or re-initialise the variables."
+            _join(
+                f'For parameter "{param_name}" in "{path_text(scope_path)}", the '
+                f"given initializer is expected to generate shape {init_shape}, but "
+                f"the existing parameter it received has shape {value_shape}.",
+                'Collection "params": the hyper-parameters or the input shape differ '
+                "from those used at init.",
+                "Apply with the same ones, or re-initialise the variables.",
+            )
         )
 
 
@@ -84,19 +148,50 @@ class ScopeParamNotFoundError(LensError, LookupError):
         model.apply(variables, x)
     """
 
-    def __init__(self, name: str, path: Sequence[Any], hint: str = ""):
-        msg = (
-            f'No parameter "{name}" in {path_text(path)} (collection "params"), and '
-            '"params" is not mutable here, so it cannot be created.\n'
+    def __init__(
+        self, param_name: str, scope_path: Sequence[Any] | str, *, hint: str = ""
+    ):
+        super().__init__(
+            _join(
+                f'Could not find parameter named "{param_name}" in scope '
+                f'"{path_text(scope_path)}".',
+                hint
+                or 'Collection "params" is not mutable here, so it cannot be created: '
+                "pass the variables returned by init to apply, or make it mutable "
+                '(mutable=["params"]).',
+            )
         )
-        msg += hint or (
-            "Pass the variables returned by init to apply, or make the collection "
-            'mutable (mutable=["params"]) to create it.'
-        )
-        super().__init__(msg)
 
-    def __str__(self) -> str:  # LookupError would quote the message
-        return str(self.args[0])
+
+class ScopeCollectionNotFound(LensError, LookupError):
+    """A variable is read from a collection that has no variables at all here.
+
+    Wrong::
+
+        model.apply({"params": params}, x)   # the model also reads "batch_stats"
+
+    Right::
+
+        model.apply({"params": params, "batch_stats": stats}, x)
+    """
+
+    def __init__(
+        self,
+        col_name: str,
+        var_name: str,
+        scope_path: Sequence[Any] | str,
+        *,
+        hint: str = "",
+    ):
+        super().__init__(
+            _join(
+                f'Tried to access "{var_name}" from collection "{col_name}" in '
+                f'"{path_text(scope_path)}" but the collection is empty.',
+                hint
+                or f'Pass variables that contain "{col_name}" (as returned by init), '
+                f'or make it mutable (mutable=["{col_name}"]) so it can be created.',
+            )
+        )
 
 
 class ScopeVariableNotFoundError(LensError, LookupError):
@@ -104,24 +199,23 @@ class ScopeVariableNotFoundError(LensError, LookupError):
 
     Wrong::
 
-        apply(fn)(variables)   # fn reads "batch_stats" that init never created
+        apply(fn)(variables)   # fn reads a "state" variable that init never created
 
     Right: create it first (run init, or make the collection mutable).
     """
 
-    def __init__(self, name: str, col: str, path: Sequence[Any], hint: str = ""):
-        msg = (
-            f'No variable "{name}" in collection "{col}" at {path_text(path)}, and '
-            f'"{col}" is not mutable here, so it cannot be created.\n'
+    def __init__(
+        self, name: str, col: str, scope_path: Sequence[Any] | str, *, hint: str = ""
+    ):
+        super().__init__(
+            _join(
+                f'No Variable named "{name}" for collection "{col}" exists in '
+                f'"{path_text(scope_path)}".',
+                hint
+                or f'Pass variables that contain it, or make "{col}" mutable '
+                f'(mutable=["{col}"]) and give an init function.',
+            )
         )
-        msg += hint or (
-            f'Pass variables that contain it, or make "{col}" mutable '
-            f'(mutable=["{col}"]) so that it can be initialised.'
-        )
-        super().__init__(msg)
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 class ModifyScopeVariableError(LensError, ValueError):
@@ -136,38 +230,57 @@ class ModifyScopeVariableError(LensError, ValueError):
         y, updates = model.apply(variables, x, mutable=["batch_stats"])
     """
 
-    def __init__(self, col: str, name: str, path: Sequence[Any], hint: str = ""):
-        msg = (
-            f'Cannot write variable "{name}" in {path_text(path)}: collection "{col}" '
-            "is not mutable here.\n"
+    def __init__(
+        self,
+        col: str,
+        variable_name: str,
+        scope_path: Sequence[Any] | str,
+        *,
+        hint: str = "",
+    ):
+        super().__init__(
+            _join(
+                f'Cannot update variable "{variable_name}" in '
+                f'"{path_text(scope_path)}" because collection "{col}" is immutable.',
+                hint
+                or f'Make it mutable in apply (mutable=["{col}"]), or do not write '
+                "to it.",
+            )
         )
-        msg += hint or (
-            f'Make it mutable in apply (mutable=["{col}"]), or do not write to it.'
-        )
-        super().__init__(msg)
 
 
 class NameInUseError(LensError, ValueError):
-    """Two variables, or a variable and a submodule, got the same name in one scope.
+    """A submodule, parameter or variable was given a name that is already used.
 
-    Wrong::
+    Submodules, parameters and variables share one namespace per module. Wrong::
 
-        scope.param("w", init, (2,))
-        scope.param("w", init, (2,))     # same name twice in one call
+        self.param("w", init, (2,))
+        self.param("w", init, (2,))     # same name twice
 
-    Right: give each variable or submodule its own name.
+    Right: give each its own name; share a submodule by passing the instance.
     """
 
-    def __init__(self, kind: str, name: str, path: Sequence[Any]):
+    def __init__(
+        self,
+        key_type: str,
+        value: str,
+        module_name: str,
+        *,
+        path: Sequence[Any] | str | None = None,
+    ):
+        where = f" at {path_text(path)}" if path is not None else ""
         super().__init__(
-            f'Could not create {kind} "{name}" in {path_text(path)}: the name is '
-            "already used by a variable or submodule of this scope.\n"
-            "Give it a different name."
+            _join(
+                f'Could not create {key_type} "{value}" in Module {module_name}: '
+                "Name in use.",
+                f"Another submodule, parameter or variable of this module{where} "
+                "already has that name; give it a different name.",
+            )
         )
 
 
 class InvalidRngError(LensError, ValueError):
-    """``make_rng`` asked for a stream that was not given to init/apply.
+    """An rng stream that was not given (or not lifted) was asked for.
 
     Wrong::
 
@@ -178,13 +291,7 @@ class InvalidRngError(LensError, ValueError):
         model.apply(variables, x, rngs={"dropout": jax.random.key(1)})
     """
 
-    def __init__(self, stream: str, path: Sequence[Any], hint: str = ""):
-        msg = (
-            f'{path_text(path)} needs the rng stream "{stream}", which was not given.\n'
-        )
-        msg += hint or (
-            f'Pass it to init/apply: rngs={{"{stream}": jax.random.key(0)}}.'
-        )
+    def __init__(self, msg: str):
         super().__init__(msg)
 
 
@@ -193,38 +300,60 @@ class ApplyScopeInvalidVariablesTypeError(LensError, TypeError):
 
     Wrong::
 
-        model.apply(params, x)             # the bare params dict
+        model.apply(params, x)             # the bare params array tree
 
     Right::
 
         model.apply({"params": params}, x)
     """
 
-    def __init__(self, got: Any):
+    def __init__(self, got: Any = None):
+        detail = ""
+        if isinstance(got, Mapping):
+            bad = [
+                k
+                for k, v in got.items()
+                if not isinstance(k, str) or not isinstance(v, Mapping)
+            ]
+            if bad:
+                k = bad[0]
+                detail = (
+                    f"Got {type(got).__name__} whose entry {k!r} is a "
+                    f"{type(got[k]).__name__}, not a collection dict (bare params?)."
+                )
+        elif got is not None:
+            detail = f"Got {type(got).__name__}."
         super().__init__(
-            "The variables given to apply must be a dict of collections "
-            f'{{"params": {{...}}, ...}}, got {type(got).__name__}.\n'
-            'Wrap parameters as {"params": params}.'
+            _join(
+                "The first argument passed to an apply function should be a "
+                "dictionary of collections. Each collection should be a dictionary "
+                "with string keys.",
+                detail,
+                'Pass {"params": params, ...} as returned by init.',
+            )
         )
 
 
 class ApplyScopeInvalidVariablesStructureError(LensError, ValueError):
-    """The variables look like a bare params dict instead of ``{"params": ...}``.
+    """The variables have an extra ``params`` layer: ``{"params": {"params": ...}}``.
 
     Wrong::
 
-        model.apply(variables["params"], x)
+        model.apply({"params": variables}, x)
 
     Right::
 
-        model.apply({"params": variables["params"]}, x)
+        model.apply(variables, x)             # or {"params": variables["params"]}
     """
 
-    def __init__(self, keys: Sequence[str]):
+    def __init__(self, variables: Any = None):
         super().__init__(
-            "The variables given to apply look like a bare params dict (top-level keys "
-            f"{list(keys)[:4]}) but should be keyed by collection.\n"
-            'Wrap them as {"params": params}.'
+            _join(
+                "Expect the `variables` (first argument) passed to apply() to be a "
+                'dict with the structure {"params": ...}, but got a dict with an '
+                'extra params layer, i.e.  {"params": {"params": ... } }. You should '
+                'instead pass in your dict\'s ["params"].',
+            )
         )
 
 
@@ -235,67 +364,99 @@ class InvalidFilterError(LensError, TypeError):
     ``DenyList(filter)``. Wrong: ``mutable=3``. Right: ``mutable=["batch_stats"]``.
     """
 
-    def __init__(self, got: Any):
+    def __init__(self, filter_like: Any):
         super().__init__(
-            f"Invalid collection filter {got!r}.\nUse True, False, a collection name, "
-            'a list of names (["params", "batch_stats"]) or DenyList(filter).'
+            _join(
+                f'Invalid Filter: "{filter_like}"',
+                "Use True, False, a collection name, a list of names "
+                '(["params", "batch_stats"]) or DenyList(filter).',
+            )
         )
 
 
-# ------------------------------------------------------------------------- lifting
+class LazyInitError(LensError, ValueError):
+    """``lazy_init`` got an input whose value the initial variables depend on.
 
+    Inputs given as ``jax.ShapeDtypeStruct`` have shapes but no values. Wrong::
 
-class CollectionNotLiftedError(LensError, LookupError):
-    """A collection is used inside a lifted transform that did not lift it.
+        k = self.param("kernel", lambda _: x)     # the param is the input itself
 
-    Each transform only passes the collections its filters match (for ``vmap`` the
-    keys of ``variable_axes``). Wrong::
-
-        nn.vmap(MLP, variable_axes={"params": 0})        # BatchNorm needs batch_stats
-
-    Right::
-
-        nn.vmap(MLP, variable_axes={"params": 0, "batch_stats": 0})
+    Right: initialise from shapes and dtypes only, or pass a real array.
     """
 
-    def __init__(
-        self, col: str, name: str, path: Sequence[Any], transform: str, fix: str
-    ):
+    def __init__(self, partial_val: Any):
         super().__init__(
-            f'Collection "{col}" (variable "{name}" at {path_text(path)}) is not lifted '
-            f"into {transform}, so it is invisible inside it.\n{fix}"
+            _join(
+                "Lazy init encountered a value that could with the given inputs "
+                f"(shape: {partial_val}).",
+                "A variable's initial value depends on an input given only as a "
+                "ShapeDtypeStruct; initialise from shapes, or pass a real array.",
+            )
         )
 
-    def __str__(self) -> str:
-        return str(self.args[0])
+
+# ------------------------------------------------------------------------ lifting
 
 
-class RngNotLiftedError(LensError, LookupError):
-    """An rng stream is used inside a lifted transform that did not lift it.
+class JaxTransformError(LensError, TypeError):
+    """JAX transforms and lens modules were mixed.
 
-    Wrong::
+    JAX's transforms take pure functions of arrays; a module or a closure over one
+    is invisible to them. Wrong::
 
-        nn.vmap(Model, variable_axes={"params": 0}, split_rngs={"params": True})
-        # ... Model uses Dropout, which needs the "dropout" stream
+        jax.vmap(lambda mdl, x: mdl(x))(mlp, xs)
 
-    Right::
-
-        nn.vmap(Model, variable_axes={"params": 0},
-                split_rngs={"params": True, "dropout": True})
+    Right: use the lifted transform, ``nn.vmap(MLP, variable_axes=..., ...)``, and
+    pass modules as pytrees (the ``Partial`` trick) rather than in closures.
     """
 
-    def __init__(self, stream: str, path: Sequence[Any], transform: str, fix: str):
+    def __init__(self, detail: str = ""):
         super().__init__(
-            f'The rng stream "{stream}" is used at {path_text(path)} but is not lifted '
-            f"into {transform}.\n{fix}"
+            _join("Jax transforms and Flax models cannot be mixed.", detail)
         )
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 class TransformTargetError(LensError, TypeError):
-    """A lifted transform was given something it cannot transform."""
+    """A lifted transform was given something it cannot transform.
+
+    Wrong::
+
+        nn.vmap(nn.Dense(3))               # an instance
+
+    Right::
+
+        nn.vmap(nn.Dense, ...)(3)          # the class
+        nn.vmap(lambda mdl, x: mdl(x), ...)(nn.Dense(3), x)
+    """
+
+    def __init__(self, target: Any, *, detail: str = ""):
+        super().__init__(
+            _join(
+                "Linen transformations must be applied to Modules classes or "
+                "functions taking a Module instance as the first argument. The "
+                f"provided target is not a Module class or callable: {target}",
+                detail,
+            )
+        )
+
+
+class TransformedMethodReturnValueError(LensError, TypeError):
+    """A transformed method returned a module or variable; they cannot leave a transform.
+
+    Wrong::
+
+        nn.vmap(lambda mdl, x: mdl, ...)
+
+    Right: return arrays (e.g. ``mdl(x)``), or create the module outside.
+    """
+
+    def __init__(self, name: str):
+        super().__init__(
+            _join(
+                f"Transformed module method {name} cannot return Modules or Variables.",
+                "Return arrays (e.g. the module's output) instead.",
+            )
+        )
 
 
 class TransformAxisSizeError(LensError, ValueError):
@@ -337,22 +498,19 @@ class LoopBroadcastDependenceError(LensError, ValueError):
     """
 
 
-class JaxTransformError(LensError, TypeError):
-    """A module or scope was passed straight into a plain JAX transform.
+class TracerLeakError(LensError, RuntimeError):
+    """A lifted transform would have returned a JAX tracer as a variable.
 
-    Wrong::
-
-        jax.vmap(lambda mdl, x: mdl(x))(mlp, xs)
-
-    Right: use the lifted transform, ``nn.vmap(MLP, variable_axes=..., ...)``.
+    A value created inside a transform's trace cannot leave it. This is a lens
+    guard: report it with the model that triggers it.
     """
 
 
 # ----------------------------------------------------------------------- metadata
 
 
-class PartitionNameMissingError(LensError, ValueError):
-    """A transform added an axis to a ``Partitioned`` box without naming it.
+class PartitioningUnspecifiedError(LensError, ValueError):
+    """A transform added or removed an axis of a ``Partitioned`` box without naming it.
 
     Wrong::
 
@@ -364,8 +522,43 @@ class PartitionNameMissingError(LensError, ValueError):
                 metadata_params={nn.PARTITION_NAME: "layers"})
     """
 
+    def __init__(self, target: Any):
+        super().__init__(
+            _join(
+                'Trying to transform a Partitioned variable but "partition_name" is '
+                f"not specified in metadata_params: {target}",
+                "Pass metadata_params={nn.PARTITION_NAME: 'layers'} (or None) to the "
+                "vmap/scan that adds the axis.",
+            )
+        )
 
-# --------------------------------------------------------------------- modules
+
+PartitionNameMissingError = PartitioningUnspecifiedError
+
+
+# ------------------------------------------------------------------------ modules
+
+
+class SetAttributeInModuleSetupError(LensError, AttributeError):
+    """A construction attribute (a dataclass field) was assigned in ``setup``.
+
+    Construction attributes are fixed; ``setup`` may add new attributes only.
+    Wrong::
+
+        def setup(self):
+            self.features = 3      # a field
+
+    Right: compute into a new attribute (``self.width = self.features * 2``).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            _join(
+                "Module construction attributes are frozen.",
+                "setup() may add attributes but not change the dataclass fields; "
+                "store the derived value under a new name.",
+            )
+        )
 
 
 class SetAttributeFrozenModuleError(LensError, AttributeError):
@@ -381,32 +574,14 @@ class SetAttributeFrozenModuleError(LensError, AttributeError):
     or assign in ``setup``.
     """
 
-    def __init__(self, module: str, attr: str, path: str):
+    def __init__(self, module_cls: str, attr_name: str, attr_val: Any):
         super().__init__(
-            f'Cannot set attribute "{attr}" of {module} at {path}: modules are frozen '
-            "outside setup().\nAssign submodules and derived attributes in setup(), and "
-            "keep changing state in variables (self.variable(...))."
-        )
-
-
-class CallCompactUnboundModuleError(LensError, RuntimeError):
-    """A method of a module that has no variables (an unbound module) was called.
-
-    Wrong::
-
-        Dense(3)(x)
-
-    Right::
-
-        variables = Dense(3).init(key, x)
-        y = Dense(3).apply(variables, x)        # or Dense(3).bind(variables)(x)
-    """
-
-    def __init__(self, module: str, method: str):
-        super().__init__(
-            f"Cannot call {module}.{method}: the module is unbound (it has no variables).\n"
-            f"Use init/apply (variables = m.init(key, x); m.apply(variables, x)) or "
-            "bind (m.bind(variables)) to call it."
+            _join(
+                f"Can't set {attr_name}={attr_val} for Module of type {module_cls}: "
+                "Module instance is frozen outside of setup method.",
+                "Assign submodules and derived attributes in setup(), and keep "
+                "changing state in variables (self.variable(...)).",
+            )
         )
 
 
@@ -422,30 +597,38 @@ class AssignSubModuleError(LensError, AttributeError):
     ``setup``.
     """
 
-    def __init__(self, cls: str, parent: str):
+    def __init__(self, cls: str, *, parent: str | None = None):
+        where = f" of {parent}" if parent else ""
         super().__init__(
-            f"Submodule {cls} must be created in setup() or in a method wrapped in "
-            f"@compact of {parent}.\nDecorate the method with @nn.compact, or assign the "
-            "submodule in setup()."
+            _join(
+                f"Submodule {cls} must be defined in `setup()` or in a method "
+                "wrapped in `@compact`",
+                f"Decorate the method{where} with @nn.compact, or assign the "
+                "submodule in setup().",
+            )
         )
 
 
 class MultipleMethodsCompactError(LensError, TypeError):
-    """A module has more than one ``@compact`` method, or both ``@compact`` and ``setup``.
+    """A module has more than one ``@compact`` method.
 
     Wrong::
 
         class M(nn.Module):
-            def setup(self): ...
             @nn.compact
             def __call__(self, x): ...
+            @nn.compact
+            def encode(self, x): ...
 
-    Right: one ``@compact`` method, or ``setup`` with plain methods.
+    Right: one ``@compact`` method; put other submodules in ``setup``.
     """
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(_join("Only one method per class can be @compact", detail))
 
 
 class ReservedModuleAttributeError(LensError, TypeError):
-    """A module declared a field whose name lens reserves (``parent``, ``name``, ``scope``...).
+    """A module declared a field whose name is reserved (``parent``, ``name``).
 
     Wrong::
 
@@ -455,27 +638,255 @@ class ReservedModuleAttributeError(LensError, TypeError):
     Right: pick another field name (``label: str``).
     """
 
+    def __init__(self, annotations: Any):
+        super().__init__(
+            _join(
+                f"properties `parent` and `name` are reserved: {annotations}",
+                "Rename the field (e.g. name -> label).",
+            )
+        )
+
 
 class ApplyModuleInvalidMethodError(LensError, TypeError):
-    """``method=`` in ``init``/``apply`` names no method of the module.
+    """``method=`` in ``init``/``apply`` is not a method of the module.
 
     Wrong: ``model.apply(v, x, method="encdoe")``. Right: ``method="encode"``, a
     function ``Model.encode``, or ``lambda m, x: m.encoder(x)``.
     """
 
+    def __init__(self, method: Any, *, detail: str = ""):
+        super().__init__(
+            _join(
+                f"Cannot call apply(): {method} is not a valid function for apply().",
+                detail
+                or "Pass the name of a method, a function f(module, *args), or a "
+                "method of the module.",
+            )
+        )
 
-class TransformedMethodReturnValueError(LensError, TypeError):
-    """A transformed method returned a module; modules cannot leave a transform.
+
+class CallCompactUnboundModuleError(LensError, RuntimeError):
+    """A compact method of a module with no variables (unbound) was called.
 
     Wrong::
 
-        nn.vmap(lambda mdl, x: mdl, ...)
+        Dense(3)(x)
 
-    Right: return arrays (e.g. ``mdl(x)``), or create the module outside.
+    Right::
+
+        variables = Dense(3).init(key, x)
+        y = Dense(3).apply(variables, x)        # or Dense(3).bind(variables)(x)
     """
 
+    def __init__(self, module: str | None = None, method: str | None = None):
+        what = f" ({module}.{method})" if module and method else ""
+        super().__init__(
+            _join(
+                "Can't call compact methods on unbound modules",
+                f"The module{what} has no variables: use init/apply "
+                "(variables = m.init(key, x); m.apply(variables, x)) or "
+                "m.bind(variables).",
+            )
+        )
 
-# ------------------------------------------------------------------ serialization
+
+class CallSetupUnboundModuleError(LensError, RuntimeError):
+    """``setup`` was called by hand on an unbound module.
+
+    ``setup`` runs lazily once the module is bound (by init, apply or bind). Wrong::
+
+        MyModule().setup()
+
+    Right::
+
+        MyModule().bind(variables).submodule     # setup runs on access
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            _join(
+                "Can't call compact methods on unbound modules",
+                "setup() runs by itself once the module is bound: use "
+                "m.bind(variables) or init/apply.",
+            )
+        )
+
+
+class CallUnbindOnUnboundModuleError(LensError, RuntimeError):
+    """``unbind()`` was called on a module that is not bound.
+
+    Wrong: ``MyModule().unbind()``. Right: ``MyModule().bind(variables).unbind()``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            _join(
+                "Can't call `unbind()` on unbound modules",
+                "Only a bound module (from bind, or inside init/apply) has variables "
+                "to unbind.",
+            )
+        )
+
+
+class CallShareScopeOnUnboundModuleError(LensError, RuntimeError):
+    """``nn.share_scope`` was called with an unbound module.
+
+    Call it in ``setup`` (or a compact method) of the parent of both modules.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            _join(
+                "Can't call `share_scope` on unbound modules",
+                "Call nn.share_scope(self, other) from setup() of a bound module.",
+            )
+        )
+
+
+class InvalidInstanceModuleError(LensError, TypeError):
+    """``init``/``apply`` was called on the Module class instead of an instance.
+
+    Wrong: ``MLP.init(key, x)``. Right: ``MLP().init(key, x)``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            _join(
+                "Can only call init, init_with_output or apply methods on an "
+                "instance of the Module class, not the Module class itself",
+                "Construct the module first: MLP(...).init(key, x).",
+            )
+        )
+
+
+class IncorrectPostInitOverrideError(LensError, TypeError):
+    """A module overrides ``__post_init__`` without calling ``super().__post_init__()``.
+
+    Right::
+
+        def __post_init__(self):
+            super().__post_init__()
+            ...
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            _join(
+                "Overrode `.__post_init__()` without calling `super().__post_init__()`",
+                "Call super().__post_init__() first in your __post_init__.",
+            )
+        )
+
+
+class DescriptorAttributeError(LensError):
+    """A property of a module read an attribute that does not exist.
+
+    The property's own ``AttributeError`` would otherwise look like the property
+    itself is missing. (Not an ``AttributeError``, so that Python does not fall
+    back to ``__getattr__`` and hide it.)
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            _join(
+                "Trying to access a property that is accessing a non-existent "
+                "attribute.",
+                "See the chained exception for the attribute the property read.",
+            )
+        )
+
+
+class ImmutableVariableError(LensError, ValueError):
+    """A variable marked immutable was written."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+
+
+# -------------------------------------------------------------- checkpoints, io
+
+
+class InvalidCheckpointError(LensError, ValueError):
+    """A checkpoint older than the newest one was about to be saved."""
+
+    def __init__(self, path: Any, step: Any):
+        super().__init__(
+            f'Trying to save an outdated checkpoint at step: "{step}" and path: '
+            f'"{path}".'
+        )
+
+
+class MPACheckpointingRequiredError(LensError, ValueError):
+    """A multi-process array must be saved with a multi-process checkpointer."""
+
+    def __init__(self, path: Any, step: Any):
+        super().__init__(
+            f'Checkpoint failed at step: "{step}" and path: "{path}": Target '
+            "contains a multiprocess array should be saved/restored with a "
+            "GlobalAsyncCheckpointManager."
+        )
+
+
+class MPARestoreTargetRequiredError(LensError, ValueError):
+    """A multi-process array can only be restored into a target of pre-made arrays."""
+
+    def __init__(self, path: Any, step: Any, key: Any = None):
+        at = f' at key "{key}"' if key is not None else ""
+        super().__init__(
+            f'Restore checkpoint failed at step: "{step}" and path: "{path}": '
+            "Checkpoints containing a multiprocess array need to be restored with "
+            f"a target with pre-created arrays{at}."
+        )
+
+
+class MPARestoreDataCorruptedError(LensError, ValueError):
+    """The saved multi-process array has no commit marker (its save was cut off)."""
+
+    def __init__(self, step: Any, path: Any):
+        super().__init__(
+            f'Restore checkpoint failed at step: "{step}" on multiprocess array at '
+            f' "{path}": No "commit_success.txt" found on this "_gda" directory. '
+            "Was its save halted before completion?"
+        )
+
+
+class AlreadyExistsError(LensError, FileExistsError):
+    """A file was about to be overwritten."""
+
+    def __init__(self, path: Any):
+        super().__init__(f'Trying overwrite an existing file: "{path}".')
+
+
+class CursorFindError(LensError, ValueError):
+    """A cursor search found no object, or more than one."""
+
+    def __init__(self, cursor: Any = None, cursor2: Any = None):
+        if cursor is not None and cursor2 is not None:
+            msg = (
+                "More than one object found given the conditions of the cond_fn. "
+                "The first two objects found have the following paths: "
+                f"{getattr(cursor, '_path', cursor)} and "
+                f"{getattr(cursor2, '_path', cursor2)}"
+            )
+        else:
+            msg = "No object found given the conditions of the cond_fn."
+        super().__init__(msg)
+
+
+class TraverseTreeError(LensError, ValueError):
+    """Exactly one of ``update_fn`` and ``cond_fn`` must be given."""
+
+    def __init__(self, update_fn: Any, cond_fn: Any):
+        if update_fn is None and cond_fn is None:
+            msg = (
+                "Both update_fn and cond_fn are None. Exactly one of them must be None."
+            )
+        else:
+            msg = (
+                "Both update_fn and cond_fn are not None. Exactly one of them must be "
+                "not None."
+            )
+        super().__init__(msg)
 
 
 class SerializationError(LensError, ValueError):
@@ -487,7 +898,7 @@ class SerializationError(LensError, ValueError):
     """
 
 
-# -------------------------------------------------------------------- lens.nnx
+# ---------------------------------------------------------------------- lens.nnx
 
 
 class InconsistentAliasingError(LensError, ValueError):

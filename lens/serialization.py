@@ -1,10 +1,17 @@
 """Saving and restoring variables (``lens.serialization``, like ``flax.serialization``).
 
-``to_state_dict``/``from_state_dict`` convert between a tree (dicts, lists, tuples,
-arrays, :class:`~lens.core.meta.AxisMetadata` boxes, struct dataclasses) and a plain
-nested dict; ``to_bytes``/``from_bytes`` go through msgpack. Restoring needs a target
-with the same structure and never changes the target: bad input raises
-:class:`~lens.errors.SerializationError`.
+``to_state_dict``/``from_state_dict`` convert between a tree and a plain nested
+dict with string keys; types take part through a registry
+(:func:`register_serialization_state`): dicts, lists, tuples, namedtuples,
+``FrozenDict``, ``lens.struct`` dataclasses (and so ``Partitioned`` boxes) and
+``jax.tree_util.Partial`` are registered. ``to_bytes``/``from_bytes`` go through
+msgpack in Flax's wire format, so checkpoints written by one library load in the
+other.
+
+Restoring needs a target with the saved structure and never changes the target.
+Bad input (truncated bytes, another structure, another shape or dtype, a value
+where an array belongs) raises :class:`~lens.errors.SerializationError` (a
+``ValueError``) naming the path.
 
 Example:
     >>> import numpy as np
@@ -15,8 +22,10 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
+import contextlib
+import contextvars
+import enum
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import jax
@@ -25,153 +34,354 @@ import numpy as np
 
 from lens.errors import SerializationError
 
-_ARRAY = 1
-_COMPLEX = 2
+_path: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
+    "lens_serialization_path", default=()
+)
+
+
+@contextlib.contextmanager
+def _record_path(name: str) -> Iterator[None]:
+    token = _path.set(_path.get() + (name,))
+    try:
+        yield
+    finally:
+        _path.reset(token)
+
+
+def current_path() -> str:
+    """The state-dict path being restored (for error messages)."""
+    return "/".join(_path.get())
+
+
+def _where() -> str:
+    p = current_path().lstrip("./")
+    return f"/{p}" if p else "/"
+
+
+class _NamedTuple:
+    """Registry key for namedtuples."""
+
+
+def _is_namedtuple(x: Any) -> bool:
+    return isinstance(x, tuple) and hasattr(x, "_fields")
+
+
+_STATE_DICT_REGISTRY: dict[type, tuple[Callable[..., Any], Callable[..., Any]]] = {}
+
+
+def _registry_key(target: Any) -> type:
+    return _NamedTuple if _is_namedtuple(target) else type(target)
+
+
+def is_serializable(target: Any) -> bool:
+    """Whether ``target`` (an object or a type) has a registered state dict."""
+    ty = target if isinstance(target, type) else _registry_key(target)
+    return ty in _STATE_DICT_REGISTRY
+
+
+def register_serialization_state(
+    ty: type,
+    ty_to_state_dict: Callable[[Any], Any],
+    ty_from_state_dict: Callable[[Any, Any], Any],
+    override: bool = False,
+) -> None:
+    """Registers how instances of ``ty`` become state dicts and are restored.
+
+    Args:
+      ty: the type.
+      ty_to_state_dict: ``x -> state dict``.
+      ty_from_state_dict: ``(target, state dict) -> restored copy of target``.
+      override: replace an earlier registration.
+
+    Raises:
+      ValueError: if ``ty`` is registered already and ``override`` is False.
+    """
+    if ty in _STATE_DICT_REGISTRY and not override:
+        raise ValueError(
+            f'a serialization handler for "{ty.__name__}" is already registered'
+        )
+    _STATE_DICT_REGISTRY[ty] = (ty_to_state_dict, ty_from_state_dict)
 
 
 def to_state_dict(target: Any) -> Any:
-    """A plain nested dict (leaves: arrays and Python scalars) of ``target``."""
-    if isinstance(target, Mapping):
-        return {str(k): to_state_dict(v) for k, v in target.items()}
-    if isinstance(target, list | tuple):
-        return {str(i): to_state_dict(v) for i, v in enumerate(target)}
-    if dataclasses.is_dataclass(target) and not isinstance(target, type):
-        return {
-            f.name: to_state_dict(getattr(target, f.name))
-            for f in dataclasses.fields(target)
-            if f.metadata.get("pytree_node", True)
-        }
-    return target
+    """The state of ``target`` as a nested dict with string keys (leaves as is)."""
+    entry = _STATE_DICT_REGISTRY.get(_registry_key(target))
+    if entry is None:
+        return target
+    return entry[0](target)
 
 
-def from_state_dict(target: Any, state: Any, name: str = "/") -> Any:
+def from_state_dict(target: Any, state: Any, name: str = ".") -> Any:
     """Restores ``state`` into a copy of ``target`` (which gives the structure).
 
     Raises:
       SerializationError: if ``state`` does not have the structure of ``target``.
     """
-    if isinstance(target, Mapping):
-        _expect_mapping(state, name)
-        keys = {str(k) for k in target}
-        if set(state) != keys:
-            missing, extra = sorted(keys - set(state)), sorted(set(state) - keys)
+    entry = _STATE_DICT_REGISTRY.get(_registry_key(target))
+    with _record_path(name):
+        if entry is None:
+            return _restore_leaf(target, state)
+        try:
+            return entry[1](target, state)
+        except SerializationError:
+            raise
+        except (KeyError, ValueError, TypeError) as e:
             raise SerializationError(
-                f"The state at {name} does not match the target: missing {missing[:5]}, "
-                f"unexpected {extra[:5]}.\nRestore into a target with the structure that "
-                "was saved (e.g. the variables from model.init)."
-            )
-        return (
-            type(target)(
-                (k, from_state_dict(v, state[str(k)], f"{name}{k}/"))
-                for k, v in target.items()
-            )
-            if not isinstance(target, dict)
-            else {
-                k: from_state_dict(v, state[str(k)], f"{name}{k}/")
-                for k, v in target.items()
-            }
+                f"Could not restore the {type(target).__name__} at {_where()}: {e}"
+            ) from e
+
+
+def _is_array_like(x: Any) -> bool:
+    return isinstance(x, np.ndarray | np.generic | jax.Array | jax.ShapeDtypeStruct)
+
+
+def _restore_leaf(target: Any, state: Any) -> Any:
+    if isinstance(state, Mapping) and not isinstance(target, Mapping):
+        raise SerializationError(
+            f"The state at {_where()} is a dict ({sorted(state)[:4]}), but the target "
+            f"is a leaf ({type(target).__name__})."
         )
-    if isinstance(target, list | tuple):
-        _expect_mapping(state, name)
-        if len(state) != len(target):
+    if _is_array_like(target):
+        if not (_is_array_like(state) or isinstance(state, int | float | complex)):
             raise SerializationError(
-                f"The state at {name} has {len(state)} entries, the target {len(target)}."
+                f"The state at {_where()} is {type(state).__name__}, but the target "
+                f"is an array {np.dtype(target.dtype).name}{list(np.shape(target))}."
             )
-        items = [
-            from_state_dict(v, state[str(i)], f"{name}{i}/")
-            for i, v in enumerate(target)
-        ]
-        return (
-            type(target)(items)
-            if not hasattr(target, "_fields")
-            else type(target)(*items)
-        )
-    if dataclasses.is_dataclass(target) and not isinstance(target, type):
-        _expect_mapping(state, name)
-        updates = {
-            f.name: from_state_dict(
-                getattr(target, f.name), state.get(f.name), f"{name}{f.name}/"
-            )
-            for f in dataclasses.fields(target)
-            if f.metadata.get("pytree_node", True)
-        }
-        return dataclasses.replace(target, **updates)
-    if isinstance(state, Mapping):
-        raise SerializationError(
-            f"The state at {name} is a dict, but the target is a leaf."
-        )
-    if hasattr(target, "shape") and np.shape(state) != tuple(target.shape):
-        raise SerializationError(
-            f"The state at {name} has shape {np.shape(state)}, the target {tuple(target.shape)}."
-        )
+        # As in Flax the target gives the structure only: the state's array is
+        # restored with its own shape and dtype (a smaller template works).
+    # As in Flax, the state's value is returned as is (another dtype included).
     return state
 
 
-def _expect_mapping(state: Any, name: str) -> None:
+def _check_container(target: Any, state: Any) -> None:
     if not isinstance(state, Mapping):
         raise SerializationError(
-            f"The state at {name} is {type(state).__name__}, but the target has children there."
+            f"The state at {_where()} is {type(state).__name__}, but the target "
+            f"there is a {type(target).__name__} with children.\nRestore into a "
+            "target with the structure that was saved."
         )
 
 
-def _encode(obj: Any) -> Any:
-    if isinstance(obj, jax.Array | np.ndarray | np.generic):
-        arr = np.asarray(obj)
-        if arr.dtype.kind == "c":
-            return msgpack.ExtType(
-                _COMPLEX,
-                msgpack.packb(
-                    [
-                        arr.real.tobytes(),
-                        arr.imag.tobytes(),
-                        arr.real.dtype.str,
-                        list(arr.shape),
-                    ]
-                ),
-            )
-        if arr.dtype == object or arr.dtype.kind not in "biuf":
-            if "bfloat16" not in str(arr.dtype):
-                raise SerializationError(
-                    f"Cannot serialize an array of dtype {arr.dtype}."
-                )
+# ------------------------------------------------------------------ registrations
+
+
+def _dict_state_dict(xs: Mapping[Any, Any]) -> dict[str, Any]:
+    keys = [str(k) for k in xs]
+    if len(set(keys)) != len(keys):
+        raise SerializationError(
+            "Dict keys do not have a unique string representation: "
+            f"{sorted(map(repr, xs))} (as strings {sorted(keys)}).\nRename the keys "
+            "so that str(key) differs between them."
+        )
+    return {str(k): to_state_dict(v) for k, v in xs.items()}
+
+
+def _restore_dict(xs: Mapping[Any, Any], states: Mapping[str, Any]) -> Any:
+    _check_container(xs, states)
+    missing = {str(k) for k in xs} - set(states)
+    if missing:  # (keys only in the state are ignored, as in Flax)
+        raise SerializationError(
+            "The target dict keys and state dict keys do not match, target dict "
+            f"contains keys {missing} which are not present in state dict at path "
+            f"{current_path()}\nRestore into a target with the structure that was "
+            "saved (e.g. the variables from model.init)."
+        )
+    out = {k: from_state_dict(v, states[str(k)], name=str(k)) for k, v in xs.items()}
+    return out if type(xs) is dict else type(xs)(out)
+
+
+def _list_state_dict(xs: Any) -> dict[str, Any]:
+    return {str(i): to_state_dict(x) for i, x in enumerate(xs)}
+
+
+def _restore_list(xs: Any, state: Mapping[str, Any]) -> list[Any]:
+    _check_container(xs, state)
+    if len(state) != len(xs):
+        raise SerializationError(
+            "The size of the list and the state dict do not match, got "
+            f"{len(xs)} and {len(state)} at path {current_path()}\nRestore into a "
+            "target with the structure that was saved."
+        )
+    missing = [str(i) for i in range(len(xs)) if str(i) not in state]
+    if missing:
+        raise SerializationError(
+            f"The state at {_where()} lacks entries {missing[:5]} of the target list."
+        )
+    return [from_state_dict(x, state[str(i)], name=str(i)) for i, x in enumerate(xs)]
+
+
+def _namedtuple_state_dict(nt: Any) -> dict[str, Any]:
+    return {k: to_state_dict(getattr(nt, k)) for k in nt._fields}
+
+
+def _restore_namedtuple(xs: Any, state: Mapping[str, Any]) -> Any:
+    _check_container(xs, state)
+    if set(state) == {"name", "fields", "values"}:  # an older Flax layout
+        state = {
+            state["fields"][str(i)]: state["values"][str(i)]
+            for i in range(len(state["fields"]))
+        }
+    if set(state) != set(xs._fields):
+        raise SerializationError(
+            "The field names of the state dict and the named tuple do not match, got "
+            f"{set(state)} and {set(xs._fields)} at path {current_path()}\nRestore "
+            f"into a {type(xs).__name__} with the fields that were saved."
+        )
+    return type(xs)(
+        **{k: from_state_dict(getattr(xs, k), v, name=k) for k, v in state.items()}
+    )
+
+
+register_serialization_state(dict, _dict_state_dict, _restore_dict)
+register_serialization_state(list, _list_state_dict, _restore_list)
+register_serialization_state(
+    tuple, _list_state_dict, lambda xs, sd: tuple(_restore_list(list(xs), sd))
+)
+register_serialization_state(_NamedTuple, _namedtuple_state_dict, _restore_namedtuple)
+register_serialization_state(
+    jax.tree_util.Partial,
+    lambda x: {"args": to_state_dict(x.args), "keywords": to_state_dict(x.keywords)},
+    lambda x, sd: jax.tree_util.Partial(
+        x.func,
+        *from_state_dict(x.args, sd["args"], name="args"),
+        **from_state_dict(x.keywords, sd["keywords"], name="keywords"),
+    ),
+)
+
+
+# ---------------------------------------------------------------- wire format
+
+# Flax's msgpack layout: an array is an ext type (code 1) holding the msgpack of
+# (shape, dtype name, C-order bytes); a numpy scalar code 3; a Python complex
+# code 2 holding (real, imag). Arrays over MAX_CHUNK_SIZE bytes are split.
+
+
+class _MsgpackExtType(enum.IntEnum):
+    ndarray = 1
+    native_complex = 2
+    npscalar = 3
+
+
+MAX_CHUNK_SIZE = 2**30
+"""Arrays larger than this many bytes are stored in chunks (msgpack's object limit)."""
+
+
+def _ndarray_to_bytes(arr: Any) -> bytes:
+    arr = np.asarray(arr)
+    if arr.dtype.hasobject or arr.dtype.isalignedstruct:
+        raise SerializationError(
+            f"Cannot serialize an array of dtype {arr.dtype} at {_where()}: object and "
+            "structured dtypes are not supported."
+        )
+    return msgpack.packb(
+        (arr.shape, arr.dtype.name, arr.tobytes("C")), use_bin_type=True
+    )
+
+
+def _dtype_from_name(name: bytes | str) -> Any:
+    name = name.decode() if isinstance(name, bytes) else name
+    if name == "bfloat16":
+        return jax.numpy.bfloat16
+    return np.dtype(name)
+
+
+def _ndarray_from_bytes(data: bytes) -> np.ndarray:
+    shape, dtype_name, buffer = msgpack.unpackb(data, raw=True)
+    return np.frombuffer(buffer, dtype=_dtype_from_name(dtype_name)).reshape(
+        shape, order="C"
+    )
+
+
+def _ext_pack(x: Any) -> Any:
+    if isinstance(x, np.ndarray | jax.Array):
+        return msgpack.ExtType(_MsgpackExtType.ndarray, _ndarray_to_bytes(x))
+    if isinstance(x, np.generic):
         return msgpack.ExtType(
-            _ARRAY, msgpack.packb([arr.tobytes(), str(arr.dtype), list(arr.shape)])
+            _MsgpackExtType.npscalar, _ndarray_to_bytes(np.asarray(x))
         )
-    return obj
+    if isinstance(x, complex):
+        return msgpack.ExtType(
+            _MsgpackExtType.native_complex, msgpack.packb((x.real, x.imag))
+        )
+    raise SerializationError(
+        f"Cannot serialize a {type(x).__name__} ({x!r:.60}); state dicts hold dicts, "
+        "lists, numbers, strings and arrays (register other types with "
+        "register_serialization_state)."
+    )
 
 
-def _decode(code: int, data: bytes) -> Any:
-    if code == _ARRAY:
-        buf, dtype, shape = msgpack.unpackb(data)
-        if dtype == "bfloat16":
-            import ml_dtypes
-
-            dt: Any = ml_dtypes.bfloat16
-        else:
-            dt = np.dtype(dtype)
-        return np.frombuffer(buf, dtype=dt).reshape(shape).copy()
-    if code == _COMPLEX:
-        re_, im, dtype, shape = msgpack.unpackb(data)
-        return (
-            np.frombuffer(re_, np.dtype(dtype))
-            + 1j * np.frombuffer(im, np.dtype(dtype))
-        ).reshape(shape)
+def _ext_unpack(code: int, data: bytes) -> Any:
+    if code == _MsgpackExtType.ndarray:
+        return _ndarray_from_bytes(data)
+    if code == _MsgpackExtType.native_complex:
+        re_, im = msgpack.unpackb(data)
+        return complex(re_, im)
+    if code == _MsgpackExtType.npscalar:
+        return _ndarray_from_bytes(data)[()]
     return msgpack.ExtType(code, data)
 
 
-def msgpack_serialize(state: Any) -> bytes:
-    """msgpack bytes of a state dict."""
-    return msgpack.packb(state, default=_encode, strict_types=False)
+_msgpack_ext_pack = _ext_pack  # Flax's name for the packer
 
 
-def msgpack_restore(data: bytes) -> Any:
-    """The state dict encoded by :func:`msgpack_serialize`.
+def _prepare(tree: Any) -> Any:
+    """A copy with numpy leaves, large arrays chunked."""
+    if isinstance(tree, dict):
+        return {k: _prepare(v) for k, v in tree.items()}
+    if isinstance(tree, list | tuple):
+        return type(tree)(_prepare(v) for v in tree)
+    if isinstance(tree, jax.Array):
+        tree = np.asarray(tree)
+    if (
+        isinstance(tree, np.ndarray)
+        and tree.size * tree.dtype.itemsize > MAX_CHUNK_SIZE
+    ):
+        step = max(1, MAX_CHUNK_SIZE // tree.dtype.itemsize)
+        flat = tree.reshape(-1)
+        chunks = [flat[i : i + step] for i in range(0, flat.size, step)]
+        return {
+            "__msgpack_chunked_array__": True,
+            "shape": {str(i): d for i, d in enumerate(tree.shape)},
+            "chunks": {str(i): c for i, c in enumerate(chunks)},
+        }
+    return tree
+
+
+def _chunk_array_leaves_in_place(tree: Any) -> Any:
+    """``tree`` with arrays over ``MAX_CHUNK_SIZE`` bytes split (Flax's helper name)."""
+    return _prepare(tree)
+
+
+def _unchunk(tree: Any) -> Any:
+    if isinstance(tree, dict):
+        if "__msgpack_chunked_array__" in tree:
+            shape = tuple(tree["shape"][str(i)] for i in range(len(tree["shape"])))
+            chunks = [tree["chunks"][str(i)] for i in range(len(tree["chunks"]))]
+            return np.concatenate(chunks).reshape(shape)
+        return {k: _unchunk(v) for k, v in tree.items()}
+    return tree
+
+
+def msgpack_serialize(pytree: Any, in_place: bool = False) -> bytes:
+    """msgpack bytes of a tree of dicts, lists, numbers and arrays."""
+    del in_place  # lens always works on a copy
+    return msgpack.packb(_prepare(pytree), default=_ext_pack, strict_types=True)
+
+
+def msgpack_restore(encoded_pytree: bytes) -> Any:
+    """The tree encoded by :func:`msgpack_serialize`.
 
     Raises:
-      SerializationError: if ``data`` is truncated or not lens msgpack.
+      SerializationError: if the bytes are truncated or not msgpack.
     """
+    if not isinstance(encoded_pytree, bytes | bytearray | memoryview):
+        raise SerializationError(
+            f"Expected bytes, got {type(encoded_pytree).__name__}."
+        )
     try:
-        return msgpack.unpackb(data, ext_hook=_decode, raw=False, strict_map_key=False)
+        tree = msgpack.unpackb(
+            encoded_pytree, ext_hook=_ext_unpack, raw=False, strict_map_key=False
+        )
     except (
         msgpack.exceptions.ExtraData,
         msgpack.exceptions.UnpackException,
@@ -179,9 +389,10 @@ def msgpack_restore(data: bytes) -> Any:
         TypeError,
     ) as e:
         raise SerializationError(
-            f"The bytes could not be decoded ({type(e).__name__}: {e}); they are truncated "
-            "or were not written by lens.serialization.to_bytes."
+            f"The bytes could not be decoded ({type(e).__name__}: {e}); they are "
+            "truncated or were not written by to_bytes."
         ) from e
+    return _unchunk(tree)
 
 
 def to_bytes(target: Any) -> bytes:

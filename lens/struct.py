@@ -40,7 +40,7 @@ def dataclass(clz: type[T] | None = None, **kwargs: Any) -> Any:
     """
     if clz is None:
         return lambda c: dataclass(c, **kwargs)
-    if "_lens_dataclass" in clz.__dict__:
+    if "_flax_dataclass" in clz.__dict__:
         return clz
     kwargs.setdefault("frozen", True)
     data_clz = dataclasses.dataclass(**kwargs)(clz)  # type: ignore[call-overload]
@@ -59,8 +59,36 @@ def dataclass(clz: type[T] | None = None, **kwargs: Any) -> Any:
     jax.tree_util.register_dataclass(
         data_clz, data_fields=data_fields, meta_fields=meta_fields
     )
-    data_clz._lens_dataclass = True  # type: ignore[attr-defined]
+    _register_state_dict(data_clz, tuple(data_fields))
+    data_clz._flax_dataclass = True  # type: ignore[attr-defined]  # Flax's marker
     return data_clz
+
+
+def _register_state_dict(clz: type, data_fields: tuple[str, ...]) -> None:
+    """Registers ``clz`` with lens.serialization: its data fields are its state."""
+    from lens import serialization
+
+    def to_state(x: Any) -> dict[str, Any]:
+        return {
+            name: serialization.to_state_dict(getattr(x, name)) for name in data_fields
+        }
+
+    def from_state(x: Any, state: Any) -> Any:
+        missing = [name for name in data_fields if name not in state]
+        extra = sorted(set(state) - set(data_fields))
+        if missing or extra:
+            raise serialization.SerializationError(
+                f"The state of the {clz.__name__} at {serialization.current_path()} "
+                f"does not match its fields: missing {missing}, unknown {extra}."
+            )
+        return x.replace(
+            **{
+                name: serialization.from_state_dict(getattr(x, name), state[name], name)
+                for name in data_fields
+            }
+        )
+
+    serialization.register_serialization_state(clz, to_state, from_state, override=True)
 
 
 @dataclass_transform(field_specifiers=(field,))
@@ -68,8 +96,10 @@ class PyTreeNode:
     """Base class: subclasses are frozen pytree dataclasses (see :func:`dataclass`)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        dataclass(cls)
+        # Class keywords are dataclass options: class B(A, PyTreeNode, kw_only=True);
+        # the other hooks (Generic's sets __parameters__) run without them.
+        super().__init_subclass__()
+        dataclass(cls, **kwargs)
 
     def replace(self: T, **updates: Any) -> T:
         """Returns a copy with the given fields replaced."""

@@ -46,7 +46,7 @@ labels = jnp.argmax(x[:, :3], axis=-1)
 variables = model.init(jax.random.key(0), x)
 variables
 """),
-    ("code", "print(model.tabulate(jax.random.key(0), x, console_kwargs={'width': 100}))"),
+    ("code", "print(model.tabulate(jax.random.key(0), x, console_kwargs={'width': 120}))"),
     ("md", "## Bind and explore\n\n`bind` gives a bound module with an unlimited lifetime: the notebook workflow. Its submodules are bound too."),
     ("code", """
 bound = model.bind(variables)
@@ -482,7 +482,7 @@ class ClosureFoo(nn.Module):
 try:
     ClosureFoo().init(random.key(0), jnp.ones((3, 2)))
 except lens.errors.JaxTransformError as e:
-    print(str(e).splitlines()[-1])
+    print(e)
 """),
     ("code", """
 class Partial(struct.PyTreeNode):

@@ -41,9 +41,13 @@ def test_bad_input_raises_and_changes_nothing():
     before = jax.tree.map(np.asarray, target)
     with pytest.raises(errors.SerializationError, match="truncated"):
         serialization.from_bytes(target, data[: len(data) // 2])
-    with pytest.raises(errors.SerializationError, match="missing"):
+    with pytest.raises(errors.SerializationError, match="contains keys {'other'}"):
         serialization.from_bytes({"params": {"other": jnp.zeros(1)}}, data)
-    other = Model().init(jax.random.key(0), jnp.ones((2, 5)))
-    with pytest.raises(errors.SerializationError, match="shape"):
-        serialization.from_bytes(other, data)
+    with pytest.raises(errors.SerializationError, match="is a dict"):
+        serialization.from_bytes({"params": jnp.zeros(1)}, data)
     assert_tree_allclose(target, before)
+    # As in Flax, the target is a template of the structure: arrays come back with
+    # the saved shapes (restoring into a smaller template works).
+    other = Model().init(jax.random.key(0), jnp.ones((2, 5)))
+    restored = serialization.from_bytes(other, data)
+    assert jax.tree.map(jnp.shape, restored) == jax.tree.map(jnp.shape, v)

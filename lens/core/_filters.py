@@ -1,18 +1,21 @@
 """Collection filters: which collections (or rng streams) a rule applies to.
 
 A filter is ``True`` (everything), ``False`` (nothing), a name, a collection of names,
-or ``DenyList(filter)`` (everything the inner filter does not match).
+or ``DenyList(filter)`` (everything the inner filter does not match). The set
+operations return what Flax returns (sets of names, or a ``DenyList``), so filters
+compare equal across the two libraries.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+import typing
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, Union
 
 from lens.errors import InvalidFilterError
 
-Filter = Union[bool, str, Sequence[str], "DenyList"]
+Filter = Union[bool, str, typing.Collection[str], "DenyList"]
 CollectionFilter = Filter
 PRNGSequenceFilter = Filter
 T = TypeVar("T")
@@ -32,23 +35,31 @@ class DenyList:
     deny: Any
 
     def __post_init__(self) -> None:
-        _check(self.deny)
         if isinstance(self.deny, list | set):
+            # Equal to Flax's DenyList(set) and hashable (a dict key in axes maps).
             object.__setattr__(self, "deny", tuple(sorted(self.deny)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DenyList):
+            return NotImplemented
+        return _canonical(self) == _canonical(other)
 
     def __hash__(self) -> int:
         return hash(("DenyList", _canonical(self.deny)))
 
+    def __lt__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return False
+        if isinstance(other, DenyList):
+            return str(self.deny) < str(other.deny)
+        return NotImplemented
 
-def _check(f: Any) -> None:
-    if isinstance(f, bool | str | DenyList):
-        return
-    if isinstance(f, list | tuple | set | frozenset):
-        for x in f:
-            if not isinstance(x, str):
-                raise InvalidFilterError(f)
-        return
-    raise InvalidFilterError(f)
+    def __gt__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return True
+        if isinstance(other, DenyList):
+            return str(self.deny) > str(other.deny)
+        return NotImplemented
 
 
 def _canonical(f: Any) -> Any:
@@ -63,15 +74,35 @@ def _canonical(f: Any) -> Any:
             return False
         if inner is False:
             return True
-        return DenyList(tuple(sorted(inner)) if isinstance(inner, frozenset) else inner)
-    _check(f)
-    names = frozenset(f)
-    return names if names else False
+        return ("deny", inner)
+    if isinstance(f, typing.Collection):
+        for x in f:
+            if not isinstance(x, str):
+                raise InvalidFilterError(f)
+        names = frozenset(f)
+        return names if names else False
+    raise InvalidFilterError(f)
 
 
 def canonical_filter(f: Filter) -> Any:
     """Returns a hashable canonical form of ``f`` (used as a cache key)."""
     return _canonical(f)
+
+
+def is_filter_empty(filter_like: Filter) -> bool:
+    """Whether the filter matches nothing (``False``, ``[]``, ``DenyList(True)``).
+
+    A name is never empty.
+    """
+    if isinstance(filter_like, str):
+        return False
+    if isinstance(filter_like, bool):
+        return not filter_like
+    if isinstance(filter_like, DenyList):
+        return _canonical(filter_like) is False
+    if isinstance(filter_like, typing.Collection):
+        return not filter_like
+    raise InvalidFilterError(filter_like)
 
 
 def in_filter(filter_like: Filter, col: str) -> bool:
@@ -89,19 +120,26 @@ def in_filter(filter_like: Filter, col: str) -> bool:
         return col == filter_like
     if isinstance(filter_like, DenyList):
         return not in_filter(filter_like.deny, col)
-    if isinstance(filter_like, list | tuple | set | frozenset):
+    if isinstance(filter_like, typing.Collection):
         return col in filter_like
     raise InvalidFilterError(filter_like)
 
 
-def filter_to_set(f: Filter) -> set[str]:
-    """Returns the names an allow-list filter matches (``True``/DenyList raise)."""
-    c = _canonical(f)
-    if c is False:
+def filter_to_set(x: Filter) -> set[str]:
+    """The names an allow-list filter matches.
+
+    Raises:
+      ValueError: for ``True`` or a ``DenyList`` (an open set of names).
+    """
+    if x is True or isinstance(x, DenyList):
+        raise ValueError(f"The filter {x!r} matches an open set of names.")
+    if x is False:
         return set()
-    if isinstance(c, frozenset):
-        return set(c)
-    raise ValueError(f"filter {f!r} matches an open set of names")
+    if isinstance(x, str):
+        return {x}
+    if isinstance(x, typing.Collection):
+        return set(x)
+    raise InvalidFilterError(x)
 
 
 def union_filters(a: Filter, b: Filter) -> Filter:
@@ -111,43 +149,15 @@ def union_filters(a: Filter, b: Filter) -> Filter:
         >>> sorted(union_filters("params", ["batch_stats"]))
         ['batch_stats', 'params']
     """
-    a, b = _canonical(a), _canonical(b)
     if a is True or b is True:
         return True
-    if a is False:
-        return _decanon(b)
-    if b is False:
-        return _decanon(a)
     if isinstance(a, DenyList) and isinstance(b, DenyList):
-        return _decanon(_canonical(DenyList(intersect_filters(a.deny, b.deny))))
-    if isinstance(a, DenyList):
-        return _decanon(_canonical(DenyList(subtract_filters(a.deny, b))))
+        return DenyList(intersect_filters(a.deny, b.deny))
     if isinstance(b, DenyList):
-        return _decanon(_canonical(DenyList(subtract_filters(b.deny, a))))
-    return _decanon(a | b)
-
-
-def intersect_filters(a: Filter, b: Filter) -> Filter:
-    """A filter matching what both ``a`` and ``b`` match.
-
-    Example:
-        >>> intersect_filters(True, ["params"])
-        ('params',)
-    """
-    a, b = _canonical(a), _canonical(b)
-    if a is False or b is False:
-        return False
-    if a is True:
-        return _decanon(b)
-    if b is True:
-        return _decanon(a)
-    if isinstance(a, DenyList) and isinstance(b, DenyList):
-        return _decanon(_canonical(DenyList(union_filters(a.deny, b.deny))))
+        a, b = b, a
     if isinstance(a, DenyList):
-        return subtract_filters(b, a.deny)
-    if isinstance(b, DenyList):
-        return subtract_filters(a, b.deny)
-    return _decanon(a & b)
+        return DenyList(subtract_filters(a.deny, b))
+    return filter_to_set(a) | filter_to_set(b)
 
 
 def subtract_filters(a: Filter, b: Filter) -> Filter:
@@ -155,26 +165,39 @@ def subtract_filters(a: Filter, b: Filter) -> Filter:
 
     Example:
         >>> subtract_filters(["params", "cache"], "cache")
-        ('params',)
+        {'params'}
     """
-    a, b = _canonical(a), _canonical(b)
-    if a is False or b is True:
+    if b is True:
         return False
-    if b is False:
-        return _decanon(a)
     if a is True:
-        return _decanon(_canonical(DenyList(_decanon(b))))
+        return DenyList(b)
+    if isinstance(a, DenyList) and isinstance(b, DenyList):
+        return subtract_filters(b.deny, a.deny)
     if isinstance(a, DenyList):
-        return _decanon(_canonical(DenyList(union_filters(a.deny, _decanon(b)))))
+        return DenyList(union_filters(a.deny, b))
     if isinstance(b, DenyList):
-        return intersect_filters(_decanon(a), b.deny)
-    return _decanon(a - b)
+        return intersect_filters(a, b.deny)
+    return filter_to_set(a) - filter_to_set(b)
 
 
-def _decanon(c: Any) -> Filter:
-    if isinstance(c, frozenset):
-        return tuple(sorted(c)) if c else False
-    return c
+def intersect_filters(a: Filter, b: Filter) -> Filter:
+    """A filter matching what both ``a`` and ``b`` match.
+
+    Example:
+        >>> intersect_filters(True, ["params"])
+        ['params']
+    """
+    if a is True:
+        return b
+    if b is True:
+        return a
+    if isinstance(a, DenyList) and isinstance(b, DenyList):
+        return DenyList(union_filters(b.deny, a.deny))
+    if isinstance(b, DenyList):
+        a, b = b, a
+    if isinstance(a, DenyList):
+        return subtract_filters(b, a.deny)
+    return filter_to_set(a) & filter_to_set(b)
 
 
 def group_collections(
@@ -196,11 +219,3 @@ def group_collections(
                 groups[i][key] = value
                 break
     return tuple(groups)
-
-
-def first_match(name: str, col_filters: Iterable[Filter]) -> int | None:
-    """Index of the first filter that matches ``name``, or None."""
-    for i, f in enumerate(col_filters):
-        if in_filter(f, name):
-            return i
-    return None

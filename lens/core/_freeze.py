@@ -64,7 +64,11 @@ class FrozenDict(Mapping[str, Any]):
         return isinstance(other, Mapping) and self._dict == dict(other)
 
     def __repr__(self) -> str:
-        return f"FrozenDict({self._dict!r})"
+        return self.pretty_repr()
+
+    def pretty_repr(self, num_spaces: int = 4) -> str:
+        """An indented repr, one key per line (Flax's ``FrozenDict`` repr)."""
+        return f"FrozenDict({_pretty(self, num_spaces, 0)})"
 
     def copy(self, add_or_replace: Mapping[str, Any] | None = None) -> FrozenDict:
         """A new FrozenDict with ``add_or_replace`` merged in."""
@@ -126,3 +130,48 @@ def pop(x: Mapping[str, Any], key: str) -> tuple[Any, Any]:
     rest = unfreeze(x)
     value = rest.pop(key)
     return rest, value
+
+
+def _register() -> None:
+    from lens import serialization
+
+    serialization.register_serialization_state(
+        FrozenDict,
+        serialization._dict_state_dict,
+        serialization._restore_dict,
+        override=True,
+    )
+
+
+_register()
+
+
+def _pretty(d: Any, num_spaces: int, depth: int) -> str:
+    if not isinstance(d, Mapping):
+        return repr(d)
+    if not d:
+        return "{}"
+    pad = " " * (num_spaces * (depth + 1))
+    body = "".join(
+        f"{pad}{k}: {_pretty(v, num_spaces, depth + 1)},\n" for k, v in d.items()
+    )
+    return "{\n" + body + " " * (num_spaces * depth) + "}"
+
+
+def pretty_repr(x: Any, num_spaces: int = 4) -> str:
+    """A readable, indented repr of a nested dict (one key per line).
+
+    Example:
+        >>> print(pretty_repr({"params": {"b": (2,), "w": (3, 2)}}))
+        {
+            params: {
+                b: (2,),
+                w: (3, 2),
+            },
+        }
+    """
+    if isinstance(x, FrozenDict):
+        return x.pretty_repr(num_spaces)
+    if not isinstance(x, Mapping):
+        return repr(x)
+    return _pretty(x, num_spaces, 0)

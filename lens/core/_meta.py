@@ -9,6 +9,8 @@ on the way in and :meth:`AxisMetadata.add_axis` on the way out with the transfor
 from __future__ import annotations
 
 import abc
+import functools
+import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -97,10 +99,29 @@ def unbox(tree: Any) -> Any:
     )
 
 
+@functools.cache
+def _takes_apply_constraint(cls: type) -> bool:
+    try:
+        return "apply_constraint" in inspect.signature(cls.unbox).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def raw_value(box: AxisMetadata) -> Any:
+    """The value inside ``box``, without the sharding constraint ``unbox`` may add.
+
+    Used where a boxed value is taken out only to be reshaped or replaced: the
+    constraint belongs to the final value, whose rank may differ.
+    """
+    if _takes_apply_constraint(type(box)):
+        return box.unbox(apply_constraint=False)  # type: ignore[call-arg]
+    return box.unbox()
+
+
 def replace_boxed(old: Any, new: Any) -> Any:
     """Puts ``new`` into the box of ``old`` (if ``old`` is boxed and ``new`` is not)."""
     if isinstance(old, AxisMetadata) and not isinstance(new, AxisMetadata):
-        inner = old.unbox()
+        inner = raw_value(old)
         return old.replace_boxed(replace_boxed(inner, new))
     return new
 
@@ -141,3 +162,17 @@ def get_partition_spec(tree: Any) -> Any:
         return None
 
     return jax.tree_util.tree_map(spec, tree, is_leaf=is_axis_metadata)
+
+
+def get_global_mesh() -> Any:
+    """The mesh of the enclosing ``jax.set_mesh`` (abstract inside jit), or None."""
+    try:
+        mesh = jax.sharding.get_abstract_mesh()
+    except Exception:  # noqa: BLE001 - the API moves between JAX versions
+        return None
+    return None if mesh is None or mesh.empty else mesh
+
+
+def global_mesh_defined() -> bool:
+    """Whether a mesh is in effect (``jax.set_mesh``)."""
+    return get_global_mesh() is not None

@@ -32,10 +32,17 @@ class Partitioned(PyTreeNode, AxisMetadata):
     names: tuple[str | None, ...] = field(pytree_node=False)
     mesh: Mesh | None = field(default=None, pytree_node=False)
 
-    def unbox(self) -> Any:
-        """The wrapped value; inside ``jit`` under a mesh, constrained to its sharding."""
+    def unbox(self, apply_constraint: bool = True) -> Any:
+        """The wrapped value; inside ``jit`` under a mesh, constrained to its sharding.
+
+        ``apply_constraint=False`` gives the value as is.
+        """
         mesh = self.mesh or current_mesh()
-        if mesh is None or not isinstance(self.value, jax.core.Tracer):
+        if (
+            not apply_constraint
+            or mesh is None
+            or not isinstance(self.value, jax.core.Tracer)
+        ):
             return self.value
         return jax.lax.with_sharding_constraint(
             self.value, NamedSharding(mesh, self.get_partition_spec())

@@ -1,11 +1,14 @@
 """Named PRNG streams, derived the way Flax Linen derives them.
 
-A stream is a root key plus a scope path. ``make_rng`` in a scope at path
-``(p1, ..., pn)`` with per-stream counter ``c`` hashes ``(p1, ..., pn, c)`` with
-SHA-1 (a ``str`` adds its UTF-8 bytes, an ``int`` its minimal big-endian bytes), takes
-the first four digest bytes as a big-endian uint32 and folds it into the root key.
+A stream is a root key plus a *suffix*: the names of the scopes from the root, then
+the call count. ``make_rng`` in a scope at path ``(p1, ..., pn)`` for the ``c``-th
+time hashes ``(p1, ..., pn, c)`` with SHA-1 (a ``str`` adds its UTF-8 bytes, an
+``int`` its minimal big-endian bytes; with ``config.flax_fix_rng_separator`` a zero
+byte precedes each), takes the first four digest bytes as a big-endian uint32 and
+folds it into the root key. :class:`LazyRng` is that pair, as in ``flax.core``.
+
 Lifted scopes share counters with the scope they were lifted from; a transform that
-splits a stream replaces the root key by ``split(root, n)[i]`` and keeps the path.
+splits a stream replaces the root key by ``split(root, n)[i]`` and keeps the suffix.
 """
 
 from __future__ import annotations
@@ -17,8 +20,25 @@ from typing import Any
 import jax
 import numpy as np
 
+from lens import struct
+from lens.configurations import config
+
 
 @functools.lru_cache(maxsize=65536)
+def _path_hash(data: tuple[str | int, ...], separate: bool) -> int:
+    m = hashlib.sha1()
+    for x in data:
+        if separate:
+            m.update(b"\00")
+        if isinstance(x, str):
+            m.update(x.encode("utf-8"))
+        elif isinstance(x, int):
+            m.update(x.to_bytes((x.bit_length() + 7) // 8, byteorder="big"))
+        else:
+            raise ValueError(f"Expected int or string, got: {x}")
+    return int.from_bytes(m.digest()[:4], byteorder="big")
+
+
 def path_hash(data: tuple[str | int, ...]) -> int:
     """The uint32 that ``make_rng`` folds into the root key for ``data``.
 
@@ -26,15 +46,7 @@ def path_hash(data: tuple[str | int, ...]) -> int:
         >>> path_hash(("Dense_0", 1)) == path_hash(("Dense_0", 1))
         True
     """
-    m = hashlib.sha1()
-    for x in data:
-        if isinstance(x, str):
-            m.update(x.encode("utf-8"))
-        elif isinstance(x, int):
-            m.update(x.to_bytes((x.bit_length() + 7) // 8, byteorder="big"))
-        else:
-            raise TypeError(f"rng path entries must be str or int, got {x!r}")
-    return int.from_bytes(m.digest()[:4], byteorder="big")
+    return _path_hash(tuple(data), bool(config.flax_fix_rng_separator))
 
 
 # One compiled dispatch instead of several eager primitives: ~10x cheaper per
@@ -44,7 +56,38 @@ _fold_in = jax.jit(jax.random.fold_in)
 
 def fold_path(key: Any, data: tuple[str | int, ...]) -> Any:
     """Folds the hash of ``data`` into ``key`` (see module docstring)."""
+    if not data:
+        return key
     return _fold_in(key, np.uint32(path_hash(data)))
+
+
+class LazyRng(struct.PyTreeNode):
+    """A root key and the static data still to fold into it (``flax.core.scope.LazyRng``).
+
+    Example:
+        >>> import jax
+        >>> r = LazyRng.create(jax.random.key(0), "Dense_0")
+        >>> LazyRng.create(r, 1).suffix
+        ('Dense_0', 1)
+    """
+
+    rng: Any
+    suffix: tuple[str | int, ...] = struct.field(pytree_node=False)
+
+    def as_jax_rng(self) -> Any:
+        """The key: the suffix's hash folded into the root key."""
+        return fold_path(self.rng, self.suffix)
+
+    @staticmethod
+    def create(rng: Any, *suffix: str | int) -> LazyRng:
+        """Extends ``rng`` (a key or a :class:`LazyRng`) by ``suffix``."""
+        if isinstance(rng, LazyRng):
+            return LazyRng(rng.rng, rng.suffix + suffix)
+        return LazyRng(rng, suffix)
+
+    def clear_suffix(self) -> LazyRng:
+        """The same root key with no suffix."""
+        return LazyRng(self.rng, ())
 
 
 def is_key(x: Any) -> bool:
@@ -55,6 +98,17 @@ def is_key(x: Any) -> bool:
     if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
         return True
     return dtype == np.uint32 and getattr(x, "shape", ())[-1:] == (2,)
+
+
+def is_valid_rng(rng: Any) -> bool:
+    """True for one key: a :class:`LazyRng`, a scalar typed key or a ``uint32[2]``."""
+    if isinstance(rng, LazyRng):
+        return True
+    if not isinstance(rng, np.ndarray | jax.Array):
+        return False
+    if jax.dtypes.issubdtype(rng.dtype, jax.dtypes.prng_key):
+        return rng.shape == ()
+    return rng.shape == (2,) and rng.dtype == np.uint32
 
 
 class RngCounters:

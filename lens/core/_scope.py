@@ -1,28 +1,55 @@
 """``Scope``: the variables and rng streams of one module, and ``init``/``apply``.
 
-Variables are plain nested dicts ``{collection: {name or child: ...}}``. All scopes
-created by one ``init``/``apply`` (or by one lifted reconstruction inside a
-transform) share a ``_Frame`` that holds the variable dicts, the root rng keys, the
-mutability filter and whether the frame is still alive.
+Variables are plain nested dicts ``{collection: {name or child: ...}}``. A root
+scope holds the variable dict; a child scope (``push``) is a cursor into it at a
+path, holding references to its sub-dicts. Rng streams are root keys plus the path
+(see :mod:`lens.core._rng`). The public behaviour is ``flax.core.Scope``'s.
+
+All scopes made by one ``init``/``apply``/``bind`` (or by one lifted reconstruction
+inside a transform) share a :class:`_Shared` record: whether they are still alive,
+which lifted transforms they sit in (to explain a missing collection or stream),
+and, while a pack trace records, what was written and created.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 import jax
 import numpy as np
 
 from lens import errors
+from lens.configurations import config
 from lens.core import _meta
-from lens.core._filters import Filter, canonical_filter, in_filter
-from lens.core._rng import RngCounters, fold_path, is_key
+from lens.core._filters import Filter, in_filter, is_filter_empty
+from lens.core._freeze import FrozenDict, freeze, unfreeze
+from lens.core._rng import LazyRng, RngCounters, fold_path, is_valid_rng
+from lens.core._tree import copy_tree
 
 T = TypeVar("T")
 Array = Any
-VariableDict = dict[str, Any]
+VariableDict = Mapping[str, Any]
+
+
+class _DefaultSentinel:
+    def __repr__(self) -> str:
+        return "no_flag"
+
+
+no_flag: Any = _DefaultSentinel()
+"""The default of :meth:`Scope.get_flag`: no default given."""
+
+
+class _ChildRngToken:
+    def __repr__(self) -> str:
+        return "child_rng_token"
+
+
+child_rng_token: Any = _ChildRngToken()
+"""Flax's marker for a child's counters; lens keeps them in ``RngCounters.children``."""
 
 
 class LiftInfo:
@@ -68,46 +95,42 @@ class LiftInfo:
             return f'Add "{name}" to the rng filters of {self.transform}.'
         return f'Add "{name}" to the variable filters of {self.transform}.'
 
+    @property
+    def where(self) -> str:
+        return f"{self.transform} at {errors.path_text(self.path)}"
 
-class _Frame:
-    """State shared by the scopes of one init/apply or one lifted reconstruction."""
 
-    __slots__ = (
-        "variables",
-        "rngs",
-        "mutable",
-        "_mut",
-        "alive",
-        "lifts",
-        "track",
-        "created",
-        "flags",
-    )
+class _Shared:
+    """State shared by the scopes of one init/apply/bind or one lifted rebuild."""
 
-    def __init__(
-        self,
-        variables: dict[str, Any],
-        rngs: dict[str, Any],
-        mutable: Filter,
-        flags: Mapping[str, Any],
-        lifts: tuple[LiftInfo, ...] = (),
-    ):
-        self.variables = variables
-        self.rngs = rngs
-        self.mutable = mutable
-        self._mut: dict[str, bool] = {}
+    __slots__ = ("alive", "lifts", "track", "created")
+
+    def __init__(self, lifts: tuple[LiftInfo, ...] = ()):
         self.alive = True
         self.lifts = lifts
+        # (collection, path) of each variable written, when a pack trace records.
         self.track: set[tuple[str, tuple[str, ...]]] | None = None
-        # (collection, path, value) of each variable created, when recording.
+        # (collection, path, value) of each variable created, for loop initialisation.
         self.created: list[tuple[str, tuple[str, ...], Any]] | None = None
-        self.flags = flags
 
-    def is_mutable(self, col: str) -> bool:
-        m = self._mut.get(col)
-        if m is None:
-            m = self._mut[col] = in_filter(self.mutable, col)
-        return m
+
+class DuplicateScopeNameError(errors.LensError, ValueError):
+    """Two children or variables of one scope got the same name.
+
+    Wrong::
+
+        dense(scope.push("a"), x, 2)
+        dense(scope.push("a"), x, 2)      # "a" again
+
+    Right: ``scope.push("a", reuse=True)`` to reuse the child, or another name.
+    """
+
+    def __init__(self, name: str, path: tuple[Any, ...] | str = ()):
+        super().__init__(
+            f'Duplicate use of scope name: "{name}"\n'
+            f"In scope {errors.path_text(path)} a child or variable already has this "
+            "name; pick another, or push(name, reuse=True) to reuse the child."
+        )
 
 
 # Expected parameter shapes, keyed by (init_fn, args, kwargs); saves an eval_shape
@@ -132,14 +155,33 @@ def _expected_shapes(init_fn: Callable[..., Any], args: tuple, kwargs: dict) -> 
         if hit is not None:
             return hit
     abstract = jax.eval_shape(lambda: init_fn(jax.random.key(0), *args, **kwargs))
-    shapes = tuple(
-        _leaf_shape(x) for x in jax.tree_util.tree_leaves(_meta.unbox(abstract))
-    )
+    shapes = tuple(_leaf_shape(x) for x in jax.tree_util.tree_leaves(abstract))
     if key is not None:
         if len(_SHAPE_CACHE) >= _SHAPE_CACHE_MAX:
             _SHAPE_CACHE.clear()
         _SHAPE_CACHE[key] = shapes
     return shapes
+
+
+def _unbox(v: Any) -> Any:
+    """``meta.unbox`` with a fast path for the common case (a plain array)."""
+    if isinstance(v, jax.Array | np.ndarray):
+        return v
+    return _meta.unbox(v)
+
+
+def _put_variable(target: dict[str, Any], key: str, value: Any) -> None:
+    """Writes ``target[key] = value``, merging into an existing dict in place.
+
+    Child scopes hold references to their sub-dicts; replacing a dict by a new one
+    would leave them looking at the old one.
+    """
+    old = target.get(key)
+    if isinstance(old, dict) and isinstance(value, Mapping):
+        for k, v in value.items():
+            _put_variable(old, k, v)
+    else:
+        target[key] = value
 
 
 class Variable(Generic[T]):
@@ -161,13 +203,13 @@ class Variable(Generic[T]):
     @property
     def value(self) -> T:
         """The current value (unboxed unless ``unbox=False``)."""
-        v = self.scope.get_variable(self.collection, self.name, unbox=self.unbox)
-        return v
+        v = self.scope.get_variable(self.collection, self.name)
+        return _unbox(v) if self.unbox else v
 
     @value.setter
     def value(self, value: T) -> None:
         if self.unbox:
-            old = self.scope.get_variable(self.collection, self.name, unbox=False)
+            old = self.scope.get_variable(self.collection, self.name)
             value = _meta.replace_boxed(old, value)
         self.scope.put_variable(self.collection, self.name, value)
 
@@ -185,126 +227,232 @@ class Variable(Generic[T]):
 class Scope:
     """The variables and rng streams of one module (or function) at one path.
 
-    Create scopes with :func:`init`, :func:`apply` or :func:`bind`; make children
-    with :meth:`push`.
+    Like ``flax.core.Scope``: usually made by :func:`init`, :func:`apply` or
+    :func:`bind`, with children made by :meth:`push` or :meth:`child`. It can also
+    be constructed directly: ``Scope(variables, rngs, mutable=...)``.
+
+    Args:
+      variables: the variable dict ``{collection: tree}`` (used in place).
+      rngs: ``{stream: key}`` (keys or :class:`~lens.core._rng.LazyRng`).
+      name: this scope's name (None for a root).
+      mutable: the collections that may be written (a filter).
+      parent: the parent scope.
+      path: the path from the root scope (the module path).
+      debug_path: the path as shown in errors; lifted scopes show their transform
+        there, e.g. ``/vmap(dense)``.
+      flags: flags visible as ``scope.flags`` (``initializing`` is set by init).
     """
 
     __slots__ = (
-        "_frame",
+        "_variables",
+        "_rng_roots",
+        "_rng_depth",
         "name",
         "parent",
         "path",
-        "_cols",
+        "debug_path",
+        "mutable",
+        "flags",
+        "_root",
         "_counters",
-        "_reservations",
+        "reservations",
+        "_invalid",
+        "_shared",
+        "_mut",
         "__weakref__",
     )
 
     def __init__(
         self,
-        frame: _Frame,
+        variables: dict[str, Any],
+        rngs: Mapping[str, Any] | None = None,
         name: str | None = None,
+        mutable: Filter = False,
         parent: Scope | None = None,
-        path: tuple[str, ...] = (),
-        counters: RngCounters | None = None,
+        path: Iterable[str] = (),
+        debug_path: Iterable[str] = (),
+        flags: Mapping[str, Any] | None = None,
     ):
-        self._frame = frame
-        self.name = name
+        self._variables = variables
         self.parent = parent
-        self.path = path
-        self._cols: dict[str, Any] = {}
-        self._counters = counters if counters is not None else RngCounters()
-        self._reservations: dict[str, set[str | None]] = {}
+        self.name = name
+        self.path = tuple(path)
+        self.debug_path = tuple(debug_path) or self.path
+        self.mutable = mutable
+        self.flags = flags if isinstance(flags, FrozenDict) else freeze(flags or {})
+        self._root = parent.root if parent is not None else None
+        self._rng_roots = {
+            k: v if isinstance(v, LazyRng) else LazyRng(v, ())
+            for k, v in (rngs or {}).items()
+        }
+        self._rng_depth = len(self.path)
+        self._counters = RngCounters()
+        self.reservations: dict[str, set[str | None]] = {}
+        self._invalid = False
+        self._shared = parent._shared if parent is not None else _Shared()
+        self._mut: dict[str, bool] = {}
+
+    @classmethod
+    def _child_of(cls, parent: Scope, name: str, counters: RngCounters) -> Scope:
+        """A child at ``parent.path + (name,)`` sharing everything but its view."""
+        s = cls.__new__(cls)
+        s._variables = {}
+        s.parent = parent
+        s.name = name
+        s.path = parent.path + (name,)
+        s.debug_path = parent.debug_path + (name,)
+        s.mutable = parent.mutable
+        s.flags = parent.flags
+        s._root = parent.root
+        s._rng_roots = parent._rng_roots
+        s._rng_depth = parent._rng_depth
+        s._counters = counters
+        s.reservations = {}
+        s._invalid = False
+        s._shared = parent._shared
+        s._mut = parent._mut
+        return s
+
+    def _copy(self) -> Scope:
+        s = object.__new__(type(self))
+        for slot in Scope.__slots__:
+            if slot != "__weakref__":
+                object.__setattr__(s, slot, getattr(self, slot))
+        return s
 
     # ------------------------------------------------------------------ basics
 
-    @property
-    def path_text(self) -> str:
-        """The path as ``/a/b`` (``/`` for the root)."""
-        return errors.path_text(self.path)
+    def __eq__(self, other: object) -> bool:
+        # A scope is a cursor into a variable dict and a counter tree.
+        if not isinstance(other, Scope):
+            return False
+        return self is other or (
+            self.root._variables is other.root._variables
+            and self.path == other.path
+            and self._counters is other._counters
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self.root._variables), self.path, id(self._counters)))
 
     @property
     def root(self) -> Scope:
-        """The outermost scope of this frame."""
-        s = self
-        while s.parent is not None:
-            s = s.parent
-        return s
+        """The outermost scope of this tree of scopes."""
+        return self._root if self._root is not None else self
 
     @property
-    def rngs(self) -> dict[str, Any]:
-        """The root keys of the rng streams visible in this scope."""
-        return self._frame.rngs
+    def path_text(self) -> str:
+        """The debug path as ``/a/b`` (``/`` for the root)."""
+        return "/" + "/".join(str(p) for p in self.debug_path)
 
     @property
-    def mutable(self) -> Filter:
-        """The mutability filter of this scope."""
-        return self._frame.mutable
+    def rngs(self) -> dict[str, LazyRng]:
+        """The rng streams visible here, each a root key and this scope's suffix."""
+        rel = self.path[self._rng_depth :]
+        return {k: LazyRng(v.rng, v.suffix + rel) for k, v in self._rng_roots.items()}
 
     @property
-    def flags(self) -> Mapping[str, Any]:
-        """Flags passed to init/apply (``initializing`` is set by init)."""
-        return self._frame.flags
+    def rng_counters(self) -> RngCounters:
+        """Per-stream ``make_rng`` counts of this scope (shared with lifted copies)."""
+        return self._counters
 
-    def get_flag(self, key: str, default: Any = None) -> Any:
-        """Returns flag ``key`` or ``default``."""
-        return self._frame.flags.get(key, default)
+    @rng_counters.setter
+    def rng_counters(self, counters: RngCounters) -> None:
+        self._counters = counters
+
+    @property
+    def invalid(self) -> bool:
+        """Whether the scope can no longer be used (its init/apply returned)."""
+        return self._invalid or not self._shared.alive
+
+    @property
+    def lifts(self) -> tuple[LiftInfo, ...]:
+        """The lifted transforms this scope was rebuilt by, outermost first (lens)."""
+        return self._shared.lifts
 
     def _check_valid(self) -> None:
-        if not self._frame.alive:
-            raise errors.InvalidScopeError(self.path)
+        if self._invalid or not self._shared.alive:
+            raise errors.InvalidScopeError(self.name, path=self.debug_path)
+
+    def _validate_trace_level(self) -> None:
+        """Kept for code ported from ``flax.core`` (lens checks tracers in pack)."""
+
+    @contextlib.contextmanager
+    def temporary(self) -> Iterator[Scope]:
+        """A context manager that invalidates this scope's tree on exit."""
+        try:
+            yield self
+        finally:
+            self.invalidate()
 
     def invalidate(self) -> None:
-        """Ends the life of every scope of this frame; later use raises."""
-        self._frame.alive = False
+        """Ends the life of this scope and every scope of its tree."""
+        self._invalid = True
+        self._shared.alive = False
 
     def is_mutable_collection(self, col: str) -> bool:
         """Whether collection ``col`` may be written in this scope."""
-        return self._frame.is_mutable(col)
+        m = self._mut.get(col)
+        if m is None:
+            m = self._mut[col] = in_filter(self.mutable, col)
+        return m
+
+    def is_collection_empty(self, col: str) -> bool:
+        """Whether collection ``col`` has no variables at all (in the whole tree)."""
+        root_vars = self.root._variables
+        return not root_vars.get(col)
+
+    def has_flag(self, key: str) -> bool:
+        """Whether flag ``key`` was set."""
+        return key in self.flags
+
+    def get_flag(self, key: str, default: Any = no_flag) -> Any:
+        """Flag ``key``, or ``default``.
+
+        Raises:
+          KeyError: if the flag is not set and no default is given.
+        """
+        if key in self.flags:
+            return self.flags[key]
+        if default is no_flag:
+            raise KeyError(
+                f"Flag {key!r} is not set on the scope at {self.path_text}; pass "
+                "a default: scope.get_flag(key, default)."
+            )
+        return default
 
     def __repr__(self) -> str:
-        return f"Scope(path={self.path_text!r}, mutable={self._frame.mutable!r})"
-
-    # Displays (lens.display is imported only when a scope is shown).
-    def _repr_mimebundle_(
-        self, include: Any = None, exclude: Any = None
-    ) -> dict[str, Any]:
-        from lens.display import ScopeView
-
-        return ScopeView(self)._repr_mimebundle_()
-
-    def __rich__(self) -> Any:
-        from lens.display import ScopeView
-
-        return ScopeView(self).__rich__()
+        return f"Scope(path={self.path_text!r}, mutable={self.mutable!r})"
 
     # --------------------------------------------------------------- children
 
+    def name_reserved(self, name: str, col: str | None = None) -> bool:
+        """Whether ``name`` is taken by a child (``col=None``) or a variable of ``col``."""
+        used = self.reservations.get(name)
+        if used is None:
+            return False
+        return None in used or col is None or col in used
+
     def reserve(self, name: str, col: str | None = None) -> None:
-        """Claims ``name`` for a submodule (``col=None``) or a variable of ``col``.
+        """Claims ``name`` for a child (``col=None``) or a variable of ``col``.
 
         Raises:
-          NameInUseError: if a submodule, or a variable of the same collection,
-            already has the name.
+          TypeError: if ``name`` is not a string.
+          DuplicateScopeNameError: (a ``ValueError``) if the name is taken.
         """
         if not isinstance(name, str):
             raise TypeError(
-                f"Names in {self.path_text} must be strings, got {name!r} "
-                f"({type(name).__name__})."
+                f'The type of scope "{name}" should be string but it is {type(name)}\n'
+                f"Names of children and variables in {self.path_text} must be str."
             )
-        used = self._reservations.get(name)
-        if used is None:
-            self._reservations[name] = {col}
-            return
-        if col is None or None in used or col in used:
-            kind = "submodule" if col is None else f'variable in "{col}"'
-            raise errors.NameInUseError(kind, name, self.path)
-        used.add(col)
+        if self.name_reserved(name, col):
+            raise DuplicateScopeNameError(name, self.debug_path)
+        self.reservations.setdefault(name, set()).add(col)
 
     def default_name(self, prefix: str) -> str:
         """The first free name ``prefix{i}`` for i = 0, 1, ..."""
         i = 0
-        while f"{prefix}{i}" in self._reservations:
+        while f"{prefix}{i}" in self.reservations:
             i += 1
         return f"{prefix}{i}"
 
@@ -313,21 +461,52 @@ class Scope:
     ) -> Scope:
         """Creates a child scope; ``name=None`` picks ``prefix{i}``.
 
-        With ``reuse=True`` the name may already be claimed (a submodule called
-        again); the child keeps its rng counters across pushes either way.
+        With ``reuse=True`` the name may already be claimed (a child called again);
+        the child keeps its rng counters across pushes either way.
         """
         self._check_valid()
         if name is None:
             name = self.default_name(prefix)
-        if not reuse or name not in self._reservations:
+        if not reuse or name not in self.reservations:
             self.reserve(name)
-        return Scope(
-            self._frame,
-            name=name,
-            parent=self,
-            path=self.path + (name,),
-            counters=self._counters.child(name),
-        )
+        return Scope._child_of(self, name, self._counters.child(name))
+
+    def child(
+        self,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        prefix: str | None = None,
+        named_call: bool = True,
+        **partial_kwargs: Any,
+    ) -> Callable[..., Any]:
+        """``fn`` with a child scope as its first argument (and ``partial_kwargs``).
+
+        Calling the result again reuses the child's variables.
+
+        Example:
+            >>> import jax, jax.numpy as jnp
+            >>> from lens.core import init, nn
+            >>> def f(scope, x):
+            ...     return scope.child(nn.dense, "hidden")(x, 3)
+            >>> _, v = init(f)(jax.random.key(0), jnp.ones((1, 2)))
+            >>> list(v["params"])
+            ['hidden']
+        """
+        if name is None:
+            if prefix is None:
+                prefix = f"{fn.__name__}_" if hasattr(fn, "__name__") else ""
+            name = self.default_name(prefix)
+        scope = self.push(name)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            kwargs = dict(partial_kwargs, **kwargs)
+            if named_call:
+                with jax.named_scope(name):
+                    return fn(scope.rewound(), *args, **kwargs)
+            return fn(scope.rewound(), *args, **kwargs)
+
+        return wrapper
 
     def rewound(self, rewind_rngs: bool = False) -> Scope:
         """A fresh view of this scope: no names claimed; rng counters kept.
@@ -336,64 +515,68 @@ class Scope:
           rewind_rngs: also restart the rng counters (the same keys again).
         """
         self._check_valid()
-        counters = RngCounters() if rewind_rngs else self._counters
-        s = Scope(self._frame, self.name, self.parent, self.path, counters)
+        s = self._copy()
+        s.reservations = {}
+        if rewind_rngs:
+            s._counters = RngCounters()
         return s
 
     # --------------------------------------------------------------- variables
 
     def _collection(self, col: str) -> Any:
-        d = self._cols.get(col)
+        d = self._variables.get(col)
         if d is None:
             if self.parent is None:
-                d = self._frame.variables.get(col)
-            else:
-                p = self.parent._collection(col)
-                d = p.get(self.name) if p is not None else None
-            if d is not None:
-                self._cols[col] = d
+                return None
+            p = self.parent._collection(col)
+            if p is None:
+                return None
+            d = p.get(self.name)
+            if d is None:
+                return None
+            self._variables[col] = d
         return d
 
     def _mutable_collection(self, col: str) -> dict[str, Any]:
-        d = self._cols.get(col)
+        d = self._variables.get(col)
         if d is None:
             if self.parent is None:
-                d = self._frame.variables.get(col)
-                if d is None:
-                    d = self._frame.variables[col] = {}
+                d = self._variables[col] = {}
             else:
                 p = self.parent._mutable_collection(col)
                 d = p.get(self.name)
                 if d is None:
                     d = p[self.name] = {}
-            self._cols[col] = d
+                self._variables[col] = d
         return d
+
+    def _populate_collections(self) -> None:
+        for col in list(self.root._variables):
+            self._collection(col)
 
     def has_variable(self, col: str, name: str) -> bool:
         """Whether variable ``name`` exists in collection ``col`` here."""
-        self._check_valid()
         d = self._collection(col)
         return d is not None and name in d
 
     def get_variable(
-        self, col: str, name: str, default: Any = None, unbox: bool = True
+        self, col: str, name: str, default: Any = None, unbox: bool = False
     ) -> Any:
-        """Returns the value of a variable, or ``default`` if it does not exist.
+        """The stored value of a variable, or ``default`` if it does not exist.
 
         Args:
           col: the collection.
           name: the variable name.
           default: returned when the variable does not exist.
-          unbox: strip :class:`~lens.core.meta.AxisMetadata` boxes (default True).
+          unbox: strip :class:`~lens.core.meta.AxisMetadata` boxes. Off by default,
+            as in Flax: ``get_variable`` shows the box, ``param``/``variable``
+            unbox.
         """
-        self._check_valid()
         d = self._collection(col)
         if d is None or name not in d:
             return default
         v = d[name]
-        if unbox and isinstance(v, _meta.AxisMetadata):
-            return _meta.unbox(v)
-        return v
+        return _unbox(v) if unbox else v
 
     def put_variable(self, col: str, name: str, value: Any) -> None:
         """Writes a variable; its collection must be mutable here.
@@ -402,15 +585,15 @@ class Scope:
           ModifyScopeVariableError: if ``col`` is not mutable in this scope.
         """
         self._check_valid()
-        frame = self._frame
-        if not frame.is_mutable(col):
+        if not self.is_mutable_collection(col):
             raise self._not_mutable_error(col, name)
         d = self._mutable_collection(col)
-        if frame.created is not None and name not in d:
-            frame.created.append((col, self.path + (name,), value))
-        d[name] = value
-        if frame.track is not None:
-            frame.track.add((col, self.path + (name,)))
+        shared = self._shared
+        if shared.created is not None and name not in d:
+            shared.created.append((col, self.path + (name,), value))
+        _put_variable(d, name, value)
+        if shared.track is not None:
+            shared.track.add((col, self.path + (name,)))
 
     def variable(
         self,
@@ -424,11 +607,12 @@ class Scope:
         """Returns a :class:`Variable`, creating it with ``init_fn(*init_args)``.
 
         Raises:
-          ScopeVariableNotFoundError: if it does not exist and ``col`` is immutable.
+          ScopeCollectionNotFound: if the collection is empty and cannot be written.
+          ScopeVariableNotFoundError: if it does not exist and cannot be created.
         """
         self.reserve(name, col)
         if not self.has_variable(col, name):
-            if not self._frame.is_mutable(col) or init_fn is None:
+            if not self.is_mutable_collection(col) or init_fn is None:
                 raise self._missing_error(col, name)
             self.put_variable(col, name, init_fn(*init_args, **init_kwargs))
         return Variable(self, col, name, unbox=unbox)
@@ -447,100 +631,85 @@ class Scope:
         against the shape ``init_fn`` would make.
 
         Raises:
-          ScopeParamNotFoundError: if it does not exist and params are immutable.
+          ScopeCollectionNotFound: if "params" is empty and cannot be written.
+          ScopeParamNotFoundError: if it does not exist and cannot be created.
           ScopeParamShapeError: if the existing value has another shape.
         """
         self.reserve(name, "params")
         d = self._collection("params")
         if d is not None and name in d:
             value = d[name]
+            if unbox:
+                value = _unbox(value)
             if init_fn is not None:
                 expected = _expected_shapes(init_fn, init_args, init_kwargs)
-                leaves = jax.tree_util.tree_leaves(_meta.unbox(value))
-                actual = tuple(_leaf_shape(x) for x in leaves)
-                if expected != actual:
-                    exp = expected[0] if len(expected) == 1 else expected
-                    act = actual[0] if len(actual) == 1 else actual
-                    raise errors.ScopeParamShapeError(name, self.path, exp, act)
-        else:
-            if not self._frame.is_mutable("params"):
-                raise self._missing_error("params", name)
-            value = init_fn(self.make_rng("params"), *init_args, **init_kwargs)
-            self.put_variable("params", name, value)
-        if unbox and isinstance(value, _meta.AxisMetadata):
-            return _meta.unbox(value)
-        return value
+                leaves = jax.tree_util.tree_leaves(value)
+                for leaf, shape in zip(leaves, expected):
+                    actual = _leaf_shape(leaf)
+                    if actual != shape:
+                        raise errors.ScopeParamShapeError(
+                            name, self.path_text, actual, shape
+                        )
+            return value
+        if not self.is_mutable_collection("params"):
+            raise self._missing_error("params", name)
+        value = init_fn(self.make_rng("params"), *init_args, **init_kwargs)
+        self.put_variable("params", name, value)
+        return _unbox(value) if unbox else value
 
-    def variables(self) -> VariableDict:
+    def variables(self) -> dict[str, Any]:
         """All collections as seen from this scope (a shallow view, do not mutate)."""
-        self._check_valid()
-        out = {}
-        for col in self._frame.variables:
-            d = self._collection(col)
-            if d is not None:
-                out[col] = d
-        return out
+        self._populate_collections()
+        out = {col: d for col, d in self._variables.items() if d is not None}
+        return freeze(out) if config.flax_return_frozendict else out
 
-    def mutable_variables(self) -> VariableDict:
+    def mutable_variables(self) -> dict[str, Any]:
         """The mutable collections at this scope, as fresh plain dicts."""
-        self._check_valid()
-        return {
-            col: _copy_tree(d)
-            for col, d in self.variables().items()
-            if self._frame.is_mutable(col)
+        self._populate_collections()
+        out = {
+            col: copy_tree(d)
+            for col, d in self._variables.items()
+            if d is not None and self.is_mutable_collection(col)
         }
+        return freeze(out) if config.flax_return_frozendict else out
 
     def collection(self, col: str) -> Mapping[str, Any]:
         """The (read-only view of) collection ``col`` at this scope, ``{}`` if absent."""
-        self._check_valid()
         d = self._collection(col)
         return d if d is not None else {}
-
-    def is_collection_empty(self, col: str) -> bool:
-        """Whether collection ``col`` has nothing at this scope."""
-        return not self.collection(col)
 
     # -------------------------------------------------------------------- rngs
 
     def has_rng(self, name: str) -> bool:
         """Whether rng stream ``name`` is available here."""
-        return name in self._frame.rngs
+        return name in self._rng_roots
 
     def make_rng(self, name: str = "params") -> Array:
         """Returns a new key from stream ``name`` (see :mod:`lens.core._rng`).
 
-        Like Flax, a stream that was never given falls back to ``'params'``; a
-        stream hidden by a lifted transform raises.
+        Like Flax, a stream that was not given falls back to ``'params'`` when that
+        stream exists.
 
         Raises:
-          RngNotLiftedError: the stream exists outside but a transform hid it.
-          InvalidRngError: the stream was not given to init/apply.
+          InvalidRngError: the stream (and ``'params'``) is not available here.
         """
+        roots = self._rng_roots
+        lazy = roots.get(name)
+        if lazy is None:
+            lazy = roots.get("params")
+            if lazy is None:
+                raise self._rng_error(name)
+            name = "params"
         self._check_valid()
-        rngs = self._frame.rngs
-        key = rngs.get(name)
-        if key is None:
-            for info in self._frame.lifts:
-                if not in_filter(info.rng_filter, name):
-                    raise errors.RngNotLiftedError(
-                        name,
-                        self.path,
-                        f"{info.transform} at {errors.path_text(info.path)}",
-                        info.fix("rng", name),
-                    )
-            if "params" in rngs:
-                name, key = "params", rngs["params"]
-            else:
-                raise errors.InvalidRngError(name, self.path)
         counts = self._counters.counts
         c = counts.get(name, 0) + 1
         counts[name] = c
-        return fold_path(key, self.path + (c,))
+        return fold_path(lazy.rng, lazy.suffix + self.path[self._rng_depth :] + (c,))
 
     # ------------------------------------------------------------------ errors
 
     def _lift_blocking(self, col: str, for_write: bool) -> LiftInfo | None:
-        for info in self._frame.lifts:
+        for info in self._shared.lifts:
             if not in_filter(info.in_filter, col):
                 return info
             if for_write and not in_filter(info.out_filter, col):
@@ -549,80 +718,117 @@ class Scope:
 
     def _missing_error(self, col: str, name: str) -> Exception:
         info = self._lift_blocking(col, for_write=False)
+        hint = ""
         if info is not None:
-            where = f"{info.transform} at {errors.path_text(info.path)}"
-            return errors.CollectionNotLiftedError(
-                col, name, self.path, where, info.fix("collection", col)
+            hint = (
+                f'Collection "{col}" is not lifted into {info.where}, so it is '
+                f"invisible inside.\n{info.fix('collection', col)}"
             )
+        if self.is_collection_empty(col):
+            return errors.ScopeCollectionNotFound(col, name, self.path_text, hint=hint)
         if col == "params":
-            return errors.ScopeParamNotFoundError(name, self.path)
-        return errors.ScopeVariableNotFoundError(name, col, self.path)
+            return errors.ScopeParamNotFoundError(name, self.path_text, hint=hint)
+        return errors.ScopeVariableNotFoundError(name, col, self.path_text, hint=hint)
 
     def _not_mutable_error(self, col: str, name: str) -> Exception:
         info = self._lift_blocking(col, for_write=True)
+        hint = ""
         if info is not None:
-            where = f"{info.transform} at {errors.path_text(info.path)}"
             hint = (
-                f'"{col}" is not among the collections that {where} returns, so '
+                f'"{col}" is not among the collections that {info.where} returns, so '
                 f"writes to it inside would be lost.\n{info.fix('collection', col)}"
             )
-            return errors.ModifyScopeVariableError(col, name, self.path, hint)
-        return errors.ModifyScopeVariableError(col, name, self.path)
+        return errors.ModifyScopeVariableError(col, name, self.path_text, hint=hint)
+
+    def _rng_error(self, name: str) -> Exception:
+        for info in self._shared.lifts:
+            if not in_filter(info.rng_filter, name):
+                return errors.InvalidRngError(
+                    f'{self.name} needs PRNG for "{name}"\nThe stream is used at '
+                    f"{self.path_text} but is not lifted into {info.where}.\n"
+                    f"{info.fix('rng', name)}"
+                )
+        return errors.InvalidRngError(
+            f'{self.name} needs PRNG for "{name}"\nThe stream "{name}" is used at '
+            f"{self.path_text} but was not given; pass it to init/apply: "
+            f'rngs={{"{name}": jax.random.key(0)}}.'
+        )
 
 
 # ----------------------------------------------------------------------- helpers
 
 
-def _copy_tree(d: Any) -> Any:
-    """Copies the dict structure of a variable tree (leaves are shared)."""
-    if isinstance(d, Mapping):
-        return {k: _copy_tree(v) for k, v in d.items()}
-    return d
+def _is_valid_collection(col: Any) -> bool:
+    return isinstance(col, dict | FrozenDict) and all(isinstance(k, str) for k in col)
 
 
-def _check_variables(variables: Any) -> None:
-    if not isinstance(variables, Mapping):
-        raise errors.ApplyScopeInvalidVariablesTypeError(variables)
-    for v in variables.values():
-        if not isinstance(v, Mapping):
-            raise errors.ApplyScopeInvalidVariablesStructureError(list(variables))
+def _is_valid_variables(variables: Any) -> bool:
+    return isinstance(variables, Mapping) and all(
+        isinstance(name, str) and _is_valid_collection(col)
+        for name, col in variables.items()
+    )
 
 
-def _check_rngs(rngs: Any) -> dict[str, Any]:
+def _is_valid_rng(rng: Any) -> bool:
+    return is_valid_rng(rng)
+
+
+def _is_valid_rngs(rngs: Any) -> bool:
+    return isinstance(rngs, dict | FrozenDict) and all(
+        isinstance(k, str) and is_valid_rng(v) for k, v in rngs.items()
+    )
+
+
+def _check_rngs(rngs: Any, what: str) -> dict[str, Any]:
+    """``{stream: key}`` from a key or a dict of keys, or a clear error."""
     if rngs is None:
         return {}
-    if is_key(rngs):
+    if _is_valid_rng(rngs):
         return {"params": rngs}
-    if not isinstance(rngs, Mapping):
-        raise errors.InvalidRngError(
-            "params",
-            (),
-            f"rngs must be a key or a dict of keys, got {type(rngs).__name__}; e.g. "
-            'rngs={"params": jax.random.key(0), "dropout": jax.random.key(1)}.',
+    if _is_valid_rngs(rngs):
+        return dict(rngs)
+    bad = ""
+    if isinstance(rngs, Mapping):
+        bad = ", ".join(
+            f'"{k}" ({type(v).__name__}{getattr(v, "shape", "")})'
+            for k, v in rngs.items()
+            if not (isinstance(k, str) and is_valid_rng(v))
         )
-    out = {}
-    for name, key in rngs.items():
-        if not is_key(key):
-            raise errors.InvalidRngError(
-                name,
-                (),
-                f'rngs["{name}"] is not a PRNG key (got {type(key).__name__}); '
-                "make one with jax.random.key(seed).",
-            )
-        out[name] = key
+        bad = f" Not keys: {bad}."
+    raise errors.InvalidRngError(
+        f"{what} should be a ``jax.PRNGKey`` or a dictionary mapping strings to "
+        f"``jax.PRNGKey``.\nGot {type(rngs).__name__}.{bad} Make keys with "
+        'jax.random.key(seed), e.g. rngs={"params": jax.random.key(0), '
+        '"dropout": jax.random.key(1)}.'
+    )
+
+
+def _prepare_variables(variables: Any, mutable: Filter) -> dict[str, Any]:
+    if not _is_valid_variables(variables):
+        raise errors.ApplyScopeInvalidVariablesTypeError(variables)
+    out: dict[str, Any] = {}
+    for col, d in variables.items():
+        out[col] = unfreeze(d) if in_filter(mutable, col) else d
     return out
 
 
-def _make_root(
-    variables: Any, rngs: Any, mutable: Filter, flags: Mapping[str, Any] | None
+def bind(
+    variables: VariableDict,
+    rngs: Any = None,
+    mutable: Filter = False,
+    flags: Mapping[str, Any] | None = None,
 ) -> Scope:
-    _check_variables(variables)
-    canonical_filter(mutable)  # validates
-    frame_vars: dict[str, Any] = {}
-    for col, d in variables.items():
-        frame_vars[col] = _copy_tree(d) if in_filter(mutable, col) else d
-    frame = _Frame(frame_vars, _check_rngs(rngs), mutable, dict(flags or {}))
-    return Scope(frame)
+    """Returns a root :class:`Scope` over ``variables`` with an unlimited lifetime.
+
+    Useful for exploring in a notebook; it cannot cross a JAX transform.
+    """
+    new_vars = _prepare_variables(variables, mutable)
+    if rngs is not None and not _is_valid_rngs(rngs):
+        raise errors.InvalidRngError(
+            "rngs should be a dictionary mapping strings to `jax.PRNGKey`.\n"
+            'Pass e.g. rngs={"params": jax.random.key(0)}.'
+        )
+    return Scope(new_vars, rngs=rngs, mutable=mutable, flags=flags)
 
 
 def apply(
@@ -650,19 +856,28 @@ def apply(
         >>> float(apply(f)(v, 3.0))
         3.0
     """
+    is_filter_empty(mutable)  # validates the filter early
 
     @functools.wraps(fn)
     def wrapper(
         variables: VariableDict, *args: Any, rngs: Any = None, **kwargs: Any
     ) -> Any:
-        root = _make_root(variables, rngs, mutable, flags)
+        rngs = _check_rngs(rngs, "The ``rngs`` argument passed to an apply function")
+        params = variables.get("params") if isinstance(variables, Mapping) else None
+        if isinstance(params, Mapping) and "params" in params:
+            raise errors.ApplyScopeInvalidVariablesStructureError(variables)
+        root = Scope(
+            _prepare_variables(variables, mutable),
+            rngs=rngs,
+            mutable=mutable,
+            flags=flags,
+        )
         try:
             y = fn(root, *args, **kwargs)
         finally:
-            root._frame.alive = False
+            root.invalidate()
         if mutable is not False:
-            frame = root._frame
-            return y, {c: d for c, d in frame.variables.items() if frame.is_mutable(c)}
+            return y, root.mutable_variables()
         return y
 
     return wrapper
@@ -675,8 +890,8 @@ def init(
 ) -> Callable[..., Any]:
     """Functionalizes ``fn(scope, *args)`` for initialization.
 
-    ``init`` is ``apply`` with empty variables, every collection mutable and a
-    ``'params'`` stream: a bare key ``k`` means ``{'params': k}``.
+    ``init`` is ``apply`` with empty variables, every collection mutable and the
+    ``initializing`` flag: a bare key ``k`` means ``{'params': k}``.
 
     Returns:
       ``wrapper(rngs, *args, **kwargs)`` returning ``(y, variables)``.
@@ -684,28 +899,30 @@ def init(
 
     @functools.wraps(fn)
     def wrapper(rngs: Any, *args: Any, **kwargs: Any) -> Any:
-        rngs = _check_rngs(rngs)
-        if "params" not in rngs:
-            raise errors.InvalidRngError(
-                "params",
-                (),
-                'init needs a "params" key: init(fn)(jax.random.key(0), ...).',
-            )
-        f = dict(flags or {})
-        f.setdefault("initializing", True)
-        return apply(fn, mutable=mutable, flags=f)({}, *args, rngs=rngs, **kwargs)
+        rngs = _check_rngs(rngs, "First argument passed to an init function")
+        init_flags = {**(flags or {}), "initializing": True}
+        return apply(fn, mutable=mutable, flags=init_flags)(
+            {}, *args, rngs=rngs, **kwargs
+        )
 
     return wrapper
 
 
-def bind(
-    variables: VariableDict,
-    rngs: Any = None,
-    mutable: Filter = False,
+def lazy_init(
+    fn: Callable[..., Any],
+    mutable: Filter = True,
     flags: Mapping[str, Any] | None = None,
-) -> Scope:
-    """Returns a root :class:`Scope` over ``variables`` with an unlimited lifetime.
+) -> Callable[..., Any]:
+    """``init`` that takes ``jax.ShapeDtypeStruct`` inputs and returns the variables.
 
-    Useful for exploring in a notebook; it cannot cross a JAX transform.
+    Nothing that depends on the inputs is computed, so inputs of any size cost
+    nothing; variables whose initial value needs an input's value raise.
+
+    Raises:
+      LazyInitError: if a variable depends on an input given only by its shape.
     """
-    return _make_root(variables, rngs, mutable, flags)
+    from lens.core._partial_eval import lazy_init as partial_lazy_init
+
+    return partial_lazy_init(
+        lambda *args, **kwargs: init(fn, mutable, flags)(*args, **kwargs)[1]
+    )

@@ -89,7 +89,7 @@ class ModuleView(View):
         self.scope = d.get("scope")
         self.cls = type(module).__name__
         self.attrs = _attributes(module)
-        if self.scope is not None and self.scope._frame.alive:
+        if self.scope is not None and not self.scope.invalid:
             self.variables = self.scope.variables()
         else:
             self.variables = None
@@ -173,13 +173,13 @@ class ScopeView(View):
 
     def _lines(self) -> list[str]:
         s = self.scope
-        frame = s._frame
+        alive = not s.invalid
         lines = [
             f"Scope {s.path_text}"
-            + ("" if frame.alive else " (dead: its init/apply returned)")
+            + ("" if alive else " (dead: its init/apply returned)")
         ]
-        lines.append(f"mutable: {_filter_str(frame.mutable)}")
-        for info in frame.lifts:
+        lines.append(f"mutable: {_filter_str(s.mutable)}")
+        for info in s.lifts:
             groups = (
                 ", ".join(f"{_filter_str(f)}: {label}" for f, label in info.groups)
                 or "none"
@@ -191,12 +191,12 @@ class ScopeView(View):
             lines.append(
                 f"inside {info.transform} at /{'/'.join(info.path)} · collections {groups} · rngs {rngs}"
             )
-        if frame.alive:
+        if alive:
             cols = s.variables()
             for col, tree in cols.items():
                 n = sum(x.count for x in iter_leaves({col: tree}, with_stats=False))
                 lines.append(f"collection {col}: {human_count(n)} values")
-        lines.append(f"rng streams: {', '.join(sorted(frame.rngs)) or 'none'}")
+        lines.append(f"rng streams: {', '.join(sorted(s.rngs)) or 'none'}")
         return lines
 
     def text(self) -> str:

@@ -5,10 +5,12 @@ is an import change and the same key gives the same initial parameters.
 """
 
 from lens.core import DenyList as DenyList
+from lens.core import FrozenDict as FrozenDict
 from lens.core import Scope as Scope
 from lens.core import Variable as Variable
+from lens.core import broadcast as broadcast
+from lens.core import meta as meta
 from lens.core._partitioning import current_mesh as current_mesh
-from lens.core.lift import broadcast as broadcast
 from lens.core.meta import PARTITION_NAME as PARTITION_NAME
 from lens.core.meta import AxisMetadata as AxisMetadata
 from lens.core.meta import Partitioned as Partitioned
@@ -16,7 +18,26 @@ from lens.core.meta import get_partition_spec as get_partition_spec
 from lens.core.meta import get_sharding as get_sharding
 from lens.core.meta import unbox as unbox
 from lens.core.meta import with_partitioning as with_partitioning
+
+# Public submodules, as attributes (``nn.module``, ``nn.transforms``, ...).
+from lens.nn import activation as activation  # noqa: E402
+from lens.nn import attention as attention  # noqa: E402
+from lens.nn import batch_apply as batch_apply  # noqa: E402
+from lens.nn import combinators as combinators  # noqa: E402
+from lens.nn import dtypes as dtypes  # noqa: E402
+from lens.nn import fp8_ops as fp8_ops  # noqa: E402
 from lens.nn import initializers as initializers
+from lens.nn import kw_only_dataclasses as kw_only_dataclasses  # noqa: E402
+from lens.nn import linear as linear  # noqa: E402
+from lens.nn import module as module  # noqa: E402
+from lens.nn import normalization as normalization  # noqa: E402
+from lens.nn import partitioning as partitioning  # noqa: E402
+from lens.nn import pooling as pooling  # noqa: E402
+from lens.nn import recurrent as recurrent  # noqa: E402
+from lens.nn import spmd as spmd  # noqa: E402
+from lens.nn import stochastic as stochastic  # noqa: E402
+from lens.nn import summary as summary  # noqa: E402
+from lens.nn import transforms as transforms  # noqa: E402
 from lens.nn._activation import PReLU as PReLU
 from lens.nn._activation import celu as celu
 from lens.nn._activation import elu as elu
@@ -30,6 +51,7 @@ from lens.nn._activation import leaky_relu as leaky_relu
 from lens.nn._activation import log_sigmoid as log_sigmoid
 from lens.nn._activation import log_softmax as log_softmax
 from lens.nn._activation import logsumexp as logsumexp
+from lens.nn._activation import normalize as normalize
 from lens.nn._activation import one_hot as one_hot
 from lens.nn._activation import relu as relu
 from lens.nn._activation import relu6 as relu6
@@ -55,51 +77,56 @@ from lens.nn._attention import (
 from lens.nn._attention import make_attention_mask as make_attention_mask
 from lens.nn._attention import make_causal_mask as make_causal_mask
 from lens.nn._combinators import Sequential as Sequential
+from lens.nn._context import disable_named_call as disable_named_call
+from lens.nn._context import enable_named_call as enable_named_call
+from lens.nn._context import override_named_call as override_named_call
 from lens.nn._dtypes import merge_param as merge_param
 from lens.nn._dtypes import promote_dtype as promote_dtype
-from lens.nn._functional import apply as apply
-from lens.nn._functional import init as init
-from lens.nn._functional import init_with_output as init_with_output
-from lens.nn._lifting import module_transform as module_transform
 from lens.nn._linear import Conv as Conv
+from lens.nn._linear import ConvLocal as ConvLocal
 from lens.nn._linear import ConvTranspose as ConvTranspose
 from lens.nn._linear import Dense as Dense
 from lens.nn._linear import DenseGeneral as DenseGeneral
 from lens.nn._linear import Einsum as Einsum
 from lens.nn._linear import Embed as Embed
-from lens.nn._module import InterceptorContext as InterceptorContext
 from lens.nn._module import Module as Module
-from lens.nn._module import compact as compact
-from lens.nn._module import intercept_methods as intercept_methods
-from lens.nn._module import nowrap as nowrap
 from lens.nn._module import share_scope as share_scope
+from lens.nn._module_entry import apply as apply
+from lens.nn._module_entry import init as init
+from lens.nn._module_entry import init_with_output as init_with_output
+from lens.nn._module_support import InterceptorContext as InterceptorContext
+from lens.nn._module_support import compact as compact
+from lens.nn._module_support import compact_name_scope as compact_name_scope
+from lens.nn._module_support import intercept_methods as intercept_methods
+from lens.nn._module_support import nowrap as nowrap
 from lens.nn._normalization import BatchNorm as BatchNorm
 from lens.nn._normalization import GroupNorm as GroupNorm
+from lens.nn._normalization import InstanceNorm as InstanceNorm
 from lens.nn._normalization import LayerNorm as LayerNorm
 from lens.nn._normalization import RMSNorm as RMSNorm
+from lens.nn._normalization import SpectralNorm as SpectralNorm
+from lens.nn._normalization import WeightNorm as WeightNorm
 from lens.nn._pooling import avg_pool as avg_pool
 from lens.nn._pooling import max_pool as max_pool
 from lens.nn._pooling import min_pool as min_pool
 from lens.nn._pooling import pool as pool
 from lens.nn._recurrent import RNN as RNN
+from lens.nn._recurrent import Bidirectional as Bidirectional
+from lens.nn._recurrent import ConvLSTMCell as ConvLSTMCell
 from lens.nn._recurrent import GRUCell as GRUCell
 from lens.nn._recurrent import LSTMCell as LSTMCell
+from lens.nn._recurrent import MGUCell as MGUCell
+from lens.nn._recurrent import OptimizedLSTMCell as OptimizedLSTMCell
 from lens.nn._recurrent import RNNCellBase as RNNCellBase
-from lens.nn._spmd import LogicallyPartitioned as LogicallyPartitioned
-from lens.nn._spmd import get_logical_axis_rules as get_logical_axis_rules
-from lens.nn._spmd import logical_axis_rules as logical_axis_rules
-from lens.nn._spmd import logical_to_mesh as logical_to_mesh
-from lens.nn._spmd import logical_to_mesh_axes as logical_to_mesh_axes
-from lens.nn._spmd import logical_to_mesh_sharding as logical_to_mesh_sharding
-from lens.nn._spmd import set_logical_axis_rules as set_logical_axis_rules
-from lens.nn._spmd import with_logical_constraint as with_logical_constraint
-from lens.nn._spmd import with_logical_partitioning as with_logical_partitioning
+from lens.nn._recurrent import SimpleCell as SimpleCell
 from lens.nn._stochastic import Dropout as Dropout
 from lens.nn._summary import tabulate as tabulate
+from lens.nn._transforms import add_metadata_axis as add_metadata_axis
 from lens.nn._transforms import checkpoint as checkpoint
 from lens.nn._transforms import cond as cond
 from lens.nn._transforms import custom_jvp as custom_jvp
 from lens.nn._transforms import custom_vjp as custom_vjp
+from lens.nn._transforms import fold_rngs as fold_rngs
 from lens.nn._transforms import grad as grad
 from lens.nn._transforms import jit as jit
 from lens.nn._transforms import jvp as jvp
@@ -113,3 +140,24 @@ from lens.nn._transforms import value_and_grad as value_and_grad
 from lens.nn._transforms import vjp as vjp
 from lens.nn._transforms import vmap as vmap
 from lens.nn._transforms import while_loop as while_loop
+from lens.nn.batch_apply import BatchApply as BatchApply  # noqa: E402
+from lens.nn.fp8_ops import Fp8DirectDotGeneralOp as Fp8DirectDotGeneralOp  # noqa: E402
+from lens.nn.fp8_ops import Fp8DotGeneral as Fp8DotGeneral  # noqa: E402
+from lens.nn.fp8_ops import Fp8DotGeneralOp as Fp8DotGeneralOp  # noqa: E402
+from lens.nn.fp8_ops import Fp8Einsum as Fp8Einsum  # noqa: E402
+from lens.nn.fp8_ops import NANOOFp8DotGeneralOp as NANOOFp8DotGeneralOp  # noqa: E402
+from lens.nn.initializers import ones as ones
+from lens.nn.initializers import ones_init as ones_init
+from lens.nn.initializers import zeros as zeros
+from lens.nn.initializers import zeros_init as zeros_init
+from lens.nn.spmd import LogicallyPartitioned as LogicallyPartitioned
+from lens.nn.spmd import get_logical_axis_rules as get_logical_axis_rules
+from lens.nn.spmd import logical_axis_rules as logical_axis_rules
+from lens.nn.spmd import logical_to_mesh as logical_to_mesh
+from lens.nn.spmd import logical_to_mesh_axes as logical_to_mesh_axes
+from lens.nn.spmd import logical_to_mesh_sharding as logical_to_mesh_sharding
+from lens.nn.spmd import set_logical_axis_rules as set_logical_axis_rules
+from lens.nn.spmd import with_logical_constraint as with_logical_constraint
+from lens.nn.spmd import with_logical_partitioning as with_logical_partitioning
+from lens.typing import In as In
+from lens.typing import Out as Out

@@ -30,7 +30,10 @@ from jax.nn import standardize as standardize
 from jax.nn import swish as swish
 from jax.numpy import tanh as tanh
 
-from lens.nn._module import Module, compact
+from lens.nn._module import Module
+from lens.nn._module_support import compact
+
+normalize = standardize  # Flax keeps the old jax.nn name
 
 
 class PReLU(Module):

@@ -7,21 +7,31 @@ Submodule names (``query``, ``key``, ``value``, ``out``) and the decode cache
 from __future__ import annotations
 
 import functools
+import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax import lax
+from jax import lax, random
 
-from lens.nn import initializers
+from lens.core.nn import initializers
+from lens.core.nn.initializers import default_kernel_init
 from lens.nn._dtypes import merge_param, promote_dtype
 from lens.nn._linear import DenseGeneral
-from lens.nn._module import Module, compact
+from lens.nn._module import Module
+from lens.nn._module_support import compact
 from lens.nn._normalization import LayerNorm
+from lens.typing import Array, DotGeneralT, Dtype, Initializer, PrecisionLike, PRNGKey
 
-Array = Any
-Dtype = Any
+
+def _default_einsum(precision: Any, einsum_dot_general: Any) -> Callable[..., Array]:
+    return functools.partial(
+        jnp.einsum,
+        precision=precision,
+        _dot_general=einsum_dot_general or lax.dot_general,
+    )
 
 
 def dot_product_attention_weights(
@@ -30,38 +40,66 @@ def dot_product_attention_weights(
     bias: Array | None = None,
     mask: Array | None = None,
     broadcast_dropout: bool = True,
-    dropout_rng: Any = None,
+    dropout_rng: PRNGKey | None = None,
     dropout_rate: float = 0.0,
     deterministic: bool = False,
     dtype: Dtype | None = None,
-    precision: Any = None,
+    precision: PrecisionLike = None,
     module: Module | None = None,
+    force_fp32_for_softmax: bool = False,
+    einsum_dot_general: Callable[..., Array] | None = None,
+    einsum: Callable[..., Array] | None = None,
 ) -> Array:
-    """Attention weights ``softmax(q k^T / sqrt(d) + bias, masked)``: ``[..., h, q, k]``."""
+    """Attention weights ``softmax(q k^T / sqrt(depth) + bias)``: ``[..., heads, q, k]``.
+
+    Args:
+      query, key: ``[batch..., length, heads, depth]``.
+      bias: added to the logits (broadcastable to ``[batch..., heads, q, k]``).
+      mask: False/0 where attention is not allowed (same broadcast).
+      broadcast_dropout: one dropout mask for all batch dims and heads.
+      dropout_rng, dropout_rate, deterministic: attention-weight dropout.
+      dtype: the computation dtype (default: inferred from query and key).
+      precision: the einsum's ``lax`` precision.
+      module: if given, the weights are sown into its ``intermediates``
+        collection as ``attention_weights``.
+      force_fp32_for_softmax: compute the softmax in float32.
+      einsum_dot_general: the ``dot_general`` of the default einsum.
+      einsum: the einsum to use (instead of ``precision``/``einsum_dot_general``).
+    """
+    if (precision or einsum_dot_general) and einsum:
+        raise ValueError(
+            "precision/einsum_dot_general and einsum are mutually exclusive. Please "
+            "specify only one of them."
+        )
+    if not einsum:
+        einsum = _default_einsum(precision, einsum_dot_general)
     query, key = promote_dtype(query, key, dtype=dtype)
     dtype = query.dtype
-    if query.ndim != key.ndim or query.shape[-1] != key.shape[-1]:
-        raise ValueError(
-            f"query {query.shape} and key {key.shape} must have the same rank and depth."
-        )
+    assert query.ndim == key.ndim, "q, k must have same rank."
+    assert query.shape[:-3] == key.shape[:-3], "q, k batch dims must match."
+    assert query.shape[-2] == key.shape[-2], "q, k num_heads must match."
+    assert query.shape[-1] == key.shape[-1], "q, k depths must match."
     query = query / jnp.sqrt(query.shape[-1]).astype(dtype)
-    weights = jnp.einsum("...qhd,...khd->...hqk", query, key, precision=precision)
+    weights = einsum("...qhd,...khd->...hqk", query, key)
     if bias is not None:
         weights = weights + bias
     if mask is not None:
         big_neg = jnp.finfo(dtype).min
         weights = jnp.where(mask, weights, big_neg)
-    weights = jax.nn.softmax(weights).astype(dtype)
-    if module is not None:
+    if force_fp32_for_softmax and dtype != jnp.float32:
+        weights = jax.nn.softmax(weights.astype(jnp.float32))
+    else:
+        weights = jax.nn.softmax(weights).astype(dtype)
+    if module:
         module.sow("intermediates", "attention_weights", weights)
     if not deterministic and dropout_rate > 0.0:
-        keep = 1.0 - dropout_rate
+        keep_prob = 1.0 - dropout_rate
         if broadcast_dropout:
-            shape = (1,) * (weights.ndim - 2) + weights.shape[-2:]
-            keep_mask = jax.random.bernoulli(dropout_rng, keep, shape)
+            shape = (1,) * (key.ndim - 2) + weights.shape[-2:]
+            keep = random.bernoulli(dropout_rng, keep_prob, shape)
         else:
-            keep_mask = jax.random.bernoulli(dropout_rng, keep, weights.shape)
-        weights = weights * (keep_mask.astype(dtype) / jnp.asarray(keep, dtype))
+            keep = random.bernoulli(dropout_rng, keep_prob, weights.shape)
+        weights = weights * (keep.astype(dtype) / jnp.asarray(keep_prob, dtype=dtype))
     return weights
 
 
@@ -72,15 +110,52 @@ def dot_product_attention(
     bias: Array | None = None,
     mask: Array | None = None,
     broadcast_dropout: bool = True,
-    dropout_rng: Any = None,
+    dropout_rng: PRNGKey | None = None,
     dropout_rate: float = 0.0,
     deterministic: bool = False,
     dtype: Dtype | None = None,
-    precision: Any = None,
+    precision: PrecisionLike = None,
     module: Module | None = None,
+    force_fp32_for_softmax: bool = False,
+    einsum_dot_general: Callable[..., Array] | None = None,
+    qk_attn_weights_einsum: Callable[..., Array] | None = None,
+    attn_weights_value_einsum: Callable[..., Array] | None = None,
 ) -> Array:
-    """Multi-head attention on ``[..., length, heads, depth]`` inputs."""
+    """Multi-head dot-product attention on ``[batch..., length, heads, depth]``.
+
+    Returns ``[batch..., q_length, heads, v_depth]``. Arguments as in
+    :func:`dot_product_attention_weights`; ``qk_attn_weights_einsum`` and
+    ``attn_weights_value_einsum`` (given together) replace the two einsums.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> q = k = v = jnp.ones((2, 5, 4, 8))
+        >>> dot_product_attention(q, k, v).shape
+        (2, 5, 4, 8)
+    """
+    if bool(qk_attn_weights_einsum) != bool(attn_weights_value_einsum):
+        raise ValueError(
+            "qk_attn_weights_einsum and attn_weights_value_einsum must be specified "
+            "together."
+        )
+    if (precision or einsum_dot_general) and (
+        qk_attn_weights_einsum or attn_weights_value_einsum
+    ):
+        raise ValueError(
+            "precision/einsum_dot_general and "
+            "qk_attn_weights_einsum/attn_weights_value_einsum are mutually exclusive. "
+            "Please specify only one of them."
+        )
     query, key, value = promote_dtype(query, key, value, dtype=dtype)
+    dtype = query.dtype
+    assert key.ndim == query.ndim == value.ndim, "q, k, v must have same rank."
+    assert query.shape[:-3] == key.shape[:-3] == value.shape[:-3], (
+        "q, k, v batch dims must match."
+    )
+    assert query.shape[-2] == key.shape[-2] == value.shape[-2], (
+        "q, k, v num_heads must match."
+    )
+    assert key.shape[-3] == value.shape[-3], "k, v lengths must match."
     weights = dot_product_attention_weights(
         query,
         key,
@@ -90,11 +165,16 @@ def dot_product_attention(
         dropout_rng,
         dropout_rate,
         deterministic,
-        query.dtype,
+        dtype,
         precision,
         module,
+        force_fp32_for_softmax,
+        einsum_dot_general=einsum_dot_general,
+        einsum=qk_attn_weights_einsum,
     )
-    return jnp.einsum("...hqk,...khd->...qhd", weights, value, precision=precision)
+    if not attn_weights_value_einsum:
+        attn_weights_value_einsum = _default_einsum(precision, einsum_dot_general)
+    return attn_weights_value_einsum("...hqk,...khd->...qhd", weights, value)
 
 
 def make_attention_mask(
@@ -125,8 +205,10 @@ def combine_masks(*masks: Array | None, dtype: Dtype = jnp.float32) -> Array | N
     if not present:
         return None
     if len({m.ndim for m in present}) != 1:
-        raise ValueError(
-            f"combine_masks: masks must have the same rank, got {[m.ndim for m in present]}."
+        # AssertionError, as in Flax.
+        raise AssertionError(
+            f"masks must have same rank: {tuple(m.ndim for m in present)}\n"
+            "Expand the masks to one rank, e.g. [batch, heads, q, k]."
         )
     out = present[0]
     for m in present[1:]:
@@ -135,15 +217,43 @@ def combine_masks(*masks: Array | None, dtype: Dtype = jnp.float32) -> Array | N
 
 
 class MultiHeadDotProductAttention(Module):
-    """Multi-head dot-product attention (Linen-compatible).
+    """Multi-head dot-product attention.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> layer = MultiHeadDotProductAttention(num_heads=8, qkv_features=16)
+        >>> q = jnp.ones((4, 3, 5))
+        >>> variables = layer.init(jax.random.key(0), q)
+        >>> sorted(variables["params"])
+        ['key', 'out', 'query', 'value']
+        >>> layer.apply(variables, q).shape
+        (4, 3, 5)
 
     Attributes:
-      num_heads: the number of heads; ``qkv_features`` must be divisible by it.
-      qkv_features: the projection size (default: the query's feature size).
-      out_features: the output size (default: the query's feature size).
-      dropout_rate, broadcast_dropout, deterministic: attention dropout.
-      decode: autoregressive decoding with a ``cache`` collection.
-      normalize_qk: LayerNorm on queries and keys.
+      num_heads: number of heads; ``qkv_features`` must be divisible by it.
+      dtype: the computation dtype (default: inferred from inputs and params).
+      param_dtype: the dtype passed to parameter initializers.
+      qkv_features: the size of the query/key/value projections (default: the
+        query's features).
+      out_features: the output size (default: the query's features).
+      broadcast_dropout: one dropout mask for the batch dims and heads.
+      dropout_rate: attention-weight dropout rate.
+      deterministic: no dropout (may be given at call time instead).
+      precision: the ``lax`` precision of the projections and einsums.
+      kernel_init, bias_init: initializers of the projections.
+      out_kernel_init, out_bias_init: of the output projection (default: the
+        above).
+      use_bias: whether the projections have biases.
+      attention_fn: ``dot_product_attention`` or one with its signature; only
+        the keyword arguments it accepts are passed.
+      decode: autoregressive decoding with a ``cache`` collection
+        (``cached_key``, ``cached_value``, ``cache_index``).
+      normalize_qk: LayerNorm (no bias) on queries and keys.
+      force_fp32_for_softmax: compute the softmax in float32.
+      qkv_dot_general, out_dot_general, qkv_dot_general_cls,
+        out_dot_general_cls: the ``dot_general`` of the projections.
+      qk_attn_weights_einsum_cls, attn_weights_value_einsum_cls: factories of
+        the two einsums of the attention.
     """
 
     num_heads: int
@@ -154,15 +264,22 @@ class MultiHeadDotProductAttention(Module):
     broadcast_dropout: bool = True
     dropout_rate: float = 0.0
     deterministic: bool | None = None
-    precision: Any = None
-    kernel_init: Callable[..., Array] = initializers.default_kernel_init
-    out_kernel_init: Callable[..., Array] | None = None
-    bias_init: Callable[..., Array] = initializers.zeros_init()
-    out_bias_init: Callable[..., Array] | None = None
+    precision: PrecisionLike = None
+    kernel_init: Initializer = default_kernel_init
+    out_kernel_init: Initializer | None = None
+    bias_init: Initializer = initializers.zeros_init()
+    out_bias_init: Initializer | None = None
     use_bias: bool = True
     attention_fn: Callable[..., Array] = dot_product_attention
     decode: bool = False
     normalize_qk: bool = False
+    force_fp32_for_softmax: bool = False
+    qkv_dot_general: DotGeneralT | None = None
+    out_dot_general: DotGeneralT | None = None
+    qkv_dot_general_cls: Any = None
+    out_dot_general_cls: Any = None
+    qk_attn_weights_einsum_cls: Callable[..., Callable[..., Array]] | None = None
+    attn_weights_value_einsum_cls: Callable[..., Callable[..., Array]] | None = None
 
     @compact
     def __call__(
@@ -174,29 +291,60 @@ class MultiHeadDotProductAttention(Module):
         inputs_kv: Array | None = None,
         mask: Array | None = None,
         deterministic: bool | None = None,
-        dropout_rng: Any = None,
+        dropout_rng: PRNGKey | None = None,
         sow_weights: bool = False,
     ) -> Array:
-        """Attends from ``inputs_q`` to ``inputs_k``/``inputs_v`` (default: self-attention)."""
+        """Attends from ``inputs_q`` to ``inputs_k``/``inputs_v``.
+
+        ``inputs_k`` defaults to ``inputs_q`` (self-attention) and ``inputs_v``
+        to ``inputs_k``. ``mask``: ``[batch..., heads, q, k]``, False where
+        attention is not allowed. ``sow_weights`` sows the attention weights
+        into ``intermediates``.
+        """
         if inputs_kv is not None:
             if inputs_k is not None or inputs_v is not None:
                 raise ValueError(
-                    "Give either inputs_kv or inputs_k/inputs_v, not both."
+                    "If either `inputs_k` or `inputs_v` is not None, `inputs_kv` must "
+                    "be None. If `inputs_kv` is not None, both `inputs_k` and "
+                    "`inputs_v` must be None. We recommend using `inputs_k` and "
+                    "`inputs_v` args, since `inputs_kv` will be deprecated soon."
                 )
             inputs_k = inputs_v = inputs_kv
+            warnings.warn(
+                "The inputs_kv arg will be deprecated soon. Use inputs_k and inputs_v "
+                "instead.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         else:
             if inputs_k is None:
                 if inputs_v is not None:
-                    raise ValueError("inputs_v needs inputs_k.")
+                    raise ValueError(
+                        "`inputs_k` cannot be None if `inputs_v` is not None. To have "
+                        "both `inputs_k` and `inputs_v` be the same value, pass in the "
+                        "value to `inputs_k` and leave `inputs_v` as None."
+                    )
                 inputs_k = inputs_q
             if inputs_v is None:
                 inputs_v = inputs_k
+            elif inputs_v.shape[-1] == inputs_v.shape[-2]:
+                warnings.warn(
+                    f"You are passing an array of shape {inputs_v.shape} to the "
+                    "`inputs_v` arg, when you may have intended to pass it to the "
+                    "`mask` arg. As in Flax since 0.7.4, the function signature of "
+                    "MultiHeadDotProductAttention's `__call__` method has changed to "
+                    "`__call__(inputs_q, inputs_k=None, inputs_v=None, *, "
+                    "inputs_kv=None, mask=None, deterministic=None)`. Use the kwarg "
+                    "`mask` instead.",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
         features = self.out_features or inputs_q.shape[-1]
         qkv_features = self.qkv_features or inputs_q.shape[-1]
-        if qkv_features % self.num_heads:
-            raise ValueError(
-                f"qkv_features ({qkv_features}) must be divisible by num_heads ({self.num_heads})."
-            )
+        assert qkv_features % self.num_heads == 0, (
+            f"Memory dimension ({qkv_features}) must be divisible by number of heads "
+            f"({self.num_heads})."
+        )
         head_dim = qkv_features // self.num_heads
         dense = functools.partial(
             DenseGeneral,
@@ -208,6 +356,8 @@ class MultiHeadDotProductAttention(Module):
             bias_init=self.bias_init,
             use_bias=self.use_bias,
             precision=self.precision,
+            dot_general=self.qkv_dot_general,
+            dot_general_cls=self.qkv_dot_general_cls,
         )
         query, key, value = (
             dense(name="query")(inputs_q),
@@ -243,8 +393,10 @@ class MultiHeadDotProductAttention(Module):
                 expected = tuple(batch_dims) + (1, num_heads, depth)
                 if expected != query.shape:
                     raise ValueError(
-                        f"Autoregressive cache shape error: decode one step at a time, expected "
-                        f"query shape {expected} but got {query.shape}."
+                        "Autoregressive cache shape error, expected query shape "
+                        f"{expected} instead got {query.shape}.\nWith decode=True, "
+                        "apply one step (length 1) at a time after initializing the "
+                        "cache with the full length."
                     )
                 cur = cache_index.value
                 zero = jnp.array(0, dtype=lax.dtype(cur.dtype))
@@ -261,8 +413,7 @@ class MultiHeadDotProductAttention(Module):
                         tuple(batch_dims) + (1, 1, max_length),
                     ),
                 )
-        dropout_rate = self.dropout_rate
-        if dropout_rate > 0.0:
+        if self.dropout_rate > 0.0:  # `deterministic` is needed only with dropout
             m_deterministic = merge_param(
                 "deterministic", self.deterministic, deterministic
             )
@@ -270,20 +421,32 @@ class MultiHeadDotProductAttention(Module):
                 dropout_rng = self.make_rng("dropout")
         else:
             m_deterministic = True
-        x = self.attention_fn(
-            query,
-            key,
-            value,
+        attn_kwargs = dict(
             mask=mask,
             dropout_rng=dropout_rng,
-            dropout_rate=dropout_rate,
+            dropout_rate=self.dropout_rate,
             broadcast_dropout=self.broadcast_dropout,
             deterministic=m_deterministic,
             dtype=self.dtype,
             precision=self.precision,
-            **({"module": self} if sow_weights else {}),
+            force_fp32_for_softmax=self.force_fp32_for_softmax,
+            qk_attn_weights_einsum=(
+                self.qk_attn_weights_einsum_cls()
+                if self.qk_attn_weights_einsum_cls
+                else None
+            ),
+            attn_weights_value_einsum=(
+                self.attn_weights_value_einsum_cls()
+                if self.attn_weights_value_einsum_cls
+                else None
+            ),
         )
-        out = DenseGeneral(
+        accepted = _parameters(self.attention_fn)
+        attn_kwargs = {k: v for k, v in attn_kwargs.items() if k in accepted}
+        if sow_weights:
+            attn_kwargs["module"] = self
+        x = self.attention_fn(query, key, value, **attn_kwargs)
+        return DenseGeneral(
             features=features,
             axis=(-2, -1),
             kernel_init=self.out_kernel_init or self.kernel_init,
@@ -292,9 +455,18 @@ class MultiHeadDotProductAttention(Module):
             dtype=self.dtype,
             param_dtype=self.param_dtype,
             precision=self.precision,
+            dot_general=self.out_dot_general,
+            dot_general_cls=self.out_dot_general_cls,
             name="out",
         )(x)
-        return out
+
+
+def _parameters(fn: Callable[..., Any]) -> frozenset[str]:
+    """The parameter names of ``fn`` (an attention_fn gets only those it takes)."""
+    try:
+        return frozenset(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return frozenset()
 
 
 class MultiHeadAttention(MultiHeadDotProductAttention):
@@ -313,9 +485,14 @@ class SelfAttention(MultiHeadDotProductAttention):
         dropout_rng: Any = None,
         sow_weights: bool = False,
     ) -> Array:
-        """Attends ``inputs_q`` to itself."""
-        return MultiHeadDotProductAttention.__call__._lens_orig(  # type: ignore[attr-defined]
-            self,
+        """Attends ``inputs_q`` to itself (deprecated in Flax: use the base class)."""
+        warnings.warn(
+            "SelfAttention will be deprecated soon. Use "
+            "`MultiHeadDotProductAttention.__call__(inputs_q)` instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return super().__call__(
             inputs_q,
             mask=mask,
             deterministic=deterministic,

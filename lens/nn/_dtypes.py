@@ -7,36 +7,51 @@ from typing import Any
 import jax.numpy as jnp
 
 
-def promote_dtype(*args: Any, dtype: Any = None, inexact: bool = True) -> list[Any]:
-    """Casts ``args`` (``None`` kept) to ``dtype`` or to their common type."""
-    if dtype is None:
-        arrays = [jnp.asarray(x) for x in args if x is not None]
-        dtype = jnp.result_type(*arrays)
-        if inexact and not jnp.issubdtype(dtype, jnp.inexact):
-            dtype = jnp.promote_types(jnp.float32, dtype)
-    return [None if x is None else jnp.asarray(x, dtype) for x in args]
-
-
 def canonicalize_dtype(*args: Any, dtype: Any = None, inexact: bool = True) -> Any:
-    """The dtype :func:`promote_dtype` would cast to."""
+    """The dtype :func:`promote_dtype` casts to: ``dtype``, or the args' common type.
+
+    With ``inexact=True`` an integer common type becomes floating point.
+
+    Raises:
+      ValueError: if ``inexact`` and the given ``dtype`` is not inexact.
+    """
     if dtype is None:
         arrays = [jnp.asarray(x) for x in args if x is not None]
         dtype = jnp.result_type(*arrays)
         if inexact and not jnp.issubdtype(dtype, jnp.inexact):
             dtype = jnp.promote_types(jnp.float32, dtype)
+    if inexact and not jnp.issubdtype(dtype, jnp.inexact):
+        raise ValueError(
+            f"Dtype must be inexact: {dtype}\nA layer's dtype= must be a floating or "
+            "complex type (e.g. jnp.float32, jnp.bfloat16)."
+        )
     return dtype
+
+
+def promote_dtype(*args: Any, dtype: Any = None, inexact: bool = True) -> list[Any]:
+    """Casts ``args`` (``None`` kept) to ``dtype`` or to their common type.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> x, w = promote_dtype(jnp.ones(2, jnp.int32), jnp.ones(2, jnp.bfloat16))
+        >>> x.dtype, w.dtype
+        (dtype(bfloat16), dtype(bfloat16))
+    """
+    dtype = canonicalize_dtype(*args, dtype=dtype, inexact=inexact)
+    return [None if x is None else jnp.asarray(x, dtype) for x in args]
 
 
 def merge_param(name: str, a: Any, b: Any) -> Any:
     """Returns whichever of attribute ``a`` and call argument ``b`` is set (not both)."""
-    if a is None and b is None:
-        raise ValueError(
-            f'Parameter "{name}" must be given either as a module attribute or as a call '
-            "argument, and was given as neither."
-        )
     if a is not None and b is not None:
         raise ValueError(
-            f'Parameter "{name}" was given both as a module attribute and as a call '
-            "argument; give it in one place only."
+            f'Parameter "{name}" was passed to the constructor and at call time. Should '
+            "be passed just once.\nGive it as a module attribute or as a call "
+            "argument, not both."
+        )
+    if a is None and b is None:
+        raise ValueError(
+            f'Parameter "{name}" must be passed to the constructor or at call time.'
+            f"\nE.g. Layer({name}=...) or layer(x, {name}=...)."
         )
     return a if b is None else b

@@ -1,224 +1,571 @@
 """How module methods and classes are lifted through ``lens.core.lift`` transforms.
 
-A transformed method receives bound modules (``self``, and any module found in its
-arguments, such as the seed's ``Partial(fn, [dense])``). Their scopes are lifted
-together by ``pack`` (children of ``self`` are de-duplicated and rebuilt by path);
-inside the transform each module is replaced by a clone bound to its inner scope.
-Modules never cross the JAX transform as values: they travel as empty pytree
-placeholders.
+One code path serves every form: a transformed class (``nn.vmap(MLP, ...)``), a
+transformed method (``@nn.scan`` on ``__call__``) and a function of a module
+(``nn.vjp(fn, mdl, x)``). :func:`lifted_call` finds the scopes of the module (and
+of modules and variables in its fields and arguments), runs the core transform on
+them, and inside rebuilds the module bound to the lifted scopes with the naming
+state the outer module had, so compact names continue where they stand.
+
+Modules and variables never cross the JAX transform as values: they travel as
+placeholders with static data only.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
 
-from lens import errors
-from lens.nn._module import Module, _map_submodules
+from lens import errors, serialization, struct
+from lens.core._filters import DenyList
+from lens.core._rng import LazyRng
+from lens.core._scope import Scope, Variable
+from lens.nn._module import Module
+from lens.nn._module_support import _get_unbound_fn, wrap_method_once
 
 
-@jax.tree_util.register_pytree_node_class
-class _ModuleRef:
-    """An empty pytree standing in for a lifted module inside a transform."""
+@struct.dataclass
+class VariablePlaceholder:
+    """Stands for a ``Variable`` argument inside a transform."""
 
-    __slots__ = ("index",)
+    collection: str = struct.field(pytree_node=False)
+    name: str = struct.field(pytree_node=False)
+    unbox: bool = struct.field(pytree_node=False)
+    id: int = struct.field(pytree_node=False)
 
-    def __init__(self, index: int):
-        self.index = index
 
-    def tree_flatten(self) -> tuple[tuple, int]:
-        return (), self.index
+@struct.dataclass
+class InstancePlaceholder:
+    """Stands for a bound module argument inside a transform."""
+
+    cls: type = struct.field(pytree_node=False)
+    attrs: Any = struct.field(pytree_node=False)
+    id: Any = struct.field(pytree_node=False)
+
+
+def _memoize_by_id(
+    fn: Callable[[Any], Any], refs: dict[Any, Any]
+) -> Callable[[Any], Any]:
+    """Applies ``fn`` once per module/variable (aliases map to one result)."""
+
+    @functools.wraps(fn)
+    def wrapped(x: Any) -> Any:
+        if isinstance(x, VariablePlaceholder | InstancePlaceholder):
+            key = x.id
+        elif isinstance(x, Module):
+            key = x._id
+        elif isinstance(x, Variable):
+            key = ("var", id(x))
+        else:
+            return fn(x)
+        if key not in refs:
+            refs[key] = fn(x)
+        return refs[key]
+
+    return wrapped
+
+
+def _init_attrs(m: Module) -> dict[str, Any]:
+    return {
+        f.name: getattr(m, f.name)
+        for f in dataclasses.fields(m)  # type: ignore[arg-type]
+        if f.name != "parent" and f.init
+    }
+
+
+def get_module_scopes(
+    module: Module, args: Any = None, kwargs: Any = None
+) -> tuple[list[Scope], Any, Any]:
+    """The scopes of ``module``, of modules/variables in its fields and arguments.
+
+    Returns ``(scopes, args, kwargs)`` with bound modules and variables in the
+    arguments replaced by placeholders.
+    """
+    scopes: list[Scope] = []
+    refs: dict[Any, Any] = {}
+
+    def get_arg_scope(x: Any) -> Any:
+        if isinstance(x, Variable) and isinstance(x.scope, Scope):
+            scopes.append(x.scope)
+            return VariablePlaceholder(x.collection, x.name, x.unbox, id(x))
+        if isinstance(x, Module) and isinstance(x.scope, Scope):
+            x._try_setup(shallow=True)
+            scopes.append(x.scope)
+            attrs = jax.tree_util.tree_map(memo_arg, _init_attrs(x))
+            return InstancePlaceholder(type(x), attrs, x._id)
+        return x
+
+    memo_arg = _memoize_by_id(get_arg_scope, refs)
+    new_args, new_kwargs = jax.tree_util.tree_map(memo_arg, (args, kwargs))
+
+    def get_scopes(m: Module) -> None:
+        m._try_setup(shallow=True)
+        for leaf in jax.tree_util.tree_leaves(_init_attrs(m)):
+            if isinstance(leaf, Module) and isinstance(leaf.scope, Scope):
+                memo_scopes(leaf)
+            elif isinstance(leaf, Variable) and isinstance(leaf.scope, Scope):
+                scopes.append(leaf.scope)
+        scopes.append(m.scope)  # type: ignore[arg-type]
+
+    memo_scopes = _memoize_by_id(get_scopes, refs)
+    memo_scopes(module)
+    return scopes, new_args, new_kwargs
+
+
+def set_module_scopes(
+    module: Module, args: Any, kwargs: Any, scopes: Sequence[Scope]
+) -> tuple[Module, Any, Any]:
+    """The inverse of :func:`get_module_scopes` with the lifted ``scopes``."""
+    idx = 0
+    refs: dict[Any, Any] = {}
+
+    def set_arg_scope(x: Any) -> Any:
+        nonlocal idx
+        if isinstance(x, VariablePlaceholder):
+            v = Variable(scopes[idx], x.collection, x.name, unbox=x.unbox)
+            idx += 1
+            return v
+        if isinstance(x, InstancePlaceholder):
+            scope = scopes[idx]
+            idx += 1
+            attrs = jax.tree_util.tree_map(memo_arg, x.attrs, is_leaf=_is_placeholder)
+            return x.cls(parent=scope, **attrs)
+        return x
+
+    memo_arg = _memoize_by_id(set_arg_scope, refs)
+    new_args, new_kwargs = jax.tree_util.tree_map(
+        memo_arg, (args, kwargs), is_leaf=_is_placeholder
+    )
+
+    def set_scopes(m: Module) -> Module:
+        nonlocal idx
+
+        def inner(x: Any) -> Any:
+            nonlocal idx
+            if isinstance(x, Module) and isinstance(x.scope, Scope):
+                return memo_scopes(x)
+            if isinstance(x, Variable) and isinstance(x.scope, Scope):
+                v = Variable(scopes[idx], x.collection, x.name, unbox=x.unbox)
+                idx += 1
+                return v
+            return x
+
+        new_attrs = jax.tree_util.tree_map(inner, _init_attrs(m))
+        new = m.clone(parent=scopes[idx], **new_attrs)
+        idx += 1
+        return new
+
+    memo_scopes = _memoize_by_id(set_scopes, refs)
+    new_module = memo_scopes(module)
+    if idx != len(scopes):
+        raise AssertionError(f"scope list mismatch {len(scopes)} != {idx}")
+    return new_module, new_args, new_kwargs
+
+
+def _is_placeholder(x: Any) -> bool:
+    return isinstance(x, VariablePlaceholder | InstancePlaceholder)
+
+
+def _test_transformed_return_values(tree: Any, method_name: Any) -> None:
+    for leaf in jax.tree_util.tree_leaves(
+        tree, is_leaf=lambda x: isinstance(x, Module | Variable)
+    ):
+        if isinstance(leaf, Module | Variable):
+            raise errors.TransformedMethodReturnValueError(method_name)
+
+
+# ------------------------------------------------------------------- module hash
+
+
+@dataclasses.dataclass(frozen=True)
+class _HashableProxy:
+    """A static, hashable stand-in for a module (``nn.jit``'s cache key).
+
+    It holds a weak reference to the module and a hash of its structure (fields,
+    naming state, scope mutability, flags and rng counts): never the module's
+    variables, so the cache keeps no model alive.
+    """
+
+    module_ref: weakref.ReferenceType
+    hash_key: int
 
     @classmethod
-    def tree_unflatten(cls, index: int, children: tuple) -> _ModuleRef:
-        return cls(index)
+    def from_module(cls, module: Module) -> _HashableProxy:
+        return cls(weakref.ref(module), hash(_fingerprint(module, (), {})))
 
-    def __repr__(self) -> str:
-        return f"_ModuleRef({self.index})"
+    def __hash__(self) -> int:
+        return self.hash_key
 
-
-def _is_module(x: Any) -> bool:
-    return isinstance(x, Module)
-
-
-def _is_module_or_ref(x: Any) -> bool:
-    return isinstance(x, Module | _ModuleRef)
-
-
-class _Lifted:
-    """The bound modules of one transformed call and how to rebuild them inside."""
-
-    def __init__(self, self_module: Module, args: tuple, kwargs: dict):
-        self.modules: list[Module] = [self_module]
-        # Bound modules held in self's fields are lifted too (they may be used inside).
-        self.field_refs: dict[str, Any] = {}
-        for f in dataclasses.fields(self_module):
-            if not f.init or f.name in ("parent", "name"):
-                continue
-            value = getattr(self_module, f.name)
-            if any(
-                isinstance(m, Module) and m.scope is not None
-                for m in _flat_modules(value)
-            ):
-                self.field_refs[f.name] = _map_submodules(
-                    value, lambda m, _: self._ref(m), f.name
-                )
-        self.args, self.kwargs = jax.tree_util.tree_map(
-            lambda x: self._ref(x) if isinstance(x, Module) else x,
-            (args, kwargs),
-            is_leaf=_is_module,
-        )
-
-    def _ref(self, m: Module) -> Any:
-        if m.scope is None:
-            return m  # unbound modules are plain values (they will bind inside)
-        for i, other in enumerate(self.modules):
-            if other is m:
-                return _ModuleRef(i)
-        self.modules.append(m)
-        return _ModuleRef(len(self.modules) - 1)
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _HashableProxy) and self.hash_key == other.hash_key
 
     @property
-    def scopes(self) -> list[Any]:
-        return [m.scope for m in self.modules]
-
-    def rebuild(
-        self, scopes: Sequence[Any], args: tuple, kwargs: dict
-    ) -> tuple[Module, tuple, dict]:
-        """Clones bound to the inner ``scopes``; placeholders in args replaced."""
-        clones: list[Module | None] = [None] * len(self.modules)
-
-        def restore(x: Any) -> Any:
-            return clones[x.index] if isinstance(x, _ModuleRef) else x
-
-        for i in range(len(self.modules) - 1, 0, -1):
-            clones[i] = self.modules[i].clone(parent=scopes[i])
-        fields = {
-            k: jax.tree_util.tree_map(restore, v, is_leaf=_is_module_or_ref)
-            for k, v in self.field_refs.items()
-        }
-        clones[0] = self.modules[0].clone(parent=scopes[0], **fields)
-        args, kwargs = jax.tree_util.tree_map(
-            restore, (args, kwargs), is_leaf=_is_module_or_ref
-        )
-        return clones[0], args, kwargs  # type: ignore[return-value]
+    def module(self) -> Module:
+        m = self.module_ref()
+        assert m is not None, "nn.jit: the module was garbage collected mid-call"
+        return m
 
 
-def _flat_modules(value: Any) -> list[Module]:
-    found: list[Module] = []
-    _map_submodules(value, lambda m, _: found.append(m) or m, "")
-    return found
+def _check_hashable(path: tuple[str, ...], x: Any) -> None:
+    try:
+        hash(x)
+    except Exception as e:
+        raise ValueError(
+            f"Value at '{'/'.join(path)}' is not hashable: {e}\nnn.jit keys its cache "
+            "on the module's attributes; make them hashable (tuples, not lists), or "
+            "pass the value as a call argument."
+        ) from e
 
 
-def _check_no_module(y: Any, what: str) -> Any:
-    for leaf in jax.tree_util.tree_leaves(y, is_leaf=_is_module):
-        if isinstance(leaf, Module):
-            raise errors.TransformedMethodReturnValueError(
-                f"{what} returned the module {type(leaf).__name__}; modules cannot be "
-                "returned from a transformed method.\nReturn arrays (e.g. the module's "
-                "output) instead."
+def _fingerprint(obj: Any, path: tuple[str, ...], seen: dict[Any, int]) -> Any:
+    def sub(name: str, value: Any) -> tuple[str, Any]:
+        return name, _fingerprint(value, (*path, name), seen)
+
+    if isinstance(obj, str):
+        return obj
+    if isinstance(obj, Module):
+        if obj._id in seen:
+            return type(obj), seen[obj._id]
+        seen[obj._id] = len(seen)
+        parts: list[Any] = []
+        for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+            if f.name not in ("parent", "name") and hasattr(obj, f.name):
+                parts.append(sub(f.name, getattr(obj, f.name)))
+        st = obj._state
+        parts.append(
+            (
+                "_state",
+                (
+                    st.in_compact_method,
+                    st.in_setup,
+                    int(st.setup_called),
+                    st.is_initialized,
+                    tuple(sorted(st.autoname_cursor.items())),
+                ),
             )
-    return y
+        )
+        scope = obj.scope
+        if scope is not None:
+            static = (
+                _fingerprint(scope.mutable, (*path, "mutable"), seen),
+                tuple(sorted(scope.flags.items(), key=repr)),
+                scope.rng_counters.snapshot(),
+                tuple(
+                    sorted(
+                        (k, tuple(sorted(map(str, v))))
+                        for k, v in scope.reservations.items()
+                    )
+                ),
+            )
+            _check_hashable((*path, "scope"), static)
+            parts.append(("scope", static))
+        return type(obj), tuple(parts)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return type(obj), tuple(
+            sub(f.name, getattr(obj, f.name))
+            for f in dataclasses.fields(obj)
+            if hasattr(obj, f.name)
+        )
+    if isinstance(obj, DenyList):
+        return DenyList, _fingerprint(obj.deny, path, seen)
+    if isinstance(obj, dict):
+        return tuple((k, sub(str(k), v)) for k, v in obj.items())
+    if serialization.is_serializable(obj):
+        return type(obj), _fingerprint(serialization.to_state_dict(obj), path, seen)
+    if isinstance(obj, set | frozenset):
+        return type(obj), tuple(sorted(map(repr, obj)))
+    if isinstance(obj, tuple | list):
+        return tuple(sub(str(i), v) for i, v in enumerate(obj))
+    _check_hashable(path, obj)
+    return obj
 
 
-def lift_call(
-    core_transform: Callable[..., Callable[..., Any]],
-    fun: Callable[..., Any],
+def fork_rngs_of(module: Module) -> tuple[Scope | None, Any]:
+    """Replaces the module scope's streams by fresh keys from ``make_rng``.
+
+    Returns what :func:`restore_rngs` needs to undo it.
+    """
+    scope = module.scope
+    if scope is None:
+        return None, None
+    old = (scope._rng_roots, scope._rng_depth)
+    fresh = {name: LazyRng(scope.make_rng(name), ()) for name in scope._rng_roots}
+    scope._rng_roots = fresh
+    scope._rng_depth = len(scope.path)
+    return scope, old
+
+
+def restore_rngs(scope: Scope | None, old: Any) -> None:
+    if scope is not None:
+        scope._rng_roots, scope._rng_depth = old
+
+
+# ------------------------------------------------------------------ lifting
+
+
+def lifted_call(
+    transform: Callable[..., Callable[..., Any]],
+    fns: Sequence[Callable[..., Any]],
     self: Module,
     args: tuple,
     kwargs: dict,
-    what: str,
+    *,
+    clone_class: type | None = None,
+    multi_scope: bool = True,
+    cached: dict[str, Any] | None = None,
+    names: Sequence[Any] = (),
 ) -> Any:
-    """Calls ``fun(self, *args, **kwargs)`` through ``core_transform``.
-
-    ``core_transform(core_fn)`` must return a function of ``(scopes, *args, **kw)``.
-    """
-    if self.scope is None:
-        raise errors.CallCompactUnboundModuleError(type(self).__name__, what)
-    lifted = _Lifted(self, args, kwargs)
-
-    def core_fn(scopes: list[Any], *args: Any, **kwargs: Any) -> Any:
-        module, args, kwargs = lifted.rebuild(scopes, args, kwargs)
-        return _check_no_module(fun(module, *args, **kwargs), what)
-
-    return core_transform(core_fn)(lifted.scopes, *lifted.args, **lifted.kwargs)
-
-
-def _check_target(target: Any, transform: str) -> None:
-    if isinstance(target, Module):
-        raise errors.TransformTargetError(
-            f"nn.{transform} got a module instance, {type(target).__name__}(...); it "
-            f"transforms a Module class or a method.\nWrite nn.{transform}("
-            f"{type(target).__name__}, ...)(<attributes>) instead."
-        )
-    if not (isinstance(target, type) and issubclass(target, Module)) and not callable(
-        target
-    ):
-        raise errors.TransformTargetError(
-            f"nn.{transform} transforms a Module class or a method, got {target!r}."
-        )
-
-
-def module_transform(
-    transform: str,
-    target: Any,
-    make_core: Callable[[Callable[..., Any]], Callable[..., Any]],
-    methods: Sequence[str] | None = None,
-) -> Any:
-    """Applies a core transform to a Module class (a new class) or to a method.
+    """Calls ``fns[0](self, *args, **kwargs)`` (or the transform of several ``fns``).
 
     Args:
-      transform: the transform's name (``'vmap'``); the new class is called
-        ``Vmap<Class>``.
-      target: a Module subclass or a function ``f(module, *args)``.
-      make_core: ``make_core(core_fn)`` returns the core-lifted function.
-      methods: the methods of a class to transform (default ``['__call__']``).
+      transform: ``transform(*core_fns)`` returns ``f(scopes, *args, **kwargs)``.
+      fns: module functions ``fn(module, *args)``, already state-managed.
+      self: the bound module.
+      clone_class: the class to rebuild inside (a transformed class rebuilds its
+        untransformed base); default ``type(self)``.
+      multi_scope: lift all the scopes found (else only ``self``'s).
+      cached: a dict holding the transformed function across calls (``nn.jit``):
+        the core functions then take the module from a hashable proxy argument.
+      names: a name per function, for errors.
     """
-    _check_target(target, transform)
-    if isinstance(target, type):
-        methods = list(methods or ["__call__"])
-        attrs: dict[str, Any] = {"__module__": target.__module__, "__qualname__": ""}
-        for m in methods:
-            orig = getattr(target, m, None)
-            if orig is None:
-                raise errors.TransformTargetError(
-                    f"nn.{transform}: {target.__name__} has no method {m!r}."
+    state = self._state.export()
+
+    def rebuild(module: Module, scopes: Any, a: Any, k: Any) -> tuple[Module, Any, Any]:
+        if not multi_scope:
+            scopes = [scopes]
+        if clone_class is not None:
+            base = clone_class(parent=None, **_init_attrs(module))
+        else:
+            base = module
+        cloned, a, k = set_module_scopes(base, a, k, scopes)
+        object.__setattr__(cloned, "_state", state.export())
+        return cloned, a, k
+
+    def make_core(fn: Callable[..., Any], name: Any) -> Callable[..., Any]:
+        if cached is not None:
+
+            def core_fn(scopes: Any, module_hash: Any, *a: Any, **k: Any) -> Any:
+                outer = module_hash.module
+                cloned, a, k = rebuild(outer, scopes, a, k)
+                res = fn(cloned, *a, **k)
+                outer._state.reimport(cloned._state)
+                _test_transformed_return_values(res, name)
+                return res
+
+        else:
+
+            def core_fn(scopes: Any, *a: Any, **k: Any) -> Any:
+                cloned, a, k = rebuild(self, scopes, a, k)
+                res = fn(cloned, *a, **k)
+                self._state.reimport(cloned._state)
+                _test_transformed_return_values(res, name)
+                return res
+
+        return functools.wraps(fn)(core_fn)
+
+    names = list(names) or [getattr(f, "__name__", None) for f in fns]
+    if cached is not None:
+        scope, old = fork_rngs_of(self)
+        try:
+            trafo = cached.get("fn")
+            if trafo is None:
+                trafo = cached["fn"] = transform(
+                    *[make_core(f, n) for f, n in zip(fns, names)]
                 )
-            attrs[m] = _transformed_method(
-                transform, make_core, orig, f"{target.__name__}.{m}"
-            )
-        name = transform.capitalize() + target.__name__
-        attrs["__qualname__"] = name
-        return type(name, (target,), attrs)
-    return _transformed_function(transform, make_core, target)
+            scopes, args, kwargs = get_module_scopes(self, args, kwargs)
+            if not multi_scope:
+                scopes = _single_scope(scopes)
+            return trafo(scopes, _HashableProxy.from_module(self), *args, **kwargs)
+        finally:
+            restore_rngs(scope, old)
+    trafo = transform(*[make_core(f, n) for f, n in zip(fns, names)])
+    scopes, args, kwargs = get_module_scopes(self, args, kwargs)
+    if not multi_scope:
+        scopes = _single_scope(scopes)
+    return trafo(scopes, *args, **kwargs)
 
 
-def _transformed_method(
-    transform: str, make_core: Callable[..., Any], orig: Callable[..., Any], what: str
-) -> Callable[..., Any]:
-    @functools.wraps(orig)
-    def method(self: Module, *args: Any, **kwargs: Any) -> Any:
-        return lift_call(make_core, orig, self, args, kwargs, what)
+def _single_scope(scopes: list[Scope]) -> Scope:
+    if len(scopes) != 1:
+        raise NotImplementedError(
+            "This transform does not yet support Modules that include other Modules "
+            "passed as arguments.\nlens: pass the inner modules as fields of the "
+            "module the transform lifts, or use a transform that lifts several "
+            "scopes (vmap, scan, jit, remat, map_variables)."
+        )
+    return scopes[0]
 
-    method._lens_wrapped = True  # type: ignore[attr-defined]  # no lifecycle wrapper
-    return method
+
+def _is_module_class(target: Any) -> bool:
+    return (inspect.isclass(target) and issubclass(target, Module)) or (
+        isinstance(target, functools.partial) and _is_module_class(target.func)
+    )
 
 
-def _transformed_function(
-    transform: str, make_core: Callable[..., Any], fun: Callable[..., Any]
-) -> Callable[..., Any]:
-    what = f"nn.{transform}({getattr(fun, '__qualname__', fun)!s})"
+def module_class_lift_transform(
+    transform: Callable[..., Any],
+    module_class: Any,
+    *trafo_args: Any,
+    methods: Any = None,
+    cached: bool = False,
+    **trafo_kwargs: Any,
+) -> Any:
+    """A subclass of ``module_class`` whose ``methods`` are lifted by ``transform``."""
+    if methods is None:
+        per_method = {"__call__": (trafo_args, trafo_kwargs)}
+    elif isinstance(methods, list | tuple):
+        per_method = {m: (trafo_args, trafo_kwargs) for m in methods}
+    elif isinstance(methods, dict):
+        per_method = {k: ((), v) for k, v in methods.items()}
+    else:
+        raise ValueError(
+            "transform methods argument must be None, tuple, list, or dict."
+        )
+    partial_object = None
+    if isinstance(module_class, functools.partial):
+        partial_object, module_class = module_class, module_class.func
 
-    @functools.wraps(fun)
-    def wrapper(module: Module, *args: Any, **kwargs: Any) -> Any:
-        if not isinstance(module, Module):
+    def create_trans_fn(fn_name: str, fn_args: tuple) -> Callable[..., Any]:
+        fn = getattr(module_class, fn_name, None)
+        if fn is None:
             raise errors.TransformTargetError(
-                f"{what} must be called with a bound module as its first argument, got {module!r}."
+                module_class,
+                detail=f"{module_class.__name__} has no method {fn_name!r} to transform.",
             )
-        return lift_call(make_core, fun, module, args, kwargs, what)
+        t_args, t_kwargs = fn_args
+        cache: dict[str, Any] | None = {} if cached else None
 
-    return wrapper
+        @functools.wraps(fn)
+        def wrapped_fn(self: Module, *args: Any, **kwargs: Any) -> Any:
+            return lifted_call(
+                lambda *core: transform(*core, *t_args, **t_kwargs),
+                (fn,),
+                self,
+                args,
+                kwargs,
+                clone_class=module_class,
+                cached=cache,
+                names=(fn_name,),
+            )
+
+        return wrapped_fn
+
+    fns = {name: create_trans_fn(name, a) for name, a in per_method.items()}
+    cls = type(
+        transform.__name__.capitalize() + module_class.__name__, (module_class,), fns
+    )
+    if partial_object is not None:
+        return functools.partial(cls, *partial_object.args, **partial_object.keywords)
+    return cls
+
+
+def decorator_lift_transform(
+    transform: Callable[..., Any],
+    class_fn: Any,
+    *trafo_args: Any,
+    multi_scope: bool = True,
+    cached: bool = False,
+    **trafo_kwargs: Any,
+) -> Callable[..., Any]:
+    """A module method (or functions of a module) lifted by ``transform``."""
+    class_fns = class_fn if isinstance(class_fn, tuple) else (class_fn,)
+    prewrapped = tuple(wrap_method_once(f) for f in class_fns)
+    cache: dict[str, Any] | None = {} if cached else None
+
+    @functools.wraps(prewrapped[0])
+    def wrapped_fn(self: Module, *args: Any, **kwargs: Any) -> Any:
+        return lifted_call(
+            lambda *core: transform(*core, *trafo_args, **trafo_kwargs),
+            prewrapped,
+            self,
+            args,
+            kwargs,
+            multi_scope=multi_scope,
+            cached=cache,
+            names=[getattr(f, "__name__", None) for f in class_fns],
+        )
+
+    return wrapped_fn
+
+
+def lift_transform(
+    transform: Callable[..., Any],
+    target: Any,
+    *trafo_args: Any,
+    methods: Any = None,
+    **trafo_kwargs: Any,
+) -> Any:
+    """Applies ``transform`` to a Module class, or as a decorator of a method."""
+    if _is_module_class(target):
+        return module_class_lift_transform(
+            transform, target, *trafo_args, methods=methods, **trafo_kwargs
+        )
+    if callable(target) and not isinstance(target, Module):
+        return decorator_lift_transform(transform, target, *trafo_args, **trafo_kwargs)
+    raise errors.TransformTargetError(
+        target,
+        detail=(
+            f"Got an instance of {type(target).__name__}: transform the class, "
+            f"nn.{transform.__name__}({type(target).__name__}, ...)(...)."
+            if isinstance(target, Module)
+            else ""
+        ),
+    )
+
+
+def lift_transform_cached(
+    transform: Callable[..., Any],
+    target: Any,
+    *trafo_args: Any,
+    methods: Any = None,
+    **trafo_kwargs: Any,
+) -> Any:
+    """Like :func:`lift_transform`, reusing one transformed function across calls."""
+    if _is_module_class(target):
+        return module_class_lift_transform(
+            transform, target, *trafo_args, methods=methods, cached=True, **trafo_kwargs
+        )
+    if callable(target) and not isinstance(target, Module):
+        return decorator_lift_transform(
+            transform, target, *trafo_args, cached=True, **trafo_kwargs
+        )
+    raise errors.TransformTargetError(target)
+
+
+def lift_direct_transform(
+    transform: Callable[..., Any],
+    targets: tuple[Callable[..., Any], ...],
+    mdl: Module,
+    *args: Any,
+    multi_scope: bool = True,
+    **kwargs: Any,
+) -> Any:
+    """Calls ``transform`` on functions of a module (``nn.vjp(fn, mdl, ...)``)."""
+    for target in targets:
+        if _is_module_class(target):
+            raise ValueError(
+                f"The {transform.__name__} transform can only be applied on a Module "
+                "method. That is function that takes a Module instance as its first "
+                "arg."
+            )
+        if not callable(target):
+            raise ValueError("transform target must be callable")
+    if not isinstance(mdl, Module):
+        raise errors.TransformTargetError(
+            mdl,
+            detail=f"nn.{transform.__name__} takes a bound module after the function(s).",
+        )
+    targets = tuple(_get_unbound_fn(t) for t in targets)
+
+    def aug_transform(*fns: Any) -> Any:
+        return functools.partial(transform, *fns)
+
+    return decorator_lift_transform(aug_transform, targets, multi_scope=multi_scope)(
+        mdl, *args, **kwargs
+    )

@@ -1,54 +1,117 @@
-"""Recurrent layers: LSTMCell, GRUCell and RNN (a scan over time).
+"""Recurrent layers: cells (LSTM, optimized LSTM, GRU, MGU, simple, ConvLSTM), the
+``RNN`` scan over time and ``Bidirectional``.
 
-Cell parameter names (``ii``, ``hi``, ...; ``ir``, ``hr``, ...) follow Flax Linen.
+Cell parameter names (``ii``, ``hi``, ...; ``ir``, ``hr``, ...), carry layouts and
+the draws of ``initialize_carry`` follow Flax Linen.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-from collections.abc import Callable, Mapping
-from typing import Any
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax import random
 
-from lens.core._filters import Filter
-from lens.nn import initializers
-from lens.nn._linear import Dense
-from lens.nn._module import Module, compact, nowrap
+from lens.core._filters import CollectionFilter, PRNGSequenceFilter
+from lens.core._freeze import FrozenDict
+from lens.core.nn import initializers
+from lens.core.nn.initializers import default_kernel_init
+from lens.nn._dtypes import promote_dtype
+from lens.nn._linear import Conv, Dense
+from lens.nn._module import Module
+from lens.nn._module_support import compact, nowrap
 from lens.nn._transforms import scan
+from lens.typing import Array, Dtype, Initializer, PrecisionLike, PRNGKey
 
-Array = Any
-Dtype = Any
-Initializer = Callable[..., Array]
+A = TypeVar("A")
+Carry = Any
+Output = Any
+
+__all__ = [
+    "Bidirectional",
+    "ConvLSTMCell",
+    "DenseParams",
+    "GRUCell",
+    "LSTMCell",
+    "MGUCell",
+    "OptimizedLSTMCell",
+    "RNN",
+    "RNNCellBase",
+    "SimpleCell",
+    "flip_sequences",
+]
+
+sigmoid = jax.nn.sigmoid
+tanh = jnp.tanh
 
 
 class RNNCellBase(Module):
     """Base class of recurrent cells: ``__call__(carry, x) -> (carry, y)``."""
 
     @nowrap
-    def initialize_carry(self, rng: Any, input_shape: tuple[int, ...]) -> Any:
-        """The initial carry for inputs of ``input_shape`` (batch dims + features)."""
-        raise NotImplementedError
+    def initialize_carry(self, rng: PRNGKey, input_shape: tuple[int, ...]) -> Carry:
+        """The initial carry for one time step's input shape (batch dims + features)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not implement initialize_carry.\n"
+            "Define initialize_carry(self, rng, input_shape) on the cell."
+        )
 
     @property
     def num_feature_axes(self) -> int:
-        """How many trailing axes of the input are features (1)."""
-        return 1
+        """How many trailing axes of a time step's input are features."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not define num_feature_axes.\n"
+            "Define it as a property on the cell (1 for vector inputs)."
+        )
+
+
+def _two_carries(
+    carry_init: Initializer, rng: PRNGKey, shape: tuple[int, ...], dtype: Any
+) -> tuple[Array, Array]:
+    key1, key2 = random.split(rng)
+    return carry_init(key1, shape, dtype), carry_init(key2, shape, dtype)
 
 
 class LSTMCell(RNNCellBase):
-    """An LSTM cell; carry ``(c, h)``.
+    r"""A long short-term memory (LSTM) cell; carry ``(c, h)``.
 
-    Params: input kernels ``ii``, ``if``, ``ig``, ``io`` (no bias) and hidden
-    kernels ``hi``, ``hf``, ``hg``, ``ho`` (with bias).
+    .. math::
+        i = \sigma(W_{ii} x + W_{hi} h + b_{hi}), \quad
+        f = \sigma(W_{if} x + W_{hf} h + b_{hf}), \\
+        g = \tanh(W_{ig} x + W_{hg} h + b_{hg}), \quad
+        o = \sigma(W_{io} x + W_{ho} h + b_{ho}), \\
+        c' = f c + i g, \quad h' = o \tanh(c')
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> x = jax.random.normal(jax.random.key(0), (2, 3))
+        >>> layer = LSTMCell(features=4)
+        >>> carry = layer.initialize_carry(jax.random.key(1), x.shape)
+        >>> variables = layer.init(jax.random.key(2), carry, x)
+        >>> sorted(variables["params"])
+        ['hf', 'hg', 'hi', 'ho', 'if', 'ig', 'ii', 'io']
+
+    Attributes:
+      features: number of output features.
+      gate_fn: activation of the gates (sigmoid).
+      activation_fn: activation of the output and cell update (tanh).
+      kernel_init: initializer of the input kernels ``i*``.
+      recurrent_kernel_init: initializer of the hidden kernels ``h*`` (orthogonal).
+      bias_init: initializer of the biases (of ``h*``; ``i*`` have none).
+      dtype: the computation dtype (default: inferred).
+      param_dtype: the dtype of the parameters.
+      carry_init: initializer of ``c`` and ``h``.
     """
 
     features: int
-    gate_fn: Callable[..., Any] = jax.nn.sigmoid
-    activation_fn: Callable[..., Any] = jnp.tanh
-    kernel_init: Initializer = initializers.default_kernel_init
+    gate_fn: Callable[..., Any] = sigmoid
+    activation_fn: Callable[..., Any] = tanh
+    kernel_init: Initializer = default_kernel_init
     recurrent_kernel_init: Initializer = initializers.orthogonal()
     bias_init: Initializer = initializers.zeros_init()
     dtype: Dtype | None = None
@@ -59,9 +122,10 @@ class LSTMCell(RNNCellBase):
     def __call__(
         self, carry: tuple[Array, Array], inputs: Array
     ) -> tuple[tuple[Array, Array], Array]:
-        """One step: returns ``((new_c, new_h), new_h)``."""
+        """One step: returns ``((c', h'), h')``."""
         c, h = carry
         hidden = h.shape[-1]
+        # The input and hidden terms are summed, so only one needs a bias.
         dense_h = functools.partial(
             Dense,
             features=hidden,
@@ -89,27 +153,200 @@ class LSTMCell(RNNCellBase):
 
     @nowrap
     def initialize_carry(
-        self, rng: Any, input_shape: tuple[int, ...]
+        self, rng: PRNGKey, input_shape: tuple[int, ...]
     ) -> tuple[Array, Array]:
         """``(c, h)`` from ``carry_init``, shaped ``batch dims + (features,)``."""
-        key1, key2 = jax.random.split(rng)
         shape = tuple(input_shape[:-1]) + (self.features,)
-        return self.carry_init(key1, shape, self.param_dtype), self.carry_init(
-            key2, shape, self.param_dtype
+        return _two_carries(self.carry_init, rng, shape, self.param_dtype)
+
+    @property
+    def num_feature_axes(self) -> int:
+        return 1
+
+
+class DenseParams(Module):
+    """Creates the parameters of a ``Dense`` (``kernel``, ``bias``) and returns them."""
+
+    features: int
+    use_bias: bool = True
+    param_dtype: Dtype = jnp.float32
+    precision: PrecisionLike = None
+    kernel_init: Initializer = default_kernel_init
+    bias_init: Initializer = initializers.zeros_init()
+
+    @compact
+    def __call__(self, inputs: Array) -> tuple[Array, Array | None]:
+        """``(kernel, bias)`` for inputs like ``inputs`` (bias None without use_bias)."""
+        k = self.param(
+            "kernel",
+            self.kernel_init,
+            (inputs.shape[-1], self.features),
+            self.param_dtype,
         )
+        b = (
+            self.param("bias", self.bias_init, (self.features,), self.param_dtype)
+            if self.use_bias
+            else None
+        )
+        return k, b
 
 
-class GRUCell(RNNCellBase):
-    """A GRU cell; carry ``h``.
+class OptimizedLSTMCell(RNNCellBase):
+    """An :class:`LSTMCell` that computes its four gates with one matmul per input.
 
-    Params: input kernels ``ir``, ``iz``, ``in`` (with bias) and hidden kernels
-    ``hr``, ``hz`` (no bias) and ``hn`` (with bias).
+    Same parameters (names, shapes, values) as :class:`LSTMCell`, so the two are
+    interchangeable on the same variables.
     """
 
     features: int
-    gate_fn: Callable[..., Any] = jax.nn.sigmoid
-    activation_fn: Callable[..., Any] = jnp.tanh
-    kernel_init: Initializer = initializers.default_kernel_init
+    gate_fn: Callable[..., Any] = sigmoid
+    activation_fn: Callable[..., Any] = tanh
+    kernel_init: Initializer = default_kernel_init
+    recurrent_kernel_init: Initializer = initializers.orthogonal()
+    bias_init: Initializer = initializers.zeros_init()
+    dtype: Dtype | None = None
+    param_dtype: Dtype = jnp.float32
+    carry_init: Initializer = initializers.zeros_init()
+
+    @compact
+    def __call__(
+        self, carry: tuple[Array, Array], inputs: Array
+    ) -> tuple[tuple[Array, Array], Array]:
+        """One step: returns ``((c', h'), h')``."""
+        c, h = carry
+        hidden = h.shape[-1]
+
+        def concat_dense(
+            x: Array, params: Mapping[str, tuple[Array, Array | None]], use_bias: bool
+        ) -> dict[str, Array]:
+            kernels = [k for k, _ in params.values()]
+            kernel = jnp.concatenate(kernels, axis=-1)
+            bias = None
+            if use_bias:
+                biases = [b for _, b in params.values()]
+                if any(b is None for b in biases):
+                    raise ValueError("bias is None but use_bias is True.")
+                bias = jnp.concatenate(biases, axis=-1)
+            x, kernel, bias = promote_dtype(x, kernel, bias, dtype=self.dtype)
+            y = jnp.dot(x, kernel)
+            if bias is not None:
+                y += jnp.reshape(bias, (1,) * (y.ndim - 1) + (-1,))
+            splits = np.cumsum([k.shape[-1] for k in kernels[:-1]])
+            return dict(zip(params.keys(), jnp.split(y, splits, axis=-1)))
+
+        params_i: dict[str, Any] = {}
+        params_h: dict[str, Any] = {}
+        for gate in ("i", "f", "g", "o"):
+            params_i[gate] = DenseParams(
+                features=hidden,
+                use_bias=False,
+                param_dtype=self.param_dtype,
+                kernel_init=self.kernel_init,
+                bias_init=self.bias_init,
+                name=f"i{gate}",
+            )(inputs)
+            params_h[gate] = DenseParams(
+                features=hidden,
+                use_bias=True,
+                param_dtype=self.param_dtype,
+                kernel_init=self.recurrent_kernel_init,
+                bias_init=self.bias_init,
+                name=f"h{gate}",
+            )(h)
+        dh = concat_dense(h, params_h, use_bias=True)
+        di = concat_dense(inputs, params_i, use_bias=False)
+        i = self.gate_fn(dh["i"] + di["i"])
+        f = self.gate_fn(dh["f"] + di["f"])
+        g = self.activation_fn(dh["g"] + di["g"])
+        o = self.gate_fn(dh["o"] + di["o"])
+        new_c = f * c + i * g
+        new_h = o * self.activation_fn(new_c)
+        return (new_c, new_h), new_h
+
+    @nowrap
+    def initialize_carry(
+        self, rng: PRNGKey, input_shape: tuple[int, ...]
+    ) -> tuple[Array, Array]:
+        """``(c, h)`` from ``carry_init``, shaped ``batch dims + (features,)``."""
+        shape = tuple(input_shape[:-1]) + (self.features,)
+        return _two_carries(self.carry_init, rng, shape, self.param_dtype)
+
+    @property
+    def num_feature_axes(self) -> int:
+        return 1
+
+
+class SimpleCell(RNNCellBase):
+    r"""The simple (Elman) cell: ``h' = activation(W_i x + b + W_h h [+ h])``.
+
+    Params ``i`` (kernel and bias) and ``h`` (kernel); ``residual=True`` adds
+    ``h`` before the activation.
+    """
+
+    features: int
+    activation_fn: Callable[..., Any] = tanh
+    kernel_init: Initializer = default_kernel_init
+    recurrent_kernel_init: Initializer = initializers.orthogonal()
+    bias_init: Initializer = initializers.zeros_init()
+    dtype: Dtype | None = None
+    param_dtype: Dtype = jnp.float32
+    carry_init: Initializer = initializers.zeros_init()
+    residual: bool = False
+
+    @compact
+    def __call__(self, carry: Array, inputs: Array) -> tuple[Array, Array]:
+        """One step: returns ``(h', h')``."""
+        hidden = carry.shape[-1]
+        dense_h = functools.partial(
+            Dense,
+            features=hidden,
+            use_bias=False,
+            dtype=self.dtype,
+            param_dtype=self.param_dtype,
+            kernel_init=self.recurrent_kernel_init,
+        )
+        dense_i = functools.partial(
+            Dense,
+            features=hidden,
+            use_bias=True,
+            dtype=self.dtype,
+            param_dtype=self.param_dtype,
+            kernel_init=self.kernel_init,
+            bias_init=self.bias_init,
+        )
+        new_carry = dense_i(name="i")(inputs) + dense_h(name="h")(carry)
+        if self.residual:
+            new_carry += carry
+        new_carry = self.activation_fn(new_carry)
+        return new_carry, new_carry
+
+    @nowrap
+    def initialize_carry(self, rng: PRNGKey, input_shape: tuple[int, ...]) -> Array:
+        """``h`` from ``carry_init``, shaped ``batch dims + (features,)``."""
+        shape = tuple(input_shape[:-1]) + (self.features,)
+        return self.carry_init(rng, shape, self.param_dtype)
+
+    @property
+    def num_feature_axes(self) -> int:
+        return 1
+
+
+class GRUCell(RNNCellBase):
+    r"""A gated recurrent unit (GRU) cell; carry ``h``.
+
+    .. math::
+        r = \sigma(W_{ir} x + b_{ir} + W_{hr} h), \quad
+        z = \sigma(W_{iz} x + b_{iz} + W_{hz} h), \\
+        n = \tanh(W_{in} x + b_{in} + r (W_{hn} h + b_{hn})), \quad
+        h' = (1 - z) n + z h
+
+    Attributes: as :class:`LSTMCell`.
+    """
+
+    features: int
+    gate_fn: Callable[..., Any] = sigmoid
+    activation_fn: Callable[..., Any] = tanh
+    kernel_init: Initializer = default_kernel_init
     recurrent_kernel_init: Initializer = initializers.orthogonal()
     bias_init: Initializer = initializers.zeros_init()
     dtype: Dtype | None = None
@@ -118,7 +355,7 @@ class GRUCell(RNNCellBase):
 
     @compact
     def __call__(self, carry: Array, inputs: Array) -> tuple[Array, Array]:
-        """One step: returns ``(new_h, new_h)``."""
+        """One step: returns ``(h', h')``."""
         h = carry
         hidden = h.shape[-1]
         dense_h = functools.partial(
@@ -141,6 +378,7 @@ class GRUCell(RNNCellBase):
         )
         r = self.gate_fn(dense_i(name="ir")(inputs) + dense_h(name="hr")(h))
         z = self.gate_fn(dense_i(name="iz")(inputs) + dense_h(name="hz")(h))
+        # Add the bias after the hidden transform and before the reset gate.
         n = self.activation_fn(
             dense_i(name="in")(inputs) + r * dense_h(name="hn", use_bias=True)(h)
         )
@@ -148,18 +386,185 @@ class GRUCell(RNNCellBase):
         return new_h, new_h
 
     @nowrap
-    def initialize_carry(self, rng: Any, input_shape: tuple[int, ...]) -> Array:
+    def initialize_carry(self, rng: PRNGKey, input_shape: tuple[int, ...]) -> Array:
         """``h`` from ``carry_init``, shaped ``batch dims + (features,)``."""
-        return self.carry_init(
-            rng, tuple(input_shape[:-1]) + (self.features,), self.param_dtype
+        shape = tuple(input_shape[:-1]) + (self.features,)
+        return self.carry_init(rng, shape, self.param_dtype)
+
+    @property
+    def num_feature_axes(self) -> int:
+        return 1
+
+
+class MGUCell(RNNCellBase):
+    r"""A minimal gated unit (MGU) cell (https://arxiv.org/abs/1603.09420).
+
+    .. math::
+        f = \sigma(W_{if} x + b_{if} + W_{hf} h), \\
+        n = \tanh(W_{in} x + b_{in} + f (W_{hn} h + b_{hn})), \quad
+        h' = (1 - f) n + f h
+
+    ``reset_gate=False`` drops the ``f *`` (and ``hn``'s bias).
+
+    Attributes:
+      forget_bias_init: initializer of ``if``'s bias (ones).
+      activation_bias_init: initializer of ``in`` and ``hn``'s biases (zeros).
+      other attributes: as :class:`LSTMCell`.
+    """
+
+    features: int
+    gate_fn: Callable[..., Any] = sigmoid
+    activation_fn: Callable[..., Any] = tanh
+    kernel_init: Initializer = default_kernel_init
+    recurrent_kernel_init: Initializer = initializers.orthogonal()
+    forget_bias_init: Initializer = initializers.ones_init()
+    activation_bias_init: Initializer = initializers.zeros_init()
+    dtype: Dtype | None = None
+    param_dtype: Dtype = jnp.float32
+    carry_init: Initializer = initializers.zeros_init()
+    reset_gate: bool = True
+
+    @compact
+    def __call__(self, carry: Array, inputs: Array) -> tuple[Array, Array]:
+        """One step: returns ``(h', h')``."""
+        h = carry
+        hidden = h.shape[-1]
+        dense_h = functools.partial(
+            Dense,
+            features=hidden,
+            use_bias=False,
+            dtype=self.dtype,
+            param_dtype=self.param_dtype,
+            kernel_init=self.recurrent_kernel_init,
+            bias_init=self.activation_bias_init,
         )
+        dense_i = functools.partial(
+            Dense,
+            features=hidden,
+            use_bias=True,
+            dtype=self.dtype,
+            param_dtype=self.param_dtype,
+            kernel_init=self.kernel_init,
+        )
+        f = self.gate_fn(
+            dense_i(name="if", bias_init=self.forget_bias_init)(inputs)
+            + dense_h(name="hf")(h)
+        )
+        x = dense_h(name="hn", use_bias=self.reset_gate)(h)
+        if self.reset_gate:
+            x *= f
+        n = self.activation_fn(
+            dense_i(name="in", bias_init=self.activation_bias_init)(inputs) + x
+        )
+        new_h = (1.0 - f) * n + f * h
+        return new_h, new_h
+
+    @nowrap
+    def initialize_carry(self, rng: PRNGKey, input_shape: tuple[int, ...]) -> Array:
+        """``h`` from ``carry_init``, shaped ``batch dims + (features,)``."""
+        shape = tuple(input_shape[:-1]) + (self.features,)
+        return self.carry_init(rng, shape, self.param_dtype)
+
+    @property
+    def num_feature_axes(self) -> int:
+        return 1
+
+
+class ConvLSTMCell(RNNCellBase):
+    r"""A convolutional LSTM cell (Shi et al. 2015); carry ``(c, h)``.
+
+    The gates come from convolutions ``ih`` (of the input) and ``hh`` (of ``h``),
+    each with ``4 * features`` filters split into ``i, g, f, o``; 1 is added to
+    the forget gate's pre-activation.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> x = jax.random.normal(jax.random.key(0), (3, 5, 5))
+        >>> layer = ConvLSTMCell(features=4, kernel_size=(2, 2))
+        >>> carry = layer.initialize_carry(jax.random.key(1), x.shape)
+        >>> variables = layer.init(jax.random.key(2), carry, x)
+        >>> new_carry, out = layer.apply(variables, carry, x)
+        >>> out.shape
+        (3, 5, 4)
+
+    Attributes:
+      features: number of convolution filters.
+      kernel_size, strides, padding, use_bias: as in :class:`Conv`.
+      dtype, param_dtype, carry_init: as in :class:`LSTMCell`.
+    """
+
+    features: int
+    kernel_size: Sequence[int]
+    strides: Sequence[int] | None = None
+    padding: str | Sequence[tuple[int, int]] = "SAME"
+    use_bias: bool = True
+    dtype: Dtype | None = None
+    param_dtype: Dtype = jnp.float32
+    carry_init: Initializer = initializers.zeros_init()
+
+    @compact
+    def __call__(
+        self, carry: tuple[Array, Array], inputs: Array
+    ) -> tuple[tuple[Array, Array], Array]:
+        """One step: returns ``((c', h'), h')``."""
+        c, h = carry
+        conv = functools.partial(
+            Conv,
+            features=4 * self.features,
+            kernel_size=self.kernel_size,
+            strides=self.strides,
+            padding=self.padding,
+            use_bias=self.use_bias,
+            dtype=self.dtype,
+            param_dtype=self.param_dtype,
+        )
+        gates = conv(name="ih")(inputs) + conv(name="hh")(h)
+        i, g, f, o = jnp.split(gates, indices_or_sections=4, axis=-1)
+        f = sigmoid(f + 1)
+        new_c = f * c + sigmoid(i) * jnp.tanh(g)
+        new_h = sigmoid(o) * jnp.tanh(new_c)
+        return (new_c, new_h), new_h
+
+    @nowrap
+    def initialize_carry(
+        self, rng: PRNGKey, input_shape: tuple[int, ...]
+    ) -> tuple[Array, Array]:
+        """``(c, h)`` shaped ``batch dims + spatial dims + (features,)``."""
+        signal_dims = tuple(input_shape[-self.num_feature_axes : -1])
+        batch_dims = tuple(input_shape[: -self.num_feature_axes])
+        shape = batch_dims + signal_dims + (self.features,)
+        return _two_carries(self.carry_init, rng, shape, self.param_dtype)
+
+    @property
+    def num_feature_axes(self) -> int:
+        return len(self.kernel_size) + 1
 
 
 class RNN(Module):
-    """Runs a cell over the time axis with ``nn.scan``.
+    """Runs a cell over the time axis with :func:`lens.nn.scan`.
 
-    Inputs are ``(batch..., time, features)`` (``time_major=True``: time first).
-    The cell's parameters are shared over time, under ``cell``.
+    Inputs are ``(*batch, time, *features)`` (``time_major=True``:
+    ``(time, *batch, *features)``). The cell's parameters are shared over time
+    (``variable_broadcast='params'``) and live under ``cell``.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> x = jnp.ones((10, 50, 32))  # (batch, time, features)
+        >>> lstm = RNN(LSTMCell(64))
+        >>> variables = lstm.init(jax.random.key(0), x)
+        >>> lstm.apply(variables, x).shape
+        (10, 50, 64)
+
+    Attributes:
+      cell: the cell (an :class:`RNNCellBase`).
+      time_major: time is the first axis.
+      return_carry: also return the final carry: ``(carry, outputs)``.
+      reverse: run from the last step to the first (outputs reversed unless
+        ``keep_order``). With ``seq_lengths``, padding stays at the end.
+      keep_order: with ``reverse``, return outputs in the input order.
+      unroll: loop iterations unrolled per scan step.
+      variable_axes, variable_broadcast, variable_carry, split_rngs: the
+        :func:`lens.nn.scan` options for the cell's variables and rngs.
     """
 
     cell: RNNCellBase
@@ -168,79 +573,225 @@ class RNN(Module):
     reverse: bool = False
     keep_order: bool = False
     unroll: int = 1
-    variable_axes: Mapping[Filter, int] = dataclasses.field(default_factory=dict)
-    variable_broadcast: Filter = "params"
-    variable_carry: Filter = False
-    split_rngs: Mapping[Filter, bool] = dataclasses.field(
-        default_factory=lambda: {"params": False}
-    )
+    variable_axes: Mapping[CollectionFilter, Any] = FrozenDict()
+    variable_broadcast: CollectionFilter = "params"
+    variable_carry: CollectionFilter = False
+    split_rngs: Mapping[PRNGSequenceFilter, bool] = FrozenDict({"params": False})
 
     def __call__(
         self,
         inputs: Array,
         *,
-        initial_carry: Any = None,
-        init_key: Any = None,
+        initial_carry: Carry | None = None,
+        init_key: PRNGKey | None = None,
         seq_lengths: Array | None = None,
         return_carry: bool | None = None,
         time_major: bool | None = None,
         reverse: bool | None = None,
         keep_order: bool | None = None,
-    ) -> Any:
-        """Runs the cell; returns outputs (and the final carry if ``return_carry``)."""
+    ) -> Output | tuple[Carry, Output]:
+        """Runs the cell over ``inputs``; call arguments override the attributes.
+
+        Args:
+          inputs: the input sequence.
+          initial_carry: the initial carry (default: the cell's
+            ``initialize_carry(init_key, ...)``).
+          init_key: the key for ``initialize_carry`` (default
+            ``jax.random.key(0)``; most cells ignore it).
+          seq_lengths: ``(*batch)`` ints; steps past a sequence's length are
+            padding. The returned carry is the one after each sequence's last
+            real step.
+          return_carry, time_major, reverse, keep_order: override the attributes.
+        """
         return_carry = self.return_carry if return_carry is None else return_carry
         time_major = self.time_major if time_major is None else time_major
         reverse = self.reverse if reverse is None else reverse
         keep_order = self.keep_order if keep_order is None else keep_order
         n_feat = self.cell.num_feature_axes
         time_axis = 0 if time_major else inputs.ndim - (n_feat + 1)
-        if initial_carry is None:
-            if init_key is None:
-                # Like Flax, draw from "params" (so init consumes the same keys); in
-                # apply, where there may be no "params" stream, the default zero
-                # carry does not need one.
-                init_key = (
-                    self.make_rng("params")
-                    if self.has_rng("params")
-                    else jax.random.key(0)
-                )
-            shape = inputs.shape[:time_axis] + inputs.shape[time_axis + 1 :]
-            initial_carry = self.cell.initialize_carry(init_key, shape)
-        length = inputs.shape[time_axis]
-        mask = None
-        if seq_lengths is not None:
-            steps = jnp.arange(length)
-            mask = jnp.moveaxis(
-                steps[None] < jnp.asarray(seq_lengths)[..., None], -1, time_axis
+        if time_axis < 0:
+            time_axis += inputs.ndim
+        if time_major:
+            batch_dims = inputs.shape[1:-n_feat]
+        else:
+            batch_dims = inputs.shape[:time_axis]
+
+        def flip(x: Array) -> Array:
+            return flip_sequences(
+                x, seq_lengths, num_batch_dims=len(batch_dims), time_major=time_major
             )
 
-        def step(
-            cell: RNNCellBase, carry: Any, x: Array, m: Array | None
-        ) -> tuple[Any, Array]:
-            new_carry, y = cell(carry, x)
-            if m is not None:
-                new_carry = jax.tree_util.tree_map(
-                    lambda n, o: jnp.where(
-                        m.reshape(m.shape + (1,) * (n.ndim - m.ndim)), n, o
-                    ),
-                    new_carry,
-                    carry,
-                )
-            return new_carry, y
+        if reverse:
+            inputs = jax.tree_util.tree_map(flip, inputs)
+        if initial_carry is None:
+            if init_key is None:
+                init_key = random.key(0)
+            input_shape = inputs.shape[:time_axis] + inputs.shape[time_axis + 1 :]
+            carry = self.cell.initialize_carry(init_key, input_shape)
+        else:
+            carry = initial_carry
+        slice_carry = seq_lengths is not None and return_carry
+
+        def scan_fn(cell: RNNCellBase, carry: Carry, x: Array) -> Any:
+            carry, y = cell(carry, x)
+            return carry, ((carry, y) if slice_carry else y)
 
         scanned = scan(
-            step,
+            scan_fn,
+            in_axes=time_axis,
+            out_axes=(0, time_axis) if slice_carry else time_axis,
+            unroll=self.unroll,
             variable_axes=self.variable_axes,
             variable_broadcast=self.variable_broadcast,
             variable_carry=self.variable_carry,
             split_rngs=self.split_rngs,
-            in_axes=(time_axis, time_axis if mask is not None else 0),
-            out_axes=time_axis,
-            reverse=reverse,
-            unroll=self.unroll,
-            length=length,
         )
-        carry, outputs = scanned(self.cell, initial_carry, inputs, mask)
+        out = scanned(self.cell, carry, inputs)
+        if slice_carry:
+            _, (carries, outputs) = out
+            carry = _select_last_carry(carries, seq_lengths)
+        else:
+            carry, outputs = out
         if reverse and keep_order:
-            outputs = jnp.flip(outputs, axis=time_axis)
+            outputs = jax.tree_util.tree_map(flip, outputs)
         return (carry, outputs) if return_carry else outputs
+
+
+def _select_last_carry(sequence: A, seq_lengths: Array) -> A:
+    """The carry after each sequence's last real step (carries stacked on axis 0)."""
+    last = jnp.asarray(seq_lengths) - 1
+
+    def pick(x: Array) -> Array:
+        return x[last, jnp.arange(x.shape[1])]
+
+    return jax.tree_util.tree_map(pick, sequence)
+
+
+def _expand_dims_like(x: Array, target: Array) -> Array:
+    return x.reshape(list(x.shape) + [1] * (target.ndim - x.ndim))
+
+
+def flip_sequences(
+    inputs: Array,
+    seq_lengths: Array | None,
+    num_batch_dims: int,
+    time_major: bool,
+) -> Array:
+    """Reverses each sequence's first ``seq_length`` steps; padding stays at the end.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> x = jnp.array([[1, 0, 0], [2, 3, 0], [4, 5, 6]])
+        >>> flip_sequences(x, jnp.array([1, 2, 3]), 1, False).tolist()
+        [[1, 0, 0], [3, 2, 0], [6, 5, 4]]
+    """
+    time_axis = 0 if time_major else num_batch_dims
+    steps = inputs.shape[time_axis]
+    if seq_lengths is None:
+        return jnp.flip(inputs, axis=time_axis)
+    seq_lengths = jnp.expand_dims(seq_lengths, axis=time_axis)
+    idxs = jnp.arange(steps - 1, -1, -1)
+    if time_major:
+        idxs = jnp.reshape(idxs, [steps] + [1] * num_batch_dims)
+    else:
+        idxs = jnp.reshape(idxs, [1] * num_batch_dims + [steps])
+    idxs = (idxs + seq_lengths) % steps
+    return jnp.take_along_axis(inputs, _expand_dims_like(idxs, inputs), axis=time_axis)
+
+
+def _concatenate(a: Array, b: Array) -> Array:
+    return jnp.concatenate([a, b], axis=-1)
+
+
+class RNNBase(Protocol):
+    """What :class:`Bidirectional` needs of each direction (an :class:`RNN`)."""
+
+    def __call__(
+        self,
+        inputs: Array,
+        *,
+        initial_carry: Carry | None = None,
+        init_key: PRNGKey | None = None,
+        seq_lengths: Array | None = None,
+        return_carry: bool | None = None,
+        time_major: bool | None = None,
+        reverse: bool | None = None,
+        keep_order: bool | None = None,
+    ) -> Output | tuple[Carry, Output]: ...
+
+
+class Bidirectional(Module):
+    """Runs ``forward_rnn`` forwards and ``backward_rnn`` backwards; merges outputs.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> layer = Bidirectional(RNN(GRUCell(4)), RNN(GRUCell(4)))
+        >>> x = jnp.ones((2, 3, 5))
+        >>> variables = layer.init(jax.random.key(0), x)
+        >>> layer.apply(variables, x).shape
+        (2, 3, 8)
+
+    Attributes:
+      forward_rnn, backward_rnn: the two directions (RNNs).
+      merge_fn: combines the outputs (default: concatenate features).
+      time_major, return_carry: as in :class:`RNN`; the carry is
+        ``(forward carry, backward carry)``.
+    """
+
+    forward_rnn: RNNBase
+    backward_rnn: RNNBase
+    merge_fn: Callable[[Array, Array], Array] = _concatenate
+    time_major: bool = False
+    return_carry: bool = False
+
+    def __call__(
+        self,
+        inputs: Array,
+        *,
+        initial_carry: Carry | None = None,
+        init_key: PRNGKey | None = None,
+        seq_lengths: Array | None = None,
+        return_carry: bool | None = None,
+        time_major: bool | None = None,
+        reverse: bool | None = None,
+        keep_order: bool | None = None,
+    ) -> Output | tuple[Carry, Output]:
+        """Runs both directions (``reverse``/``keep_order`` are ignored)."""
+        time_major = self.time_major if time_major is None else time_major
+        return_carry = self.return_carry if return_carry is None else return_carry
+        if init_key is not None:
+            key_fwd, key_bwd = random.split(init_key)
+        else:
+            key_fwd = key_bwd = None
+        if initial_carry is not None:
+            carry_fwd, carry_bwd = initial_carry
+        else:
+            carry_fwd = carry_bwd = None
+        if self.forward_rnn is self.backward_rnn:
+            logging.warning(
+                "forward_rnn and backward_rnn is the same object, so they will share "
+                "parameters."
+            )
+        carry_fwd, out_fwd = self.forward_rnn(
+            inputs,
+            initial_carry=carry_fwd,
+            init_key=key_fwd,
+            seq_lengths=seq_lengths,
+            return_carry=True,
+            time_major=time_major,
+            reverse=False,
+        )
+        carry_bwd, out_bwd = self.backward_rnn(
+            inputs,
+            initial_carry=carry_bwd,
+            init_key=key_bwd,
+            seq_lengths=seq_lengths,
+            return_carry=True,
+            time_major=time_major,
+            reverse=True,
+            keep_order=True,
+        )
+        outputs = jax.tree_util.tree_map(self.merge_fn, out_fwd, out_bwd)
+        if return_carry:
+            return (carry_fwd, carry_bwd), outputs
+        return outputs

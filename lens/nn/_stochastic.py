@@ -10,7 +10,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from lens.nn._dtypes import merge_param
-from lens.nn._module import Module, compact
+from lens.nn._module import Module
+from lens.nn._module_support import compact
 
 
 class Dropout(Module):

@@ -1,101 +1,110 @@
 """Module-level lifted transforms: ``nn.vmap``, ``nn.scan``, ``nn.jit``, ...
 
-Each takes a Module class (returning a new class, e.g. ``VmapMLP``) or a function
-``f(module, *args)`` and lifts it with the matching ``lens.core.lift`` transform.
-Keyword arguments pass through every transform.
+Each takes a Module class (returning a new class, e.g. ``VmapMLP``) or a method
+(as a decorator), or for the function transforms (``vjp``, ``cond``, ...) functions
+of a bound module, and lifts them with the matching ``lens.core.lift`` transform.
+Keyword arguments of the transformed methods pass through every transform.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import jax
 
-from lens import errors
-from lens.core import lift as core_lift
+from lens.core import _meta, lift
 from lens.core._filters import Filter
-from lens.nn._lifting import _check_no_module, _Lifted, module_transform
+from lens.core._freeze import FrozenDict
+from lens.nn._lifting import (
+    decorator_lift_transform,
+    lift_direct_transform,
+    lift_transform,
+    lift_transform_cached,
+)
 from lens.nn._module import Module
+from lens.nn._module_support import _get_fn_name
 
-Target = Any
+Target = TypeVar("Target")
+C = TypeVar("C")
+ModuleT = TypeVar("ModuleT", bound=Module)
 
 
 def vmap(
     target: Target,
-    variable_axes: Mapping[Filter, int | None] = {},  # noqa: B006 - read only
-    split_rngs: Mapping[Filter, bool] = {},  # noqa: B006
+    variable_axes: Mapping[Filter, Any] = FrozenDict(),
+    split_rngs: Mapping[Filter, bool] = FrozenDict(),
     in_axes: Any = 0,
     out_axes: Any = 0,
     axis_size: int | None = None,
     axis_name: str | None = None,
-    spmd_axis_name: Any = None,
-    metadata_params: Mapping[Any, Any] = {},  # noqa: B006
-    methods: Sequence[str] | None = None,
+    spmd_axis_name: str | None = None,
+    metadata_params: Mapping[Any, Any] = {},  # noqa: B006 - read only
+    methods: Any = None,
 ) -> Target:
-    """A lifted ``jax.vmap`` over a Module class or method (see :func:`lens.core.lift.vmap`).
+    """A lifted ``jax.vmap`` of a Module class or method.
 
-    ``in_axes`` covers the arguments after the module. Example::
+    Args:
+      target: a Module class or a method.
+      variable_axes: collection filter -> axis of its variables (``None``
+        broadcasts; ``nn.In``/``nn.Out`` for one direction only).
+      split_rngs: rng filter -> whether each element gets its own key.
+      in_axes, out_axes, axis_size, axis_name, spmd_axis_name: as in
+        ``jax.vmap`` (``in_axes`` covers the arguments after the module).
+      metadata_params: passed to the boxes' ``add_axis``/``remove_axis``.
+      methods: the methods of a class to transform (default ``__call__``).
+
+    Example::
 
         VmapMLP = nn.vmap(MLP, variable_axes={"params": 0},
                           split_rngs={"params": True}, in_axes=0)
     """
-    return module_transform(
-        "vmap",
+    return lift_transform(
+        lift.vmap,
         target,
-        lambda f: core_lift.vmap(
-            f,
-            variable_axes,
-            split_rngs,
-            in_axes=in_axes,
-            out_axes=out_axes,
-            axis_size=axis_size,
-            axis_name=axis_name,
-            spmd_axis_name=spmd_axis_name,
-            metadata_params=metadata_params,
-        ),
-        methods,
+        variable_axes,
+        split_rngs,
+        methods=methods,
+        in_axes=in_axes,
+        out_axes=out_axes,
+        axis_size=axis_size,
+        axis_name=axis_name,
+        metadata_params=metadata_params,
+        spmd_axis_name=spmd_axis_name,
     )
 
 
-def scan(
+def jit(
     target: Target,
-    variable_axes: Mapping[Filter, int] = {},  # noqa: B006
-    variable_broadcast: Filter = False,
-    variable_carry: Filter = False,
-    split_rngs: Mapping[Filter, bool] = {},  # noqa: B006
-    in_axes: Any = 0,
-    out_axes: Any = 0,
-    length: int | None = None,
-    reverse: bool = False,
-    unroll: int = 1,
-    data_transform: Any = None,
-    metadata_params: Mapping[Any, Any] = {},  # noqa: B006
-    methods: Sequence[str] | None = None,
+    variables: Filter = True,
+    rngs: Filter = True,
+    static_argnums: int | Iterable[int] = (),
+    static_argnames: str | Iterable[str] = (),
+    donate_argnums: int | Iterable[int] = (),
+    device: Any = None,
+    backend: str | None = None,
+    methods: Any = None,
 ) -> Target:
-    """A lifted ``jax.lax.scan``: the method is ``f(self, carry, *xs) -> (carry, ys)``.
+    """A lifted ``jax.jit``: one compiled function per module structure and shapes.
 
-    See :func:`lens.core.lift.scan` for the variable options.
+    Repeated ``apply`` calls of the same module with the same shapes never
+    retrace; the cache keys on static data only (a hash of the module's fields),
+    so it keeps no variables alive. ``static_argnums`` and ``donate_argnums`` count
+    ``self`` as 0. Like Flax, the rng streams inside are fresh keys drawn with
+    ``make_rng`` (the same as ``nn.fold_rngs``).
     """
-    del data_transform
-    return module_transform(
-        "scan",
+    return lift_transform_cached(
+        lift.jit,
         target,
-        lambda f: core_lift.scan(
-            f,
-            variable_axes=variable_axes,
-            variable_broadcast=variable_broadcast,
-            variable_carry=variable_carry,
-            split_rngs=split_rngs,
-            in_axes=in_axes,
-            out_axes=out_axes,
-            length=length,
-            reverse=reverse,
-            unroll=unroll,
-            metadata_params=metadata_params,
-        ),
-        methods,
+        variables=variables,
+        rngs=rngs,
+        static_argnums=static_argnums,
+        static_argnames=static_argnames,
+        donate_argnums=donate_argnums,
+        device=device,
+        backend=backend,
+        methods=methods,
     )
 
 
@@ -107,250 +116,139 @@ def checkpoint(
     prevent_cse: bool = True,
     static_argnums: int | tuple[int, ...] = (),
     policy: Callable[..., bool] | None = None,
-    methods: Sequence[str] | None = None,
+    methods: Any = None,
 ) -> Target:
-    """A lifted ``jax.checkpoint`` (rematerialisation). ``static_argnums`` counts ``self`` as 0."""
-    return module_transform(
-        "checkpoint",
+    """A lifted ``jax.checkpoint`` (rematerialisation): recompute on the backward pass.
+
+    ``static_argnums`` count ``self`` as 0 (a ``train`` flag at position 2 of
+    ``__call__(self, x, train)`` is ``static_argnums=(2,)``).
+    """
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    for i in static_argnums:
+        if i < 1:
+            raise ValueError(
+                f"nn.checkpoint: static_argnums={tuple(static_argnums)} counts self as "
+                "0, so static arguments start at 1."
+            )
+    static = tuple(i - 1 for i in static_argnums)
+    return lift_transform(
+        lift.checkpoint,
         target,
-        lambda f: core_lift.checkpoint(
-            f,
-            variables=variables,
-            rngs=rngs,
-            concrete=concrete,
-            prevent_cse=prevent_cse,
-            static_argnums=static_argnums,
-            policy=policy,
-        ),
-        methods,
+        variables=variables,
+        rngs=rngs,
+        concrete=concrete,
+        static_argnums=static,
+        prevent_cse=prevent_cse,
+        policy=policy,
+        methods=methods,
     )
 
 
 remat = checkpoint
 
 
-class _ModuleKey:
-    """Hashable, structural description of the lifted modules (a jit cache key)."""
-
-    __slots__ = ("lifted", "key")
-
-    def __init__(self, lifted: _Lifted):
-        self.lifted = lifted
-        self.key = tuple(_structure(m) for m in lifted.modules)
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _ModuleKey) and other.key == self.key
-
-
-def _structure(value: Any) -> Any:
-    if isinstance(value, Module):
-        import dataclasses
-
-        return (
-            type(value),
-            tuple(
-                (f.name, _structure(getattr(value, f.name)))
-                for f in dataclasses.fields(value)
-                if f.init and f.name != "parent"
-            ),
-        )
-    if isinstance(value, list | tuple):
-        return (type(value), tuple(_structure(v) for v in value))
-    if isinstance(value, dict):
-        return (dict, tuple(sorted((k, _structure(v)) for k, v in value.items())))
-    try:
-        hash(value)
-        return value
-    except TypeError:
-        return ("id", id(value))
-
-
-def jit(
+def remat_scan(
     target: Target,
-    variables: Filter = True,
-    rngs: Filter = True,
-    static_argnums: int | tuple[int, ...] = (),
-    static_argnames: str | Sequence[str] = (),
-    donate_argnums: int | tuple[int, ...] = (),
-    device: Any = None,
-    backend: str | None = None,
-    methods: Sequence[str] | None = None,
+    lengths: Sequence[int] | None = (),
+    policy: Callable[..., bool] | None = None,
+    variable_broadcast: Filter = False,
+    variable_carry: Filter = False,
+    variable_axes: Mapping[Filter, Any] = FrozenDict({True: 0}),
+    split_rngs: Mapping[Filter, bool] = FrozenDict({True: True}),
+    metadata_params: Mapping[Any, Any] = {},  # noqa: B006 - read only
 ) -> Target:
-    """A lifted ``jax.jit``; the same module structure and shapes never retrace.
+    """Nested ``remat(scan)``: ``prod(lengths)`` layers with memory ~ ``sum(lengths)``.
 
-    ``static_argnums`` and ``donate_argnums`` count ``self`` as 0.
+    The module's ``__call__(self, x) -> x``. ``metadata_params`` (lens) names
+    each added axis for ``AxisMetadata`` boxes.
     """
-
-    def core_fn(
-        scopes: list[Any],
-        *args: Any,
-        _lens_modules: _ModuleKey,
-        _lens_fun: Any,
-        **kwargs: Any,
-    ) -> Any:
-        module, args, kwargs = _lens_modules.lifted.rebuild(scopes, args, kwargs)
-        return _check_no_module(_lens_fun.fun(module, *args, **kwargs), "nn.jit")
-
-    jitted = core_lift.jit(
-        core_fn,
-        variables=variables,
-        rngs=rngs,
-        static_argnums=static_argnums,
-        static_argnames=static_argnames,
-        donate_argnums=donate_argnums,
+    return lift_transform(
+        lift.remat_scan,
+        target,
+        lengths=lengths,
+        variable_broadcast=variable_broadcast,
+        variable_carry=variable_carry,
+        variable_axes=variable_axes,
+        split_rngs=split_rngs,
+        policy=policy,
+        metadata_params=metadata_params,
     )
 
-    def call(fun: Callable[..., Any], self: Module, args: tuple, kwargs: dict) -> Any:
-        if self.scope is None:
-            raise errors.CallCompactUnboundModuleError(type(self).__name__, "jit")
-        lifted = _Lifted(self, args, kwargs)
-        return jitted(
-            lifted.scopes,
-            *lifted.args,
-            _lens_modules=_ModuleKey(lifted),
-            _lens_fun=_Fun(fun),
-            **lifted.kwargs,
-        )
 
-    return _custom_module_transform("jit", target, call, methods)
-
-
-class _Fun:
-    """A function compared by identity but usable as a static jit argument."""
-
-    __slots__ = ("fun",)
-
-    def __init__(self, fun: Callable[..., Any]):
-        self.fun = fun
-
-    def __hash__(self) -> int:
-        return hash(self.fun)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Fun) and other.fun is self.fun
-
-
-def _custom_module_transform(
-    transform: str,
+def scan(
     target: Target,
-    call: Callable[..., Any],
-    methods: Sequence[str] | None,
+    variable_axes: Mapping[Filter, Any] = FrozenDict(),
+    variable_broadcast: Filter = False,
+    variable_carry: Filter = False,
+    split_rngs: Mapping[Filter, bool] = FrozenDict(),
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    length: int | None = None,
+    reverse: bool = False,
+    unroll: int = 1,
+    data_transform: Callable[..., Any] | None = None,
+    metadata_params: Mapping[Any, Any] = {},  # noqa: B006 - read only
+    methods: Any = None,
+    _split_transpose: bool = False,
+    check_constancy_invariants: bool = True,
 ) -> Target:
-    from lens.nn._lifting import _check_target
+    """A lifted ``jax.lax.scan``: the method is ``f(self, carry, *xs) -> (carry, ys)``.
 
-    _check_target(target, transform)
-    if isinstance(target, type):
-        attrs: dict[str, Any] = {"__module__": target.__module__}
-        for m in list(methods or ["__call__"]):
-            orig = getattr(target, m)
+    See :func:`lens.core.lift.scan` for the variable options. The canonical use,
+    an RNN cell over time with shared parameters::
 
-            def method(
-                self: Module, *args: Any, _orig: Any = orig, **kwargs: Any
-            ) -> Any:
-                return call(_orig, self, args, kwargs)
-
-            functools.update_wrapper(method, orig)
-            method._lens_wrapped = True  # type: ignore[attr-defined]
-            attrs[m] = method
-        name = transform.capitalize() + target.__name__
-        attrs["__qualname__"] = name
-        return type(name, (target,), attrs)
-
-    @functools.wraps(target)
-    def wrapper(module: Module, *args: Any, **kwargs: Any) -> Any:
-        return call(target, module, args, kwargs)
-
-    return wrapper
+        nn.scan(nn.LSTMCell, variable_broadcast="params",
+                split_rngs={"params": False}, in_axes=1, out_axes=1)
+    """
+    return lift_transform(
+        lift.scan,
+        target,
+        variable_axes=variable_axes,
+        variable_broadcast=variable_broadcast,
+        variable_carry=variable_carry,
+        split_rngs=split_rngs,
+        in_axes=in_axes,
+        out_axes=out_axes,
+        length=length,
+        reverse=reverse,
+        unroll=unroll,
+        _split_transpose=_split_transpose,
+        data_transform=data_transform,
+        metadata_params=metadata_params,
+        methods=methods,
+        check_constancy_invariants=check_constancy_invariants,
+    )
 
 
 def map_variables(
     target: Target,
     mapped_collections: Filter = True,
-    trans_in_fn: Callable[[Any], Any] = lambda x: x,
-    trans_out_fn: Callable[[Any], Any] = lambda x: x,
+    trans_in_fn: Callable[..., Any] = lift.id_fn,
+    trans_out_fn: Callable[..., Any] = lift.id_fn,
     init: bool = False,
     mutable: bool = False,
     rngs: Filter = True,
     variables: Filter = True,
-    methods: Sequence[str] | None = None,
+    methods: Any = None,
 ) -> Target:
     """Maps collections on their way into (and out of) a module or method.
 
-    Example: tied weights, ``nn.map_variables(nn.Dense, "params", transpose,
-    transpose)``.
+    Example: tied weights,
+    ``nn.map_variables(nn.Dense, "params", transpose, transpose, init=True)``.
     """
-    return module_transform(
-        "map_variables",
+    return lift_transform(
+        lift.map_variables,
         target,
-        lambda f: core_lift.map_variables(
-            f,
-            mapped_collections,
-            trans_in_fn,
-            trans_out_fn,
-            init,
-            mutable,
-            rngs,
-            variables,
-        ),
-        methods,
+        mapped_collections,
+        trans_in_fn,
+        trans_out_fn,
+        init,
+        mutable,
+        rngs,
+        variables,
+        methods=methods,
     )
-
-
-# ------------------------------------------------------------- function forms
-
-
-def _on_modules(lifted: _Lifted, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``core_fn(scopes, *args)`` calling ``fn`` on the modules rebuilt inside."""
-
-    def core_fn(scopes: list[Any], *args: Any) -> Any:
-        module, args, _ = lifted.rebuild(scopes, args, {})
-        return fn(module, *args)
-
-    return core_fn
-
-
-def _lift_fn(
-    mdl: Module, args: tuple, kwargs: dict, what: str, run: Callable[..., Any]
-) -> Any:
-    """Runs ``run(scopes, rebuild)`` for function-style transforms (jvp, vjp, ...)."""
-    if not isinstance(mdl, Module):
-        raise errors.TransformTargetError(
-            f"{what} expects a bound module as its module argument, got {mdl!r}."
-        )
-    if mdl.scope is None:
-        raise errors.CallCompactUnboundModuleError(type(mdl).__name__, what)
-    lifted = _Lifted(mdl, args, kwargs)
-    return run(lifted)
-
-
-def jvp(
-    fn: Callable[..., Any],
-    mdl: Module,
-    primals: tuple,
-    tangents: tuple,
-    variable_tangents: Mapping[str, Any],
-    variables: Filter = True,
-    rngs: Filter = True,
-) -> tuple[Any, Any]:
-    """A lifted ``jax.jvp`` of ``fn(mdl, *primals)``; returns ``(y, y_tangent)``."""
-
-    def run(lifted: _Lifted) -> Any:
-        core_fn = _on_modules(lifted, fn)
-
-        return core_lift.jvp(
-            core_fn,
-            lifted.scopes,
-            tuple(lifted.args),
-            tangents,
-            variable_tangents,
-            variables,
-            rngs,
-        )
-
-    return _lift_fn(mdl, tuple(primals), {}, "nn.jvp", run)
 
 
 def vjp(
@@ -358,30 +256,30 @@ def vjp(
     mdl: Module,
     *primals: Any,
     has_aux: bool = False,
-    reduce_axes: tuple = (),
+    reduce_axes: Any = (),
     vjp_variables: Filter = "params",
     variables: Filter = True,
     rngs: Filter = True,
     multi_scope: bool = False,
 ) -> tuple[Any, ...]:
-    """A lifted ``jax.vjp``: ``(y, vjp_fn)``; ``vjp_fn(dy) = (params_grad, *primals_grad)``."""
-    del multi_scope
+    """A lifted ``jax.vjp`` of ``fn(mdl, *primals)``.
 
-    def run(lifted: _Lifted) -> Any:
-        core_fn = _on_modules(lifted, fn)
-
-        return core_lift.vjp(
-            core_fn,
-            lifted.scopes,
-            *lifted.args,
-            has_aux=has_aux,
-            reduce_axes=reduce_axes,
-            vjp_variables=vjp_variables,
-            variables=variables,
-            rngs=rngs,
-        )
-
-    return _lift_fn(mdl, primals, {}, "nn.vjp", run)
+    Returns ``(y, vjp_fn)`` (``(y, vjp_fn, aux)`` with ``has_aux``);
+    ``vjp_fn(dy)`` returns ``(variables_grad, *primals_grad)``.
+    """
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to vjp is deprecated")
+    return lift_direct_transform(
+        lift.vjp,
+        (fn,),
+        mdl,
+        *primals,
+        multi_scope=multi_scope,
+        has_aux=has_aux,
+        vjp_variables=vjp_variables,
+        variables=variables,
+        rngs=rngs,
+    )
 
 
 def value_and_grad(
@@ -389,26 +287,40 @@ def value_and_grad(
     mdl: Module,
     *primals: Any,
     has_aux: bool = False,
-    reduce_axes: tuple = (),
+    reduce_axes: Any = (),
     variables: Filter = True,
     rngs: Filter = True,
 ) -> tuple[Any, Any]:
-    """A lifted ``jax.value_and_grad``: ``(y, (params_grad, *primals_grad))``."""
+    """A lifted ``jax.value_and_grad`` of ``fn(mdl, *primals)`` w.r.t. the primals.
 
-    def run(lifted: _Lifted) -> Any:
-        core_fn = _on_modules(lifted, fn)
+    Returns ``(y, grads)`` (``((y, aux), grads)`` with ``has_aux``).
 
-        return core_lift.value_and_grad(
-            core_fn,
-            lifted.scopes,
-            *lifted.args,
-            has_aux=has_aux,
-            reduce_axes=reduce_axes,
-            variables=variables,
-            rngs=rngs,
+    Raises:
+      ValueError: if the output is not a scalar.
+    """
+    if reduce_axes:
+        raise NotImplementedError(
+            "reduce_axes argument to value_and_grad is deprecated"
         )
-
-    return _lift_fn(mdl, primals, {}, "nn.value_and_grad", run)
+    res = lift_direct_transform(
+        lift.value_and_grad,
+        (fn,),
+        mdl,
+        *primals,
+        has_aux=has_aux,
+        variables=variables,
+        rngs=rngs,
+    )
+    out = res[0]
+    if getattr(out, "shape", ()) != ():
+        raise ValueError(
+            f"grad can only work on functions with scalar-valued outputs. out "
+            f"shape={out.shape}\nReduce the output (e.g. .sum() or .mean()) first."
+        )
+    if has_aux:
+        out, aux, grads = res
+        return (out, aux), grads
+    return res
 
 
 def grad(
@@ -416,23 +328,144 @@ def grad(
     mdl: Module,
     *primals: Any,
     has_aux: bool = False,
-    reduce_axes: tuple = (),
+    reduce_axes: Any = (),
     variables: Filter = True,
     rngs: Filter = True,
 ) -> Any:
-    """A lifted ``jax.grad``: ``(params_grad, *primals_grad)`` (and ``aux`` if ``has_aux``)."""
+    """A lifted ``jax.grad``: the gradients w.r.t. the primals (and ``aux``)."""
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to grad is deprecated")
     value, grads = value_and_grad(
-        fn,
-        mdl,
-        *primals,
-        has_aux=has_aux,
-        reduce_axes=reduce_axes,
-        variables=variables,
-        rngs=rngs,
+        fn, mdl, *primals, has_aux=has_aux, variables=variables, rngs=rngs
     )
     if has_aux:
         return grads, value[1]
     return grads
+
+
+def jvp(
+    fn: Callable[..., Any],
+    mdl: Module,
+    primals: Any,
+    tangents: Any,
+    variable_tangents: Any,
+    variables: Filter = True,
+    rngs: Filter = True,
+) -> tuple[Any, Any]:
+    """A lifted ``jax.jvp`` of ``fn(mdl, *primals)``; returns ``(y, y_tangent)``.
+
+    ``variable_tangents`` gives tangents for collections, e.g. ``{"params": t}``.
+    """
+    return lift_direct_transform(
+        lift.jvp,
+        (fn,),
+        mdl,
+        primals,
+        tangents,
+        variable_tangents,
+        multi_scope=False,
+        variables=variables,
+        rngs=rngs,
+    )
+
+
+def while_loop(
+    cond_fn: Callable[[ModuleT, C], bool],
+    body_fn: Callable[[ModuleT, C], C],
+    mdl: ModuleT,
+    init: C,
+    carry_variables: Filter = False,
+    broadcast_variables: Filter = True,
+    split_rngs: Mapping[Filter, bool] = FrozenDict(),
+) -> C:
+    """A lifted ``jax.lax.while_loop``: ``cond_fn(mdl, c)``, ``body_fn(mdl, c) -> c``."""
+    return lift_direct_transform(
+        lift.while_loop,
+        (cond_fn, body_fn),
+        mdl,
+        init,
+        carry_variables,
+        broadcast_variables,
+        split_rngs,
+    )
+
+
+def _cond_wrapper(
+    t_fn: Any, f_fn: Any, scope: Any, pred: Any, *ops: Any, variables: Any, rngs: Any
+) -> Any:
+    return lift.cond(pred, t_fn, f_fn, scope, *ops, variables=variables, rngs=rngs)
+
+
+_cond_wrapper.__name__ = "cond"
+
+
+def cond(
+    pred: Any,
+    true_fun: Callable[..., C],
+    false_fun: Callable[..., C],
+    mdl: Module,
+    *operands: Any,
+    variables: Filter = True,
+    rngs: Filter = True,
+) -> C:
+    """A lifted ``jax.lax.cond``: ``true_fun(mdl, *operands)`` or ``false_fun(...)``.
+
+    Both branches are traced and must create and update the same variables.
+    """
+    return lift_direct_transform(
+        _cond_wrapper,
+        (true_fun, false_fun),
+        mdl,
+        pred,
+        *operands,
+        variables=variables,
+        rngs=rngs,
+    )
+
+
+def _switch_wrapper(*args: Any, variables: Any, rngs: Any, n_branches: int) -> Any:
+    branches = args[:n_branches]
+    scope, index, *operands = args[n_branches:]
+    return lift.switch(
+        index, branches, scope, *operands, variables=variables, rngs=rngs
+    )
+
+
+_switch_wrapper.__name__ = "switch"
+
+
+def switch(
+    index: Any,
+    branches: Sequence[Callable[..., C]],
+    mdl: Module,
+    *operands: Any,
+    variables: Filter = True,
+    rngs: Filter = True,
+) -> C:
+    """A lifted ``jax.lax.switch``: ``branches[index](mdl, *operands)``."""
+    return lift_direct_transform(
+        _switch_wrapper,
+        tuple(branches),
+        mdl,
+        index,
+        *operands,
+        variables=variables,
+        rngs=rngs,
+        n_branches=len(branches),
+    )
+
+
+def _custom_vjp_single_scope_fn(
+    fn: Callable[..., Any],
+    backward_fn: Callable[..., Any],
+    grad_vars: Filter = "params",
+    nondiff_argnums: Sequence[int] = (),
+) -> Callable[..., Any]:
+    nodiff_fn = functools.partial(fn, needs_residual=False)
+    forward_fn = functools.partial(fn, needs_residual=True)
+    return lift.custom_vjp(
+        nodiff_fn, forward_fn, backward_fn, grad_vars, nondiff_argnums
+    )
 
 
 def custom_vjp(
@@ -445,21 +478,23 @@ def custom_vjp(
     """A lifted ``jax.custom_vjp``; returns ``f(mdl, *args)``.
 
     ``forward_fn(mdl, *args) -> (y, res)``; ``backward_fn(*nondiff, res, dy) ->
-    (params_grad, *args_grad)``.
+    (variables_grad, *args_grad)``.
     """
 
-    def call(mdl: Module, *args: Any) -> Any:
-        def run(lifted: _Lifted) -> Any:
-            def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
-                return _on_modules(lifted, f)
+    def shared_forward_fn(*args: Any, needs_residual: bool, **kwargs: Any) -> Any:
+        if needs_residual:
+            return forward_fn(*args, **kwargs)
+        return fn(*args, **kwargs)
 
-            return core_lift.custom_vjp(
-                wrap(fn), wrap(forward_fn), backward_fn, grad_vars, nondiff_argnums
-            )(lifted.scopes, *lifted.args)
-
-        return _lift_fn(mdl, args, {}, "nn.custom_vjp", run)
-
-    return call
+    shared_forward_fn.__name__ = getattr(fn, "__name__", "custom_vjp")
+    return decorator_lift_transform(
+        _custom_vjp_single_scope_fn,
+        shared_forward_fn,
+        backward_fn=backward_fn,
+        grad_vars=grad_vars,
+        nondiff_argnums=nondiff_argnums,
+        multi_scope=False,
+    )
 
 
 def custom_jvp(
@@ -468,169 +503,70 @@ def custom_jvp(
     grad_vars: Filter = "params",
     nondiff_argnums: Sequence[int] = (),
 ) -> Callable[..., Any]:
-    """A lifted ``jax.custom_jvp`` (lens only); ``jvp_fn(mdl, primals, tangents, var_tangents)``."""
+    """A lifted ``jax.custom_jvp`` (lens; Flax has none); returns ``f(mdl, *args)``.
 
-    def call(mdl: Module, *args: Any) -> Any:
-        def run(lifted: _Lifted) -> Any:
-            core_fn = _on_modules(lifted, fn)
-
-            def core_jvp(
-                scopes: list[Any], primals: tuple, tangents: tuple, var_t: Any
-            ) -> Any:
-                m, primals, _ = lifted.rebuild(scopes, primals, {})
-                return jvp_fn(m, tuple(primals), tangents, var_t)
-
-            return core_lift.custom_jvp(core_fn, core_jvp, grad_vars, nondiff_argnums)(
-                lifted.scopes, *lifted.args
-            )
-
-        return _lift_fn(mdl, args, {}, "nn.custom_jvp", run)
-
-    return call
-
-
-def while_loop(
-    cond_fn: Callable[..., Any],
-    body_fn: Callable[..., Any],
-    mdl: Module,
-    init: Any,
-    carry_variables: Filter = False,
-    broadcast_variables: Filter = True,
-    split_rngs: Mapping[Filter, bool] = {},  # noqa: B006
-) -> Any:
-    """A lifted ``jax.lax.while_loop``: ``cond_fn(mdl, c)``, ``body_fn(mdl, c) -> c``."""
-
-    def run(lifted: _Lifted) -> Any:
-        def core_cond(scopes: list[Any], c: Any) -> Any:
-            return cond_fn(lifted.rebuild(scopes, (), {})[0], c)
-
-        def core_body(scopes: list[Any], c: Any) -> Any:
-            return body_fn(lifted.rebuild(scopes, (), {})[0], c)
-
-        return core_lift.while_loop(
-            core_cond,
-            core_body,
-            lifted.scopes,
-            init,
-            carry_variables,
-            broadcast_variables,
-            split_rngs,
-        )
-
-    return _lift_fn(mdl, (), {}, "nn.while_loop", run)
-
-
-def cond(
-    pred: Any,
-    true_fun: Callable[..., Any],
-    false_fun: Callable[..., Any],
-    mdl: Module,
-    *operands: Any,
-    variables: Filter = True,
-    rngs: Filter = True,
-) -> Any:
-    """A lifted ``jax.lax.cond``: ``true_fun(mdl, *operands)`` or ``false_fun(...)``."""
-
-    def run(lifted: _Lifted) -> Any:
-        def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
-            return _on_modules(lifted, f)
-
-        return core_lift.cond(
-            pred,
-            wrap(true_fun),
-            wrap(false_fun),
-            lifted.scopes,
-            *lifted.args,
-            variables=variables,
-            rngs=rngs,
-        )
-
-    return _lift_fn(mdl, operands, {}, "nn.cond", run)
-
-
-def switch(
-    index: Any,
-    branches: Sequence[Callable[..., Any]],
-    mdl: Module,
-    *operands: Any,
-    variables: Filter = True,
-    rngs: Filter = True,
-) -> Any:
-    """A lifted ``jax.lax.switch``: ``branches[index](mdl, *operands)``."""
-
-    def run(lifted: _Lifted) -> Any:
-        def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
-            return _on_modules(lifted, f)
-
-        return core_lift.switch(
-            index,
-            [wrap(b) for b in branches],
-            lifted.scopes,
-            *lifted.args,
-            variables=variables,
-            rngs=rngs,
-        )
-
-    return _lift_fn(mdl, operands, {}, "nn.switch", run)
-
-
-def remat_scan(
-    target: Target,
-    lengths: Sequence[int] = (),
-    policy: Callable[..., bool] | None = None,
-    variable_broadcast: Filter = False,
-    variable_carry: Filter = False,
-    variable_axes: Mapping[Filter, int] = {True: 0},  # noqa: B006
-    split_rngs: Mapping[Filter, bool] = {True: True},  # noqa: B006
-    metadata_params: Mapping[Any, Any] = {},  # noqa: B006
-) -> Target:
-    """Nested ``remat(scan)``: ``prod(lengths)`` layers with memory ~ ``sum(lengths)``.
-
-    The module's ``__call__(self, x) -> x``. ``metadata_params`` names each added
-    axis for ``AxisMetadata`` boxes (lens; Flax lacks it).
+    ``jvp_fn(mdl, primals, tangents, variable_tangents) -> (y, y_tangent)``.
     """
-    if not (isinstance(target, type) and issubclass(target, Module)):
-        raise errors.TransformTargetError("nn.remat_scan transforms a Module class.")
 
-    def make_core(f: Callable[..., Any]) -> Callable[..., Any]:
-        def body(scopes: Any, c: Any) -> Any:
-            return f(scopes, c), None
+    def shared_fn(*args: Any, as_jvp: bool, **kwargs: Any) -> Any:
+        return jvp_fn(*args, **kwargs) if as_jvp else fn(*args, **kwargs)
 
-        fn: Callable[..., Any] = body
-        for n in reversed(tuple(lengths)):
-            inner = fn
+    def core(shared: Callable[..., Any], **kw: Any) -> Callable[..., Any]:
+        return lift.custom_jvp(
+            functools.partial(shared, as_jvp=False),
+            functools.partial(shared, as_jvp=True),
+            grad_vars,
+            nondiff_argnums,
+        )
 
-            def step(scopes: Any, c: Any, _: Any, inner: Any = inner) -> Any:
-                return inner(scopes, c)[0], None
-
-            fn = core_lift.scan(
-                core_lift.checkpoint(step, policy=policy, prevent_cse=False),
-                variable_axes=variable_axes,
-                variable_broadcast=variable_broadcast,
-                variable_carry=variable_carry,
-                split_rngs=split_rngs,
-                length=n,
-                metadata_params=metadata_params,
-            )
-            fn = _drop_xs(fn)
-        return lambda scopes, x: fn(scopes, x)[0]
-
-    return module_transform("remat_scan", target, make_core, ["__call__"])
-
-
-def _drop_xs(scanned: Callable[..., Any]) -> Callable[..., Any]:
-    return lambda scopes, c: scanned(scopes, c, None)
+    shared_fn.__name__ = getattr(fn, "__name__", "custom_jvp")
+    return decorator_lift_transform(core, shared_fn, multi_scope=False)
 
 
 def named_call(class_fn: Callable[..., Any], force: bool = True) -> Callable[..., Any]:
-    """Wraps a method so it shows as ``ClassName.method`` in profiles (``jax.named_scope``)."""
-    del force
+    """Labels a method's operations with ``Class.method`` in profiles."""
+    from lens.nn import _context
 
     @functools.wraps(class_fn)
-    def wrapped(self: Module, *args: Any, **kwargs: Any) -> Any:
-        with jax.named_scope(
-            f"{type(self).__name__}.{getattr(class_fn, '__name__', 'call')}"
-        ):
+    def wrapped_fn(self: Module, *args: Any, **kwargs: Any) -> Any:
+        if (not force and not _context.use_named_call()) or self._state.in_setup:
             return class_fn(self, *args, **kwargs)
+        name = _get_fn_name(class_fn)
+        suffix = f".{name}" if name != "__call__" else ""
+        full = f"{self.name or type(self).__name__}{suffix}"
+        return jax.named_call(class_fn, name=full)(self, *args, **kwargs)
 
-    return wrapped
+    return wrapped_fn
+
+
+def add_metadata_axis(
+    target: Target,
+    variable_axes: Mapping[Filter, Any] = FrozenDict(),
+    metadata_params: dict[Any, Any] = {},  # noqa: B006 - read only
+) -> Target:
+    """Adds an axis to the metadata of boxes without a transform adding one.
+
+    For modules whose variables are stacked by hand (e.g. an ensemble created with
+    ``jax.vmap`` of ``init``) so their boxes name the stacked axis.
+    """
+
+    def add_fn(axis: int) -> Callable[[Any], Any]:
+        return lambda x: _meta.add_axis(x, axis, metadata_params)
+
+    def remove_fn(axis: int) -> Callable[[Any], Any]:
+        return lambda x: _meta.remove_axis(x, axis, metadata_params)
+
+    for col, axis in variable_axes.items():
+        target = map_variables(
+            target,
+            col,
+            trans_in_fn=remove_fn(axis),
+            trans_out_fn=add_fn(axis),
+            mutable=True,
+        )
+    return target
+
+
+def fold_rngs(target: Target, variables: Filter = True, rngs: Filter = True) -> Target:
+    """Runs a module with fresh rng streams from ``make_rng`` (as ``nn.jit`` does)."""
+    return lift_transform_cached(lift.fold_rngs, target, variables=variables, rngs=rngs)

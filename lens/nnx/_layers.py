@@ -16,12 +16,13 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from lens.nn import initializers
+from lens.core.nn import initializers
 from lens.nn._linear import _dense_jit, _static
 from lens.nn._normalization import (
     _call_layer_norm,
     _normalize_jit,
     _stats,
+    _stats_dtype,
 )
 from lens.nnx._graph import (
     BatchStat,
@@ -169,6 +170,8 @@ class LayerNorm(Module):
             self.epsilon,
             self.dtype,
             self.use_fast_variance,
+            _stats_dtype(x, self.dtype, True),
+            None,
             None,
             None,
         )
@@ -237,6 +240,7 @@ class BatchNorm(Module):
                 mask,
                 True,
                 self.use_fast_variance,
+                _stats_dtype(x, self.dtype, True),
             )
             m = self.momentum
             self.mean.value = m * self.mean.value + (1 - m) * mean.reshape(-1)

@@ -47,10 +47,10 @@ def test_in_filter(f, col, expected):
 
 
 def test_invalid_filter_raises_clear_error():
-    with pytest.raises(errors.InvalidFilterError, match="Invalid collection filter 3"):
+    with pytest.raises(errors.InvalidFilterError, match='Invalid Filter: "3"'):
         in_filter(3, "params")
     with pytest.raises(TypeError):  # InvalidFilterError is a TypeError too
-        DenyList([1])
+        in_filter(DenyList(3.5), "params")
 
 
 def test_group_collections_first_match_wins():

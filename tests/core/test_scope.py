@@ -62,7 +62,9 @@ def test_missing_stream_falls_back_to_params_like_flax():
 
     k, _ = init(f)(jax.random.key(0))
     assert _eq(k, jax.random.fold_in(jax.random.key(0), _h((1,))))
-    with pytest.raises(errors.InvalidRngError, match='needs the rng stream "dropout"'):
+    with pytest.raises(
+        errors.InvalidRngError, match='(?s)needs PRNG for "dropout".*rngs=\\{"dropout"'
+    ):
         apply(f)({})
 
 
@@ -106,7 +108,8 @@ def test_param_shape_mismatch_names_path_and_shapes():
 
     _, v = init(f)(jax.random.key(0), jnp.ones((1, 4)), 3)
     with pytest.raises(
-        errors.ScopeParamShapeError, match=r'"kernel" in /enc .*\(4, 3\).*\(4, 5\)'
+        errors.ScopeParamShapeError,
+        match=r'parameter "kernel" in "/enc".*shape \(4, 5\).*shape \(4, 3\)',
     ):
         apply(f)(v, jnp.ones((1, 4)), 5)
     with pytest.raises(ValueError):
@@ -117,8 +120,14 @@ def test_missing_param_and_immutable_write_errors():
     def read(scope):
         return scope.param("w", jnp.zeros, (2,))
 
-    with pytest.raises(errors.ScopeParamNotFoundError, match='No parameter "w" in /'):
+    with pytest.raises(
+        errors.ScopeCollectionNotFound, match='"w" from collection "params"'
+    ):
         apply(read)({})
+    with pytest.raises(
+        errors.ScopeParamNotFoundError, match='parameter named "w" in scope "/"'
+    ):
+        apply(read)({"params": {"v": jnp.zeros(2)}})
 
     def write(scope):
         scope.put_variable("batch_stats", "mean", 1.0)
@@ -132,9 +141,14 @@ def test_missing_param_and_immutable_write_errors():
         return scope.variable("cache", "k", None).value
 
     with pytest.raises(
-        errors.ScopeVariableNotFoundError, match='"k" in collection "cache"'
+        errors.ScopeCollectionNotFound, match='"k" from collection "cache"'
     ):
         apply(var)({})
+    with pytest.raises(
+        errors.ScopeVariableNotFoundError,
+        match='No Variable named "k" for collection "cache" exists in "/"',
+    ):
+        apply(var)({"cache": {"j": 1.0}})
 
 
 def test_name_collisions_raise():
@@ -144,14 +158,17 @@ def test_name_collisions_raise():
         scope.param("w", zeros, (1,))
         scope.param("w", zeros, (1,))
 
-    with pytest.raises(errors.NameInUseError, match='"w" in /'):
+    # A ValueError as in Flax's core (the Module API raises NameInUseError).
+    with pytest.raises(
+        ValueError, match='(?s)Duplicate use of scope name: "w".*In scope /'
+    ):
         init(f)(jax.random.key(0))
 
     def g(scope):
         scope.push("a")
         scope.push("a")
 
-    with pytest.raises(errors.NameInUseError):
+    with pytest.raises(ValueError, match="reuse=True"):
         init(g)(jax.random.key(0))
 
     def ok(scope):  # the same name in different collections is fine
@@ -176,14 +193,17 @@ def test_scope_used_after_apply_raises():
 
 def test_bad_variables_and_rngs_give_clear_errors():
     with pytest.raises(
-        errors.ApplyScopeInvalidVariablesTypeError, match='\\{"params": params\\}'
+        errors.ApplyScopeInvalidVariablesTypeError, match='Pass \\{"params": params'
     ):
         apply(cnn.dense)([1, 2], jnp.ones((1, 2)), 3)
     with pytest.raises(
-        errors.ApplyScopeInvalidVariablesStructureError, match="bare params"
+        errors.ApplyScopeInvalidVariablesTypeError, match="'kernel' is a .*bare params"
     ):
         apply(cnn.dense)({"kernel": jnp.ones((2, 3))}, jnp.ones((1, 2)), 3)
-    with pytest.raises(errors.InvalidRngError, match="not a PRNG key"):
+    with pytest.raises(
+        errors.InvalidRngError,
+        match='(?s)should be a ``jax.PRNGKey``.*Not keys: "params" \\(int\\)',
+    ):
         apply(cnn.dense)({}, jnp.ones((1, 2)), 3, rngs={"params": 3})
 
 
@@ -232,5 +252,5 @@ def test_default_name_and_reserve():
     def bad(scope):
         scope.reserve(3)
 
-    with pytest.raises(TypeError, match="must be strings"):
+    with pytest.raises(TypeError, match='(?s)scope "3" should be string.*must be str'):
         init(bad)(jax.random.key(0))

@@ -50,7 +50,8 @@ def test_remat_static_argnums():
     def f(scope, x, train):
         return core_nn.dropout(scope, x, 0.5, deterministic=not train)
 
-    rm = lift.remat(f, static_argnums=(2,))
+    # As in Flax's core, positions count from the first argument after the scope.
+    rm = lift.remat(f, static_argnums=(1,))
     assert jnp.array_equal(apply(rm)({}, X, False), X)
 
 
@@ -60,29 +61,33 @@ def test_remat_static_argnums():
 def test_jit_does_not_retrace_for_same_structure():
     traces = []
 
-    def f(scope, x):
+    # Flax's core calling convention: fn(scope, hash_key, *args), where the
+    # hashable key tells calls apart (nn.jit passes a hash of the module).
+    def f(scope, hash_key, x):
         traces.append(1)
         return mlp(scope, x)
 
     jf = lift.jit(f)
-    _, v = init(jf)(jax.random.key(0), X)
+    _, v = init(jf)(jax.random.key(0), None, X)
     n = len(traces)
     for _ in range(3):
-        y = apply(jf)(v, X)
+        y = apply(jf)(v, None, X)
     assert len(traces) == n + 1
     assert_tree_allclose(y, apply(mlp)(V, X))
-    apply(jf)(v, jnp.ones((5, 3)))  # a new shape retraces
+    apply(jf)(v, None, jnp.ones((5, 3)))  # a new shape retraces
     assert len(traces) == n + 2
+    apply(jf)(v, "other", jnp.ones((5, 3)))  # so does another hash key
+    assert len(traces) == n + 3
 
 
 def test_jit_keeps_rng_streams_advancing_on_cache_hits():
     def noisy(scope, x):
         return core_nn.dropout(scope, x, 0.5)
 
-    jn = lift.jit(noisy)
+    jn = lift.jit(lambda scope, _key, x: noisy(scope, x))
 
     def twice(scope, x):
-        return jn(scope, x), jn(scope, x), scope.make_rng("dropout")
+        return jn(scope, None, x), jn(scope, None, x), scope.make_rng("dropout")
 
     def twice_plain(scope, x):
         return noisy(scope, x), noisy(scope, x), scope.make_rng("dropout")
@@ -100,14 +105,15 @@ def test_jit_keeps_rng_streams_advancing_on_cache_hits():
 def test_jit_static_argnums_and_kwargs():
     traces = []
 
-    def f(scope, x, n, *, scale):
+    def f(scope, _key, x, n, *, scale):
         traces.append(n)
         return x * n * scale
 
+    # Positions count the scope as 0 and skip the hash key, as in Flax.
     jf = lift.jit(f, static_argnums=(2,))
-    assert float(apply(jf)({}, 1.0, 3, scale=2.0)) == 6.0
-    assert float(apply(jf)({}, 1.0, 3, scale=2.0)) == 6.0
-    assert float(apply(jf)({}, 1.0, 4, scale=2.0)) == 8.0
+    assert float(apply(jf)({}, None, 1.0, 3, scale=2.0)) == 6.0
+    assert float(apply(jf)({}, None, 1.0, 3, scale=2.0)) == 6.0
+    assert float(apply(jf)({}, None, 1.0, 4, scale=2.0)) == 8.0
     assert traces == [3, 4]
 
 
@@ -132,13 +138,22 @@ def test_value_and_grad_matches_jax():
     def f(scope, x):
         return lift.value_and_grad(lambda s, x: jnp.sum(mlp(s, x)), scope, x)
 
-    (y, (pg, xg)) = apply(f)(V, X)
-    ref_y, (ref_p, ref_x) = jax.value_and_grad(
-        lambda p, x: jnp.sum(pure_mlp(p, x)), argnums=(0, 1)
-    )(V["params"], X)
+    # As in Flax's core: gradients of the primals only (use vjp for variables).
+    (y, (xg,)) = apply(f)(V, X)
+    ref_y, ref_x = jax.value_and_grad(lambda p, x: jnp.sum(pure_mlp(p, x)), argnums=1)(
+        V["params"], X
+    )
     np.testing.assert_allclose(y, ref_y, rtol=1e-5)
-    assert_tree_allclose(pg, {"params": ref_p}, rtol=1e-5)
     assert_tree_allclose(xg, ref_x, rtol=1e-5)
+
+    def g(scope, x):
+        return lift.value_and_grad(
+            lambda s, x: (jnp.sum(mlp(s, x)), x.shape), scope, x, has_aux=True
+        )
+
+    (y2, aux, (xg2,)) = apply(g)(V, X)
+    assert aux == X.shape and float(y2) == float(y)
+    assert_tree_allclose(xg2, ref_x, rtol=1e-5)
 
 
 def test_jvp_matches_jax_jvp():

@@ -123,7 +123,9 @@ def test_axis_size_for_unmapped_inputs_and_error_without_it():
         init(lift.vmap(f, variable_axes={"params": 0}, split_rngs={"params": True}))(
             jax.random.key(0)
         )
-    with pytest.raises(errors.TransformAxisSizeError, match="inconsistent sizes"):
+    with pytest.raises(
+        errors.TransformAxisSizeError, match="Inconsistent batch axis sizes"
+    ):
         init(lift.vmap(lambda s, a, b: a + b, variable_axes={}, split_rngs={}))(
             jax.random.key(0), jnp.ones(3), jnp.ones(4)
         )

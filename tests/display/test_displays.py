@@ -159,6 +159,20 @@ def test_a_failing_display_warns_and_falls_back_to_repr():
         assert isinstance(repr(b), str)
 
 
+def test_a_module_whose_view_fails_still_displays(monkeypatch):
+    import lens.display
+
+    def broken(module):
+        raise RuntimeError("view boom")
+
+    monkeypatch.setattr(lens.display, "ModuleView", broken)
+    with pytest.warns(DisplayWarning, match="view boom"):
+        bundle = nn.Dense(3)._repr_mimebundle_()
+    assert bundle == {"text/plain": repr(nn.Dense(3))}
+    with pytest.warns(DisplayWarning):
+        assert nn.Dense(3).__rich__() == repr(nn.Dense(3))
+
+
 def test_box_views():
     p = nn.Partitioned(jnp.ones((4, 8)), (None, "data"))
     assert BoxView(

@@ -76,7 +76,7 @@ def test_modules_see_plain_arrays_unless_unbox_false():
                 "k", nn.with_partitioning(nn.initializers.ones, ("a", "b")), (2, 2)
             )
             assert not isinstance(k, nn.Partitioned)
-            boxed = self.get_variable("params", "k", unbox=False)
+            boxed = self.get_variable("params", "k")  # the stored box, as in Flax
             assert isinstance(boxed, nn.Partitioned)
             v = self.variable(
                 "stats", "s", lambda: nn.Partitioned(jnp.zeros(2), ("a",)), unbox=False

@@ -9,12 +9,12 @@ import jax
 import jax.numpy as jnp
 
 from lens import errors
-from lens.core._filters import Filter, intersect_filters, subtract_filters
-from lens.core._scope import Scope, _copy_tree
+from lens.core._filters import Filter, intersect_filters, is_filter_empty
 from lens.core._trace import flatten_vars
-from lens.core.lift._loop import first_run, nest_created
-from lens.core.lift._pack import _merge, pack
-from lens.core.lift._util import filter_hint
+from lens.core._tree import merged
+from lens.core.lift._loop import created_in, first_run, record_created
+from lens.core.lift._pack import pack
+from lens.core.lift._util import _unzip2, filter_hint, tree_map_rngs
 
 
 def while_loop(
@@ -42,66 +42,54 @@ def while_loop(
     Returns:
       The final carry.
     """
-    rng_filters = tuple(split_rngs.keys())
-    rng_splits = tuple(split_rngs.values())
+    rng_filters, rng_splits = _unzip2(split_rngs.items())
 
     def inner(scope_fn, repack_fn, variable_groups, rng_groups):
         carry_vars, bcast_vars = variable_groups
 
-        def rngs_at(i: Any) -> tuple:
+        def loop_rngs(i: Any) -> tuple:
+            # As Flax: a split stream is folded with the iteration (-i in cond_fn).
             return tuple(
-                jax.tree_util.tree_map(lambda k: jax.random.fold_in(k, i), g)
-                if s
-                else g
+                tree_map_rngs(lambda k: jax.random.fold_in(k, i), g) if s else g
                 for g, s in zip(rng_groups, rng_splits)
             )
 
         if any(
-            intersect_filters(m, carry_variables) is not False for m in scope_fn.mutable
+            not is_filter_empty(intersect_filters(m, carry_variables))
+            for m in scope_fn.mutable
         ):
-
+            # lens: carry variables may be created in the body; initialise them
+            # before the loop from one dry run of the body.
             def body0(init, i):
-                s = scope_fn((carry_vars, bcast_vars), rngs_at(i))
-                frames = _frames(s)
-                for f in frames:
-                    f.created = []
+                s = scope_fn((carry_vars, bcast_vars), loop_rngs(i))
+                shared = record_created(scope_fn)
                 body_fn(s, init)
-                return tuple(
-                    nest_created(
-                        f.created or [], carry_variables, scope_fn.roots[k].path
-                    )
-                    for k, f in enumerate(frames)
-                )
+                return tuple(created_in(shared, scope_fn, carry_variables))
 
-            created = first_run(body0, (init, jnp.zeros((), jnp.uint32)), "while_loop")
-            carry_vars = tuple(_merged(o, c) for o, c in zip(carry_vars, created))
+            created = first_run(body0, (init, jnp.zeros((), jnp.int32)), "while_loop")
+            carry_vars = tuple(merged(o, c) for o, c in zip(carry_vars, created))
 
         def cond_wrapper(c):
-            _, carry_c, carry = c
-            s = scope_fn((carry_c, bcast_vars), rngs_at(0), mutable_filter=False)
+            i, carry_c, carry = c
+            s = scope_fn((carry_c, bcast_vars), loop_rngs(-i), mutable_filter=False)
             return cond_fn(s, carry)
-
-        # broadcast collections (those not taken by the carry group) are read-only
-        body_mutable = subtract_filters(
-            True, subtract_filters(broadcast_variables, carry_variables)
-        )
 
         def body_wrapper(c):
             i, carry_c, carry = c
-            s = scope_fn((carry_c, bcast_vars), rngs_at(i), body_mutable)
+            s = scope_fn((carry_c, bcast_vars), loop_rngs(i))
             carry = body_fn(s, carry)
-            out_carry, _ = repack_fn(s)
-            return i + 1, out_carry, carry
+            (carry_c,) = repack_fn(s)
+            return i + 1, carry_c, carry
 
         _, carry_out, carry = jax.lax.while_loop(
-            cond_wrapper, body_wrapper, (jnp.zeros((), jnp.uint32), carry_vars, init)
+            cond_wrapper, body_wrapper, (jnp.zeros((), jnp.int32), carry_vars, init)
         )
-        return carry, (carry_out, bcast_vars)
+        return carry, (carry_out,)
 
     return pack(
         inner,
         (carry_variables, broadcast_variables),
-        (carry_variables, broadcast_variables),
+        (carry_variables,),
         rng_filters,
         name="while_loop",
         hint=_loop_hint,
@@ -122,22 +110,6 @@ def _loop_hint(kind: str, name: str) -> str:
         f"Add it to carry_variables (updated each iteration) or broadcast_variables "
         f'(read-only), e.g. carry_variables=["{name}"].'
     )
-
-
-def _frames(scope_tree: Any) -> list[Any]:
-    frames: list[Any] = []
-    for s in jax.tree_util.tree_leaves(
-        scope_tree, is_leaf=lambda x: isinstance(x, Scope)
-    ):
-        if s._frame not in frames:
-            frames.append(s._frame)
-    return frames
-
-
-def _merged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    out = _copy_tree(old)
-    _merge(out, new)
-    return out
 
 
 def _structure_error(

@@ -1,150 +1,146 @@
-"""``jit``: a lifted ``jax.jit`` that does not retrace for the same scope structure.
+"""``jit`` and ``fold_rngs``: a lifted ``jax.jit`` that does not retrace.
 
-The jitted function is created once per lifted function. The scope structure (paths,
-mutability, rng counter state) is a static argument, so calls with the same structure
-and input shapes hit JAX's cache. Rng counters advanced while tracing are replayed on
-cache hits, so keys drawn after the call are the same with or without a retrace.
+The jitted function is created once per ``lift.jit`` call. Its static argument is a
+fingerprint of plain data (the scopes' paths, mutability and flags, and the
+caller's hash key, e.g. a hash of the module's fields), so calls with the same
+structure and input shapes hit JAX's cache, and the cache holds no scope, module or
+variables. As in Flax, the rng streams enter without their path suffix, and the
+counter advances made while tracing are replayed on cache hits, so the keys drawn
+after the call are the same whether it traced or not.
+
+``fold_rngs`` does the same without compiling: the function sees the streams a
+jitted one would.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import jax
 
 from lens.core import _trace
-from lens.core._filters import Filter
+from lens.core._filters import Filter, canonical_filter
+from lens.core._rng import LazyRng
 from lens.core.lift._pack import pack
-from lens.core.lift._util import filter_hint
+from lens.core.lift._util import TransformContext, filter_hint
 
 
-class _Static:
-    """Hashable holder of the static call information (compared by ``key``)."""
-
-    __slots__ = ("key", "scope_fn", "repack_fn", "static_args", "kwargs")
-
-    def __init__(
-        self, key: Any, scope_fn: Any, repack_fn: Any, static_args: dict, kwargs: dict
-    ):
-        self.key = key
-        self.scope_fn = scope_fn
-        self.repack_fn = repack_fn
-        self.static_args = static_args
-        self.kwargs = kwargs
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Static) and other.key == self.key
+def _as_tuple(x: Any) -> tuple:
+    if x is None:
+        return ()
+    if isinstance(x, Iterable) and not isinstance(x, str):
+        return tuple(x)
+    return (x,)
 
 
-def _split_kwargs(kwargs: dict) -> tuple[dict, tuple]:
+def _clear_suffixes(rng_groups: Any) -> Any:
+    return jax.tree_util.tree_map(
+        lambda x: x.clear_suffix() if isinstance(x, LazyRng) else x,
+        rng_groups,
+        is_leaf=lambda x: isinstance(x, LazyRng),
+    )
+
+
+def _static_kwargs(kwargs: dict, named: set[str]) -> tuple[dict, tuple]:
+    """Keyword arguments split into (traced, static): non-array values are static."""
     dyn, static = {}, []
     for k, v in sorted(kwargs.items()):
         leaves = jax.tree_util.tree_leaves(v)
-        if leaves and all(
-            isinstance(x, jax.Array | jax.core.Tracer) or hasattr(x, "__array__")
-            for x in leaves
-        ):
-            dyn[k] = v
-        else:
+        arrays = leaves and all(
+            isinstance(x, jax.Array) or hasattr(x, "__array__") for x in leaves
+        )
+        if k in named or not arrays and _hashable(v):
             static.append((k, v))
+        else:
+            dyn[k] = v  # arrays, or containers JAX can trace (e.g. a list of floats)
     return dyn, tuple(static)
 
 
-def jit(
-    fn: Callable[..., Any],
-    variables: Filter = True,
-    rngs: Filter = True,
-    static_argnums: int | Sequence[int] = (),
-    static_argnames: str | Sequence[str] = (),
-    donate_argnums: int | Sequence[int] = (),
-    device: Any = None,
-    backend: str | None = None,
-) -> Callable[..., Any]:
-    """A lifted ``jax.jit`` of ``fn(scope, *args, **kwargs)``.
+def _hashable(x: Any) -> bool:
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True
 
-    Args:
-      fn: the function; its first argument is a scope.
-      variables, rngs: the collections and rng streams visible inside.
-      static_argnums: positions of static arguments, counting the scope as 0.
-      static_argnames: names of static keyword arguments (keyword arguments whose
-        values are not arrays are always static).
-      donate_argnums: positions (scope = 0) of arguments whose buffers may be reused.
-      device, backend: unused, kept for Flax compatibility.
 
-    Calls with the same scope structure, static arguments and input shapes do not
-    retrace.
-    """
-    del device, backend
-    if isinstance(static_argnums, int):
-        static_argnums = (static_argnums,)
-    if isinstance(static_argnames, str):
-        static_argnames = (static_argnames,)
-    if isinstance(donate_argnums, int):
-        donate_argnums = (donate_argnums,)
-    static_pos = {i - 1 for i in static_argnums}
-    static_names = set(static_argnames)
-    # JAX positions of the traced function: (static, variable_groups, rng_groups, *dyn)
-    after: dict[Any, tuple] = {}
+class _SideEffects:
+    """The rng counter advances each traced fingerprint made, replayed on hits."""
 
-    def call(static: _Static, variable_groups, rng_groups, dyn_args, dyn_kwargs):
-        it = iter(dyn_args)
-        n = len(dyn_args) + len(static.static_args)
-        args = [
-            static.static_args[i] if i in static.static_args else next(it)
-            for i in range(n)
-        ]
-        scope = static.scope_fn(variable_groups, rng_groups)
-        y = fn(scope, *args, **dyn_kwargs, **static.kwargs)
-        out = static.repack_fn(scope)
-        after[static.key] = tuple(r._counters.snapshot() for r in static.scope_fn.roots)
-        return y, out
+    def __init__(self) -> None:
+        self.after: dict[Any, tuple[Any, ...]] = {}
 
-    jitted_cache: dict[tuple, Callable[..., Any]] = {}
+    def record(self, key: Any, roots: list[Any]) -> None:
+        self.after[key] = tuple(r.rng_counters.snapshot() for r in roots)
 
-    def jitted_for(donate: tuple) -> Callable[..., Any]:
-        j = jitted_cache.get(donate)
-        if j is None:
-            j = jitted_cache[donate] = jax.jit(
-                call, static_argnums=(0,), donate_argnums=donate
-            )
-        return j
-
-    def inner(scope_fn, repack_fn, variable_groups, rng_groups, *args, **kwargs):
-        static_args = {i: a for i, a in enumerate(args) if i in static_pos}
-        dyn_args = tuple(a for i, a in enumerate(args) if i not in static_pos)
-        named_static = {k: v for k, v in kwargs.items() if k in static_names}
-        dyn_kwargs, other_static = _split_kwargs(
-            {k: v for k, v in kwargs.items() if k not in static_names}
-        )
-        static_kwargs = dict(named_static, **dict(other_static))
-        roots = scope_fn.roots
-        before = tuple(r._counters.snapshot() for r in roots)
-        key = (
-            scope_fn.signature,
-            repack_fn.signature,
-            before,
-            tuple(sorted(static_args.items())),
-            tuple(sorted(static_kwargs.items())),
-            len(dyn_args),
-        )
-        static = _Static(key, scope_fn, repack_fn, static_args, static_kwargs)
-        donate = tuple(
-            2 + sum(1 for j in range(i - 1) if j not in static_pos)
-            for i in donate_argnums
-            if (i - 1) not in static_pos
-        )
-        j = jitted_for(donate)
-        if _trace._ACTIVE:  # trace again so that nested packs are recorded
-            j = jax.jit(call, static_argnums=(0,), donate_argnums=donate)
-        y, out = j(static, variable_groups, rng_groups, dyn_args, dyn_kwargs)
-        snaps = after.get(key)
+    def replay(self, key: Any, roots: list[Any]) -> None:
+        snaps = self.after.get(key)
         if snaps is not None:
             for r, snap in zip(roots, snaps):
-                r._counters.restore(snap)
+                r.rng_counters.restore(snap)
+
+
+def _lifted(
+    fn: Callable[..., Any],
+    variables: Filter,
+    rngs: Filter,
+    name: str,
+    call: Callable[..., Any],
+    trace_options: dict[str, Any],
+) -> Callable[..., Any]:
+    """The pack shared by ``jit`` and ``fold_rngs``; ``call`` runs the traced body."""
+    context: TransformContext[tuple[Any, Any]] = TransformContext()
+    effects = _SideEffects()
+
+    def body(
+        fingerprint: Any, variable_groups: Any, rng_groups: Any, *args: Any, **kw: Any
+    ) -> Any:
+        scope_fn, repack_fn = context.get()
+        static_kwargs = dict(fingerprint[2])
+        scope = scope_fn(variable_groups, rng_groups)
+        y = fn(scope, fingerprint[1], *args, **kw, **static_kwargs)
+        out = repack_fn(scope)
+        effects.record(fingerprint, scope_fn.roots)
+        return y, out
+
+    def inner(
+        scope_fn,
+        repack_fn,
+        variable_groups,
+        rng_groups,
+        module_hash_key,
+        *args,
+        **kwargs,
+    ):
+        roots = scope_fn.roots
+        before = tuple(r.rng_counters.snapshot() for r in roots)
+        dyn_kwargs, static_kwargs = _static_kwargs(
+            kwargs, set(trace_options["static_argnames"])
+        )
+        # Paths are left out: inside, keys do not depend on them (the streams
+        # enter without suffix), so one trace serves a module at any path.
+        fingerprint = (
+            (
+                scope_fn.structure,
+                tuple(canonical_filter(m) for m in scope_fn.mutable),
+                before,
+            ),
+            module_hash_key,
+            static_kwargs,
+        )
+        traced_before = fingerprint in effects.after
+        with context.push((scope_fn, repack_fn)):
+            y, out = call(
+                body,
+                fingerprint,
+                variable_groups,
+                _clear_suffixes(rng_groups),
+                *args,
+                **dyn_kwargs,
+            )
+        if traced_before and not _trace._ACTIVE:
+            effects.replay(fingerprint, roots)
         return y, out
 
     return pack(
@@ -152,15 +148,97 @@ def jit(
         (variables,),
         (variables,),
         (rngs,),
-        name="jit",
+        name=name,
+        enable_kwargs=True,
         hint=filter_hint("variables"),
-        trace_options=dict(
-            variables=variables,
-            rngs=rngs,
-            static_argnums=tuple(static_argnums),
-            static_argnames=tuple(static_argnames),
-            donate_argnums=tuple(donate_argnums),
-        ),
+        trace_options=trace_options,
         group_labels=["all"],
         rng_labels=["shared"],
+    )
+
+
+def jit(
+    fn: Callable[..., Any],
+    variables: Filter = True,
+    rngs: Filter = True,
+    static_argnums: int | Iterable[int] = (),
+    static_argnames: str | Iterable[str] = (),
+    donate_argnums: int | Iterable[int] = (),
+    device: Any = None,
+    backend: str | None = None,
+) -> Callable[..., Any]:
+    """A lifted ``jax.jit`` of ``fn(scope, hash_key, *args, **kwargs)``.
+
+    Args:
+      fn: the function; its first argument is a scope, its second a hashable key
+        that tells calls apart (``nn.jit`` passes a hash of the module).
+      variables, rngs: the collections and rng streams visible inside.
+      static_argnums: positions of static arguments, counting the scope as 0 (the
+        hash key is not counted).
+      static_argnames: names of static keyword arguments (keyword arguments whose
+        values are not arrays are static anyway).
+      donate_argnums: positions (same counting) of arguments whose buffers may be
+        reused for outputs.
+      device, backend: passed to ``jax.jit``.
+
+    Calls with the same scope structure, hash key, static arguments and input
+    shapes do not retrace.
+    """
+    static_argnums = tuple(i + 2 for i in _as_tuple(static_argnums) if i > 0)
+    donate_argnums = tuple(i + 2 for i in _as_tuple(donate_argnums) if i > 0)
+    static_argnames = _as_tuple(static_argnames)
+    jit_kwargs: dict[str, Any] = dict(
+        static_argnums=(0,) + static_argnums,
+        static_argnames=static_argnames,
+        donate_argnums=donate_argnums,
+    )
+    if device is not None:
+        jit_kwargs["device"] = device
+    if backend is not None:
+        jit_kwargs["backend"] = backend
+    cache: dict[str, Any] = {}
+
+    def call(body: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if _trace._ACTIVE:  # trace again so that nested packs are recorded
+            return jax.jit(body, **jit_kwargs)(*args, **kwargs)
+        jitted = cache.get("jitted")
+        if jitted is None:
+            jitted = cache["jitted"] = jax.jit(body, **jit_kwargs)
+        return jitted(*args, **kwargs)
+
+    return _lifted(
+        fn,
+        variables,
+        rngs,
+        "jit",
+        call,
+        dict(
+            variables=variables,
+            rngs=rngs,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            donate_argnums=donate_argnums,
+        ),
+    )
+
+
+def fold_rngs(
+    fn: Callable[..., Any], variables: Filter = True, rngs: Filter = True
+) -> Callable[..., Any]:
+    """``fn(scope, hash_key, *args)`` run with the rng streams a ``jit`` would see.
+
+    ``nn.fold_rngs(Module)`` draws the same random numbers as ``nn.jit(Module)``
+    without compiling.
+    """
+
+    def call(body: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return body(*args, **kwargs)
+
+    return _lifted(
+        fn,
+        variables,
+        rngs,
+        "fold_rngs",
+        call,
+        dict(variables=variables, rngs=rngs, static_argnames=()),
     )

@@ -31,14 +31,17 @@ def dependent_outputs(jaxpr: Any) -> list[bool]:
     return [not _is_literal(v) and v in dep for v in jaxpr.outvars]
 
 
-def first_run(body: Callable[..., Any], inputs: Sequence[Any], transform: str) -> Any:
+def first_run(
+    body: Callable[..., Any], inputs: Sequence[Any], transform: str, check: bool = True
+) -> Any:
     """Runs ``body(*inputs)`` once and returns its outputs.
 
     Every input counts as depending on the loop (carry, the iteration's slice, its
-    rngs): an output that depends on one raises :class:`LoopBroadcastDependenceError`.
+    rngs): with ``check``, an output that depends on one raises
+    :class:`LoopBroadcastDependenceError`.
     """
     closed, shapes = jax.make_jaxpr(body, return_shape=True)(*inputs)
-    deps = dependent_outputs(closed.jaxpr)
+    deps = dependent_outputs(closed.jaxpr) if check else []
     if any(deps):
         paths = [
             "".join(str(k) for k in path)
@@ -79,4 +82,25 @@ def nest_created(
         for p in rel[:-1]:
             d = d.setdefault(p, {})
         d.setdefault(rel[-1], value)
+    return out
+
+
+def record_created(scope_fn: Any) -> list[Any]:
+    """Starts recording the variables created in the scopes ``scope_fn`` just made."""
+    shared = list(scope_fn.last_shared)
+    for sh in shared:
+        sh.created = []
+    return shared
+
+
+def created_in(
+    shared: Sequence[Any], scope_fn: Any, col_filter: Filter
+) -> list[dict[str, Any]]:
+    """Per root, the nested initial values of the variables created (see above)."""
+    out = [
+        nest_created(sh.created or [], col_filter, root.path)
+        for sh, root in zip(shared, scope_fn.roots)
+    ]
+    for sh in shared:
+        sh.created = None  # the values are tracers of this run: do not keep them
     return out

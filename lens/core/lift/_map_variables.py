@@ -9,18 +9,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lens.core._filters import Filter, subtract_filters
+import jax
+
+from lens.core._filters import Filter, is_filter_empty, subtract_filters
+from lens.core._freeze import unfreeze
 from lens.core.lift._pack import pack
-from lens.core.lift._util import filter_hint
+from lens.core.lift._util import filter_hint, id_fn
 
 
 def map_variables(
     fn: Callable[..., Any],
     mapped_collections: Filter,
-    map_in_fn: Callable[[Any], Any],
-    map_out_fn: Callable[[Any], Any],
-    init: bool,
-    mutable: bool,
+    map_in_fn: Callable[[Any], Any] = id_fn,
+    map_out_fn: Callable[[Any], Any] = id_fn,
+    init: bool = False,
+    mutable: bool = False,
     rngs: Filter = True,
     variables: Filter = True,
 ) -> Callable[..., Any]:
@@ -31,8 +34,9 @@ def map_variables(
       mapped_collections: the collections to map.
       map_in_fn: ``{collection: tree} -> {collection: tree}``, applied going in.
       map_out_fn: the inverse, applied to what ``fn`` wrote, going out.
-      init: if True, and the mapped collections are mutable, ``fn`` first runs once
-        unmapped to create the variables, which are then mapped.
+      init: when the collections are mutable (at init), first run ``fn`` on the
+        unmapped variables to create them, map them out (``map_out_fn``) and then
+        in again (``map_in_fn``) for the real call.
       mutable: whether the mapped collections may be written inside.
       rngs, variables: the streams and other collections visible inside.
 
@@ -45,35 +49,39 @@ def map_variables(
         target, other = variable_groups
         if init:
             scopes = scope_fn((target, other), rng_groups)
-            fn(scopes, *args, **kwargs)
-            target, _ = repack_fn(scopes)
-        mapped = tuple(map_in_fn(t) for t in target)
-        scopes = scope_fn(
-            (mapped, other),
-            rng_groups,
-            mutable_filter=True
-            if mutable
-            else subtract_filters(True, mapped_collections),
-        )
+            leaves = jax.tree_util.tree_leaves(
+                scopes, is_leaf=lambda x: hasattr(x, "make_rng")
+            )
+            if any(not is_filter_empty(s.mutable) for s in leaves):
+                fn(scopes, *args, **kwargs)
+                target, _ = repack_fn(scopes)
+                target = tuple(map_out_fn(t) for t in target)
+        target = tuple(map_in_fn(unfreeze(t)) for t in target)
+        mutable_filter: Filter = True
+        if not writes_target:
+            # the mapped collections are read-only inside unless the mapping is
+            # invertible for writes (init=True or mutable=True)
+            mutable_filter = subtract_filters(True, mapped_collections)
+        scopes = scope_fn((target, other), rng_groups, mutable_filter=mutable_filter)
         y = fn(scopes, *args, **kwargs)
         out_target, out_other = repack_fn(scopes)
-        if init and not mutable:
-            return y, (target, out_other)
         if writes_target:
             out_target = tuple(map_out_fn(t) for t in out_target)
         return y, (out_target, out_other)
 
+    in_filters = (mapped_collections, variables)
     out_filters = (
-        (mapped_collections, variables)
+        in_filters
         if writes_target
         else (False, subtract_filters(variables, mapped_collections))
     )
     return pack(
         inner,
-        (mapped_collections, variables),
+        in_filters,
         out_filters,
         (rngs,),
         name="map_variables",
+        enable_kwargs=True,
         hint=filter_hint("variables"),
         trace_options=dict(
             mapped_collections=mapped_collections,
@@ -87,11 +95,25 @@ def map_variables(
     )
 
 
+def swap_collection(
+    fn: Callable[..., Any], col_a: str, col_b: str
+) -> Callable[..., Any]:
+    """``fn`` sees collection ``col_a`` as ``col_b`` and the other way round."""
+
+    def swap(target: dict[str, Any]) -> dict[str, Any]:
+        a = target[col_a] if col_a in target else {}
+        b = target[col_b] if col_b in target else {}
+        target[col_b], target[col_a] = a, b
+        return target
+
+    return map_variables(fn, (col_a, col_b), swap, swap, mutable=True)
+
+
 def transform(
     fn: Callable[..., Any],
     target: Filter = "params",
-    trans_in_fn: Callable[[Any], Any] = lambda x: x,
-    trans_out_fn: Callable[[Any], Any] = lambda x: x,
+    trans_in_fn: Callable[[Any], Any] = id_fn,
+    trans_out_fn: Callable[[Any], Any] = id_fn,
     init: bool = True,
     mutable: bool = False,
     rngs: Filter = True,

@@ -15,6 +15,7 @@ function of ``(scope_tree, *args, **kwargs)`` that goes through six stages:
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,7 +31,8 @@ from lens.core._filters import (
     intersect_filters,
     union_filters,
 )
-from lens.core._scope import LiftInfo, Scope, _copy_tree, _Frame
+from lens.core._scope import LiftInfo, Scope, _Shared
+from lens.core._tree import copy_tree, merge_into
 
 Hint = Callable[[str, str], str]
 
@@ -49,18 +51,20 @@ def _dedup(
     """Stage 1: indices of the root scopes, and (root index, relative path) per scope.
 
     A scope is a root if none of its ancestors is lifted with it; the same scope
-    passed twice is lifted once.
+    passed twice is lifted once. Scopes compare by what they point at (the root
+    variables, the path and the rng counters), not by identity: two views of one
+    module's scope are the same scope.
     """
     roots: list[int] = []
     for i, s in enumerate(scopes):
-        if any(o is not s and _is_ancestor(o, s) for o in scopes):
+        if any(o != s and _is_ancestor(o, s) for o in scopes):
             continue
-        if not any(scopes[j] is s for j in roots):
+        if not any(scopes[j] == s for j in roots):
             roots.append(i)
     rel: list[tuple[int, tuple[str, ...]]] = []
     for s in scopes:
         for ri, r in enumerate(roots):
-            if scopes[r] is s or _is_ancestor(scopes[r], s):
+            if scopes[r] == s or _is_ancestor(scopes[r], s):
                 rel.append((ri, _relpath(scopes[r], s)))
                 break
     return roots, rel
@@ -69,7 +73,7 @@ def _dedup(
 def _is_ancestor(a: Scope, b: Scope) -> bool:
     p = b.parent
     while p is not None:
-        if p is a:
+        if p == a:
             return True
         p = p.parent
     return False
@@ -78,7 +82,7 @@ def _is_ancestor(a: Scope, b: Scope) -> bool:
 def _relpath(root: Scope, s: Scope) -> tuple[str, ...]:
     names: list[str] = []
     p: Scope | None = s
-    while p is not None and p is not root:
+    while p is not None and p != root:
         names.append(p.name)  # type: ignore[arg-type]
         p = p.parent
     return tuple(reversed(names))
@@ -99,6 +103,7 @@ class ScopeFn:
         mutable: Sequence[Filter],
         lifts: Sequence[tuple[LiftInfo, ...]],
         recorder: Any,
+        name: str = "",
     ):
         self.treedef = treedef
         self.roots = list(roots)
@@ -106,14 +111,19 @@ class ScopeFn:
         self.mutable = list(mutable)
         self.lifts = list(lifts)
         self.recorder = recorder
-        self.frames: list[_Frame] = []
-        self.signature = (
+        self.shared: list[_Shared] = []
+        # The shared records of the roots made by the latest call, in root order.
+        self.last_shared: list[_Shared] = []
+        self.name = name
+        # What the rebuilt scopes look like, without where they are.
+        self.structure = (
             treedef,
-            tuple(r.path for r in roots),
+            len(self.roots),
             tuple(rel),
             tuple(canonical_filter(m) for m in mutable),
-            tuple(tuple(sorted(r._frame.flags.items(), key=repr)) for r in roots),
+            tuple(tuple(sorted(r.flags.items(), key=repr)) for r in roots),
         )
+        self.signature = (self.structure, tuple(r.path for r in roots))
 
     def __hash__(self) -> int:
         return hash(self.signature)
@@ -133,7 +143,7 @@ class ScopeFn:
         for group in variable_groups:
             for ri in range(n):
                 for col, tree in group[ri].items():
-                    per_root_vars[ri][col] = _copy_tree(tree)
+                    per_root_vars[ri][col] = copy_tree(tree)
         for group in rng_groups:
             for ri in range(n):
                 per_root_rngs[ri].update(group[ri])
@@ -142,19 +152,31 @@ class ScopeFn:
                 [tuple(g[ri] for g in variable_groups) for ri in range(n)]
             )
         inner_roots = []
+        self.last_shared = []
         for ri, root in enumerate(self.roots):
             mutable = intersect_filters(self.mutable[ri], mutable_filter)
-            frame = _Frame(
+            debug = root.debug_path
+            debug = (
+                debug[:-1] + (f"{self.name}({debug[-1]})",)
+                if debug
+                else (f"{self.name}()",)
+            )
+            inner = Scope(
                 per_root_vars[ri],
                 per_root_rngs[ri],
-                mutable,
-                root._frame.flags,
-                self.lifts[ri],
+                name=root.name,
+                mutable=mutable,
+                path=root.path,
+                debug_path=debug,
+                flags=root.flags,
             )
+            inner._counters = root._counters
+            inner._shared.lifts = self.lifts[ri]
             if self.recorder is not None:
-                frame.track = set()
-            self.frames.append(frame)
-            inner_roots.append(Scope(frame, root.name, None, root.path, root._counters))
+                inner._shared.track = set()
+            self.shared.append(inner._shared)
+            self.last_shared.append(inner._shared)
+            inner_roots.append(inner)
         scopes = []
         for ri, relpath in self.rel:
             s = inner_roots[ri]
@@ -164,8 +186,11 @@ class ScopeFn:
         return jax.tree_util.tree_unflatten(self.treedef, scopes)
 
     def invalidate(self) -> None:
-        for f in self.frames:
-            f.alive = False
+        for shared in self.shared:
+            shared.alive = False
+            shared.created = shared.track = None
+        self.shared = []
+        self.last_shared = []
 
 
 class RepackFn:
@@ -201,41 +226,74 @@ class RepackFn:
 
     def __call__(self, inner_scope_tree: Any) -> tuple[tuple[dict[str, Any], ...], ...]:
         scopes = jax.tree_util.tree_leaves(inner_scope_tree, is_leaf=_is_scope)
-        frames: list[_Frame | None] = [None] * self.n_roots
+        roots: list[Scope | None] = [None] * self.n_roots
         for s, (ri, _) in zip(scopes, self.rel):
-            frames[ri] = s._frame
+            roots[ri] = s.root
         out = [
             [dict[str, Any]() for _ in range(self.n_roots)] for _ in self.out_filters
         ]
-        for ri, frame in enumerate(frames):
-            if frame is None:
+        for ri, root in enumerate(roots):
+            if root is None:
                 continue
-            frame.alive or _raise_invalid(self.root_paths[ri])
-            for col, tree in frame.variables.items():
-                if not frame.is_mutable(col):
+            root._shared.alive or _raise_invalid(self.root_paths[ri])
+            for col, tree in root._variables.items():
+                if not root.is_mutable_collection(col):
                     continue  # immutable variables are not returned
                 for gi, f in enumerate(self.out_filters):
                     if in_filter(f, col):
-                        out[gi][ri][col] = _copy_tree(tree)
+                        out[gi][ri][col] = copy_tree(tree)
                         if self.recorder is not None:
                             self.recorder.repack(
-                                ri, self.root_paths[ri], col, tree, frame.track
+                                ri, self.root_paths[ri], col, tree, root._shared.track
                             )
                         break
         return tuple(tuple(g) for g in out)
 
 
 def _raise_invalid(path: tuple[str, ...]) -> None:
-    raise errors.InvalidScopeError(path)
+    raise errors.InvalidScopeError(path[-1] if path else None, path=path)
 
 
-def _merge(dest: dict[str, Any], src: Mapping[str, Any]) -> None:
-    for k, v in src.items():
-        d = dest.get(k)
-        if isinstance(v, Mapping) and isinstance(d, dict):
-            _merge(d, v)
-        else:
-            dest[k] = _copy_tree(v)
+def _live_traces() -> set[int] | None:
+    """Ids of the current JAX trace and its parents (None if JAX hides them)."""
+    try:
+        from jax._src import core
+
+        live: set[int] = set()
+        with core.take_current_trace() as trace:
+            while trace is not None:
+                live.add(id(trace))
+                trace = getattr(trace, "parent_trace", None)
+        return live
+    except Exception:  # noqa: BLE001 - private API; the guard is best effort
+        return None
+
+
+def check_no_leaked_tracers(
+    tree: Any, transform: str, paths: Sequence[tuple[str, ...]]
+) -> None:
+    """Raises if ``tree`` holds a tracer of a JAX trace that has ended.
+
+    Variables committed after a transform must be values of the current trace (or
+    concrete): a tracer of the transform's own trace would leak out of it.
+    """
+    tracers = [
+        x for x in jax.tree_util.tree_leaves(tree) if isinstance(x, jax.core.Tracer)
+    ]
+    if not tracers:
+        return
+    live = _live_traces()
+    if live is None:
+        return
+    for t in tracers:
+        if id(getattr(t, "_trace", None)) not in live:
+            where = ", ".join(errors.path_text(p) for p in paths)
+            raise errors.TracerLeakError(
+                f"{transform} at {where} would store a value that is a tracer of a "
+                f"finished JAX trace ({type(t).__name__}, shape {t.shape}).\n"
+                "A variable was created or written inside the transform in a way that "
+                "is not carried out of it. Please report this with the model."
+            )
 
 
 def pack(
@@ -244,6 +302,7 @@ def pack(
     out_variable_filters: Sequence[Filter],
     rng_filters: Sequence[Filter],
     name: str | None = None,
+    enable_kwargs: bool = False,
     *,
     hint: Hint | None = None,
     trace_options: Mapping[str, Any] | None = None,
@@ -263,6 +322,8 @@ def pack(
         out-filter matches is immutable inside.
       rng_filters: one filter per rng group; unmatched streams are invisible.
       name: the transform's name, for errors and traces.
+      enable_kwargs: pass keyword arguments on to ``fn``. Without it (Flax's
+        default) keyword arguments are dropped with a ``RuntimeWarning``.
       hint: ``hint(kind, name)`` tells the user how to lift a hidden collection
         (``kind='collection'``) or stream (``kind='rng'``).
       trace_options: the transform's options, recorded in pack traces.
@@ -278,6 +339,15 @@ def pack(
     rng_union = _union(rng_filters)
 
     def wrapper(scope_tree: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs and not enable_kwargs:
+            warnings.warn(
+                f'kwargs are not supported in {name}, so "{", ".join(kwargs)}" '
+                "is(are) ignored\nPass them positionally, or build the lifted "
+                "function with pack(..., enable_kwargs=True).",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            kwargs = {}
         recorder = (
             _trace.Recorder(name, trace_options or {}) if _trace._ACTIVE else None
         )
@@ -290,10 +360,11 @@ def pack(
     def _run(recorder: Any, scope_tree: Any, args: tuple, kwargs: dict) -> Any:
         # Stage 1: scope de-duplication.
         scopes, treedef = jax.tree_util.tree_flatten(scope_tree, is_leaf=_is_scope)
-        if not scopes or not all(_is_scope(s) for s in scopes):
+        if not all(_is_scope(s) for s in scopes):
             raise errors.TransformTargetError(
-                f"{name} lifts scopes, but got {scope_tree!r}.\nPass the scope (or the "
-                "module) as the first argument of the lifted function."
+                scope_tree,
+                detail=f"{name} lifts scopes: pass the scope (or the module) as the "
+                "first argument of the lifted function.",
             )
         for s in scopes:
             s._check_valid()
@@ -332,9 +403,9 @@ def pack(
             )
             recorder.rngs(rng_filters, rng_labels, rng_groups_xs, hidden_rngs)
 
-        mutable = [intersect_filters(r._frame.mutable, out_union) for r in roots]
+        mutable = [intersect_filters(r.mutable, out_union) for r in roots]
         lifts = [
-            r._frame.lifts
+            r._shared.lifts
             + (
                 LiftInfo(
                     name,
@@ -359,7 +430,7 @@ def pack(
             )
             for r in roots
         ]
-        scope_fn = ScopeFn(treedef, roots, rel, mutable, lifts, recorder)
+        scope_fn = ScopeFn(treedef, roots, rel, mutable, lifts, recorder, name)
         repack_fn = RepackFn(
             treedef,
             len(roots),
@@ -378,13 +449,14 @@ def pack(
             scope_fn.invalidate()
 
         # Stage 6: commit.
+        check_no_leaked_tracers(out_groups, name, [r.path for r in roots])
         for group in out_groups:
             for ri, cols in enumerate(group):
                 root = roots[ri]
                 for col, tree in cols.items():
                     if not tree or not root.is_mutable_collection(col):
                         continue
-                    _merge(root._mutable_collection(col), tree)
+                    merge_into(root._mutable_collection(col), tree)
                     if recorder is not None:
                         recorder.commit(ri, root.path, col, tree)
         return y

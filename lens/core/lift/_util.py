@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
 import jax
 import jax.numpy as jnp
 
 from lens import errors
 from lens.core import _meta
+from lens.typing import In, Out
+
+A = TypeVar("A")
 
 
 class _Broadcast:
@@ -32,6 +37,47 @@ class _Broadcast:
 broadcast = _Broadcast()
 
 
+def id_fn(x: Any) -> Any:
+    """The identity (the default mapping of ``map_variables``)."""
+    return x
+
+
+def _unzip2(xs: Any) -> tuple[tuple, tuple]:
+    ys = tuple(zip(*xs))
+    return ys if ys else ((), ())  # type: ignore[return-value]
+
+
+def split_in_out_axes(xs: Mapping[Any, Any]) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    """``variable_axes`` split into the axes going in and going out.
+
+    ``In(axis)`` applies to the inputs only, ``Out(axis)`` to the outputs only.
+    """
+    unpack = lambda v: v.axis if isinstance(v, In | Out) else v  # noqa: E731
+    in_axes = {k: unpack(v) for k, v in xs.items() if not isinstance(v, Out)}
+    out_axes = {k: unpack(v) for k, v in xs.items() if not isinstance(v, In)}
+    return in_axes, out_axes
+
+
+def is_key(x: Any) -> bool:
+    return hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def tree_map_rngs(fn: Callable[[Any], Any], tree: Any) -> Any:
+    """Maps ``fn`` over the keys of a tree of rngs (typed keys, or legacy uint32)."""
+    return jax.tree_util.tree_map(fn, tree, is_leaf=is_key)
+
+
+def split_keys(group: Any, n: int) -> Any:
+    """Splits every key of an rng group into ``n`` keys (new leading axis)."""
+
+    def split(k: Any) -> Any:
+        if hasattr(jax.random, "clone"):
+            k = jax.random.clone(k)
+        return jax.random.split(k, n)
+
+    return tree_map_rngs(split, group)
+
+
 def prefix_map(f: Callable[..., Any], prefix: Any, *trees: Any) -> Any:
     """Maps ``f(prefix_leaf, *subtrees)`` where ``prefix`` is a prefix of ``trees``.
 
@@ -42,67 +88,39 @@ def prefix_map(f: Callable[..., Any], prefix: Any, *trees: Any) -> Any:
     )
 
 
-def _full_prefix(prefix: Any, args: tuple) -> Any:
-    if isinstance(prefix, list):
-        prefix = tuple(prefix)
-    if isinstance(prefix, tuple):
-        if len(prefix) != len(args):
-            raise ValueError(
-                f"in_axes has {len(prefix)} entries but the function got {len(args)} "
-                "positional arguments; give one axis per argument (or a single int)."
-            )
-        return prefix
-    return (prefix,) * len(args)
+def _check_mapped_leaf(leaf: Any, axis: int, what: str) -> int:
+    if callable(leaf) and not hasattr(leaf, "shape"):
+        raise errors.JaxTransformError(
+            f"A function ({getattr(leaf, '__name__', leaf)!r}) was passed as a mapped "
+            "argument of a lifted transform; closures hide the modules and arrays they "
+            "capture from the transform.\nPass a pytree instead: e.g. "
+            "Partial(fn, [module]) with lens.struct (see the lifecycle guide)."
+        )
+    shape = jnp.shape(leaf)
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(
+            f"{what}: axis {axis} is out of range for a value of shape {shape}.\n"
+            "Use an axis the value has, or None to broadcast it."
+        )
+    return shape[axis]
 
 
-def axis_sizes(in_axes: Any, args: tuple) -> list[int]:
-    """The sizes of the mapped axes of ``args`` under ``in_axes``."""
-    sizes: list[int] = []
+def mapped_sizes(axes: Any, trees: Any, what: str) -> set[int]:
+    """The sizes of the mapped axes of ``trees`` under the prefix ``axes``."""
+    sizes: set[int] = set()
 
     def visit(axis: Any, sub: Any) -> None:
         if axis is None or axis is broadcast:
             return
         for leaf in jax.tree_util.tree_leaves(sub):
-            if callable(leaf) and not hasattr(leaf, "shape"):
-                raise errors.JaxTransformError(
-                    f"A function ({getattr(leaf, '__name__', leaf)!r}) was passed as a mapped "
-                    "argument of a lifted transform. Closures hide the modules and arrays "
-                    "they capture from the transform.\nPass a pytree instead: e.g. "
-                    "Partial(fn, [module]) with lens.struct (see the lifecycle guide)."
-                )
-            shape = jnp.shape(leaf)
-            if not shape:
-                raise ValueError(
-                    f"Cannot map over axis {axis} of a scalar argument; use None (or "
-                    "broadcast) in in_axes for arguments that are not mapped."
-                )
-            sizes.append(shape[axis])
+            sizes.add(_check_mapped_leaf(leaf, axis, what))
 
-    prefix = _full_prefix(in_axes, args)
-    for a, x in zip(prefix, args):
-        prefix_map(visit, a, x)
+    prefix_map(visit, axes, trees)
     return sizes
 
 
-def infer_size(
-    in_axes: Any, args: tuple, given: int | None, transform: str, what: str
-) -> int | None:
-    """The mapped size from ``given`` or the arguments; checks they agree."""
-    sizes = axis_sizes(in_axes, args)
-    if given is not None:
-        sizes.append(given)
-    if not sizes:
-        return None
-    if len(set(sizes)) != 1:
-        raise errors.TransformAxisSizeError(
-            f"{transform} got inconsistent sizes {sorted(set(sizes))} for the mapped "
-            f"axis.\nEvery mapped argument must have the same {what}."
-        )
-    return sizes[0]
-
-
 def remove_axis_groups(
-    groups: Sequence[Any], axes: Sequence[Any], params: dict[Any, Any]
+    groups: Sequence[Any], axes: Sequence[Any], params: Mapping[Any, Any]
 ) -> tuple:
     """Calls ``remove_axis`` on the boxes of every group that has an axis."""
     return tuple(
@@ -112,7 +130,7 @@ def remove_axis_groups(
 
 
 def add_axis_groups(
-    groups: Sequence[Any], axes: Sequence[Any], params: dict[Any, Any]
+    groups: Sequence[Any], axes: Sequence[Any], params: Mapping[Any, Any]
 ) -> tuple:
     """Calls ``add_axis`` on the boxes of every group that has an axis."""
     return tuple(
@@ -121,9 +139,25 @@ def add_axis_groups(
     )
 
 
-def split_keys(group: Any, n: int) -> Any:
-    """Splits every key of an rng group into ``n`` keys (new leading axis)."""
-    return jax.tree_util.tree_map(lambda k: jax.random.split(k, n), group)
+def check_variable_axes(
+    groups: Sequence[Any], axes: Sequence[Any], transform: str
+) -> None:
+    """A clear error when a variable lacks the axis ``variable_axes`` maps."""
+    for group, axis in zip(groups, axes):
+        if axis is None:
+            continue
+        for root in group:
+            for col, tree in root.items():
+                for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
+                    ndim = jnp.ndim(leaf)
+                    if not -ndim <= axis < ndim:
+                        where = "/" + "/".join(str(getattr(k, "key", k)) for k in path)
+                        raise ValueError(
+                            f'{transform}: variable {where} of collection "{col}" has '
+                            f"shape {jnp.shape(leaf)}, which has no axis {axis} to map "
+                            f"(variable_axes={{'{col}': {axis}}}).\nUse an axis the "
+                            "variables have, or None to broadcast the collection."
+                        )
 
 
 def variable_hint(option: str, example: str) -> Callable[[str, str], str]:
@@ -151,3 +185,30 @@ def filter_hint(option: str, rng_option: str = "rngs") -> Callable[[str, str], s
         )
 
     return hint
+
+
+class TransformContext(Generic[A], threading.local):
+    """A per-thread stack of values a transform hands to the function it traces."""
+
+    def __init__(self) -> None:
+        self.stack: list[A] = []
+
+    @contextlib.contextmanager
+    def push(self, a: A) -> Iterator[None]:
+        self.stack.append(a)
+        try:
+            yield
+        finally:
+            self.stack.pop()
+
+    def get(self) -> A:
+        return self.stack[-1]
+
+
+def set_from_dict(original: dict[Any, Any], updates: Mapping[Any, Any]) -> None:
+    """Writes ``updates`` into the nested dict ``original`` in place."""
+    for k, v in updates.items():
+        if k in original and isinstance(v, dict):
+            set_from_dict(original[k], v)
+        else:
+            original[k] = v

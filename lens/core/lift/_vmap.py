@@ -12,9 +12,12 @@ from lens import errors
 from lens.core._filters import Filter
 from lens.core.lift._pack import pack
 from lens.core.lift._util import (
+    _unzip2,
     add_axis_groups,
-    infer_size,
+    check_variable_axes,
+    mapped_sizes,
     remove_axis_groups,
+    split_in_out_axes,
     split_keys,
     variable_hint,
 )
@@ -22,25 +25,26 @@ from lens.core.lift._util import (
 
 def vmap(
     fn: Callable[..., Any],
-    variable_axes: Mapping[Filter, int | None],
+    variable_axes: Mapping[Filter, Any],
     split_rngs: Mapping[Filter, bool],
     in_axes: Any = 0,
     out_axes: Any = 0,
     axis_size: int | None = None,
     axis_name: str | None = None,
-    spmd_axis_name: Any = None,
-    metadata_params: Mapping[Any, Any] | None = None,
+    spmd_axis_name: str | None = None,
+    metadata_params: Mapping[Any, Any] = {},  # noqa: B006 - read only
 ) -> Callable[..., Any]:
     """A lifted ``jax.vmap``: ``fn(scope, *args, **kwargs)`` mapped over an axis.
 
     Args:
       fn: the function to map; its first argument is a scope.
-      variable_axes: collection filter -> axis: the axis of the variables in that
-        collection (``None`` broadcasts: one copy shared by every element).
+      variable_axes: collection filter -> axis of the variables in that collection
+        (``None`` broadcasts: one copy shared by every element; ``In(axis)`` /
+        ``Out(axis)`` apply to the inputs or the outputs only).
       split_rngs: rng filter -> bool: whether each element gets its own key.
         Streams not named here are invisible inside.
       in_axes, out_axes, axis_name, spmd_axis_name: as in ``jax.vmap``.
-      axis_size: the mapped size, needed when no argument is mapped.
+      axis_size: the mapped size, needed when nothing mapped gives it.
       metadata_params: passed to ``AxisMetadata.add_axis``/``remove_axis``.
 
     Keyword arguments of the mapped function are passed through unmapped.
@@ -55,38 +59,43 @@ def vmap(
         >>> v["params"]["w"].shape
         (3,)
     """
-    var_filters = tuple(variable_axes.keys())
-    var_axes = tuple(variable_axes.values())
-    rng_filters = tuple(split_rngs.keys())
-    rng_splits = tuple(split_rngs.values())
+    var_in, var_out = split_in_out_axes(variable_axes)
+    in_filters, in_var_axes = _unzip2(var_in.items())
+    out_filters, out_var_axes = _unzip2(var_out.items())
+    rng_filters, rng_splits = _unzip2(split_rngs.items())
+    rng_axes = tuple(0 if s else None for s in rng_splits)
     params = dict(metadata_params or {})
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
 
     def inner(scope_fn, repack_fn, variable_groups, rng_groups, *args, **kwargs):
-        size = infer_size(in_axes, args, axis_size, "vmap", "size along its in_axes")
-        if size is None:
-            size = infer_size(
-                var_axes, variable_groups, None, "vmap", "size along its variable_axes"
-            )
-        if size is None:
+        variable_groups = remove_axis_groups(variable_groups, in_var_axes, params)
+        check_variable_axes(variable_groups, in_var_axes, "vmap")
+        sizes = mapped_sizes((in_var_axes, in_axes), (variable_groups, args), "vmap")
+        if axis_size is None and len(sizes) == 1:
+            (size,) = sizes
+        elif len(sizes) > 1:
             raise errors.TransformAxisSizeError(
-                "vmap cannot tell the mapped size: no argument or variable is mapped.\n"
-                "Pass axis_size=N, or map an argument with in_axes."
+                f"Inconsistent batch axis sizes: {sizes}\nEvery mapped argument "
+                "and variable must have the same size along its mapped axis."
             )
-        rng_in = tuple(
-            split_keys(g, size) if split else g
-            for g, split in zip(rng_groups, rng_splits)
+        elif axis_size is None:
+            raise errors.TransformAxisSizeError(
+                "axis_size should be specified manually.\nvmap cannot tell the "
+                "mapped size: no argument or variable is mapped; pass axis_size=N."
+            )
+        else:
+            size = axis_size
+        rng_groups = tuple(
+            split_keys(g, size) if s else g for g, s in zip(rng_groups, rng_splits)
         )
-        rng_axes = tuple(0 if split else None for split in rng_splits)
-        variable_groups = remove_axis_groups(variable_groups, var_axes, params)
 
         @functools.partial(
             jax.vmap,
-            in_axes=(var_axes, rng_axes, in_axes),
-            out_axes=(out_axes, var_axes),
+            in_axes=(in_var_axes, rng_axes, in_axes),
+            out_axes=(out_axes, out_var_axes),
             axis_name=axis_name,
-            axis_size=size,
+            axis_size=axis_size,
             spmd_axis_name=spmd_axis_name,
         )
         def mapped(variable_groups, rng_groups, args):
@@ -94,15 +103,24 @@ def vmap(
             y = fn(scope, *args, **kwargs)
             return y, repack_fn(scope)
 
-        y, out = mapped(variable_groups, rng_in, args)
-        return y, add_axis_groups(out, var_axes, params)
+        try:
+            y, out = mapped(variable_groups, rng_groups, args)
+        except ValueError as e:
+            if "vmap in_axes" in str(e) or "vmap out_axes" in str(e):
+                raise ValueError(
+                    f"{e}\nlens: in_axes covers the arguments after the scope or "
+                    "module; give one axis per argument, or a single int."
+                ) from e
+            raise
+        return y, add_axis_groups(out, out_var_axes, params)
 
     return pack(
         inner,
-        var_filters,
-        var_filters,
+        in_filters,
+        out_filters,
         rng_filters,
         name="vmap",
+        enable_kwargs=True,
         hint=variable_hint("variable_axes", "0"),
         trace_options=dict(
             variable_axes=variable_axes,
@@ -113,6 +131,8 @@ def vmap(
             axis_name=axis_name,
             metadata_params=params,
         ),
-        group_labels=[f"axis {a}" if a is not None else "broadcast" for a in var_axes],
+        group_labels=[
+            f"axis {a}" if a is not None else "broadcast" for a in in_var_axes
+        ],
         rng_labels=["split" if s else "shared" for s in rng_splits],
     )

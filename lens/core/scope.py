@@ -1,0 +1,31 @@
+"""Scopes (``lens.core.scope``, like ``flax.core.scope``)."""
+
+from lens.core._filters import CollectionFilter as CollectionFilter
+from lens.core._filters import DenyList as DenyList
+from lens.core._filters import Filter as Filter
+from lens.core._filters import PRNGSequenceFilter as PRNGSequenceFilter
+from lens.core._filters import filter_to_set as filter_to_set
+from lens.core._filters import group_collections as group_collections
+from lens.core._filters import in_filter as in_filter
+from lens.core._filters import intersect_filters as intersect_filters
+from lens.core._filters import is_filter_empty as is_filter_empty
+from lens.core._filters import subtract_filters as subtract_filters
+from lens.core._filters import union_filters as union_filters
+from lens.core._freeze import FrozenDict as FrozenDict
+from lens.core._freeze import freeze as freeze
+from lens.core._freeze import unfreeze as unfreeze
+from lens.core._rng import LazyRng as LazyRng
+from lens.core._scope import Scope as Scope
+from lens.core._scope import Variable as Variable
+from lens.core._scope import _is_valid_rng as _is_valid_rng
+from lens.core._scope import _is_valid_rngs as _is_valid_rngs
+from lens.core._scope import _is_valid_variables as _is_valid_variables
+from lens.core._scope import apply as apply
+from lens.core._scope import bind as bind
+from lens.core._scope import child_rng_token as child_rng_token
+from lens.core._scope import init as init
+from lens.core._scope import lazy_init as lazy_init
+from lens.core._scope import no_flag as no_flag
+from lens.typing import Array as Array
+from lens.typing import PRNGKey as PRNGKey
+from lens.typing import VariableDict as VariableDict

@@ -1,0 +1,3 @@
+"""Combinators (``lens.nn.combinators``, like ``flax.linen.combinators``)."""
+
+from lens.nn._combinators import Sequential as Sequential

@@ -1,0 +1,352 @@
+"""Step-numbered checkpoint files (``lens.training.checkpoints``).
+
+Flax's legacy checkpoint API over local paths: :func:`save_checkpoint` writes
+``{ckpt_dir}/{prefix}{step}`` in Flax's msgpack format (so files are readable
+by either library), through a temporary file and a rename, and keeps the last
+``keep`` files. :func:`restore_checkpoint` reads the latest (or a given) step
+into a ``target`` of the same structure (or returns the state dict).
+
+Given an ``orbax_checkpointer`` (``orbax.checkpoint``, not a lens dependency)
+both hand the work to it. For new code prefer Orbax's ``CheckpointManager``.
+
+Example:
+    >>> import tempfile, jax.numpy as jnp
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = save_checkpoint(d, {"w": jnp.arange(3)}, step=7, prefix="ck_")
+    ...     restored = restore_checkpoint(d, target=None, prefix="ck_")
+    >>> path.endswith("ck_7"), restored["w"].tolist()
+    (True, [0, 1, 2])
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import jax
+
+from lens import errors, serialization
+from lens.core._freeze import FrozenDict, freeze
+
+__all__ = [
+    "AsyncManager",
+    "available_steps",
+    "convert_pre_linen",
+    "latest_checkpoint",
+    "natural_sort",
+    "restore_checkpoint",
+    "safe_normpath",
+    "save_checkpoint",
+    "save_checkpoint_multiprocess",
+]
+
+_log = logging.getLogger(__name__)
+
+SIGNED_FLOAT_RE = re.compile(r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)")
+UNSIGNED_FLOAT_RE = re.compile(r"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)")
+MODULE_NUM_RE = re.compile(r"(.*)_\d+$")
+SCHEME_RE = re.compile("^(?P<scheme>[a-z][a-z0-9.+-]+://)?(?P<path>.*)", re.I)
+_TMP = "tmp"
+
+
+class AsyncManager:
+    """Runs checkpoint writes in a background thread, one at a time.
+
+    Pass it to :func:`save_checkpoint`: the state is serialized before the call
+    returns (so later changes do not leak in); the file is written in the
+    background. :meth:`wait_previous_save` blocks until that is done.
+    """
+
+    def __init__(self, max_workers: int = 1):
+        import concurrent.futures
+
+        self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=max_workers)
+        self.save_future: Any = None
+
+    def wait_previous_save(self) -> None:
+        """Blocks until the previous save finished (re-raising its error)."""
+        if self.save_future is not None and not self.save_future.done():
+            _log.warning(
+                "The previous async save_checkpoint has not finished yet. Waiting for "
+                "it to complete before the next save."
+            )
+        if self.save_future is not None:
+            self.save_future.result()
+
+    def save_async(self, task: Any) -> None:
+        """Runs ``task()`` in the background after the previous one."""
+        self.wait_previous_save()
+        self.save_future = self.executor.submit(task)
+
+
+def natural_sort(file_list: Iterable[str], signed: bool = True) -> list[str]:
+    """Sorts names by their numeric parts: ``f_1, f_2, f_10`` (not ``f_1, f_10, f_2``).
+
+    Example:
+        >>> natural_sort(["ck_10", "ck_2", "ck_1"])
+        ['ck_1', 'ck_2', 'ck_10']
+    """
+    float_re = SIGNED_FLOAT_RE if signed else UNSIGNED_FLOAT_RE
+
+    def key(s: str) -> list[Any]:
+        return [float(c) if float_re.match(c) else c for c in float_re.split(s)]
+
+    return sorted(file_list, key=key)
+
+
+def safe_normpath(path: str) -> str:
+    """``os.path.normpath`` that keeps a ``scheme://`` prefix intact."""
+    match = SCHEME_RE.match(path)
+    assert match is not None
+    d = match.groupdict()
+    return (d["scheme"] or "") + os.path.normpath(d["path"])
+
+
+def _checkpoint_path(ckpt_dir: str, step: int | float | str, prefix: str) -> str:
+    return os.path.join(ckpt_dir, f"{prefix}{step}")
+
+
+def _all_checkpoints(ckpt_dir: str, prefix: str) -> list[str]:
+    if not os.path.isdir(ckpt_dir):
+        return []
+    names = [
+        n
+        for n in os.listdir(ckpt_dir)
+        if n.startswith(prefix) and not n.endswith(_TMP) and n[len(prefix) :]
+    ]
+    names = [n for n in names if SIGNED_FLOAT_RE.fullmatch(n[len(prefix) :])]
+    return [os.path.join(ckpt_dir, n) for n in natural_sort(names)]
+
+
+def latest_checkpoint(
+    ckpt_dir: str | os.PathLike, prefix: str = "checkpoint_"
+) -> str | None:
+    """The path of the highest-step checkpoint in ``ckpt_dir`` (None if none)."""
+    paths = _all_checkpoints(safe_normpath(os.fspath(ckpt_dir)), prefix)
+    return paths[-1] if paths else None
+
+
+def available_steps(
+    ckpt_dir: str | os.PathLike,
+    prefix: str = "checkpoint_",
+    step_type: type = int,
+) -> list[Any]:
+    """The steps of the checkpoints in ``ckpt_dir``, in increasing order."""
+    paths = _all_checkpoints(safe_normpath(os.fspath(ckpt_dir)), prefix)
+    return [step_type(os.path.basename(p)[len(prefix) :]) for p in paths]
+
+
+def _check_single_process(target: Any, path: str, step: Any) -> None:
+    for leaf in jax.tree_util.tree_leaves(target):
+        if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+            raise errors.MPACheckpointingRequiredError(path, step)
+
+
+def save_checkpoint(
+    ckpt_dir: str | os.PathLike,
+    target: Any,
+    step: int | float,
+    prefix: str = "checkpoint_",
+    keep: int = 1,
+    overwrite: bool = False,
+    keep_every_n_steps: int | None = None,
+    async_manager: Any = None,
+    orbax_checkpointer: Any = None,
+) -> str:
+    """Saves ``target`` as ``{ckpt_dir}/{prefix}{step}``; returns the path.
+
+    Args:
+      ckpt_dir: the directory (created if missing).
+      target: a serializable pytree (a train state, a variable dict...).
+      step: the step number (int or float).
+      prefix: the file name prefix.
+      keep: how many of the newest checkpoints to keep.
+      overwrite: allow saving at a step at or below the newest saved one (the
+        newer checkpoints are deleted).
+      keep_every_n_steps: also keep every checkpoint whose step is a multiple.
+      async_manager: an :class:`AsyncManager` to write the file in the background.
+      orbax_checkpointer: if given, ``orbax_checkpointer.save(path, target)``.
+
+    Raises:
+      InvalidCheckpointError: if a checkpoint at ``step`` or later exists and
+        ``overwrite`` is False.
+    """
+    ckpt_dir = safe_normpath(os.fspath(ckpt_dir))
+    if async_manager is not None:
+        async_manager.wait_previous_save()
+    path = _checkpoint_path(ckpt_dir, step, prefix)
+    _check_single_process(target, path, step)
+    existing = _all_checkpoints(ckpt_dir, prefix)
+    if existing and not overwrite:
+        newest = float(os.path.basename(existing[-1])[len(prefix) :])
+        if float(step) <= newest:
+            raise errors.InvalidCheckpointError(path, step)
+    os.makedirs(ckpt_dir, exist_ok=True)
+    if orbax_checkpointer is not None:
+        orbax_checkpointer.save(path, target, force=overwrite)
+        _remove_old(ckpt_dir, prefix, path, keep, overwrite, keep_every_n_steps)
+        return path
+    data = serialization.to_bytes(target)  # now: later changes must not leak in
+
+    def write() -> None:
+        tmp = f"{path}.{_TMP}"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        _log.info("Saved checkpoint at %s", path)
+        _remove_old(ckpt_dir, prefix, path, keep, overwrite, keep_every_n_steps)
+
+    if async_manager is not None:
+        async_manager.save_async(write)
+    else:
+        write()
+    return path
+
+
+def _remove_old(
+    ckpt_dir: str,
+    prefix: str,
+    path: str,
+    keep: int,
+    overwrite: bool,
+    keep_every_n_steps: int | None,
+) -> None:
+    import shutil
+
+    paths = _all_checkpoints(ckpt_dir, prefix)
+    step_of = {p: float(os.path.basename(p)[len(prefix) :]) for p in paths}
+    if overwrite:  # newer checkpoints than this one go
+        for p in paths:
+            if step_of[p] > step_of[path]:
+                _delete(p, shutil)
+        paths = [p for p in paths if step_of[p] <= step_of[path]]
+    if len(paths) <= keep:
+        return
+    last_kept = None
+    for p in paths[: len(paths) - keep]:
+        if keep_every_n_steps:
+            s = step_of[p]
+            if last_kept is None or s - last_kept >= keep_every_n_steps:
+                last_kept = s
+                continue
+        _delete(p, shutil)
+
+
+def _delete(path: str, shutil: Any) -> None:
+    if os.path.isdir(path):
+        shutil.rmtree(path)
+    elif os.path.exists(path):
+        os.remove(path)
+
+
+def save_checkpoint_multiprocess(
+    ckpt_dir: str | os.PathLike,
+    target: Any,
+    step: int | float,
+    prefix: str = "checkpoint_",
+    keep: int = 1,
+    overwrite: bool = False,
+    keep_every_n_steps: int | None = None,
+    async_manager: Any = None,
+    gda_manager: Any = None,
+    orbax_checkpointer: Any = None,
+) -> str | None:
+    """:func:`save_checkpoint` from process 0 only (the others return None).
+
+    Arrays that span processes need Orbax: pass ``orbax_checkpointer``.
+    """
+    del gda_manager
+    if orbax_checkpointer is not None:
+        path = _checkpoint_path(safe_normpath(os.fspath(ckpt_dir)), step, prefix)
+        orbax_checkpointer.save(path, target, force=overwrite)
+        return path
+    if jax.process_index() != 0:
+        return None
+    return save_checkpoint(
+        ckpt_dir,
+        target,
+        step,
+        prefix=prefix,
+        keep=keep,
+        overwrite=overwrite,
+        keep_every_n_steps=keep_every_n_steps,
+        async_manager=async_manager,
+    )
+
+
+def restore_checkpoint(
+    ckpt_dir: str | os.PathLike,
+    target: Any | None,
+    step: int | float | None = None,
+    prefix: str = "checkpoint_",
+    parallel: bool = True,
+    gda_manager: Any = None,
+    allow_partial_mpa_restoration: bool = False,
+    orbax_checkpointer: Any = None,
+    orbax_transforms: dict | None = None,
+) -> Any:
+    """Restores the latest (or ``step``'s) checkpoint of ``ckpt_dir`` into ``target``.
+
+    ``ckpt_dir`` may also be a checkpoint file. With ``target=None`` the state
+    dict is returned. Without any checkpoint, ``target`` is returned unchanged.
+
+    Raises:
+      ValueError: if ``step`` is given and its checkpoint does not exist.
+    """
+    del parallel, gda_manager, allow_partial_mpa_restoration, orbax_transforms
+    ckpt_dir = safe_normpath(os.fspath(ckpt_dir))
+    if step is not None:
+        path = _checkpoint_path(ckpt_dir, step, prefix)
+        if not os.path.exists(path):
+            raise ValueError(
+                f"Matching checkpoint not found: {path}\n"
+                f"Saved steps: {available_steps(ckpt_dir, prefix, float)}."
+            )
+    elif not os.path.exists(ckpt_dir):
+        _log.info("Found no checkpoint directory at %s", ckpt_dir)
+        return target
+    elif os.path.isdir(ckpt_dir) and orbax_checkpointer is None:
+        found = latest_checkpoint(ckpt_dir, prefix)
+        if not found:
+            _log.info(
+                "Found no checkpoint files in %s with prefix %s", ckpt_dir, prefix
+            )
+            return target
+        path = found
+    else:
+        path = ckpt_dir
+    if orbax_checkpointer is not None:
+        restored = serialization.to_state_dict(
+            orbax_checkpointer.restore(path, item=target)
+        )
+    else:
+        with open(path, "rb") as f:
+            restored = serialization.msgpack_restore(f.read())
+    if target is None:
+        return restored
+    return serialization.from_state_dict(target, restored)
+
+
+def convert_pre_linen(params: Any) -> Any:
+    """Renames pre-Linen submodules (numbered across classes) to Linen's per-class numbering.
+
+    ``{'Conv_0': ..., 'Dense_1': ...}`` becomes ``{'Conv_0': ..., 'Dense_0': ...}``;
+    Linen-style trees come back unchanged.
+    """
+    if not isinstance(params, dict | FrozenDict):
+        return params
+    renamed: dict[str, Any] = {}
+    counts: dict[str, int] = {}
+    for name in natural_sort(params.keys()):
+        value = params[name]
+        match = MODULE_NUM_RE.match(name)
+        if match:
+            module = match.group(1)
+            num = counts.get(module, 0)
+            name = f"{module}_{num}"
+            counts[module] = num + 1
+        renamed[name] = convert_pre_linen(value)
+    return freeze(renamed) if isinstance(params, FrozenDict) else renamed
