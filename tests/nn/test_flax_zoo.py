@@ -1,8 +1,9 @@
 """Differential tests against flax.linen over a zoo of models.
 
 The same model source runs under ``lens.nn`` and ``flax.linen``: identical variable
-trees, identical initial values for the same key (models without jit or scan), and
-identical outputs for the same variables. Skipped when flax is not installed.
+trees, identical initial values for the same keys (under scan, vmap, jit and remat
+too), and identical outputs, random draws included, for the same variables and
+keys. Skipped when flax is not installed.
 """
 
 import jax
@@ -128,6 +129,63 @@ def zoo(nn):
             d = nn.Dense(3)
             return nn.cond(jnp.sum(x) > 0, lambda m, x: m(x), lambda m, x: -m(x), d, x)
 
+    class SamplingDecoder(nn.Module):
+        """A cell drawing from a split stream inside nn.RNN (like the seq2seq
+        example): the draws under scan must match Flax's."""
+
+        @nn.compact
+        def __call__(self, x):
+            class Cell(nn.RNNCellBase):
+                @nn.compact
+                def __call__(self, c, x):
+                    c, y = nn.LSTMCell(4)(c, x)
+                    logits = nn.Dense(3)(y)
+                    tok = jax.random.categorical(self.make_rng("sample"), logits)
+                    return c, (logits, tok)
+
+                @property
+                def num_feature_axes(self):
+                    return 1
+
+            rnn = nn.RNN(Cell(), split_rngs={"params": False, "sample": True})
+            carry = nn.LSTMCell(4).initialize_carry(jax.random.key(1), x[:, 0].shape)
+            return rnn(x, initial_carry=carry)
+
+    class ScanDropout(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            class Block(nn.Module):
+                @nn.compact
+                def __call__(self, c, _):
+                    c = nn.Dense(c.shape[-1])(c)
+                    return nn.Dropout(0.5, deterministic=False)(c), None
+
+            S = nn.scan(
+                Block,
+                variable_axes={"params": 0},
+                split_rngs={"params": True, "dropout": True},
+                length=3,
+            )
+            return S()(x, None)[0]
+
+    class BiLSTM(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            bi = nn.Bidirectional(
+                nn.RNN(nn.OptimizedLSTMCell(3)), nn.RNN(nn.GRUCell(3)), return_carry=True
+            )
+            return bi(x, seq_lengths=jnp.array([5, 2]))
+
+    class MoreLayers(nn.Module):
+        @nn.compact
+        def __call__(self, x, train: bool = False):
+            x = nn.SpectralNorm(nn.Dense(6))(x, update_stats=train)
+            x = nn.WeightNorm(nn.Dense(6))(x)
+            x = nn.InstanceNorm()(x[..., None, :])[..., 0, :]
+            x = nn.Einsum((6, 2, 3), "ab,bcd->acd")(x)
+            x = nn.ConvLocal(2, (2,))(x)
+            return nn.MGUCell(4)(jnp.zeros(x.shape[:1] + (4,)), x.reshape(x.shape[0], -1))
+
     return {
         "mlp": (MLP, (2, 3), True),
         "setup_mlp": (SetupMLP, (2, 3), True),
@@ -138,10 +196,14 @@ def zoo(nn):
         "embed_attend": (EmbedAttend, "ids", True),
         "vmap_ensemble": (Ensemble, (2, 3), True),
         "lstm": (LSTM, (2, 5, 3), True),
-        "scan": (ScanLayers, (2, 4), False),
+        "scan": (ScanLayers, (2, 4), True),
         "remat": (Remat, (2, 3), True),
-        "jit": (Jit, (2, 3), False),
+        "jit": (Jit, (2, 3), True),
         "cond": (Cond, (2, 3), True),
+        "sampling_decoder": (SamplingDecoder, (2, 5, 3), True),
+        "scan_dropout": (ScanDropout, (2, 4), True),
+        "bilstm_seq_lengths": (BiLSTM, (2, 5, 3), True),
+        "more_layers": (MoreLayers, (2, 6), True),
     }
 
 
@@ -160,16 +222,18 @@ def test_same_variables_and_outputs_as_flax(name):
         x = jnp.array([[1, 4, 10]])
     else:
         x = jax.random.normal(jax.random.key(7), shape)
-    key = jax.random.key(0)
-    lv = lcls().init(key, x)
-    fv = _plain(fcls().init(key, x))
+    rngs = {"params": jax.random.key(0), "dropout": jax.random.key(1)}
+    rngs["sample"] = jax.random.key(2)
+    lv = lcls().init(rngs, x)
+    fv = _plain(fcls().init(rngs, x))
     assert jax.tree.structure(lv) == jax.tree.structure(fv)
     assert jax.tree.map(np.shape, lv) == jax.tree.map(np.shape, fv)
     if same_init:
         for a, b in zip(jax.tree.leaves(lv), jax.tree.leaves(fv)):
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
     # identical outputs for the same variables
-    ly = lcls().apply(fv, x, mutable=False)
-    fy = fcls().apply(fv, x)
+    apply_rngs = {"dropout": jax.random.key(3), "sample": jax.random.key(4)}
+    ly = lcls().apply(fv, x, rngs=apply_rngs, mutable=False)
+    fy = fcls().apply(fv, x, rngs=apply_rngs)
     for a, b in zip(jax.tree.leaves(ly), jax.tree.leaves(fy)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)

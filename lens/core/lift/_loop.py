@@ -51,10 +51,11 @@ def first_run(
             if d
         ]
         raise errors.LoopBroadcastDependenceError(
-            f"{transform}: the initial value of {len(paths)} broadcast or carry "
-            f"variable(s) depends on the loop (carry, scanned inputs or split rngs): "
-            f"{', '.join(paths[:4])}.\nInitialise them from shapes and unsplit rngs "
-            "only, or scan the collection with variable_axes instead."
+            f"broadcasted variable has a data dependency on the {transform} body.\n"
+            f"The initial value of {len(paths)} broadcast or carry variable(s) (or "
+            "broadcast outputs) depends on the loop (carry, scanned inputs or split "
+            f"rngs): {', '.join(paths[:4])}.\nInitialise them from shapes and "
+            "unsplit rngs only, or scan the collection with variable_axes instead."
         )
     flat = jax.tree_util.tree_leaves(inputs)
     out = [

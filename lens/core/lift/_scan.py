@@ -170,12 +170,15 @@ def scan(
 
         # Broadcast and carry collections that may be created, and outputs marked
         # broadcast: computed once, outside the loop, from the first iteration.
+        # With check_constancy_invariants (the default) this first pass always
+        # runs, as Flax's does: it checks the invariants, and the rng counters
+        # advance by it, so the loop draws the keys Flax's loop draws.
         may_create = any(
             not is_filter_empty(intersect_filters(m, bc_filter))
             for m in scope_fn.mutable
         )
         bcast_outs: Any = None
-        if may_create or has_broadcast_out:
+        if check_constancy_invariants or may_create or has_broadcast_out:
             i0 = n - 1 if reverse else 0
             x0 = _first(xs, i0, n)
             scan0 = _first(scan_front, i0, n)
