@@ -172,7 +172,9 @@ def zoo(nn):
         @nn.compact
         def __call__(self, x):
             bi = nn.Bidirectional(
-                nn.RNN(nn.OptimizedLSTMCell(3)), nn.RNN(nn.GRUCell(3)), return_carry=True
+                nn.RNN(nn.OptimizedLSTMCell(3)),
+                nn.RNN(nn.GRUCell(3)),
+                return_carry=True,
             )
             return bi(x, seq_lengths=jnp.array([5, 2]))
 
@@ -184,7 +186,9 @@ def zoo(nn):
             x = nn.InstanceNorm()(x[..., None, :])[..., 0, :]
             x = nn.Einsum((6, 2, 3), "ab,bcd->acd")(x)
             x = nn.ConvLocal(2, (2,))(x)
-            return nn.MGUCell(4)(jnp.zeros(x.shape[:1] + (4,)), x.reshape(x.shape[0], -1))
+            return nn.MGUCell(4)(
+                jnp.zeros(x.shape[:1] + (4,)), x.reshape(x.shape[0], -1)
+            )
 
     return {
         "mlp": (MLP, (2, 3), True),
