@@ -128,7 +128,8 @@ def _dense_general(
     return y
 
 
-_dense_jit = jax.jit(_dense, static_argnames=("dtype", "precision"))
+# Static arguments by position: a call with keywords takes JAX's slower path.
+_dense_jit = jax.jit(_dense, static_argnums=(3, 4))
 _dense_general_jit = jax.jit(
     _dense_general, static_argnames=("axis", "batch_dims", "dtype", "precision")
 )
@@ -307,8 +308,8 @@ class Dense(Module):
                 inputs,
                 kernel,
                 bias,
-                dtype=self.dtype,
-                precision=_static(self.precision),
+                self.dtype,
+                _static(self.precision),
             )
         return _dense(
             inputs,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import types
 import typing
 import weakref
 from collections.abc import Callable, Mapping
@@ -24,6 +25,7 @@ from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lens import errors
 from lens.configurations import config
@@ -82,6 +84,30 @@ class TestScope(Scope):
 
     def make_rng(self, name: str = "params") -> Any:
         return jax.random.key(0)
+
+
+# Attribute values that cannot hold a module or a container to freeze: most
+# dataclass fields (features, dtypes, initializers), skipped without a tree walk.
+_PLAIN_LEAVES = frozenset(
+    {
+        int,
+        float,
+        bool,
+        str,
+        bytes,
+        complex,
+        type(None),
+        type,
+        types.FunctionType,
+        types.BuiltinFunctionType,
+        types.MethodType,
+        functools.partial,
+        np.dtype,
+        type(jnp.float32),
+        jax.custom_jvp,
+        jax.custom_vjp,
+    }
+)
 
 
 def _is_declared(cls: type) -> bool:
@@ -406,6 +432,9 @@ class Module(ModuleEntryPoints):
     def _register_submodules(self, name: str, val: Any) -> None:
         """Binds the modules in ``val`` as children named after ``name``."""
         assert self.scope is not None, "Trying to register submodules on unbound scope."
+        if type(val) in _PLAIN_LEAVES:  # no module inside, nothing to freeze
+            object.__setattr__(self, name, val)
+            return
         root = self.scope.root
         cache = _caches.get(root)
         if cache is None:

@@ -123,8 +123,8 @@ class Linear(Module):
             x,
             self.kernel.value,
             bias,
-            dtype=self.dtype,
-            precision=_static(self.precision),
+            self.dtype,
+            _static(self.precision),
         )
 
 
