@@ -285,9 +285,9 @@ class Recorder:
                 "inner": _spec_tree(leaf),
             }
             if (ri, col, p) not in self._vars:
-                self.rec["repack"]["created"].append(entry)
+                _put(self.rec["repack"]["created"], entry)
             elif tracked is not None and (col, full) in tracked:
-                self.rec["repack"]["mutated"].append(entry)
+                _put(self.rec["repack"]["mutated"], entry)
 
     # stage 6
     def commit(
@@ -302,6 +302,37 @@ class Recorder:
                     "outer": _spec_tree(leaf),
                 }
             )
+
+
+def _put(entries: list[dict[str, Any]], entry: dict[str, Any]) -> None:
+    """Appends ``entry``, or replaces the one for the same variable.
+
+    A loop body is traced more than once (scan's invariants pass, then the loop):
+    each variable is listed once, as the last pass left it.
+    """
+    key = (entry["scope"], entry["collection"], entry["path"])
+    for i, e in enumerate(entries):
+        if (e["scope"], e["collection"], e["path"]) == key:
+            entries[i] = entry
+            return
+    entries.append(entry)
+
+
+@contextlib.contextmanager
+def rehearsal() -> Iterator[None]:
+    """A pass over a body that will be traced again: packs nested in it are dropped.
+
+    Loops (scan, while_loop) run their body once before the loop to create broadcast
+    variables and check invariants; the nested packs of that pass would otherwise be
+    listed twice.
+    """
+    rec = _STACK[-1] if _STACK else None
+    n = len(rec["children"]) if rec is not None else 0
+    try:
+        yield
+    finally:
+        if rec is not None:
+            del rec["children"][n:]
 
 
 _COUNTER = [0]

@@ -262,3 +262,33 @@ def test_tracing_is_off_by_default():
     assert not _trace._ACTIVE
     init(identity(lambda s: None))(jax.random.key(0))
     assert not _trace._STACK
+
+
+def test_loop_bodies_traced_twice_are_recorded_once():
+    # scan traces its body twice (the invariants pass, then the loop): the trace
+    # lists each created variable and each nested pack once.
+    def body(scope, c, x):
+        inner = lift.vmap(
+            lambda s, y: core_nn.dense(s, y, 2),
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+        )
+        return c, inner(scope.push("v"), x)
+
+    def model(scope, xs):
+        loop = lift.scan(
+            body,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            in_axes=0,
+        )
+        return loop(scope.push("s"), (), xs)
+
+    with trace_packs() as t:
+        init(model)(jax.random.key(0), jnp.ones((3, 4, 2)))
+    (rec,) = t.records
+    assert rec["transform"] == "scan"
+    created = [e["path"] for e in rec["repack"]["created"]]
+    assert sorted(created) == ["/s/v/bias", "/s/v/kernel"]
+    assert [c["transform"] for c in rec["children"]] == ["vmap"]
+    jsonschema.validate(t.to_json(), schema())

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from lens import errors
+from lens.core import _trace
 from lens.core._filters import Filter, in_filter
 
 
@@ -40,7 +41,8 @@ def first_run(
     rngs): with ``check``, an output that depends on one raises
     :class:`LoopBroadcastDependenceError`.
     """
-    closed, shapes = jax.make_jaxpr(body, return_shape=True)(*inputs)
+    with _trace.rehearsal():
+        closed, shapes = jax.make_jaxpr(body, return_shape=True)(*inputs)
     deps = dependent_outputs(closed.jaxpr) if check else []
     if any(deps):
         paths = [
