@@ -27,6 +27,7 @@ from typing import IO, Any
 __all__ = [
     "BackendMode",
     "GFile",
+    "io_mode",
     "copy",
     "exists",
     "getsize",
@@ -49,7 +50,8 @@ class BackendMode(Enum):
     TF = 1
 
 
-_mode = BackendMode.DEFAULT
+io_mode = BackendMode.DEFAULT
+"""The backend in use (always ``BackendMode.DEFAULT`` in lens)."""
 
 
 def _check(mode: BackendMode) -> None:
@@ -63,20 +65,20 @@ def _check(mode: BackendMode) -> None:
 @contextlib.contextmanager
 def override_mode(override: BackendMode) -> Iterator[None]:
     """Uses ``override`` inside the ``with`` block."""
-    global _mode
+    global io_mode
     _check(override)
-    old, _mode = _mode, override
+    old, io_mode = io_mode, override
     try:
         yield
     finally:
-        _mode = old
+        io_mode = old
 
 
 def set_mode(override: BackendMode) -> None:
     """Sets the backend (only ``BackendMode.DEFAULT`` exists in lens)."""
-    global _mode
+    global io_mode
     _check(override)
-    _mode = override
+    io_mode = override
 
 
 def GFile(name: str | os.PathLike, mode: str) -> IO[Any]:  # noqa: N802 - Flax's name

@@ -25,10 +25,11 @@ import jax
 T = TypeVar("T")
 
 
-def field(pytree_node: bool = True, **kwargs: Any) -> Any:
+def field(
+    pytree_node: bool = True, *, metadata: dict | None = None, **kwargs: Any
+) -> Any:
     """A dataclass field; ``pytree_node=False`` makes it static metadata."""
-    metadata = dict(kwargs.pop("metadata", None) or {})
-    metadata["pytree_node"] = pytree_node
+    metadata = {**(metadata or {}), "pytree_node": pytree_node}
     return dataclasses.field(metadata=metadata, **kwargs)
 
 

@@ -9,6 +9,7 @@ They are annotations only: lens accepts any value that behaves as described.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -218,3 +219,17 @@ class HashableMapping(Mapping[HA, HB], Hashable):
 
     def __repr__(self) -> str:
         return f"HashableMapping({self._mapping!r})"
+
+
+class BaseConfigContext(abc.ABC):
+    """A configuration kept on a stack, with a default (Flax's nnx helper base)."""
+
+    @classmethod
+    @abc.abstractmethod
+    def get_default(cls) -> Any:
+        """The value when nothing is pushed."""
+
+    @classmethod
+    @abc.abstractmethod
+    def get_stack(cls) -> list:
+        """The stack of pushed values."""

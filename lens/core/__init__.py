@@ -16,6 +16,7 @@ from lens.core import meta as meta
 # names from the modules above).
 from lens.core import partial_eval as partial_eval  # noqa: E402
 from lens.core import scope as scope  # noqa: E402
+from lens.core import spmd as spmd  # noqa: E402
 from lens.core import tracers as tracers  # noqa: E402
 from lens.core._filters import CollectionFilter as CollectionFilter
 from lens.core._filters import DenyList as DenyList

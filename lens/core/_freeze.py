@@ -7,10 +7,25 @@ keeps running: ``FrozenDict`` is an immutable mapping and a JAX pytree.
 
 from __future__ import annotations
 
+import collections.abc
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import jax
+
+
+class FrozenKeysView(collections.abc.KeysView):
+    """The keys of a FrozenDict (repr ``frozen_dict_keys([...])``)."""
+
+    def __repr__(self) -> str:
+        return f"frozen_dict_keys({list(self)})"
+
+
+class FrozenValuesView(collections.abc.ValuesView):
+    """The values of a FrozenDict (repr ``frozen_dict_values([...])``)."""
+
+    def __repr__(self) -> str:
+        return f"frozen_dict_values({list(self)})"
 
 
 class FrozenDict(Mapping[str, Any]):
@@ -66,6 +81,14 @@ class FrozenDict(Mapping[str, Any]):
     def __repr__(self) -> str:
         return self.pretty_repr()
 
+    def keys(self) -> FrozenKeysView:  # type: ignore[override]
+        """The keys (a view with a readable repr)."""
+        return FrozenKeysView(self)
+
+    def values(self) -> FrozenValuesView:  # type: ignore[override]
+        """The values (a view with a readable repr)."""
+        return FrozenValuesView(self)
+
     def pretty_repr(self, num_spaces: int = 4) -> str:
         """An indented repr, one key per line (Flax's ``FrozenDict`` repr)."""
         return f"FrozenDict({_pretty(self, num_spaces, 0)})"
@@ -111,9 +134,9 @@ def unfreeze(x: Any) -> Any:
     return x
 
 
-def freeze(x: Mapping[str, Any]) -> FrozenDict:
-    """A :class:`FrozenDict` of ``x``."""
-    return FrozenDict(x)
+def freeze(xs: Mapping[str, Any]) -> FrozenDict:
+    """A :class:`FrozenDict` of ``xs``."""
+    return FrozenDict(xs)
 
 
 def copy(x: Mapping[str, Any], add_or_replace: Mapping[str, Any] | None = None) -> Any:

@@ -80,9 +80,9 @@ AxisMetadata._repr_mimebundle_ = _box_bundle  # type: ignore[attr-defined]
 AxisMetadata.__rich__ = _box_rich  # type: ignore[attr-defined]
 
 
-def is_axis_metadata(x: Any) -> bool:
+def is_axis_metadata(val: Any) -> bool:
     """True if ``x`` is an :class:`AxisMetadata` box."""
-    return isinstance(x, AxisMetadata)
+    return isinstance(val, AxisMetadata)
 
 
 def unbox(tree: Any) -> Any:
@@ -118,12 +118,18 @@ def raw_value(box: AxisMetadata) -> Any:
     return box.unbox()
 
 
-def replace_boxed(old: Any, new: Any) -> Any:
-    """Puts ``new`` into the box of ``old`` (if ``old`` is boxed and ``new`` is not)."""
-    if isinstance(old, AxisMetadata) and not isinstance(new, AxisMetadata):
-        inner = raw_value(old)
-        return old.replace_boxed(replace_boxed(inner, new))
-    return new
+def replace_boxed(tree: Any, updates: Any) -> Any:
+    """Puts ``updates`` into the boxes of ``tree`` (where ``tree`` is boxed).
+
+    Example:
+        >>> from lens.core.meta import Partitioned
+        >>> replace_boxed(Partitioned(1, ("a",)), 2)
+        Partitioned(value=2, names=('a',))
+    """
+    if isinstance(tree, AxisMetadata) and not isinstance(updates, AxisMetadata):
+        inner = raw_value(tree)
+        return tree.replace_boxed(replace_boxed(inner, updates))
+    return updates
 
 
 def map_axis_meta(fn: Callable[[AxisMetadata], Any], tree: Any) -> Any:

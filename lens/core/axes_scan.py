@@ -31,7 +31,30 @@ from lens.core.lift._util import broadcast, prefix_map
 
 ScanAxis = int | None
 
-__all__ = ["ScanAxis", "broadcast", "scan"]
+__all__ = ["ScanAxis", "broadcast", "build_shaped_array", "scan"]
+
+
+def build_shaped_array(x: Any, batch_dim: bool = False) -> jax.ShapeDtypeStruct:
+    """The abstract value of ``x`` (without its leading axis if ``batch_dim``).
+
+    Keeps the dtype, weak type and sharding (a sharded batch axis is an error).
+    """
+    shape = tuple(jnp.shape(x))
+    sharding = getattr(getattr(x, "aval", None), "sharding", None)
+    if batch_dim:
+        shape = shape[1:]
+        if sharding is not None and getattr(sharding, "spec", None) is not None:
+            if sharding.spec and sharding.spec[0] is not None:
+                raise ValueError(
+                    "Batch dimension in scan `xs` cannot be sharded.\nShard another "
+                    "axis, or scan over an unsharded one."
+                )
+            sharding = None
+    return jax.ShapeDtypeStruct(
+        shape,
+        jnp.result_type(x),
+        weak_type=bool(getattr(x, "weak_type", False)),
+    )
 
 
 def _is_bc(a: Any) -> bool:

@@ -13,11 +13,12 @@ placeholders with static data only.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -568,4 +569,43 @@ def lift_direct_transform(
 
     return decorator_lift_transform(aug_transform, targets, multi_scope=multi_scope)(
         mdl, *args, **kwargs
+    )
+
+
+@contextlib.contextmanager
+def fork_rngs(module: Module) -> Iterator[None]:
+    """Inside the ``with``, the module's streams are fresh keys from ``make_rng``."""
+    scope, old = fork_rngs_of(module)
+    try:
+        yield
+    finally:
+        restore_rngs(scope, old)
+
+
+def clean_clone(x: Any) -> Any:
+    """``x`` (a module) with its scope and its children's scopes removed."""
+    if isinstance(x, Module):
+        children = {k: clean_clone(v) for k, v in x._state.children.items()}
+        x._state.children.clear()
+        x._state.children.update(children)
+        object.__setattr__(x, "scope", None)
+    return x
+
+
+def decorator_lift_transform_cached(
+    transform: Callable[..., Any], class_fn: Any, **trafo_kwargs: Any
+) -> Any:
+    """:func:`decorator_lift_transform` reusing one transformed function (for jit)."""
+    return decorator_lift_transform(transform, class_fn, cached=True, **trafo_kwargs)
+
+
+def module_class_lift_transform_cached(
+    transform: Callable[..., Any],
+    module_class: Any,
+    methods: Any = None,
+    **trafo_kwargs: Any,
+) -> Any:
+    """:func:`module_class_lift_transform` reusing one transformed function (for jit)."""
+    return module_class_lift_transform(
+        transform, module_class, methods=methods, cached=True, **trafo_kwargs
     )

@@ -10,6 +10,8 @@ import dataclasses
 import enum
 import functools
 import inspect
+import threading
+import typing
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -367,3 +369,51 @@ def run_interceptors(
 tuple_reduce = lambda xs, x: xs + (x,)  # noqa: E731
 tuple_init = lambda: ()  # noqa: E731
 capture_call_intermediates = lambda _, method_name: method_name == "__call__"  # noqa: E731
+
+
+# ------------------------------------------------- names Flax's module exposes
+
+
+class ThreadLocalStack(threading.local):
+    """A stack private to each thread (lens keeps its own context in contextvars)."""
+
+    def __init__(self) -> None:
+        self._storage: list[Any] = []
+
+    def push(self, elem: Any) -> None:
+        self._storage.append(elem)
+
+    def pop(self) -> Any:
+        return self._storage.pop()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(reversed(self._storage))
+
+    def __len__(self) -> int:
+        return len(self._storage)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._storage})"
+
+
+@typing.runtime_checkable
+class Descriptor(typing.Protocol):
+    """The descriptor protocol (properties and the like on a Module)."""
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any: ...
+
+
+def module_field(*, kw_only: bool = False, default: Any = ...) -> Any:
+    """The field type of Module subclasses, for static analyzers (no runtime use)."""
+    return dataclasses.field()
+
+
+@typing.dataclass_transform(field_specifiers=(module_field,))
+class ModuleBase:
+    """A base that makes static analyzers treat Module subclasses as dataclasses."""
+
+    if typing.TYPE_CHECKING:
+        scope: Any
+        _state: Any
+        _parent_ref: Any
+        __dataclass_fields__: Any

@@ -26,7 +26,9 @@ from lens.nn._lifting import (
 from lens.nn._module import Module
 from lens.nn._module_support import _get_fn_name
 
-Target = TypeVar("Target")
+TransformTarget = type[Module] | Callable[..., Any]
+"""What a lifted transform takes: a Module class or a function of a module."""
+Target = TypeVar("Target", bound=TransformTarget)
 C = TypeVar("C")
 ModuleT = TypeVar("ModuleT", bound=Module)
 

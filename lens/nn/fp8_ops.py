@@ -316,10 +316,10 @@ def in_qdq(
 
 
 def in_qdq_fwd(
-    compute_dtype: Any, q_dtype: Any, inp: Any, scale: Any, hist: Any
+    compute_dtype: Any, q_dtype: Any, inp: Any, scale: Any, amax_history: Any
 ) -> Any:
     q, new_scale, new_hist = quantize_dequantize_update(
-        inp, q_dtype, scale, hist, compute_dtype
+        inp, q_dtype, scale, amax_history, compute_dtype
     )
     return q, (new_scale, new_hist)
 
@@ -341,9 +341,9 @@ def out_qdq(
 
 
 def out_qdq_fwd(
-    compute_dtype: Any, q_dtype: Any, out: Any, scale: Any, hist: Any
+    compute_dtype: Any, q_dtype: Any, out: Any, scale: Any, amax_history: Any
 ) -> Any:
-    return out, (scale, hist)
+    return out, (scale, amax_history)
 
 
 def out_qdq_bwd(compute_dtype: Any, q_dtype: Any, res: Any, g: Any) -> Any:
@@ -363,8 +363,10 @@ def in_q(
     return quantize(inp, q_dtype, _to_f32(new_scale), compute_dtype), new_scale
 
 
-def in_q_fwd(compute_dtype: Any, q_dtype: Any, inp: Any, scale: Any, hist: Any) -> Any:
-    new_scale, new_hist = update_fp8_meta(inp, q_dtype, scale, hist)
+def in_q_fwd(
+    compute_dtype: Any, q_dtype: Any, inp: Any, scale: Any, amax_history: Any
+) -> Any:
+    new_scale, new_hist = update_fp8_meta(inp, q_dtype, scale, amax_history)
     q = quantize(inp, q_dtype, _to_f32(new_scale), compute_dtype)
     return (q, new_scale), (new_scale, new_hist)
 

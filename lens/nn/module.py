@@ -1,6 +1,7 @@
 """The Module system (``lens.nn.module``, like ``flax.linen.module``)."""
 
 from lens.core._scope import Variable as Variable
+from lens.ids import FlaxId as FlaxId
 from lens.nn._context import disable_named_call as disable_named_call
 from lens.nn._context import enable_named_call as enable_named_call
 from lens.nn._context import override_named_call as override_named_call
@@ -13,10 +14,13 @@ from lens.nn._module import share_scope as share_scope
 from lens.nn._module_entry import apply as apply
 from lens.nn._module_entry import init as init
 from lens.nn._module_entry import init_with_output as init_with_output
+from lens.nn._module_support import Descriptor as Descriptor
 from lens.nn._module_support import DescriptorWrapper as DescriptorWrapper
 from lens.nn._module_support import InterceptorContext as InterceptorContext
+from lens.nn._module_support import ModuleBase as ModuleBase
 from lens.nn._module_support import ParentDescriptor as ParentDescriptor
 from lens.nn._module_support import SetupState as SetupState
+from lens.nn._module_support import ThreadLocalStack as ThreadLocalStack
 from lens.nn._module_support import _get_unbound_fn as _get_unbound_fn
 from lens.nn._module_support import _ModuleInternalState as _ModuleInternalState
 from lens.nn._module_support import _unspecified_parent as _unspecified_parent
@@ -29,6 +33,7 @@ from lens.nn._module_support import (
     create_descriptor_wrapper as create_descriptor_wrapper,
 )
 from lens.nn._module_support import intercept_methods as intercept_methods
+from lens.nn._module_support import module_field as module_field
 from lens.nn._module_support import nowrap as nowrap
 from lens.nn._module_support import run_interceptors as run_interceptors
 from lens.nn._module_support import tuple_init as tuple_init

@@ -36,6 +36,7 @@ from lens.core.lift._remat import checkpoint as checkpoint
 from lens.core.lift._remat import remat as remat
 from lens.core.lift._remat import remat_scan as remat_scan
 from lens.core.lift._scan import scan as scan
+from lens.core.lift._util import CountsHolder as CountsHolder
 from lens.core.lift._util import TransformContext as TransformContext
 from lens.core.lift._util import broadcast as broadcast
 from lens.core.lift._util import id_fn as id_fn

@@ -212,3 +212,37 @@ def set_from_dict(original: dict[Any, Any], updates: Mapping[Any, Any]) -> None:
             set_from_dict(original[k], v)
         else:
             original[k] = v
+
+
+class CountsHolder:
+    """Flat rng counts (``{path: count}``) with ``sub`` and ``add`` (Flax's helper).
+
+    Example:
+        >>> a = CountsHolder.make({"params": 3, "child": {"dropout": 1}})
+        >>> a.sub(CountsHolder.make({"params": 1})).flat_d[("params",)]
+        2
+    """
+
+    def __init__(self, flat_d: dict[Any, int]):
+        self.flat_d = flat_d
+
+    @classmethod
+    def make(cls, d: Any) -> CountsHolder:
+        from lens.traverse_util import flatten_dict
+
+        return cls(dict(flatten_dict(d)))
+
+    def sub(self, other: CountsHolder) -> CountsHolder:
+        return CountsHolder(
+            {k: v - other.flat_d.get(k, 0) for k, v in self.flat_d.items()}
+        )
+
+    def add(self, other: CountsHolder) -> CountsHolder:
+        return CountsHolder(
+            {k: v + other.flat_d.get(k, 0) for k, v in self.flat_d.items()}
+        )
+
+    def unflat(self) -> dict[str, Any]:
+        from lens.traverse_util import unflatten_dict
+
+        return unflatten_dict(self.flat_d)
