@@ -190,6 +190,117 @@ def zoo(nn):
                 jnp.zeros(x.shape[:1] + (4,)), x.reshape(x.shape[0], -1)
             )
 
+    class ConvFamily(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.ConvTranspose(3, (3, 3), strides=(2, 2), padding="CIRCULAR")(x)
+            x = nn.Conv(4, (3, 3), feature_group_count=1, padding="CIRCULAR")(x)
+            x = nn.Conv(4, (2, 2), kernel_dilation=2, feature_group_count=2)(x)
+            x = nn.PReLU()(x)
+            x = nn.pool(x, 0.0, jax.lax.add, (2, 2), (1, 1), "SAME")
+            x = nn.avg_pool(x, (2, 2), padding="SAME", count_include_pad=False)
+            return (
+                nn.max_pool(x, (2, 2))
+                - nn.max_pool(-x, (2, 2), (1, 1), "SAME")[:, :-1, :-1]
+            )
+
+    class Cells(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            y = nn.RNN(nn.SimpleCell(3))(x)
+            z = nn.RNN(nn.GRUCell(3), reverse=True, keep_order=True)(x)
+            img = x[..., None, None, :]  # (batch, time, 1, 1, features)
+            w = nn.RNN(nn.ConvLSTMCell(2, (1, 1)))(img)
+            return y + z + w.reshape(w.shape[:2] + (-1,)).sum(-1, keepdims=True)
+
+    class Seq(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Sequential([nn.Dense(4), nn.relu, nn.Dense(2), nn.sigmoid])(x)
+
+    class RematScan(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            class Block(nn.Module):
+                @nn.compact
+                def __call__(self, c):
+                    return nn.tanh(nn.Dense(c.shape[-1])(c))
+
+            return nn.remat_scan(Block, lengths=(2, 3))()(x)
+
+    class WhileLoop(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            d = nn.Dense(x.shape[-1])
+            d(x)  # create the params before the loop
+
+            def body(m, c):
+                i, y = c
+                return i + 1, jnp.tanh(m(y))
+
+            return nn.while_loop(lambda m, c: c[0] < 3, body, d, (0, x))[1]
+
+    class Switch(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            d = nn.Dense(3)
+            branches = [lambda m, x: m(x), lambda m, x: -m(x), lambda m, x: 2 * m(x)]
+            return nn.switch(jnp.argmax(x[0]) % 3, branches, d, x)
+
+    class CustomVJP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            def fwd(m, x):
+                y = m(x)
+                return y, (x,)
+
+            def bwd(res, g):
+                (x,) = res
+                return {
+                    "params": jax.tree.map(
+                        lambda p: 0.5 * p, {"kernel": x.T @ g, "bias": g.sum(0)}
+                    )
+                }, g @ jnp.ones((3, x.shape[-1]))
+
+            f = nn.custom_vjp(lambda m, x: m(x), forward_fn=fwd, backward_fn=bwd)
+            return f(nn.Dense(3), x)
+
+    class TiedTranspose(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            T = nn.map_variables(
+                nn.Dense,
+                "params",
+                trans_in_fn=lambda v: jax.tree.map(jnp.transpose, v),
+                init=True,
+            )
+            return T(x.shape[-1], use_bias=False)(x)
+
+    class JvpVjp(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            d = nn.Dense(3)
+            d(x)  # create the params, to give them tangents
+            vt = {"params": jax.tree.map(jnp.ones_like, d.variables["params"])}
+            y, t = nn.jvp(lambda m, x: m(x), d, (x,), (jnp.ones_like(x),), vt)
+            z, pull = nn.vjp(lambda m, x: m(x), d, x)
+            gp, gx = pull(jnp.ones_like(z))
+            return y + t + z + gx.sum() + jax.tree.leaves(gp)[0].sum()
+
+    class Dropouts(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Dropout(0.3, deterministic=False)(x)
+            return nn.Dropout(0.5, broadcast_dims=(0,))(x, deterministic=False)
+
+    class ShareScope(nn.Module):
+        def setup(self):
+            self.inner = nn.Dense(3)
+            nn.share_scope(self, self.inner)
+
+        def __call__(self, x):
+            return self.inner(x)
+
     return {
         "mlp": (MLP, (2, 3), True),
         "setup_mlp": (SetupMLP, (2, 3), True),
@@ -208,10 +319,23 @@ def zoo(nn):
         "scan_dropout": (ScanDropout, (2, 4), True),
         "bilstm_seq_lengths": (BiLSTM, (2, 5, 3), True),
         "more_layers": (MoreLayers, (2, 6), True),
+        "conv_family": (ConvFamily, (2, 5, 5, 2), True),
+        "cells": (Cells, (2, 4, 3), True),
+        "sequential": (Seq, (2, 3), True),
+        "remat_scan": (RematScan, (2, 4), True),
+        "while_loop": (WhileLoop, (2, 4), True),
+        "switch": (Switch, (2, 4), True),
+        "custom_vjp": (CustomVJP, (2, 4), True),
+        "tied_transpose": (TiedTranspose, (2, 4), True),
+        "jvp_vjp": (JvpVjp, (2, 4), True),
+        "dropouts": (Dropouts, (2, 4), True),
+        "share_scope": (ShareScope, (2, 4), True),
     }
 
 
 LENS, FLAX = zoo(lnn), zoo(fnn)
+# JAX cannot differentiate a while_loop in reverse mode.
+NO_GRAD = {"while_loop"}
 
 
 def _plain(tree):
@@ -241,3 +365,20 @@ def test_same_variables_and_outputs_as_flax(name):
     fy = fcls().apply(fv, x, rngs=apply_rngs)
     for a, b in zip(jax.tree.leaves(ly), jax.tree.leaves(fy)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    if "params" not in fv or name in NO_GRAD:
+        return
+    # identical gradients with respect to the parameters
+    rest = {k: v for k, v in fv.items() if k != "params"}
+
+    def loss(cls, params):
+        y = cls().apply({"params": params, **rest}, x, rngs=apply_rngs)
+        floats = [
+            a for a in jax.tree.leaves(y) if jnp.issubdtype(a.dtype, jnp.floating)
+        ]
+        return sum(jnp.sum(jnp.sin(a.astype(jnp.float32))) for a in floats)
+
+    lg = jax.grad(lambda p: loss(lcls, p))(fv["params"])
+    fg = jax.grad(lambda p: loss(fcls, p))(fv["params"])
+    assert jax.tree.structure(lg) == jax.tree.structure(fg)
+    for a, b in zip(jax.tree.leaves(lg), jax.tree.leaves(fg)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
