@@ -218,15 +218,28 @@ def _new_variable(cls: type, value: Any, metadata: Mapping[str, Any]) -> Variabl
     return v
 
 
-# Variables are pytrees of their value (metadata static), so ``jax.tree.map`` over a
-# State sees the arrays, and jitted functions may take and return States.
-jax.tree_util.register_pytree_with_keys(
-    Variable,
-    lambda v: (
-        ((jax.tree_util.GetAttrKey("value"), v._value),),
-        (type(v), _freeze(v.metadata)),
-    ),
-    lambda aux, children: _new_variable(aux[0], children[0], dict(aux[1])),
+# Variables are pytrees of their value (type and metadata static), so
+# ``jax.tree.map`` over a State (or a gradient) sees the arrays, optax can update
+# them, and jitted functions may take and return States. JAX registers exact types:
+# every subclass (Param, BatchStat, a user's LoRAParam) is registered as it is made.
+def _flatten_variable(v: Variable) -> Any:
+    return ((jax.tree_util.GetAttrKey("value"), v._value),), (
+        type(v),
+        _freeze(v.metadata),
+    )
+
+
+def _unflatten_variable(aux: Any, children: Any) -> Variable:
+    return _new_variable(aux[0], children[0], {k: s.value for k, s in aux[1]})
+
+
+def _register_variable_type(cls: type) -> None:
+    jax.tree_util.register_pytree_with_keys(cls, _flatten_variable, _unflatten_variable)
+
+
+_register_variable_type(Variable)
+Variable.__init_subclass__ = classmethod(  # type: ignore[assignment]
+    lambda cls, **kw: _register_variable_type(cls)
 )
 
 
@@ -331,9 +344,22 @@ class Object:
     def __repr__(self) -> str:
         return _repr_node(self, 0, set())
 
+    # How the graph walk sees an object: its (key, value) children, and how a
+    # rebuilt one gets them back. Containers (nnx.List) override both.
+    def _graph_items(self) -> list[tuple[Any, Any]]:
+        return sorted(
+            (k, v) for k, v in vars(self).items() if k not in _PRIVATE_ATTRIBUTES
+        )
 
-def _node_items(obj: Object) -> list[tuple[str, Any]]:
-    return sorted((k, v) for k, v in vars(obj).items() if k != "_lens_frame")
+    def _graph_set(self, key: Any, value: Any) -> None:
+        object.__setattr__(self, key, value)
+
+
+_PRIVATE_ATTRIBUTES = frozenset({"_lens_frame", "_items"})
+
+
+def _node_items(obj: Object) -> list[tuple[Any, Any]]:
+    return obj._graph_items()
 
 
 def _repr_node(x: Any, depth: int, seen: set[int]) -> str:
@@ -436,7 +462,7 @@ class Leaf:
         if self.variable is not None:
             object.__setattr__(self.variable, "_value", value)
         elif isinstance(self.owner, Object):
-            object.__setattr__(self.owner, self.key, value)
+            self.owner._graph_set(self.key, value)
         elif isinstance(self.owner, list | dict):
             self.owner[self.key] = value
         # arrays inside tuples are immutable: nothing to write back
@@ -567,7 +593,7 @@ class Builder:
             obj = d.type.__new__(d.type)
             self.nodes[d.index] = obj
             for k, sub in d.attributes:
-                object.__setattr__(obj, k, self.build(sub))
+                obj._graph_set(k, self.build(sub))
             return obj
         if isinstance(d, Ref):
             return self.nodes[d.index]

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -149,6 +150,7 @@ class _Entry:
     spec: Any
     slot: int  # index into the skeleton's slots
     leaf: Leaf | None  # the walked graph leaf (None: a plain pytree leaf)
+    arg: int = 0  # the argument it belongs to
 
 
 def _split_inputs(
@@ -183,7 +185,7 @@ def _split_inputs(
             d = walker.node(leaf.node, root, spec)
             slots.append(("graph", d, root))
             entries += [
-                _Entry(lf.value, lf.spec, len(slots) - 1, lf)
+                _Entry(lf.value, lf.spec, len(slots) - 1, lf, i)
                 for lf in walker.leaves[start:]
             ]
         else:
@@ -193,7 +195,7 @@ def _split_inputs(
                     f"{type(leaf).__name__} there."
                 )
             slots.append(("leaf",))
-            entries.append(_Entry(leaf, spec, len(slots) - 1, None))
+            entries.append(_Entry(leaf, spec, len(slots) - 1, None, i))
     return _Skeleton(treedef, tuple(slots)), entries
 
 
@@ -298,47 +300,204 @@ def _axes_resolver(spec: Any, path: tuple, x: Any) -> Any:
 # ------------------------------------------------------------------------- jit
 
 
+def _argnums(x: int | Sequence[int] | None, what: str) -> tuple[int, ...]:
+    out = () if x is None else (x,) if isinstance(x, int) else tuple(x)
+    if not all(isinstance(i, int) for i in out):
+        raise TypeError(f"nnx.jit: {what} must be ints, got {x!r}.")
+    return out
+
+
+def _argnames(x: str | Sequence[str] | None) -> tuple[str, ...]:
+    return () if x is None else (x,) if isinstance(x, str) else tuple(x)
+
+
+def _check_static(value: Any, where: str) -> None:
+    try:
+        hash(value)
+    except TypeError:
+        raise ValueError(
+            f"Non-hashable static arguments are not supported: {where} is a "
+            f"{type(value).__name__}, and a static argument is part of the cache "
+            "key (a mutable one would give stale results).\nPass it as a normal "
+            "argument, or as a hashable value (a tuple instead of a list or array)."
+        ) from None
+
+
 def jit(
     f: Callable[..., Any] | None = None,
     *,
-    static_argnums: int | tuple[int, ...] = (),
+    in_shardings: Any = None,
+    out_shardings: Any = None,
+    static_argnums: int | Sequence[int] | None = None,
+    static_argnames: str | Sequence[str] | None = None,
+    donate_argnums: int | Sequence[int] | None = None,
+    donate_argnames: str | Sequence[str] | None = None,
+    keep_unused: bool = False,
+    device: Any = None,
+    backend: Any = None,
+    inline: bool = False,
+    abstracted_axes: Any = None,
     **jit_kwargs: Any,
 ) -> Any:
     """``jax.jit`` for functions of objects: updates to argument objects come back.
 
-    The compiled function is cached on the objects' graph structure, so calling it
-    again with the same model does not retrace.
+    Takes ``jax.jit``'s options: ``static_argnums``/``static_argnames`` (hashable
+    values, part of the cache key), ``donate_argnums``/``donate_argnames`` (the
+    argument's arrays, objects' variables included, may be reused for the
+    outputs). Keyword arguments are passed through. The compiled function is
+    cached on the objects' graph structure, so calling it again with the same
+    model does not retrace.
     """
-    if f is None:
-        return functools.partial(jit, static_argnums=static_argnums, **jit_kwargs)
-    static = frozenset(
-        (static_argnums,) if isinstance(static_argnums, int) else static_argnums
+    options = dict(
+        in_shardings=in_shardings,
+        out_shardings=out_shardings,
+        static_argnums=static_argnums,
+        static_argnames=static_argnames,
+        donate_argnums=donate_argnums,
+        donate_argnames=donate_argnames,
+        keep_unused=keep_unused,
+        device=device,
+        backend=backend,
+        inline=inline,
+        abstracted_axes=abstracted_axes,
+        **jit_kwargs,
     )
+    if f is None:
+        return functools.partial(jit, **options)
+    static = frozenset(_argnums(static_argnums, "static_argnums"))
+    static_names = frozenset(_argnames(static_argnames))
+    donate = frozenset(_argnums(donate_argnums, "donate_argnums"))
+    donate_names = frozenset(_argnames(donate_argnames))
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        sig = None
+    if sig is not None:
+        params = list(sig.parameters.values())
+        positional = [
+            p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        if not any(p.kind is p.VAR_POSITIONAL for p in params):
+            for i in static | donate:
+                if i >= len(positional) or i < -len(positional):
+                    what = "static_argnums" if i in static else "donate_argnums"
+                    raise ValueError(
+                        f"jitted function has {what}={tuple(sorted(static if i in static else donate))}, "
+                        f"but only accepts {len(positional)} positional arguments "
+                        f"({getattr(f, '__qualname__', f)!r})."
+                    )
+        names = {p.name for p in params}
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            for n in static_names | donate_names:
+                if n not in names:
+                    raise ValueError(
+                        f"jitted function has static_argnames/donate_argnames "
+                        f"{n!r}, but {getattr(f, '__qualname__', f)!r} has no "
+                        "such parameter."
+                    )
+        # an argument named in static_argnames and passed positionally is static
+        static = static | {
+            i for i, p in enumerate(positional) if p.name in static_names
+        }
+        donate = donate | {
+            i for i, p in enumerate(positional) if p.name in donate_names
+        }
+    pass_through = {
+        k: v
+        for k, v in options.items()
+        if k
+        not in (
+            "static_argnums",
+            "static_argnames",
+            "donate_argnums",
+            "donate_argnames",
+        )
+        and v not in (None, False)
+    }
 
-    def pure(carrier: _Carrier) -> _Carrier:
-        skel = carrier.aux.value
+    def pure(
+        statics: _Static, donated: list[_Carrier], kept: list[_Carrier]
+    ) -> _Carrier:
+        skel, static_kw, kw_names, donated_args = statics.value
+        by_arg = dict(zip(donated_args, donated, strict=True))
+        rest = iter(kept)
+        values = []
+        for i in range(skel.n_args):
+            values += (by_arg[i] if i in by_arg else next(rest)).values
         with frame("jit") as fr:
-            args = _rebuild(skel, carrier.values)
-            out = f(*args)
+            args = _rebuild(skel.skeleton, values)
+            n_pos = len(args) - len(kw_names)
+            kw = dict(zip(kw_names, args[n_pos:], strict=True))
+            out = f(*args[:n_pos], **kw, **dict(static_kw))
             walker = Walker(transform="jit")
-            after, entries = _split_inputs(args, (None,) * len(args), walker, static)
-            _check_structure(skel, after, "jit")
+            after, entries = _split_inputs(
+                args, (None,) * len(args), walker, skel.static
+            )
+            _check_structure(skel.skeleton, after, "jit")
             walker.frame = fr
             outs = _split_outputs(out, None, walker)
         return _Carrier([[e.value for e in entries if e.leaf is not None], outs], None)
 
-    jitted = jax.jit(pure, **jit_kwargs)
+    jitted = jax.jit(pure, static_argnums=0, donate_argnums=1, **pass_through)
 
     @functools.wraps(f)
-    def wrapper(*args: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        n = len(args)
+        for i in static:
+            if i >= n or i < -n:
+                raise ValueError(
+                    f"jitted function has static_argnums={tuple(sorted(static))}, but "
+                    f"was called with only {n} positional arguments."
+                )
+            _check_static(args[i], f"positional argument {i}")
+        static_kw = []
+        dyn_kw = {}
+        for k, v in kwargs.items():
+            if k in static_names:
+                _check_static(v, f"keyword argument {k!r}")
+                static_kw.append((k, v))
+            else:
+                dyn_kw[k] = v
         walker = Walker(transform="jit")
-        skel, entries = _split_inputs(args, (None,) * len(args), walker, static)
-        result = jitted(_Carrier([e.value for e in entries], _Static(skel)))
+        kw_names = tuple(dyn_kw)
+        all_args = (*args, *dyn_kw.values())
+        total = len(all_args)
+        stat = frozenset(i % n for i in static) if n else frozenset()
+        skel, entries = _split_inputs(all_args, (None,) * total, walker, stat)
+        per_arg: list[list[Any]] = [[] for _ in range(total)]
+        for e in entries:
+            per_arg[e.arg].append(e.value)
+        donated_args = tuple(
+            sorted(
+                {i % n for i in donate if n}
+                | {n + j for j, k in enumerate(kw_names) if k in donate_names}
+            )
+        )
+        donated = [_Carrier(per_arg[i], None) for i in donated_args]
+        kept = [
+            _Carrier(per_arg[i], None) for i in range(total) if i not in donated_args
+        ]
+        key = _Static(
+            (
+                _JitSkeleton(skel, stat, total),
+                tuple(static_kw),
+                kw_names,
+                donated_args,
+            )
+        )
+        result = jitted(key, donated, kept)
         new_values, outs = result.values
         _write_back(entries, new_values)
         return _merge_outputs(outs, walker.nodes)
 
     return wrapper
+
+
+@dataclasses.dataclass(frozen=True)
+class _JitSkeleton:
+    skeleton: _Skeleton
+    static: frozenset[int]
+    n_args: int
 
 
 # ------------------------------------------------------------------------ grad

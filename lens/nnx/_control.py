@@ -1,0 +1,477 @@
+"""Loops, branches, rematerialisation and shape evaluation over eager objects:
+``scan`` (with ``Carry``), ``while_loop``, ``fori_loop``, ``cond``, ``switch``,
+``remat``, ``eval_shape``.
+
+They follow the recipe of :mod:`lens.nnx._transforms`: walk the object arguments
+once, run the JAX primitive on a pure function of their values (which rebuilds the
+objects, calls the user function and walks them again), then write the new values
+back into the caller's objects.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from lens import errors
+from lens.nnx._graph import Walker, frame, path_str
+from lens.nnx._transforms import (
+    StateAxes,
+    _check_structure,
+    _Entry,
+    _Graph,
+    _merge_outputs,
+    _rebuild,
+    _split_inputs,
+    _split_outputs,
+    _wrap,
+    _write_back,
+)
+
+
+class Carry:
+    """``in_axes``/``out_axes`` marker of :func:`scan`: this argument (and the
+    output in the same place) is the loop carry."""
+
+    def __init__(self) -> None:
+        raise TypeError("nnx.Carry is a marker: use the class itself, not Carry().")
+
+
+# ------------------------------------------------------------------ plumbing
+
+
+def _inside(
+    name: str,
+    f: Callable[..., Any],
+    skel: Any,
+    values: Sequence[Any],
+    n_args: int,
+    static: frozenset[int] = frozenset(),
+    out_spec: Any = None,
+) -> tuple[list[Any], Any]:
+    """Rebuilds the arguments from ``values``, calls ``f``, and returns the new
+    values of their graph leaves and the outputs (objects as carriers)."""
+    specs = (None,) * n_args
+    with frame(name) as fr:
+        args = _rebuild(skel, list(values))
+        out = f(*args)
+        w = Walker(transform=name)
+        after, entries = _split_inputs(args, specs, w, static)
+        _check_structure(skel, after, name)
+        w.frame = fr
+        outs = _split_outputs(out, out_spec, w)
+    return [e.value for e in entries if e.leaf is not None], outs
+
+
+def _lift(
+    name: str, args: tuple[Any, ...], static: frozenset[int] = frozenset()
+) -> tuple[Any, list[_Entry], Walker]:
+    walker = Walker(transform=name)
+    skel, entries = _split_inputs(args, (None,) * len(args), walker, static)
+    return skel, entries, walker
+
+
+def _same_tree(args: Any, entries: list[_Entry], new_values: list[Any]) -> Any:
+    """``args`` with its plain leaves replaced by ``new_values`` (graph objects are
+    kept: their values are written back separately)."""
+    plain = iter(v for e, v in zip(entries, new_values, strict=True) if e.leaf is None)
+    wrapped = _wrap(args)
+    leaves, treedef = jax.tree.flatten(wrapped, is_leaf=lambda x: isinstance(x, _Graph))
+    out = [x.node if isinstance(x, _Graph) else next(plain) for x in leaves]
+    return jax.tree.unflatten(treedef, out)
+
+
+def _loop_values(
+    name: str, skel: Any, value: Any, static: frozenset[int] = frozenset()
+) -> list[Any]:
+    """The values of ``value`` (a loop carry), checked to keep ``skel``'s structure."""
+    w = Walker(transform=name)
+    after, entries = _split_inputs((value,), (None,), w, static)
+    if after != skel:
+        raise errors.GraphStructureError(
+            f"nnx.{name}: the loop body must return a value with the structure of "
+            "its input (the same pytree, the same objects' variables, the same "
+            "statics).\nReturn the updated carry in the input's form; create "
+            "submodules and variables before the loop."
+        )
+    return [e.value for e in entries]
+
+
+# --------------------------------------------------------------------- remat
+
+
+def remat(
+    f: Callable[..., Any] | None = None,
+    *,
+    prevent_cse: bool = True,
+    static_argnums: int | tuple[int, ...] = (),
+    policy: Callable[..., bool] | None = None,
+) -> Any:
+    """``jax.checkpoint`` for functions of objects: activations are recomputed in
+    the backward pass; updates to argument objects come back."""
+    if f is None:
+        return functools.partial(
+            remat, prevent_cse=prevent_cse, static_argnums=static_argnums, policy=policy
+        )
+    static = frozenset(
+        (static_argnums,) if isinstance(static_argnums, int) else static_argnums
+    )
+
+    @functools.wraps(f)
+    def wrapper(*args: Any) -> Any:
+        bad = [i for i in static if not -len(args) <= i < len(args)]
+        if bad:
+            raise ValueError(
+                f"nnx.remat: static_argnums {tuple(sorted(static))} but the function "
+                f"was called with {len(args)} positional arguments."
+            )
+        stat = frozenset(i % len(args) for i in static)
+        skel, entries, walker = _lift("remat", args, stat)
+
+        def pure(values: list[Any]) -> Any:
+            return _inside("remat", f, skel, values, len(args), stat)
+
+        new, outs = jax.checkpoint(pure, prevent_cse=prevent_cse, policy=policy)(
+            [e.value for e in entries]
+        )
+        _write_back(entries, new)
+        return _merge_outputs(outs, walker.nodes)
+
+    return wrapper
+
+
+checkpoint = remat
+
+
+# ------------------------------------------------------------------ branches
+
+
+def cond(
+    pred: Any,
+    true_fun: Callable[..., Any],
+    false_fun: Callable[..., Any],
+    *operands: Any,
+) -> Any:
+    """``jax.lax.cond`` with objects among the operands: the branch taken updates
+    them. Both branches must return the same structure."""
+    return switch(
+        jnp.asarray(pred, bool).astype(jnp.int32),
+        (false_fun, true_fun),
+        *operands,
+        _name="cond",
+    )
+
+
+def switch(
+    index: Any,
+    branches: Sequence[Callable[..., Any]],
+    *operands: Any,
+    _name: str = "switch",
+) -> Any:
+    """``jax.lax.switch`` with objects among the operands (see :func:`cond`)."""
+    branches = tuple(branches)
+    if not branches:
+        raise ValueError(f"nnx.{_name} needs at least one branch.")
+    skel, entries, walker = _lift(_name, operands)
+    values = [e.value for e in entries]
+    fns = [
+        functools.partial(
+            lambda fn, vals: _inside(_name, fn, skel, vals, len(operands)), fn
+        )
+        for fn in branches
+    ]
+    new, outs = jax.lax.switch(index, fns, values)
+    _write_back(entries, new)
+    return _merge_outputs(outs, walker.nodes)
+
+
+# --------------------------------------------------------------------- loops
+
+
+def while_loop(
+    cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any
+) -> Any:
+    """``jax.lax.while_loop`` whose carry may hold objects: ``body_fun`` updates
+    them (in place or by returning them); their final values come back."""
+    skel, entries, _ = _lift("while_loop", (init_val,))
+
+    def body(values: list[Any]) -> list[Any]:
+        with frame("while_loop"):
+            (val,) = _rebuild(skel, values)
+            return _loop_values("while_loop", skel, body_fun(val))
+
+    def test(values: list[Any]) -> Any:
+        with frame("while_loop"):
+            (val,) = _rebuild(skel, values)
+            return cond_fun(val)
+
+    final = jax.lax.while_loop(test, body, [e.value for e in entries])
+    _write_back(entries, [v for e, v in zip(entries, final, strict=True) if e.leaf])
+    return _same_tree((init_val,), entries, final)[0]
+
+
+def fori_loop(
+    lower: int,
+    upper: int,
+    body_fun: Callable[[Any, Any], Any],
+    init_val: Any,
+    *,
+    unroll: int | bool | None = None,
+) -> Any:
+    """``jax.lax.fori_loop`` whose carry may hold objects (see :func:`while_loop`);
+    with static bounds it is reverse-differentiable, as JAX's is."""
+    skel, entries, _ = _lift("fori_loop", (init_val,))
+
+    def body(i: Any, values: list[Any]) -> list[Any]:
+        with frame("fori_loop"):
+            (val,) = _rebuild(skel, values)
+            return _loop_values("fori_loop", skel, body_fun(i, val))
+
+    kw = {} if unroll is None else {"unroll": unroll}
+    final = jax.lax.fori_loop(lower, upper, body, [e.value for e in entries], **kw)
+    _write_back(entries, [v for e, v in zip(entries, final, strict=True) if e.leaf])
+    return _same_tree((init_val,), entries, final)[0]
+
+
+# ---------------------------------------------------------------------- scan
+
+
+def _scan_resolver(spec: Any, path: tuple, x: Any) -> Any:
+    if isinstance(spec, StateAxes):
+        return spec.axis(path, x)
+    return spec
+
+
+def _describe(spec: Any) -> str:
+    return "the carry" if spec is Carry else f"axis {spec!r}"
+
+
+def scan(
+    f: Callable[..., Any] | None = None,
+    *,
+    length: int | None = None,
+    reverse: bool = False,
+    unroll: int | bool = 1,
+    _split_transpose: bool = False,
+    in_axes: Any = (Carry, 0),
+    out_axes: Any = (Carry, 0),
+    transform_metadata: Any = None,
+) -> Any:
+    """``jax.lax.scan`` for functions of objects, with ``in_axes``/``out_axes``.
+
+    Each argument is the loop carry (``nnx.Carry``), scanned over an axis (an
+    int: its arrays, and an object's variables, are sliced per step; their
+    updates come back stacked on that axis), or broadcast (``None``: the same at
+    every step, not updated). ``StateAxes`` gives per-filter choices inside one
+    object. The function returns what ``out_axes`` describes: the new carry where
+    it says ``Carry``, and per-step outputs stacked on the given axis elsewhere.
+
+    The layer-stack pattern::
+
+        @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+        def forward(x, block):
+            return block(x)
+    """
+    if f is None:
+        return functools.partial(
+            scan,
+            length=length,
+            reverse=reverse,
+            unroll=unroll,
+            in_axes=in_axes,
+            out_axes=out_axes,
+        )
+
+    @functools.wraps(f)
+    def wrapper(*args: Any) -> Any:
+        n = len(args)
+        specs = in_axes if isinstance(in_axes, tuple) else (in_axes,) * n
+        if len(specs) != n:
+            raise ValueError(
+                f"nnx.scan: in_axes has {len(specs)} entries for {n} arguments."
+            )
+        carry_pos = [i for i, s in enumerate(specs) if s is Carry]
+        if len(carry_pos) > 1:
+            raise ValueError("nnx.scan: in_axes may name nnx.Carry once.")
+        out_is_tuple = isinstance(out_axes, tuple)
+        outs_spec = out_axes if out_is_tuple else (out_axes,)
+        out_carry = [i for i, s in enumerate(outs_spec) if s is Carry]
+        if bool(carry_pos) != bool(out_carry) or len(out_carry) > 1:
+            raise ValueError(
+                "nnx.scan: nnx.Carry must appear once in in_axes and once in "
+                f"out_axes, or in neither (in_axes={in_axes!r}, out_axes={out_axes!r})."
+            )
+        for s in outs_spec:
+            if s is not Carry and not isinstance(s, int):
+                raise ValueError(
+                    f"nnx.scan: out_axes entries are nnx.Carry or ints, got {s!r}."
+                )
+        walker = Walker(_scan_resolver, describe=_describe, transform="scan")
+        skel, entries = _split_inputs(args, specs, walker)
+        kinds = []
+        sizes: set[int] = set()
+        for e in entries:
+            if e.spec is Carry:
+                kinds.append("carry")
+            elif e.spec is None:
+                kinds.append("broadcast")
+            else:
+                ndim = jnp.ndim(e.value)
+                if not -ndim <= e.spec < max(ndim, 1) or ndim == 0:
+                    where = path_str(e.leaf.path) if e.leaf else f"argument {e.arg}"
+                    raise ValueError(
+                        f"nnx.scan cannot scan {where} (shape {jnp.shape(e.value)}) "
+                        f"over axis {e.spec}.\nGive it in_axes None (broadcast) or "
+                        "nnx.Carry, or a StateAxes for that object."
+                    )
+                kinds.append("scan")
+                sizes.add(jnp.shape(e.value)[e.spec])
+        if length is not None:
+            sizes.add(length)
+        if len(sizes) != 1:
+            raise ValueError(
+                "nnx.scan needs one length: "
+                + (
+                    f"the scanned axes have sizes {sorted(sizes)}."
+                    if sizes
+                    else "nothing is scanned; pass length=."
+                )
+            )
+        carry_skel = None
+        if carry_pos:
+            w = Walker(transform="scan")
+            carry_skel, _ = _split_inputs((args[carry_pos[0]],), (None,), w)
+        bcast = [
+            e.value for e, k in zip(entries, kinds, strict=True) if k == "broadcast"
+        ]
+        init = [e.value for e, k in zip(entries, kinds, strict=True) if k == "carry"]
+        xs = [
+            jnp.moveaxis(e.value, e.spec, 0)
+            for e, k in zip(entries, kinds, strict=True)
+            if k == "scan"
+        ]
+        y_axes: list[int] = []
+
+        def body(carry: list[Any], x: list[Any]) -> Any:
+            it = {"carry": iter(carry), "scan": iter(x), "broadcast": iter(bcast)}
+            values = [next(it[k]) for k in kinds]
+            with frame("scan") as fr:
+                args2 = _rebuild(skel, values)
+                out = f(*args2)
+                w2 = Walker(_scan_resolver, describe=_describe, transform="scan")
+                after, new_entries = _split_inputs(args2, specs, w2)
+                _check_structure(skel, after, "scan")
+                outs = out if out_is_tuple else (out,)
+                if out_is_tuple and not (
+                    isinstance(out, tuple) and len(out) == len(outs_spec)
+                ):
+                    raise ValueError(
+                        f"nnx.scan: out_axes has {len(outs_spec)} entries; the "
+                        f"function must return a tuple of {len(outs_spec)}."
+                    )
+                new_carry: list[Any] = []
+                if carry_pos:
+                    new_carry = _loop_values("scan", carry_skel, outs[out_carry[0]])
+                ys = [o for i, o in enumerate(outs) if i not in out_carry]
+                w2.frame = fr
+                ys = _split_outputs(tuple(ys), None, w2)
+            scanned_state = []
+            for e, e_new, k in zip(entries, new_entries, kinds, strict=True):
+                if e.leaf is None:
+                    continue
+                if k == "broadcast" and e_new.value is not e.value:
+                    raise errors.TraceContextError(
+                        f"nnx.scan: {path_str(e.leaf.path)} is broadcast (in_axes "
+                        "None) but was updated inside the loop.\nBroadcast state is "
+                        "read-only: scan it (an int axis), or make it the carry."
+                    )
+                if k == "scan":
+                    scanned_state.append(e_new.value)
+            return new_carry, (scanned_state, ys)
+
+        carry_out, (scanned_out, ys) = jax.lax.scan(
+            body,
+            init,
+            xs,
+            length=sizes.pop(),
+            reverse=reverse,
+            unroll=unroll,
+            _split_transpose=_split_transpose,
+        )
+        # write back: carry objects from the final carry, scanned ones restacked
+        it_c, it_s = iter(carry_out), iter(scanned_out)
+        new_values = []
+        for e, k in zip(entries, kinds, strict=True):
+            if k == "carry":
+                new_values.append(next(it_c))
+            elif k == "scan" and e.leaf is not None:
+                new_values.append(jnp.moveaxis(next(it_s), 0, e.spec))
+            else:
+                new_values.append(e.value)
+        _write_back(
+            entries, [v for e, v in zip(entries, new_values, strict=True) if e.leaf]
+        )
+        y_specs = [s for i, s in enumerate(outs_spec) if i not in out_carry]
+        ys = tuple(
+            jax.tree.map(lambda a, ax=ax: jnp.moveaxis(a, 0, ax), y) if ax else y
+            for y, ax in zip(ys, y_specs, strict=True)
+        )
+        ys = _merge_outputs(ys, walker.nodes)
+        del y_axes
+        if not out_is_tuple:
+            if carry_pos:
+                return _carry_result(args, carry_pos[0], entries, new_values)
+            return ys[0]
+        result, it_y = [], iter(ys)
+        for i in range(len(outs_spec)):
+            if i in out_carry:
+                result.append(_carry_result(args, carry_pos[0], entries, new_values))
+            else:
+                result.append(next(it_y))
+        return tuple(result)
+
+    return wrapper
+
+
+def _carry_result(
+    args: tuple[Any, ...], pos: int, entries: list[_Entry], new_values: list[Any]
+) -> Any:
+    mine = [(e, v) for e, v in zip(entries, new_values, strict=True) if e.arg == pos]
+    return _same_tree((args[pos],), [e for e, _ in mine], [v for _, v in mine])[0]
+
+
+# ---------------------------------------------------------------- eval_shape
+
+
+def eval_shape(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``jax.eval_shape`` for functions of (and returning) objects: an object
+    created inside comes back with ``jax.ShapeDtypeStruct`` values, nothing is
+    computed, and the arguments are not changed."""
+    skel, entries, walker = _lift("eval_shape", (*args, kwargs))
+
+    def call(*a: Any) -> Any:
+        *pos, kw = a
+        return f(*pos, **kw)
+
+    def pure(values: list[Any]) -> Any:
+        return _inside("eval_shape", call, skel, values, len(args) + 1)
+
+    _, outs = jax.eval_shape(pure, [e.value for e in entries])
+    return _merge_outputs(outs, walker.nodes)
+
+
+__all__ = [
+    "Carry",
+    "checkpoint",
+    "cond",
+    "eval_shape",
+    "fori_loop",
+    "remat",
+    "scan",
+    "switch",
+    "while_loop",
+]

@@ -1,0 +1,393 @@
+"""Eager recurrent cells and the RNN that runs them over time.
+
+Cells keep flax.nnx's sub-layers, names and key order (``LSTMCell`` has
+``ii/if_/ig/io`` input kernels and ``hi/hf/hg/ho`` recurrent ones; the fused cells
+have ``dense_i``/``dense_h``), so the same ``Rngs`` gives the same parameters.
+``RNN`` scans a cell over the time axis with ``jax.lax.scan``; the cell's variables
+are read, never written, inside the loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from lens.core.nn import initializers
+from lens.nn.recurrent import flip_sequences
+from lens.nnx._layers import Linear, Module
+from lens.nnx._rngs import Rngs, RngStream
+
+Array = Any
+_lecun = initializers.lecun_normal()
+_orth = initializers.orthogonal()
+_zeros = initializers.zeros_init()
+
+
+def modified_orthogonal(key: Array, shape: Any, dtype: Any = jnp.float32) -> Array:
+    """Orthogonal init (the default recurrent kernel init of ``LSTMCell``)."""
+    return _orth(key, shape, dtype)
+
+
+class RNNCellBase(Module):
+    """A recurrent cell: ``cell(carry, x) -> (carry, y)``, with
+    ``initialize_carry(input_shape)`` giving the initial carry."""
+
+    num_feature_axes = 1
+
+    def _zeros_carry(self, input_shape: tuple[int, ...], rngs: Any, carry_init: Any):
+        init = carry_init or self.carry_init or _zeros
+        shape = tuple(input_shape[:-1]) + (self.hidden_features,)
+        if isinstance(rngs, Rngs):
+            key = rngs.carry()
+        elif rngs is not None:
+            key = rngs()
+        else:
+            key = jax.random.key(0)
+        return init(key, shape, self.param_dtype)
+
+
+def _linears(
+    names: tuple[str, ...],
+    n_in: int,
+    n_out: int,
+    use_bias: bool,
+    init: Callable[..., Array],
+    common: dict[str, Any],
+    rngs: Rngs,
+) -> dict[str, Linear]:
+    return {
+        n: Linear(n_in, n_out, use_bias=use_bias, kernel_init=init, rngs=rngs, **common)
+        for n in names
+    }
+
+
+class LSTMCell(RNNCellBase):
+    """Long short-term memory cell; carry ``(c, h)``."""
+
+    def __init__(
+        self,
+        in_features: int,
+        hidden_features: int,
+        *,
+        gate_fn: Callable[..., Any] = jax.nn.sigmoid,
+        activation_fn: Callable[..., Any] = jnp.tanh,
+        kernel_init: Callable[..., Array] = _lecun,
+        recurrent_kernel_init: Callable[..., Array] = modified_orthogonal,
+        bias_init: Callable[..., Array] = _zeros,
+        dtype: Any = None,
+        param_dtype: Any = jnp.float32,
+        carry_init: Callable[..., Array] | None = None,
+        promote_dtype: Any = None,
+        keep_rngs: bool = False,
+        rngs: Rngs,
+    ):
+        self.in_features = in_features
+        self.hidden_features = hidden_features
+        self.gate_fn = gate_fn
+        self.activation_fn = activation_fn
+        self.param_dtype = param_dtype
+        self.carry_init = carry_init
+        common = {"dtype": dtype, "param_dtype": param_dtype, "bias_init": bias_init}
+        for n, lin in _linears(
+            ("ii", "if_", "ig", "io"),
+            in_features,
+            hidden_features,
+            False,
+            kernel_init,
+            common,
+            rngs,
+        ).items():
+            setattr(self, n, lin)
+        for n, lin in _linears(
+            ("hi", "hf", "hg", "ho"),
+            hidden_features,
+            hidden_features,
+            True,
+            recurrent_kernel_init,
+            common,
+            rngs,
+        ).items():
+            setattr(self, n, lin)
+
+    def __call__(self, carry: tuple[Array, Array], inputs: Array) -> Any:
+        c, h = carry
+        i = self.gate_fn(self.ii(inputs) + self.hi(h))
+        f = self.gate_fn(self.if_(inputs) + self.hf(h))
+        g = self.activation_fn(self.ig(inputs) + self.hg(h))
+        o = self.gate_fn(self.io(inputs) + self.ho(h))
+        new_c = f * c + i * g
+        new_h = o * self.activation_fn(new_c)
+        return (new_c, new_h), new_h
+
+    def initialize_carry(
+        self, input_shape: tuple[int, ...], rngs: Any = None, carry_init: Any = None
+    ) -> tuple[Array, Array]:
+        c = self._zeros_carry(input_shape, rngs, carry_init)
+        h = self._zeros_carry(input_shape, rngs, carry_init)
+        return c, h
+
+
+class OptimizedLSTMCell(LSTMCell):
+    """An LSTM cell computing its four gates with two fused matmuls
+    (``dense_i``, ``dense_h``); same results as :class:`LSTMCell`'s formula."""
+
+    def __init__(
+        self,
+        in_features: int,
+        hidden_features: int,
+        *,
+        gate_fn: Callable[..., Any] = jax.nn.sigmoid,
+        activation_fn: Callable[..., Any] = jnp.tanh,
+        kernel_init: Callable[..., Array] = _lecun,
+        recurrent_kernel_init: Callable[..., Array] = _orth,
+        bias_init: Callable[..., Array] = _zeros,
+        dtype: Any = None,
+        param_dtype: Any = jnp.float32,
+        carry_init: Callable[..., Array] | None = None,
+        promote_dtype: Any = None,
+        keep_rngs: bool = False,
+        rngs: Rngs,
+    ):
+        self.in_features = in_features
+        self.hidden_features = hidden_features
+        self.gate_fn = gate_fn
+        self.activation_fn = activation_fn
+        self.param_dtype = param_dtype
+        self.carry_init = carry_init
+        common = {"dtype": dtype, "param_dtype": param_dtype, "bias_init": bias_init}
+        n = 4 * hidden_features
+        self.dense_i = Linear(
+            in_features, n, use_bias=False, kernel_init=kernel_init, rngs=rngs, **common
+        )
+        self.dense_h = Linear(
+            hidden_features,
+            n,
+            use_bias=True,
+            kernel_init=recurrent_kernel_init,
+            rngs=rngs,
+            **common,
+        )
+
+    def __call__(self, carry: tuple[Array, Array], inputs: Array) -> Any:
+        c, h = carry
+        i, f, g, o = jnp.split(self.dense_i(inputs) + self.dense_h(h), 4, axis=-1)
+        i, f, o = self.gate_fn(i), self.gate_fn(f), self.gate_fn(o)
+        new_c = f * c + i * self.activation_fn(g)
+        new_h = o * self.activation_fn(new_c)
+        return (new_c, new_h), new_h
+
+
+class GRUCell(RNNCellBase):
+    """Gated recurrent unit; carry ``h``."""
+
+    def __init__(
+        self,
+        in_features: int,
+        hidden_features: int,
+        *,
+        gate_fn: Callable[..., Any] = jax.nn.sigmoid,
+        activation_fn: Callable[..., Any] = jnp.tanh,
+        kernel_init: Callable[..., Array] = _lecun,
+        recurrent_kernel_init: Callable[..., Array] = _orth,
+        bias_init: Callable[..., Array] = _zeros,
+        dtype: Any = None,
+        param_dtype: Any = jnp.float32,
+        carry_init: Callable[..., Array] | None = None,
+        promote_dtype: Any = None,
+        keep_rngs: bool = False,
+        rngs: Rngs,
+    ):
+        self.in_features = in_features
+        self.hidden_features = hidden_features
+        self.gate_fn = gate_fn
+        self.activation_fn = activation_fn
+        self.param_dtype = param_dtype
+        self.carry_init = carry_init
+        common = {"dtype": dtype, "param_dtype": param_dtype, "bias_init": bias_init}
+        n = 3 * hidden_features
+        self.dense_i = Linear(
+            in_features, n, use_bias=True, kernel_init=kernel_init, rngs=rngs, **common
+        )
+        self.dense_h = Linear(
+            hidden_features,
+            n,
+            use_bias=False,
+            kernel_init=recurrent_kernel_init,
+            rngs=rngs,
+            **common,
+        )
+
+    def __call__(self, carry: Array, inputs: Array) -> Any:
+        h = carry
+        xr, xz, xn = jnp.split(self.dense_i(inputs), 3, axis=-1)
+        hr, hz, hn = jnp.split(self.dense_h(h), 3, axis=-1)
+        r = self.gate_fn(xr + hr)
+        z = self.gate_fn(xz + hz)
+        n = self.activation_fn(xn + r * hn)
+        new_h = (1.0 - z) * n + z * h
+        return new_h, new_h
+
+    def initialize_carry(
+        self, input_shape: tuple[int, ...], rngs: Any = None, carry_init: Any = None
+    ) -> Array:
+        return self._zeros_carry(input_shape, rngs, carry_init)
+
+
+class SimpleCell(RNNCellBase):
+    """Elman cell: ``h' = activation(dense_i(x) + dense_h(h))`` (``+ h`` with
+    ``residual``); carry ``h``."""
+
+    def __init__(
+        self,
+        in_features: int,
+        hidden_features: int,
+        *,
+        dtype: Any = jnp.float32,
+        param_dtype: Any = jnp.float32,
+        carry_init: Callable[..., Array] | None = None,
+        residual: bool = False,
+        activation_fn: Callable[..., Any] = jnp.tanh,
+        kernel_init: Callable[..., Array] = _lecun,
+        recurrent_kernel_init: Callable[..., Array] = _orth,
+        bias_init: Callable[..., Array] = _zeros,
+        promote_dtype: Any = None,
+        keep_rngs: bool = False,
+        rngs: Rngs,
+    ):
+        self.in_features = in_features
+        self.hidden_features = hidden_features
+        self.param_dtype = param_dtype
+        self.carry_init = carry_init
+        self.residual = residual
+        self.activation_fn = activation_fn
+        common = {"dtype": dtype, "param_dtype": param_dtype, "bias_init": bias_init}
+        self.dense_h = Linear(
+            hidden_features,
+            hidden_features,
+            use_bias=False,
+            kernel_init=recurrent_kernel_init,
+            rngs=rngs,
+            **common,
+        )
+        self.dense_i = Linear(
+            in_features,
+            hidden_features,
+            use_bias=True,
+            kernel_init=kernel_init,
+            rngs=rngs,
+            **common,
+        )
+
+    def __call__(self, carry: Array, inputs: Array) -> Any:
+        new_h = self.activation_fn(self.dense_i(inputs) + self.dense_h(carry))
+        if self.residual:
+            new_h = new_h + carry
+        return new_h, new_h
+
+    def initialize_carry(
+        self, input_shape: tuple[int, ...], rngs: Any = None, carry_init: Any = None
+    ) -> Array:
+        return self._zeros_carry(input_shape, rngs, carry_init)
+
+
+class RNN(Module):
+    """Runs ``cell`` over the time axis of ``(*batch, time, features)`` inputs
+    (``time_major``: ``(time, *batch, features)``)."""
+
+    def __init__(
+        self,
+        cell: RNNCellBase,
+        *,
+        time_major: bool = False,
+        return_carry: bool = False,
+        reverse: bool = False,
+        keep_order: bool = False,
+        unroll: int = 1,
+        state_axes: Any = None,
+        broadcast_rngs: Any = None,
+        rngs: Any = True,
+    ):
+        self.cell = cell
+        self.time_major = time_major
+        self.return_carry = return_carry
+        self.reverse = reverse
+        self.keep_order = keep_order
+        self.unroll = unroll
+        # the stream initialize_carry may draw from (flax.nnx's default: key 0)
+        if rngs is True:
+            self.rngs = RngStream("carry", 0)
+        elif isinstance(rngs, Rngs):
+            self.rngs = rngs["carry"].fork()
+        elif isinstance(rngs, RngStream):
+            self.rngs = rngs.fork()
+        else:
+            self.rngs = None
+
+    def __call__(
+        self,
+        inputs: Array,
+        *,
+        initial_carry: Any = None,
+        seq_lengths: Array | None = None,
+        return_carry: bool | None = None,
+        time_major: bool | None = None,
+        reverse: bool | None = None,
+        keep_order: bool | None = None,
+        rngs: Any = None,
+    ) -> Any:
+        return_carry = self.return_carry if return_carry is None else return_carry
+        time_major = self.time_major if time_major is None else time_major
+        reverse = self.reverse if reverse is None else reverse
+        keep_order = self.keep_order if keep_order is None else keep_order
+        n_feat = self.cell.num_feature_axes
+        time_axis = 0 if time_major else inputs.ndim - (n_feat + 1)
+        n_batch = inputs.ndim - n_feat - 1
+
+        def flip(x: Array) -> Array:
+            return flip_sequences(x, seq_lengths, n_batch, time_major)
+
+        if reverse:
+            inputs = flip(inputs)
+        if initial_carry is None:
+            shape = inputs.shape[:time_axis] + inputs.shape[time_axis + 1 :]
+            initial_carry = self.cell.initialize_carry(shape, rngs or self.rngs)
+        xs = jnp.moveaxis(inputs, time_axis, 0)
+        steps = xs.shape[0]
+        lengths = None if seq_lengths is None else jnp.asarray(seq_lengths)
+        cell = self.cell
+
+        def step(carry: Any, x_t: Any) -> Any:
+            x, t = x_t
+            new, y = cell(carry, x)
+            if lengths is not None:  # past a sequence's end the carry stays
+                live = t < lengths
+
+                def keep(n: Array, o: Array) -> Array:
+                    return jnp.where(
+                        live.reshape(live.shape + (1,) * (n.ndim - live.ndim)), n, o
+                    )
+
+                new = jax.tree.map(keep, new, carry)
+            return new, y
+
+        carry, ys = jax.lax.scan(
+            step, initial_carry, (xs, jnp.arange(steps)), unroll=self.unroll
+        )
+        outputs = jnp.moveaxis(ys, 0, time_axis)
+        if reverse and keep_order:
+            outputs = flip(outputs)
+        return (carry, outputs) if return_carry else outputs
+
+
+__all__ = [
+    "GRUCell",
+    "LSTMCell",
+    "OptimizedLSTMCell",
+    "RNN",
+    "RNNCellBase",
+    "SimpleCell",
+    "modified_orthogonal",
+]

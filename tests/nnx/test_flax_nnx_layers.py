@@ -1,0 +1,309 @@
+"""lens.nnx against flax.nnx: the same layers give the same parameters for the same
+Rngs and the same outputs; the same programs (scan stacks, loops, branches,
+metrics, optimizers) give the same results. Skipped when flax is not installed."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from lens import nnx as lnnx
+
+fnnx = pytest.importorskip("flax.nnx")
+
+
+def layers(nnx):
+    r = lambda: nnx.Rngs(0)  # noqa: E731
+    x4 = jax.random.normal(jax.random.key(1), (2, 6, 6, 3))
+    x3 = jax.random.normal(jax.random.key(2), (2, 5, 4))
+    return {
+        "conv": (lambda: nnx.Conv(3, 4, (3, 3), rngs=r()), x4),
+        "conv_strided_valid": (
+            lambda: nnx.Conv(3, 4, 2, strides=2, padding="VALID", rngs=r()),
+            x4,
+        ),
+        "conv_grouped": (
+            lambda: nnx.Conv(3, 6, (2, 2), feature_group_count=3, rngs=r()),
+            x4,
+        ),
+        "conv_transpose": (
+            lambda: nnx.ConvTranspose(3, 2, (3, 3), strides=2, rngs=r()),
+            x4,
+        ),
+        "embed": (lambda: nnx.Embed(7, 4, rngs=r()), jnp.array([[1, 6, 0]])),
+        "einsum": (lambda: nnx.Einsum("btd,dk->btk", (4, 5), (5,), rngs=r()), x3),
+        "rms_norm": (lambda: nnx.RMSNorm(4, rngs=r()), x3),
+        "group_norm": (lambda: nnx.GroupNorm(4, num_groups=2, rngs=r()), x3),
+        "layer_norm": (lambda: nnx.LayerNorm(4, rngs=r()), x3),
+        "linear_general": (lambda: nnx.LinearGeneral(4, (2, 3), rngs=r()), x3),
+        "mha": (
+            lambda: nnx.MultiHeadAttention(
+                2, 4, qkv_features=8, decode=False, rngs=r()
+            ),
+            x3,
+        ),
+        "lstm": (lambda: nnx.RNN(nnx.LSTMCell(4, 3, rngs=r())), x3),
+        "optimized_lstm": (lambda: nnx.RNN(nnx.OptimizedLSTMCell(4, 3, rngs=r())), x3),
+        "gru": (lambda: nnx.RNN(nnx.GRUCell(4, 3, rngs=r())), x3),
+        "simple_cell": (lambda: nnx.RNN(nnx.SimpleCell(4, 3, rngs=r())), x3),
+        "gru_reverse": (
+            lambda: nnx.RNN(nnx.GRUCell(4, 3, rngs=r()), reverse=True, keep_order=True),
+            x3,
+        ),
+    }
+
+
+LENS, FLAX = layers(lnnx), layers(fnnx)
+
+
+def _pure(nnx, m):
+    def plain(x):
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+            return jax.random.key_data(x)
+        return x
+
+    return jax.tree.map(plain, nnx.to_pure_dict(nnx.state(m)))
+
+
+@pytest.mark.parametrize("name", sorted(LENS))
+def test_same_parameters_and_outputs_as_flax_nnx(name):
+    lmake, x = LENS[name]
+    fmake, _ = FLAX[name]
+    lm, fm = lmake(), fmake()
+    lp, fp = _pure(lnnx, lm), _pure(fnnx, fm)
+    assert jax.tree.structure(lp) == jax.tree.structure(fp)
+    for a, b in zip(jax.tree.leaves(lp), jax.tree.leaves(fp)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(lm(x), fm(x), rtol=1e-5, atol=1e-5)
+
+
+def test_rnn_seq_lengths_and_carry_match_flax():
+    x = jax.random.normal(jax.random.key(3), (2, 5, 4))
+    lengths = jnp.array([5, 2])
+    out = []
+    for nnx in (lnnx, fnnx):
+        rnn = nnx.RNN(nnx.LSTMCell(4, 3, rngs=nnx.Rngs(0)), return_carry=True)
+        out.append(rnn(x, seq_lengths=lengths))
+    (lc, ly), (fc, fy) = out
+    for a, b in zip(jax.tree.leaves(lc), jax.tree.leaves(fc)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ly[0], fy[0], rtol=1e-5, atol=1e-6)
+
+
+def test_attention_decode_cache_matches_flax():
+    x = jax.random.normal(jax.random.key(4), (1, 3, 4))
+    results = []
+    for nnx in (lnnx, fnnx):
+        m = nnx.MultiHeadAttention(2, 4, decode=True, rngs=nnx.Rngs(0))
+        m.init_cache(x.shape)
+        mask = nnx.make_causal_mask(jnp.ones(x.shape[:2]))
+        full = m(x, mask=mask, decode=False)
+        steps = jnp.concatenate([m(x[:, i : i + 1]) for i in range(3)], axis=1)
+        results.append((full, steps))
+    (lf, ls), (ff, fs) = results
+    np.testing.assert_allclose(lf, ff, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ls, fs, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ls, lf, rtol=1e-5, atol=1e-5)  # decode == causal
+
+
+def stack(nnx):
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(4, 4, rngs=rngs)
+            self.norm = nnx.BatchNorm(4, rngs=rngs)
+
+        def __call__(self, x):
+            return nnx.relu(self.norm(self.linear(x)))
+
+    @nnx.split_rngs(splits=3)
+    @nnx.vmap(in_axes=(0,), out_axes=0)
+    def create(rngs):
+        return Block(rngs)
+
+    blocks = create(nnx.Rngs(0))
+
+    @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+    def forward(x, block):
+        return block(x)
+
+    return blocks, forward
+
+
+def test_layer_stack_made_by_vmap_and_run_by_scan_matches_flax():
+    x = jax.random.normal(jax.random.key(5), (8, 4))
+    (lb, lfwd), (fb, ffwd) = stack(lnnx), stack(fnnx)
+    for a, b in zip(jax.tree.leaves(_pure(lnnx, lb)), jax.tree.leaves(_pure(fnnx, fb))):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    ly, fy = lfwd(x, lb), ffwd(x, fb)
+    np.testing.assert_allclose(ly, fy, rtol=1e-5, atol=1e-6)
+    # the batch statistics updated inside the loop came back, stacked
+    lmean = lb.norm.mean.value
+    assert lmean.shape == (3, 4)
+    np.testing.assert_allclose(lmean, fb.norm.mean[...], rtol=1e-5, atol=1e-7)
+    # and inside nnx.jit
+    jy = lnnx.jit(lambda x, b: lfwd(x, b))(x, lb)
+    assert jy.shape == (8, 4)
+
+
+def test_scan_with_per_step_outputs_and_reverse():
+    def f(c, x):
+        return c + x, c * x
+
+    xs = jnp.arange(6.0).reshape(3, 2)
+    c, ys = lnnx.scan(f, reverse=True)(jnp.zeros(2), xs)
+    jc, jys = jax.lax.scan(f, jnp.zeros(2), xs, reverse=True)
+    np.testing.assert_allclose(c, jc)
+    np.testing.assert_allclose(ys, jys)
+
+
+def test_scan_broadcast_state_must_not_change():
+    m = lnnx.BatchNorm(2, rngs=lnnx.Rngs(0))
+
+    def f(c, x, m):
+        return m(c + x), None
+
+    with pytest.raises(lnnx_errors().TraceContextError, match="broadcast"):
+        lnnx.scan(f, in_axes=(lnnx.Carry, 0, None))(
+            jnp.ones((4, 2)), jnp.ones((3, 4, 2)), m
+        )
+
+
+def lnnx_errors():
+    from lens import errors
+
+    return errors
+
+
+def test_loops_and_branches_update_modules():
+    for nnx in (lnnx, fnnx):
+        m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        counter = nnx.BatchNorm(2, rngs=nnx.Rngs(0))
+
+        def body(i, val):
+            m, c, x = val
+            return m, c, c(m(x))
+
+        out = nnx.fori_loop(0, 3, body, (m, counter, jnp.ones((4, 2))))
+        assert out[0] is m and out[1] is counter
+        if nnx is lnnx:
+            lres = (out[2], counter.mean.value)
+        else:
+            fres = (out[2], counter.mean[...])
+    for a, b in zip(lres, fres):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_while_loop_cond_and_switch():
+    m = lnnx.Linear(2, 2, rngs=lnnx.Rngs(0))
+    x = jnp.ones((1, 2))
+
+    def cond_fun(val):
+        return val[0] < 3
+
+    def body_fun(val):
+        i, m, y = val
+        return i + 1, m, m(y)
+
+    i, m2, y = lnnx.while_loop(cond_fun, body_fun, (0, m, x))
+    assert int(i) == 3 and m2 is m
+    np.testing.assert_allclose(y, m(m(m(x))), rtol=1e-5)
+    pos = lnnx.cond(True, lambda m, x: m(x), lambda m, x: -m(x), m, x)
+    neg = lnnx.switch(1, [lambda m, x: m(x), lambda m, x: -m(x)], m, x)
+    np.testing.assert_allclose(pos, -neg, rtol=1e-6)
+
+
+def test_remat_gives_the_same_gradients():
+    m = lnnx.Linear(3, 3, rngs=lnnx.Rngs(0))
+    x = jnp.ones((2, 3))
+    plain = lnnx.grad(lambda m: jnp.sum(jnp.sin(m(x))))(m)
+    rem = lnnx.grad(lambda m: jnp.sum(jnp.sin(lnnx.remat(lambda m: m(x))(m))))(m)
+    for a, b in zip(jax.tree.leaves(plain), jax.tree.leaves(rem)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_eval_shape_builds_an_abstract_model():
+    abstract = lnnx.eval_shape(lambda: lnnx.Linear(3, 5, rngs=lnnx.Rngs(0)))
+    assert isinstance(abstract.kernel.value, jax.ShapeDtypeStruct)
+    assert abstract.kernel.value.shape == (3, 5)
+
+
+def test_grads_are_plain_array_trees_that_optax_updates():
+    m = lnnx.Linear(2, 3, rngs=lnnx.Rngs(0))
+    g = lnnx.grad(lambda m: jnp.sum(m(jnp.ones((1, 2))) ** 2))(m)
+    assert all(isinstance(a, jax.Array) for a in jax.tree.leaves(g))
+    doubled = jax.tree.map(lambda a: 2 * a, g)
+    np.testing.assert_allclose(doubled["kernel"].value, 2 * g["kernel"].value)
+    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(1e-2))
+    params = lnnx.state(m, lnnx.Param)
+    updates, _ = tx.update(g, tx.init(params), params)
+    new = optax.apply_updates(params, updates)
+    assert jax.tree.structure(new) == jax.tree.structure(params)
+
+
+@pytest.mark.filterwarnings("ignore:Some donated buffers")
+def test_jit_keyword_static_and_donated_arguments():
+    traces = []
+
+    def f(m, x, *, scale, mode):
+        traces.append(mode)
+        y = m(x) * scale
+        return y if mode == "plain" else -y
+
+    m = lnnx.Linear(2, 2, rngs=lnnx.Rngs(0))
+    jf = lnnx.jit(f, static_argnames="mode", donate_argnames="scale")
+    x = jnp.ones((1, 2))
+    a = jf(m, x, scale=jnp.float32(2.0), mode="plain")
+    b = jf(m, x, scale=jnp.float32(3.0), mode="plain")
+    c = jf(m, x, scale=jnp.float32(2.0), mode="neg")
+    assert traces == ["plain", "neg"]
+    np.testing.assert_allclose(a * 1.5, b, rtol=1e-6)
+    np.testing.assert_allclose(a, -c, rtol=1e-6)
+    with pytest.raises(ValueError, match="only accepts 2 positional"):
+        lnnx.jit(lambda a, b: a, static_argnums=5)
+    with pytest.raises(ValueError, match="Non-hashable static"):
+        lnnx.jit(lambda a, n: a, static_argnums=1)(x, np.ones(2))
+
+
+def test_metrics_match_flax():
+    logits = jax.random.normal(jax.random.key(6), (6, 3))
+    labels = jnp.array([0, 1, 2, 0, 1, 2])
+    loss = jnp.linspace(0.0, 1.0, 6)
+    out = []
+    for nnx in (lnnx, fnnx):
+        m = nnx.MultiMetric(
+            accuracy=nnx.metrics.Accuracy(), loss=nnx.metrics.Average("loss")
+        )
+        m.update(logits=logits, labels=labels, loss=loss)
+        m.update(logits=logits[:2], labels=labels[:2], loss=loss[:2])
+        w = nnx.metrics.Welford()
+        w.update(values=loss)
+        w.update(values=loss[:3] * 2)
+        out.append((m.compute(), w.compute()))
+        m.reset()
+        assert np.isnan(float(m.compute()["loss"]))
+    (lm, lw), (fm, fw) = out
+    for k in ("accuracy", "loss"):
+        np.testing.assert_allclose(lm[k], fm[k], rtol=1e-6)
+    for k in ("mean", "standard_error_of_mean", "standard_deviation"):
+        np.testing.assert_allclose(getattr(lw, k), getattr(fw, k), rtol=1e-5)
+
+
+def test_list_items_live_at_integer_paths_and_pure_dicts_round_trip():
+    class Net(lnnx.Module):
+        def __init__(self, rngs):
+            self.layers = lnnx.List([lnnx.Linear(2, 2, rngs=rngs) for _ in range(2)])
+
+    net = Net(lnnx.Rngs(0))
+    state = lnnx.state(net)
+    paths = [p for p, _ in lnnx.to_flat_state(state)]
+    assert ("layers", 0, "kernel") in paths and ("layers", 1, "bias") in paths
+    pure = lnnx.to_pure_dict(state)
+    zeros = jax.tree.map(jnp.zeros_like, pure)
+    lnnx.replace_by_pure_dict(state, zeros)
+    lnnx.update(net, state)
+    assert float(jnp.abs(net.layers[1].kernel.value).sum()) == 0.0
+    clone = lnnx.clone(net)
+    assert isinstance(clone.layers, lnnx.List) and len(clone.layers) == 2
+    with pytest.raises(lnnx_errors().GraphStructureError, match="no variable"):
+        lnnx.replace_by_pure_dict(state, {"layers": {5: {"kernel": 0}}})
