@@ -37,6 +37,9 @@ class List(Object, MutableSequence):
         else:
             items[key] = value
 
+    def _graph_clear(self) -> None:
+        self._list().clear()
+
     def __getitem__(self, i: Any) -> Any:
         return self._list()[i]
 

@@ -354,6 +354,10 @@ class Object:
     def _graph_set(self, key: Any, value: Any) -> None:
         object.__setattr__(self, key, value)
 
+    def _graph_clear(self) -> None:
+        for k in [k for k in vars(self) if k not in _PRIVATE_ATTRIBUTES]:
+            object.__delattr__(self, k)
+
 
 _PRIVATE_ATTRIBUTES = frozenset({"_lens_frame", "_items"})
 
@@ -610,6 +614,32 @@ class Builder:
         if isinstance(d, DictDef):
             return {k: self.build(e) for k, e in zip(d.keys, d.items, strict=True)}
         return d.value.value
+
+
+class InPlaceBuilder(Builder):
+    """A Builder that reuses existing objects (``reuse``: index -> object): their
+    attributes and variables are replaced in place, so references held by the
+    caller see the new structure. Used when a transform changed the structure."""
+
+    def __init__(self, values: Iterator[Any], reuse: dict[int, Any]):
+        super().__init__(values)
+        self.reuse = reuse
+
+    def build(self, d: Any) -> Any:
+        if isinstance(d, NodeDef) and isinstance(self.reuse.get(d.index), d.type):
+            obj = self.reuse[d.index]
+            obj._graph_clear()
+            self.nodes[d.index] = obj
+            for k, sub in d.attributes:
+                obj._graph_set(k, self.build(sub))
+            return obj
+        if isinstance(d, VariableDef) and type(self.reuse.get(d.index)) is d.type:
+            v = self.reuse[d.index]
+            object.__setattr__(v, "_value", next(self.values))
+            object.__setattr__(v, "metadata", {k: s.value for k, s in d.metadata})
+            self.nodes[d.index] = v
+            return v
+        return super().build(d)
 
 
 # -------------------------------------------------------------------------- state

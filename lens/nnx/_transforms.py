@@ -29,11 +29,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from lens import errors
 from lens.nnx._filters import to_predicate
 from lens.nnx._graph import (
     Builder,
+    InPlaceBuilder,
     Leaf,
     Param,
     State,
@@ -128,17 +130,18 @@ class _Carrier:
     """A pytree of values whose static skeleton rides in the aux data, so jit caches
     on it and vmap/grad hand it back."""
 
-    __slots__ = ("values", "aux")
+    __slots__ = ("values", "aux", "axes")
 
-    def __init__(self, values: list[Any], aux: Any):
+    def __init__(self, values: list[Any], aux: Any, axes: Any = None):
         self.values = values
         self.aux = aux
+        self.axes = axes  # per value, the out axis to move it to (vmap)
 
 
 jax.tree_util.register_pytree_node(
     _Carrier,
-    lambda c: (c.values, c.aux),
-    lambda aux, values: _Carrier(list(values), aux),
+    lambda c: (c.values, (c.aux, c.axes)),
+    lambda aux, values: _Carrier(list(values), *aux),
 )
 
 
@@ -218,9 +221,15 @@ def _broadcast(prefix: Any, tree: Any, i: int) -> list[Any]:
         ) from None
 
 
-def _rebuild(skel: _Skeleton, values: list[Any]) -> tuple[Any, ...]:
+def _rebuild(
+    skel: _Skeleton, values: list[Any], table: dict[int, Any] | None = None
+) -> tuple[Any, ...]:
+    """The arguments rebuilt from ``skel`` and ``values``; ``table``, when given,
+    receives node index -> rebuilt object."""
     it = iter(values)
     builder = Builder(it)
+    if table is not None:
+        builder.nodes = table
     leaves = []
     for slot in skel.slots:
         if slot[0] == "graph":
@@ -246,10 +255,11 @@ def _split_outputs(out: Any, out_spec: Any, walker: Walker) -> Any:
             d = walker.node(leaf.node, path, spec)
             fresh = walker.leaves[start:]
             if fresh and isinstance(spec, StateAxes):
-                raise NotImplementedError(
-                    "StateAxes in out_axes is supported for objects that are also "
-                    "inputs; for a new object give one axis (e.g. out_axes=0)."
-                )
+                # a new object with per-filter axes: every leaf leaves the
+                # transform on axis 0, and is moved to its own axis after
+                axes = tuple(lf.spec for lf in fresh)
+                new.append(_Carrier([lf.value for lf in fresh], _Static(d), axes))
+                continue
             new.append(_Carrier([lf.value for lf in fresh], _Static(d)))
         else:
             new.append(leaf)
@@ -424,8 +434,9 @@ def jit(
         values = []
         for i in range(skel.n_args):
             values += (by_arg[i] if i in by_arg else next(rest)).values
+        table: dict[int, Any] = {}
         with frame("jit") as fr:
-            args = _rebuild(skel.skeleton, values)
+            args = _rebuild(skel.skeleton, values, table)
             n_pos = len(args) - len(kw_names)
             kw = dict(zip(kw_names, args[n_pos:], strict=True))
             out = f(*args[:n_pos], **kw, **dict(static_kw))
@@ -433,10 +444,18 @@ def jit(
             after, entries = _split_inputs(
                 args, (None,) * len(args), walker, skel.static
             )
-            _check_structure(skel.skeleton, after, "jit")
+            # A changed structure (a new attribute or submodule) is applied
+            # outside: it goes out as static data, with which old node each new
+            # node is, so the caller's objects are updated in place.
+            changed = None
+            if after != skel.skeleton:
+                index_of = {id(o): i for i, o in table.items()}
+                origin = tuple(index_of.get(id(o)) for o in walker.nodes)
+                changed = _Static((after, origin))
             walker.frame = fr
             outs = _split_outputs(out, None, walker)
-        return _Carrier([[e.value for e in entries if e.leaf is not None], outs], None)
+        graph_values = [e.value for e in entries if e.leaf is not None]
+        return _Carrier([graph_values, outs], changed)
 
     jitted = jax.jit(pure, static_argnums=0, donate_argnums=1, **pass_through)
 
@@ -487,8 +506,17 @@ def jit(
         )
         result = jitted(key, donated, kept)
         new_values, outs = result.values
-        _write_back(entries, new_values)
-        return _merge_outputs(outs, walker.nodes)
+        if result.aux is None:
+            _write_back(entries, new_values)
+            return _merge_outputs(outs, walker.nodes)
+        after, origin = result.aux.value
+        reuse = {j: walker.nodes[i] for j, i in enumerate(origin) if i is not None}
+        builder = InPlaceBuilder(iter(new_values), reuse)
+        for slot in after.slots:
+            if slot[0] == "graph":
+                builder.build(slot[1])
+        nodes = [builder.nodes[j] for j in range(len(builder.nodes))]
+        return _merge_outputs(outs, nodes)
 
     return wrapper
 
@@ -728,7 +756,7 @@ def vmap(
             **vmap_kwargs,
         )(_Carrier([e.value for e in entries], None))
         _write_back(entries, new_values)
-        return _merge_outputs(outs, walker.nodes)
+        return _merge_outputs(_place_state_axes(outs), walker.nodes)
 
     return wrapper
 
@@ -756,9 +784,25 @@ def _describe_axes(spec: Any) -> str:
     return f"axis {spec!r}"
 
 
+def _place_state_axes(out: Any) -> Any:
+    """Moves the values of new objects returned under a StateAxes to their axes
+    (they left ``jax.vmap`` on axis 0; a ``None`` axis keeps one copy)."""
+
+    def place(c: Any) -> Any:
+        if not isinstance(c, _Carrier) or c.axes is None:
+            return c
+        values = [
+            v[0] if ax is None else jnp.moveaxis(v, 0, ax)
+            for v, ax in zip(c.values, c.axes, strict=True)
+        ]
+        return _Carrier(values, c.aux)
+
+    return jax.tree.map(place, out, is_leaf=lambda x: isinstance(x, _Carrier))
+
+
 def _strip_state_axes(tree: Any) -> Any:
     return jax.tree.map(
-        lambda x: None if isinstance(x, StateAxes) else x,
+        lambda x: 0 if isinstance(x, StateAxes) else x,
         tree,
         is_leaf=lambda x: x is None or isinstance(x, StateAxes),
     )

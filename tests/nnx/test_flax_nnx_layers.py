@@ -307,3 +307,22 @@ def test_list_items_live_at_integer_paths_and_pure_dicts_round_trip():
     assert isinstance(clone.layers, lnnx.List) and len(clone.layers) == 2
     with pytest.raises(lnnx_errors().GraphStructureError, match="no variable"):
         lnnx.replace_by_pure_dict(state, {"layers": {5: {"kernel": 0}}})
+
+
+def test_vmap_creates_an_ensemble_with_state_axes_in_out_axes():
+    def ensemble(nnx):
+        @nnx.split_rngs(splits=4)
+        @nnx.vmap(in_axes=0, out_axes=nnx.StateAxes({nnx.BatchStat: None, ...: 1}))
+        def create(rngs):
+            return nnx.Sequential(
+                nnx.Linear(3, 2, rngs=rngs), nnx.BatchNorm(2, rngs=rngs)
+            )
+
+        return create(nnx.Rngs(0))
+
+    out = [ensemble(lnnx), ensemble(fnnx)]
+    lm, fm = out
+    assert lm.layers[0].kernel.value.shape == (3, 4, 2)  # members on axis 1
+    assert lm.layers[1].mean.value.shape == (2,)  # broadcast: one copy
+    for a, b in zip(jax.tree.leaves(_pure(lnnx, lm)), jax.tree.leaves(_pure(fnnx, fm))):
+        np.testing.assert_allclose(a, b, rtol=1e-6)

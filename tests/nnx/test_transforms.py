@@ -293,16 +293,37 @@ def test_a_module_given_to_grad_and_not_to_grad_is_rejected():
         f(m, m)
 
 
-def test_structure_changes_inside_a_transform_are_rejected():
+def test_structure_changes_inside_jit_are_applied_to_the_caller_objects():
     class Grow(nnx.Module):
         def __init__(self):
             self.a = nnx.Param(jnp.zeros(()))
+            self.layers = nnx.List([nnx.Linear(1, 1, rngs=nnx.Rngs(0))])
+
+    def f(m, x):
+        m.b = nnx.Param(x + 1)  # a new variable
+        m.layers.append(nnx.Linear(1, 2, rngs=nnx.Rngs(1)))  # a new submodule
+        m.a.value = m.a.value + x
+        return m.layers[1](jnp.ones((1, 1)))
+
+    m = Grow()
+    first = m.layers[0]
+    y = nnx.jit(f)(m, jnp.float32(2.0))
+    assert float(m.a.value) == 2.0 and float(m.b.value) == 3.0
+    assert len(m.layers) == 2 and m.layers[0] is first  # same objects, grown
+    assert m.layers[1].kernel.value.shape == (1, 2)
+    np.testing.assert_allclose(y, m.layers[1](jnp.ones((1, 1))), rtol=1e-6)
+
+
+def test_structure_changes_inside_vmap_are_rejected():
+    class Grow(nnx.Module):
+        def __init__(self):
+            self.a = nnx.Param(jnp.zeros((2,)))
 
     def f(m):
         m.b = nnx.Param(jnp.ones(()))
 
     with pytest.raises(errors.GraphStructureError, match="changed structure"):
-        nnx.jit(f)(Grow())
+        nnx.vmap(f)(Grow())
 
 
 def test_mapping_a_scalar_variable_names_it_and_the_fix():
