@@ -326,3 +326,95 @@ def test_vmap_creates_an_ensemble_with_state_axes_in_out_axes():
     assert lm.layers[1].mean.value.shape == (2,)  # broadcast: one copy
     for a, b in zip(jax.tree.leaves(_pure(lnnx, lm)), jax.tree.leaves(_pure(fnnx, fm))):
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def _bad_scan_length():
+    lnnx.scan(lambda c, x, y: (c, x), in_axes=(lnnx.Carry, 0, 0))(
+        jnp.zeros(()), jnp.ones(3), jnp.ones(4)
+    )
+
+
+def _bad_while_structure():
+    lnnx.while_loop(lambda v: v[0] < 2, lambda v: (v[0] + 1,), (0, jnp.ones(2)))
+
+
+def _bad_scan_axis():
+    lnnx.scan(lambda c, x: (c, x), in_axes=(lnnx.Carry, 2))(jnp.zeros(()), jnp.ones(3))
+
+
+R = lambda: lnnx.Rngs(0)  # noqa: E731
+
+
+@pytest.mark.parametrize(
+    "make, error, match",
+    [
+        (
+            lambda: lnnx.Conv(3, 4, 3, feature_group_count=2, rngs=R()),
+            ValueError,
+            "divisible",
+        ),
+        (
+            lambda: lnnx.GroupNorm(6, num_groups=4, rngs=R()),
+            ValueError,
+            "multiple of num_groups",
+        ),
+        (
+            lambda: lnnx.GroupNorm(6, num_groups=None, rngs=R()),
+            ValueError,
+            "exactly one",
+        ),
+        (lambda: lnnx.Einsum("ab", (2, 2), rngs=R()), ValueError, "two operands"),
+        (
+            lambda: lnnx.MultiHeadAttention(3, 4, rngs=R()),
+            ValueError,
+            "divisible by num_heads",
+        ),
+        (
+            lambda: lnnx.MultiHeadAttention(2, 4, num_kv_heads=1, rngs=R()),
+            NotImplementedError,
+            "grouped",
+        ),
+        (
+            lambda: lnnx.MultiHeadAttention(2, 4, decode=True, rngs=R())(
+                jnp.ones((1, 1, 4))
+            ),
+            ValueError,
+            "init_cache",
+        ),
+        (lambda: lnnx.metrics.Average("loss").update(values=1.0), TypeError, "'loss'"),
+        (
+            lambda: lnnx.metrics.Accuracy().update(
+                logits=jnp.ones(3), labels=jnp.ones(3, int)
+            ),
+            ValueError,
+            "one more axis",
+        ),
+        (lambda: lnnx.MultiMetric(a=3), TypeError, "not a Metric"),
+        (
+            lambda: lnnx.Dict().__setitem__(1, 2),
+            KeyError,
+            "attribute names",
+        ),
+        (_bad_scan_length, ValueError, "one length"),
+        (_bad_scan_axis, ValueError, "cannot scan"),
+        (
+            _bad_while_structure,
+            lnnx_errors().GraphStructureError,
+            "structure of its input",
+        ),
+        (
+            lambda: lnnx.scan(lambda c: c, in_axes=lnnx.Carry, out_axes=0)(jnp.ones(2)),
+            ValueError,
+            "Carry must appear",
+        ),
+        (
+            lambda: lnnx.remat(lambda a: a, static_argnums=3)(jnp.ones(2)),
+            ValueError,
+            "static_argnums",
+        ),
+        (lambda: lnnx.Carry(), TypeError, "marker"),
+    ],
+)
+def test_bad_input_raises_a_clear_error(make, error, match):
+    with pytest.raises(error, match=match):
+        make()
