@@ -37,6 +37,48 @@ class RNNCellBase(Module):
 
     num_feature_axes = 1
 
+    def _attributes(self, in_features: int, hidden_features: int, **attrs: Any) -> None:
+        self.in_features = in_features
+        self.hidden_features = hidden_features
+        for k, v in attrs.items():
+            setattr(self, k, v)
+
+    def _fused(
+        self,
+        n: int,
+        bias_on_input: bool,
+        kernel_init: Callable[..., Array],
+        recurrent_kernel_init: Callable[..., Array],
+        common: dict[str, Any],
+        rngs: Rngs,
+        recurrent_first: bool = False,
+    ) -> None:
+        """``dense_i`` (inputs -> n) and ``dense_h`` (hidden -> n), one with a
+        bias, created in flax.nnx's order (which decides their keys)."""
+
+        def make_i() -> None:
+            self.dense_i = Linear(
+                self.in_features,
+                n,
+                use_bias=bias_on_input,
+                kernel_init=kernel_init,
+                rngs=rngs,
+                **common,
+            )
+
+        def make_h() -> None:
+            self.dense_h = Linear(
+                self.hidden_features,
+                n,
+                use_bias=not bias_on_input,
+                kernel_init=recurrent_kernel_init,
+                rngs=rngs,
+                **common,
+            )
+
+        for make in (make_h, make_i) if recurrent_first else (make_i, make_h):
+            make()
+
     def _zeros_carry(self, input_shape: tuple[int, ...], rngs: Any, carry_init: Any):
         init = carry_init or self.carry_init or _zeros
         shape = tuple(input_shape[:-1]) + (self.hidden_features,)
@@ -84,12 +126,14 @@ class LSTMCell(RNNCellBase):
         keep_rngs: bool = False,
         rngs: Rngs,
     ):
-        self.in_features = in_features
-        self.hidden_features = hidden_features
-        self.gate_fn = gate_fn
-        self.activation_fn = activation_fn
-        self.param_dtype = param_dtype
-        self.carry_init = carry_init
+        self._attributes(
+            in_features,
+            hidden_features,
+            gate_fn=gate_fn,
+            activation_fn=activation_fn,
+            param_dtype=param_dtype,
+            carry_init=carry_init,
+        )
         common = {"dtype": dtype, "param_dtype": param_dtype, "bias_init": bias_init}
         for n, lin in _linears(
             ("ii", "if_", "ig", "io"),
@@ -151,24 +195,17 @@ class OptimizedLSTMCell(LSTMCell):
         keep_rngs: bool = False,
         rngs: Rngs,
     ):
-        self.in_features = in_features
-        self.hidden_features = hidden_features
-        self.gate_fn = gate_fn
-        self.activation_fn = activation_fn
-        self.param_dtype = param_dtype
-        self.carry_init = carry_init
-        common = {"dtype": dtype, "param_dtype": param_dtype, "bias_init": bias_init}
-        n = 4 * hidden_features
-        self.dense_i = Linear(
-            in_features, n, use_bias=False, kernel_init=kernel_init, rngs=rngs, **common
-        )
-        self.dense_h = Linear(
+        self._attributes(
+            in_features,
             hidden_features,
-            n,
-            use_bias=True,
-            kernel_init=recurrent_kernel_init,
-            rngs=rngs,
-            **common,
+            gate_fn=gate_fn,
+            activation_fn=activation_fn,
+            param_dtype=param_dtype,
+            carry_init=carry_init,
+        )
+        common = {"dtype": dtype, "param_dtype": param_dtype, "bias_init": bias_init}
+        self._fused(
+            4 * hidden_features, False, kernel_init, recurrent_kernel_init, common, rngs
         )
 
     def __call__(self, carry: tuple[Array, Array], inputs: Array) -> Any:
@@ -200,24 +237,17 @@ class GRUCell(RNNCellBase):
         keep_rngs: bool = False,
         rngs: Rngs,
     ):
-        self.in_features = in_features
-        self.hidden_features = hidden_features
-        self.gate_fn = gate_fn
-        self.activation_fn = activation_fn
-        self.param_dtype = param_dtype
-        self.carry_init = carry_init
-        common = {"dtype": dtype, "param_dtype": param_dtype, "bias_init": bias_init}
-        n = 3 * hidden_features
-        self.dense_i = Linear(
-            in_features, n, use_bias=True, kernel_init=kernel_init, rngs=rngs, **common
-        )
-        self.dense_h = Linear(
+        self._attributes(
+            in_features,
             hidden_features,
-            n,
-            use_bias=False,
-            kernel_init=recurrent_kernel_init,
-            rngs=rngs,
-            **common,
+            gate_fn=gate_fn,
+            activation_fn=activation_fn,
+            param_dtype=param_dtype,
+            carry_init=carry_init,
+        )
+        common = {"dtype": dtype, "param_dtype": param_dtype, "bias_init": bias_init}
+        self._fused(
+            3 * hidden_features, True, kernel_init, recurrent_kernel_init, common, rngs
         )
 
     def __call__(self, carry: Array, inputs: Array) -> Any:
@@ -257,28 +287,23 @@ class SimpleCell(RNNCellBase):
         keep_rngs: bool = False,
         rngs: Rngs,
     ):
-        self.in_features = in_features
-        self.hidden_features = hidden_features
-        self.param_dtype = param_dtype
-        self.carry_init = carry_init
-        self.residual = residual
-        self.activation_fn = activation_fn
-        common = {"dtype": dtype, "param_dtype": param_dtype, "bias_init": bias_init}
-        self.dense_h = Linear(
-            hidden_features,
-            hidden_features,
-            use_bias=False,
-            kernel_init=recurrent_kernel_init,
-            rngs=rngs,
-            **common,
-        )
-        self.dense_i = Linear(
+        self._attributes(
             in_features,
             hidden_features,
-            use_bias=True,
-            kernel_init=kernel_init,
-            rngs=rngs,
-            **common,
+            param_dtype=param_dtype,
+            carry_init=carry_init,
+            residual=residual,
+            activation_fn=activation_fn,
+        )
+        common = {"dtype": dtype, "param_dtype": param_dtype, "bias_init": bias_init}
+        self._fused(
+            hidden_features,
+            True,
+            kernel_init,
+            recurrent_kernel_init,
+            common,
+            rngs,
+            recurrent_first=True,
         )
 
     def __call__(self, carry: Array, inputs: Array) -> Any:
