@@ -2,7 +2,9 @@
 
 Inside ``with trace_packs() as trace:`` each ``pack`` call appends a record (nested
 packs become ``children`` of the pack they ran in). When no trace is active, ``pack``
-pays one list check. The record format is described by ``pack_trace.schema.json``
+gets a recorder that does nothing (one context-variable read). The tracing state lives
+in a ``contextvars.ContextVar``: a trace records the transforms of its own thread (or
+asyncio task) only. The record format is described by ``pack_trace.schema.json``
 next to this file (``SCHEMA_VERSION``); the displays and the JupyterLab extension
 draw it.
 """
@@ -10,6 +12,8 @@ draw it.
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import itertools
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
@@ -24,9 +28,25 @@ SCHEMA_ID = "lens.pack-trace"
 SCHEMA_VERSION = 1
 MIME_TYPE = "application/vnd.lens.pack+json"
 
-# Active traces (innermost last) and the stack of records being filled.
-_ACTIVE: list[PackTrace] = []
-_STACK: list[dict[str, Any]] = []
+
+class _Tracing:
+    """The innermost active trace of a context and the stack of records being filled."""
+
+    __slots__ = ("trace", "stack")
+
+    def __init__(self, trace: PackTrace):
+        self.trace = trace
+        self.stack: list[dict[str, Any]] = []
+
+
+_STATE: contextvars.ContextVar[_Tracing | None] = contextvars.ContextVar(
+    "lens_pack_trace", default=None
+)
+
+
+def active() -> bool:
+    """Whether a :func:`trace_packs` block is recording in this context."""
+    return _STATE.get() is not None
 
 
 def jsonable(x: Any) -> Any:
@@ -129,14 +149,11 @@ def trace_packs() -> Iterator[PackTrace]:
         ['vmap']
     """
     trace = PackTrace()
-    _ACTIVE.append(trace)
-    saved = list(_STACK)
-    _STACK.clear()
+    token = _STATE.set(_Tracing(trace))
     try:
         yield trace
     finally:
-        _ACTIVE.remove(trace)
-        _STACK[:] = saved
+        _STATE.reset(token)
 
 
 def schema() -> dict[str, Any]:
@@ -145,10 +162,37 @@ def schema() -> dict[str, Any]:
     return json.loads(text)
 
 
+class NullRecorder:
+    """The recorder ``pack`` gets when no trace is active: every stage is a no-op."""
+
+    active = False
+
+    def close(self) -> None:
+        pass
+
+    def scopes(self, *args: Any) -> None:
+        pass
+
+    groups = rngs = inner = repack = commit = scopes
+
+
+NULL_RECORDER = NullRecorder()
+
+
+def recorder(transform: str, options: Mapping[str, Any] | None) -> Any:
+    """A :class:`Recorder` for one ``pack`` call, or the null one when not tracing."""
+    state = _STATE.get()
+    if state is None:
+        return NULL_RECORDER
+    return Recorder(state, transform, options or {})
+
+
 class Recorder:
     """Fills one record as ``pack`` goes through its six stages."""
 
-    def __init__(self, transform: str, options: Mapping[str, Any]):
+    active = True
+
+    def __init__(self, state: _Tracing, transform: str, options: Mapping[str, Any]):
         self.rec: dict[str, Any] = {
             "id": _next_id(),
             "transform": transform,
@@ -162,16 +206,17 @@ class Recorder:
             "children": [],
         }
         self._vars: dict[tuple[int, str, tuple[str, ...]], dict[str, Any]] = {}
-        if _STACK:
-            _STACK[-1]["children"].append(self.rec)
+        self._stack = state.stack
+        if self._stack:
+            self._stack[-1]["children"].append(self.rec)
         else:
-            _ACTIVE[-1].records.append(self.rec)
-        _STACK.append(self.rec)
+            state.trace.records.append(self.rec)
+        self._stack.append(self.rec)
 
     def close(self) -> None:
         """Ends the record (nested packs no longer go into it)."""
-        if _STACK and _STACK[-1] is self.rec:
-            _STACK.pop()
+        if self._stack and self._stack[-1] is self.rec:
+            self._stack.pop()
 
     # stage 1
     def scopes(
@@ -326,7 +371,8 @@ def rehearsal() -> Iterator[None]:
     variables and check invariants; the nested packs of that pass would otherwise be
     listed twice.
     """
-    rec = _STACK[-1] if _STACK else None
+    state = _STATE.get()
+    rec = state.stack[-1] if state is not None and state.stack else None
     n = len(rec["children"]) if rec is not None else 0
     try:
         yield
@@ -335,9 +381,8 @@ def rehearsal() -> Iterator[None]:
             del rec["children"][n:]
 
 
-_COUNTER = [0]
+_IDS = itertools.count(1)  # record ids: unique per process, never reset
 
 
 def _next_id() -> int:
-    _COUNTER[0] += 1
-    return _COUNTER[0]
+    return next(_IDS)

@@ -19,6 +19,7 @@ a transform cannot be mutated inside it (:class:`lens.errors.TraceContextError`)
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -43,21 +44,26 @@ class _Frame:
         self.name = name
 
 
-_FRAMES: list[_Frame] = []
+# The innermost transform frame of this thread / task (None outside transforms).
+# A context variable, so that a transform running in one thread never makes another
+# thread's eager objects look captured.
+_FRAME: contextvars.ContextVar[_Frame | None] = contextvars.ContextVar(
+    "lens_nnx_frame", default=None
+)
 
 
 def current_frame() -> _Frame | None:
-    return _FRAMES[-1] if _FRAMES else None
+    return _FRAME.get()
 
 
 @contextlib.contextmanager
 def frame(name: str) -> Iterator[_Frame]:
     f = _Frame(name)
-    _FRAMES.append(f)
+    token = _FRAME.set(f)
     try:
         yield f
     finally:
-        _FRAMES.pop()
+        _FRAME.reset(token)
 
 
 def _check_mutable(owner: Any, what: str) -> None:

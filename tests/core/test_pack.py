@@ -259,9 +259,10 @@ def test_trace_records_every_stage_and_matches_schema():
 def test_tracing_is_off_by_default():
     from lens.core import _trace
 
-    assert not _trace._ACTIVE
+    assert not _trace.active()
+    assert _trace.recorder("vmap", {}) is _trace.NULL_RECORDER
     init(identity(lambda s: None))(jax.random.key(0))
-    assert not _trace._STACK
+    assert not _trace.active()
 
 
 def test_loop_bodies_traced_twice_are_recorded_once():

@@ -139,7 +139,7 @@ def _lifted(
                 *args,
                 **dyn_kwargs,
             )
-        if traced_before and not _trace._ACTIVE:
+        if traced_before and not _trace.active():
             effects.replay(fingerprint, roots)
         return y, out
 
@@ -199,7 +199,7 @@ def jit(
     cache: dict[str, Any] = {}
 
     def call(body: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        if _trace._ACTIVE:  # trace again so that nested packs are recorded
+        if _trace.active():  # trace again so that nested packs are recorded
             return jax.jit(body, **jit_kwargs)(*args, **kwargs)
         jitted = cache.get("jitted")
         if jitted is None:

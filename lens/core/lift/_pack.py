@@ -147,10 +147,7 @@ class ScopeFn:
         for group in rng_groups:
             for ri in range(n):
                 per_root_rngs[ri].update(group[ri])
-        if self.recorder is not None:
-            self.recorder.inner(
-                [tuple(g[ri] for g in variable_groups) for ri in range(n)]
-            )
+        self.recorder.inner([tuple(g[ri] for g in variable_groups) for ri in range(n)])
         inner_roots = []
         self.last_shared = []
         for ri, root in enumerate(self.roots):
@@ -172,7 +169,7 @@ class ScopeFn:
             )
             inner._counters = root._counters
             inner._shared.lifts = self.lifts[ri]
-            if self.recorder is not None:
+            if self.recorder.active:
                 inner._shared.track = set()
             self.shared.append(inner._shared)
             self.last_shared.append(inner._shared)
@@ -242,10 +239,9 @@ class RepackFn:
                 for gi, f in enumerate(self.out_filters):
                     if in_filter(f, col):
                         out[gi][ri][col] = copy_tree(tree)
-                        if self.recorder is not None:
-                            self.recorder.repack(
-                                ri, self.root_paths[ri], col, tree, root._shared.track
-                            )
+                        self.recorder.repack(
+                            ri, self.root_paths[ri], col, tree, root._shared.track
+                        )
                         break
         return tuple(tuple(g) for g in out)
 
@@ -348,14 +344,11 @@ def pack(
                 stacklevel=2,
             )
             kwargs = {}
-        recorder = (
-            _trace.Recorder(name, trace_options or {}) if _trace._ACTIVE else None
-        )
+        recorder = _trace.recorder(name, trace_options)
         try:
             return _run(recorder, scope_tree, args, kwargs)
         finally:
-            if recorder is not None:
-                recorder.close()
+            recorder.close()
 
     def _run(recorder: Any, scope_tree: Any, args: tuple, kwargs: dict) -> Any:
         # Stage 1: scope de-duplication.
@@ -370,8 +363,7 @@ def pack(
             s._check_valid()
         root_idx, rel = _dedup(scopes)
         roots = [scopes[i] for i in root_idx]
-        if recorder is not None:
-            recorder.scopes([s.path for s in scopes], root_idx, rel)
+        recorder.scopes([s.path for s in scopes], root_idx, rel)
 
         # Stage 2: filter variables and rngs into groups.
         groups_xs = []
@@ -392,16 +384,15 @@ def pack(
         rng_groups = tuple(
             tuple(g[i] for g in rng_groups_xs) for i in range(len(rng_filters))
         )
-        if recorder is not None:
-            recorder.groups(
-                in_variable_filters,
-                group_labels,
-                out_variable_filters,
-                groups_xs,
-                [r.path for r in roots],
-                hidden_cols,
-            )
-            recorder.rngs(rng_filters, rng_labels, rng_groups_xs, hidden_rngs)
+        recorder.groups(
+            in_variable_filters,
+            group_labels,
+            out_variable_filters,
+            groups_xs,
+            [r.path for r in roots],
+            hidden_cols,
+        )
+        recorder.rngs(rng_filters, rng_labels, rng_groups_xs, hidden_rngs)
 
         mutable = [intersect_filters(r.mutable, out_union) for r in roots]
         lifts = [
@@ -457,8 +448,7 @@ def pack(
                     if not tree or not root.is_mutable_collection(col):
                         continue
                     merge_into(root._mutable_collection(col), tree)
-                    if recorder is not None:
-                        recorder.commit(ri, root.path, col, tree)
+                    recorder.commit(ri, root.path, col, tree)
         return y
 
     return wrapper
