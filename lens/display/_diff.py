@@ -21,6 +21,13 @@ class DiffView(View):
     def __init__(
         self, before: Mapping[str, Any], after: Mapping[str, Any], atol: float = 0.0
     ):
+        for name, tree in (("before", before), ("after", after)):
+            if not isinstance(tree, Mapping):
+                raise TypeError(
+                    f"lens.diff compares two variable trees ({{collection: nested "
+                    f"dict}}), but {name} is a {type(tree).__name__}.\nPass what "
+                    "init/apply returned (or nnx.state(model)) for both."
+                )
         a = {_key(x): x for x in iter_leaves(before, with_stats=False)}
         b = {_key(x): x for x in iter_leaves(after, with_stats=False)}
         self.added = sorted(set(b) - set(a))
@@ -36,13 +43,19 @@ class DiffView(View):
                 continue
             va = np.asarray(x.value, dtype=np.float64)
             vb = np.asarray(y.value, dtype=np.float64)
-            delta = np.abs(vb - va)
-            max_abs = float(delta.max()) if delta.size else 0.0
+            # Equal values (inf == inf) and NaN -> NaN are no change; a NaN that
+            # appears or goes away is (its difference is NaN, shown as "nan").
+            with np.errstate(invalid="ignore"):  # inf - inf
+                same = (va == vb) | (np.isnan(va) & np.isnan(vb))
+                delta = np.where(same, 0.0, np.abs(vb - va))
+            max_abs = float(np.max(delta)) if delta.size else 0.0
             if max_abs <= atol:
                 self.unchanged += 1
                 continue
             norm = float(np.linalg.norm(va))
-            rel = float(np.linalg.norm(vb - va)) / norm if norm else float("inf")
+            with np.errstate(invalid="ignore"):
+                rel = float(np.linalg.norm(np.where(same, 0.0, vb - va)))
+            rel = rel / norm if norm else float("inf")
             self.changed.append((k, y.type_str, max_abs, rel))
 
     def _lines(self) -> list[str]:

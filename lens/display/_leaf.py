@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -86,7 +88,7 @@ def _sharding_str(x: Any) -> str | None:
     return f"{spec} on {shape} mesh"
 
 
-def _stats(x: Any) -> tuple[float, float, float, float] | None:
+def stats_of(x: Any) -> tuple[float, float, float, float] | None:
     dtype = getattr(x, "dtype", None)
     if (
         dtype is None
@@ -113,6 +115,15 @@ def _stats(x: Any) -> tuple[float, float, float, float] | None:
     return float(a.mean()), float(a.std()), float(a.min()), float(a.max())
 
 
+@functools.lru_cache(maxsize=256)
+def _dtype_info(dtype: Any) -> tuple[str, int]:
+    """``(name, itemsize)`` of a dtype (cached: a display may look at 10,000 leaves)."""
+    try:
+        return str(dtype), np.dtype(dtype).itemsize
+    except TypeError:
+        return str(dtype), 0
+
+
 def make_leaf(
     collection: str,
     path: tuple[str, ...],
@@ -120,32 +131,40 @@ def make_leaf(
     value: Any,
     with_stats: bool = True,
 ) -> Leaf:
-    """Builds the :class:`Leaf` for one stored variable (boxed or not)."""
+    """Builds the :class:`Leaf` for one stored variable (boxed or not).
+
+    ``collection``, ``path`` and ``name`` are shown as given: pass them through
+    :func:`printable` first (``iter_leaves`` does).
+    """
     box = names = None
     if isinstance(value, _meta.AxisMetadata):
         box = type(value).__name__
         n = getattr(value, "names", None)
         names = tuple(n) if n is not None else None
         value = _meta.unbox(value)
-    shape = tuple(getattr(value, "shape", np.shape(value)))
-    dtype = str(getattr(value, "dtype", type(value).__name__))
-    count = int(np.prod(shape)) if shape else 1
-    try:
-        itemsize = np.dtype(getattr(value, "dtype", np.float32)).itemsize
-    except TypeError:
-        itemsize = 0
+    shape = getattr(value, "shape", None)
+    shape = tuple(shape) if shape is not None else np.shape(value)
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        dtype_name, itemsize = type(value).__name__, np.dtype(np.float32).itemsize
+    else:
+        try:
+            dtype_name, itemsize = _dtype_info(dtype)
+        except TypeError:  # an unhashable dtype-like
+            dtype_name, itemsize = str(dtype), 0
+    count = math.prod(shape)
     return Leaf(
         collection,
         path,
         name,
         shape,
-        dtype,
+        dtype_name,
         count,
         count * itemsize,
         box,
         names,
         _sharding_str(value),
-        _stats(value) if with_stats else None,
+        stats_of(value) if with_stats else None,
         value,
     )
 
@@ -153,22 +172,46 @@ def make_leaf(
 def iter_leaves(
     variables: Mapping[str, Any], with_stats: bool = True
 ) -> Iterator[Leaf]:
-    """Every variable of ``{collection: nested dict}``, in order."""
+    """Every variable of ``{collection: nested dict}``, in order.
+
+    Walks without recursion (any depth), and raises ``ValueError`` naming the path
+    where a dict contains itself (a variable tree never does; a display then falls
+    back to plain text instead of hanging).
+    """
     for col, tree in variables.items():
-        yield from _walk(col, tree, (), with_stats)
-
-
-def _walk(
-    col: str, tree: Any, path: tuple[str, ...], with_stats: bool
-) -> Iterator[Leaf]:
-    if isinstance(tree, Mapping):
-        for k, v in tree.items():
-            if isinstance(v, Mapping):
-                yield from _walk(col, v, path + (str(k),), with_stats)
+        if not isinstance(tree, Mapping):
+            yield make_leaf(printable(col), (), "", tree, with_stats)
+            continue
+        col_name = printable(col)
+        on_path = {id(variables), id(tree)}  # the dicts from the root to here
+        stack = [((), iter(tree.items()), id(tree))]
+        while stack:
+            path, items, _ = stack[-1]
+            for k, v in items:
+                if isinstance(v, Mapping):
+                    if id(v) in on_path:
+                        where = "/".join((str(col),) + path + (str(k),))
+                        raise ValueError(
+                            f"the variables contain themselves at {printable(where)}"
+                        )
+                    on_path.add(id(v))
+                    stack.append((path + (printable(k),), iter(v.items()), id(v)))
+                    break
+                yield make_leaf(col_name, path, printable(k), v, with_stats)
             else:
-                yield make_leaf(col, path, str(k), v, with_stats)
-    else:
-        yield make_leaf(col, path[:-1], path[-1] if path else "", tree, with_stats)
+                on_path.discard(stack.pop()[2])
+
+
+def printable(s: Any) -> str:
+    """``str(s)`` with control and invisible formatting characters escaped.
+
+    A name holding a newline, NUL or a right-to-left override would otherwise break
+    a text display's lines or reorder what is shown: ``'a\\nb'`` reads ``a\\nb``.
+    """
+    s = str(s)
+    if s.isprintable():
+        return s
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
 
 
 def fmt_num(x: float) -> str:

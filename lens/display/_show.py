@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from lens.display._base import View
-from lens.display._safe import plain_repr, safe
+from lens.display._safe import DisplayWarning, plain_repr, safe
 
 
 def view_of(obj: Any) -> Any:
@@ -34,7 +35,15 @@ def view_of(obj: Any) -> Any:
     except ImportError:  # pragma: no cover
         pass
     if isinstance(obj, Mapping) and looks_like_variables(obj):
-        return VariablesView(obj)
+        try:
+            return VariablesView(obj)
+        except Exception as e:  # noqa: BLE001 - a display must never raise
+            warnings.warn(
+                f"lens could not display {type(obj).__name__} ({type(e).__name__}: "
+                f"{e}); showing repr() instead.",
+                DisplayWarning,
+                stacklevel=2,
+            )
     return obj
 
 

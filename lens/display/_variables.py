@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from lens.display._base import View, e
-from lens.display._leaf import Leaf, fmt_num, human_bytes, human_count, iter_leaves
+from lens.display._leaf import (
+    Leaf,
+    fmt_num,
+    human_bytes,
+    human_count,
+    iter_leaves,
+    stats_of,
+)
 
 
 def looks_like_variables(obj: Any, budget: int = 10_000) -> bool:
@@ -47,15 +54,40 @@ def _stats_str(leaf: Leaf) -> str:
     return f"mean {fmt_num(mean)} std {fmt_num(std)} [{fmt_num(lo)}, {fmt_num(hi)}]"
 
 
+MAX_ROWS = 200
+"""Variables listed one per row before a display summarises the rest."""
+
+
+def _size(leaves: list[Leaf]) -> str:
+    return (
+        f"{human_count(sum(x.count for x in leaves))} "
+        f"({human_bytes(sum(x.nbytes for x in leaves))})"
+    )
+
+
 class VariablesView(View):
-    """A display of variables ``{collection: nested dict}`` (see :func:`lens.show`)."""
+    """A display of variables ``{collection: nested dict}`` (see :func:`lens.show`).
+
+    Large collections stay light: the first ``max_rows`` variables get a row each
+    (with statistics when ``stats``), the modules after them one summary line per
+    collection. ``max_rows=None`` lists everything.
+    """
 
     def __init__(
-        self, variables: Mapping[str, Any], title: str = "Variables", stats: bool = True
+        self,
+        variables: Mapping[str, Any],
+        title: str = "Variables",
+        stats: bool = True,
+        max_rows: int | None = MAX_ROWS,
     ):
         self.variables = variables
         self.title = title
-        self.leaves = list(iter_leaves(variables, with_stats=stats))
+        self.max_rows = max_rows
+        self.leaves = list(iter_leaves(variables, with_stats=False))
+        self.groups = self._groups()
+        if stats:  # only for the rows shown: statistics cost a pass over each array
+            for leaf in self._shown():
+                leaf.stats = stats_of(leaf.value)
 
     def _groups(self) -> dict[str, dict[tuple[str, ...], list[Leaf]]]:
         groups: dict[str, dict[tuple[str, ...], list[Leaf]]] = {}
@@ -65,29 +97,53 @@ class VariablesView(View):
             )
         return groups
 
-    def _header(self) -> str:
-        n = sum(x.count for x in self.leaves)
-        b = sum(x.nbytes for x in self.leaves)
-        cols = len({x.collection for x in self.leaves})
+    def _layout(
+        self,
+    ) -> Iterator[tuple[str, list[Leaf], list[tuple[tuple[str, ...], list[Leaf]]], int]]:
+        """Per collection: its leaves, the modules shown, and how many are not."""
+        budget = len(self.leaves) if self.max_rows is None else self.max_rows
+        for col, mods in self.groups.items():
+            leaves = [x for ls in mods.values() for x in ls]
+            shown: list[tuple[tuple[str, ...], list[Leaf]]] = []
+            for path, ls in mods.items():
+                if budget <= 0:
+                    break
+                shown.append((path, ls[:budget]))
+                budget -= len(ls)
+            yield col, leaves, shown, len(leaves) - sum(len(ls) for _, ls in shown)
+
+    def _shown(self) -> Iterator[Leaf]:
+        for _, _, shown, _ in self._layout():
+            for _, ls in shown:
+                yield from ls
+
+    def _more(self, col_leaves: list[Leaf], hidden: int) -> str:
+        rest = col_leaves[len(col_leaves) - hidden :]
+        mods = len({x.path for x in rest})
         return (
-            f"{self.title}: {cols} collection{'s' if cols != 1 else ''}, {len(self.leaves)} arrays, "
-            f"{human_count(n)} values ({human_bytes(b)})"
+            f"... {human_count(hidden)} more variable{'s' if hidden != 1 else ''} in "
+            f"{human_count(mods)} module{'s' if mods != 1 else ''} · {_size(rest)}; "
+            "all of them: lens.display.VariablesView(variables, max_rows=None)"
+        )
+
+    def _header(self) -> str:
+        cols = len(self.groups)
+        return (
+            f"{self.title}: {cols} collection{'s' if cols != 1 else ''}, "
+            f"{human_count(len(self.leaves))} arrays, "
+            f"{human_count(sum(x.count for x in self.leaves))} values "
+            f"({human_bytes(sum(x.nbytes for x in self.leaves))})"
         )
 
     def text(self) -> str:
         """Plain text, one line per variable."""
         lines = [self._header()]
-        for col, mods in self._groups().items():
-            leaves = [x for ls in mods.values() for x in ls]
-            lines.append(
-                f"{col} · {human_count(sum(x.count for x in leaves))} ({human_bytes(sum(x.nbytes for x in leaves))})"
-            )
-            for path, ls in mods.items():
+        for col, leaves, shown, hidden in self._layout():
+            lines.append(f"{col} · {_size(leaves)}")
+            for path, ls in shown:
                 indent = "  "
                 if path:
-                    lines.append(
-                        f"  /{'/'.join(path)} · {human_count(sum(x.count for x in ls))} ({human_bytes(sum(x.nbytes for x in ls))})"
-                    )
+                    lines.append(f"  /{'/'.join(path)} · {_size(ls)}")
                     indent = "    "
                 width = max(len(x.name) for x in ls)
                 for x in ls:
@@ -100,28 +156,27 @@ class VariablesView(View):
                     if x.stats is not None:
                         parts.append(_stats_str(x))
                     lines.append(indent + "  ".join(parts))
+            if hidden:
+                lines.append("  " + self._more(leaves, hidden))
         return "\n".join(lines)
 
     def html_body(self) -> str:
         """Collapsible per collection and per module (``<details>``; no scripts).
 
-        Kept compact (a 1,000-leaf collection is well under 200 KB).
+        Kept compact: at most ``max_rows`` rows, whatever the number of variables.
         """
         sharded = any(x.sharding for x in self.leaves)
         out = [f"<div>{e(self._header())}</div>"]
-        for col, mods in self._groups().items():
-            leaves = [x for ls in mods.values() for x in ls]
+        for col, leaves, shown, hidden in self._layout():
             out.append(
                 f"<details open><summary><span class=c>{e(col)}</span> <span class=m>· "
-                f"{human_count(sum(x.count for x in leaves))} ({human_bytes(sum(x.nbytes for x in leaves))})"
-                "</span></summary>"
+                f"{_size(leaves)}</span></summary>"
             )
-            for path, ls in mods.items():
+            for path, ls in shown:
                 if path:
                     out.append(
                         f"<details><summary>/{e('/'.join(path))} <span class=m>· "
-                        f"{human_count(sum(x.count for x in ls))} ({human_bytes(sum(x.nbytes for x in ls))})"
-                        "</span></summary>"
+                        f"{_size(ls)}</span></summary>"
                     )
                 out.append("<table>")
                 for x in ls:
@@ -139,6 +194,8 @@ class VariablesView(View):
                 out.append("</table>")
                 if path:
                     out.append("</details>")
+            if hidden:
+                out.append(f"<div class=hint>{e(self._more(leaves, hidden))}</div>")
             out.append("</details>")
         return "".join(out)
 
@@ -148,18 +205,17 @@ class VariablesView(View):
         from rich.tree import Tree
 
         tree = Tree(escape(self._header()))
-        for col, mods in self._groups().items():
-            leaves = [x for ls in mods.values() for x in ls]
-            node = tree.add(
-                f"[bold]{escape(col)}[/] [dim]· {human_count(sum(x.count for x in leaves))} ({human_bytes(sum(x.nbytes for x in leaves))})[/]"
-            )
-            for path, ls in mods.items():
+        for col, leaves, shown, hidden in self._layout():
+            node = tree.add(f"[bold]{escape(col)}[/] [dim]· {_size(leaves)}[/]")
+            for path, ls in shown:
                 sub = node.add(escape("/" + "/".join(path))) if path else node
                 for x in ls:
                     extra = f" [cyan]{escape(x.axes_str)}[/]" if x.axes_str else ""
                     sub.add(
                         f"{escape(x.name)} {x.type_str}{extra} [dim]{human_count(x.count)} {escape(_stats_str(x))}[/]"
                     )
+            if hidden:
+                node.add(f"[dim]{escape(self._more(leaves, hidden))}[/]")
         return tree
 
     def __getitem__(self, key: str) -> Any:
