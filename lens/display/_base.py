@@ -5,6 +5,7 @@ from __future__ import annotations
 import html as _html
 from typing import Any
 
+from lens.display._leaf import printable
 from lens.display._safe import safe
 
 CSS = """<style>
@@ -18,8 +19,12 @@ CSS = """<style>
 
 
 def e(s: Any) -> str:
-    """HTML-escapes any value (user strings are never trusted)."""
-    return _html.escape(str(s), quote=True)
+    """HTML-escapes any value (user strings are never trusted).
+
+    Control and invisible formatting characters (NUL, a right-to-left override) are
+    shown escaped too, as in the text forms.
+    """
+    return _html.escape(printable(s), quote=True)
 
 
 class View:

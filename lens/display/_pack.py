@@ -13,6 +13,7 @@ from typing import Any
 
 from lens.core._trace import MIME_TYPE, PackTrace
 from lens.display._base import View, e
+from lens.display._leaf import printable
 
 PALETTE = [
     "#1f77b4",
@@ -100,7 +101,7 @@ def _opt(v: Any) -> str:
 
 def _where(rec: dict[str, Any]) -> str:
     roots = [s["path"] for s in rec.get("scopes", []) if s.get("root")]
-    return ", ".join(roots) or "/"
+    return printable(", ".join(roots) or "/")
 
 
 def text_lines(records: Sequence[dict[str, Any]], depth: int = 0) -> list[str]:
@@ -117,24 +118,24 @@ def text_lines(records: Sequence[dict[str, Any]], depth: int = 0) -> list[str]:
                 continue
             vs = g["variables"]
             ex = (
-                f"; e.g. {vs[0]['path']} {_shape(vs[0]['outer'])} -> {_shape(vs[0]['inner'])}"
+                f"; e.g. {printable(vs[0]['path'])} {_shape(vs[0]['outer'])} -> {_shape(vs[0]['inner'])}"
                 if vs
                 else ""
             )
             out.append(
-                f"{pad}  [{g['label'] or g['index']}] {', '.join(g['collections'])}: {len(vs)} variables{ex}"
+                f"{pad}  [{g['label'] or g['index']}] {printable(', '.join(g['collections']))}: {len(vs)} variables{ex}"
             )
         rngs = rec.get("rngs", [])
         if rngs:
             out.append(
                 f"{pad}  rngs: "
-                + ", ".join(f"{r['stream']} {r['label']}" for r in rngs)
+                + printable(", ".join(f"{r['stream']} {r['label']}" for r in rngs))
             )
         hidden = rec.get("hidden_collections", []) + [
             f"rng {r}" for r in rec.get("hidden_rngs", [])
         ]
         if hidden:
-            out.append(f"{pad}  not lifted: {', '.join(hidden)}")
+            out.append(f"{pad}  not lifted: {printable(', '.join(hidden))}")
         rp = rec.get("repack", {})
         created = rp.get("created", [])
         commits = {c["path"]: c for c in rec.get("commit", [])}
@@ -142,7 +143,7 @@ def text_lines(records: Sequence[dict[str, Any]], depth: int = 0) -> list[str]:
         if created:
             c0 = created[0]
             outer = commits.get(c0["path"], {}).get("outer")
-            ex = f"; e.g. {c0['collection']}:{c0['path']} inner {_shape(c0['inner'])} -> outer {_shape(outer)}"
+            ex = f"; e.g. {printable(c0['collection'] + ':' + c0['path'])} inner {_shape(c0['inner'])} -> outer {_shape(outer)}"
         out.append(
             f"{pad}  repack: {len(created)} created, {len(rp.get('mutated', []))} mutated · "
             f"commit: {len(rec.get('commit', []))} variables{ex}"

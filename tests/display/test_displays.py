@@ -384,3 +384,19 @@ def test_diff_rejects_non_trees_and_treats_nan_to_nan_as_unchanged():
     assert (len(same.changed), same.unchanged) == (0, 1)
     appeared = lens.diff({"p": {"w": np.ones(3)}}, {"p": {"w": nan}})
     assert len(appeared.changed) == 1 and "max|d| nan" in appeared.text()
+
+
+def test_pack_traces_escape_control_characters_in_names():
+    from lens.core import init, lift
+
+    name = "evil\nname\u202e"
+
+    def body(scope, x):
+        return x * scope.child(lambda s: s.param("w", lambda k: jnp.ones(())), name)()
+
+    vf = lift.vmap(body, variable_axes={"params": 0}, split_rngs={"params": True})
+    with lens.trace() as t:
+        init(vf)(jax.random.key(0), jnp.ones((3,)))
+    view = PackTraceView(t)
+    for form in (view.text(), view.html()):
+        assert "evil\\nname\\u202e" in form and "\u202e" not in form
