@@ -440,6 +440,14 @@ class DictDef:
 
 
 @dataclasses.dataclass(frozen=True)
+class PytreeDef:
+    """Any other pytree holding state (an optax state: namedtuples of arrays)."""
+
+    treedef: Any
+    items: tuple[Any, ...]
+
+
+@dataclasses.dataclass(frozen=True)
 class StaticDef:
     value: _Static
 
@@ -572,7 +580,47 @@ class Walker:
             return DictDef(
                 keys, tuple(self.node(x[k], path + (k,), spec, x, k) for k in keys)
             )
+        children = pytree_children(x)
+        if children is not None:
+            keys, values, treedef = children
+            return PytreeDef(
+                treedef,
+                tuple(
+                    self.node(v, path + (k,), spec, None, None)
+                    for k, v in zip(keys, values)
+                ),
+            )
         return StaticDef(_Static(x))
+
+
+def _key_of(entry: Any) -> Any:
+    for attr in ("name", "key", "idx"):  # GetAttrKey, DictKey/FlattenedIndexKey, ...
+        if hasattr(entry, attr):
+            return getattr(entry, attr)
+    return str(entry)
+
+
+def _holds_state(x: Any) -> bool:
+    return isinstance(x, Object | Variable) or _is_array(x)
+
+
+def pytree_children(x: Any) -> tuple[list[Any], list[Any], Any] | None:
+    """``(keys, children, treedef)`` one level down a pytree that holds state.
+
+    None for leaves, ``None`` itself, and pytrees with no array, Variable or Object
+    inside (those stay static, like any other attribute value).
+    """
+    if x is None or isinstance(x, str | int | float | bool):
+        return None
+    leaves = jax.tree_util.tree_leaves(x, is_leaf=_holds_state)
+    if not any(_holds_state(leaf) for leaf in leaves) or (
+        len(leaves) == 1 and leaves[0] is x
+    ):
+        return None
+    flat, treedef = jax.tree_util.tree_flatten_with_path(
+        x, is_leaf=lambda y: y is not x
+    )
+    return [_key_of(p[0]) for p, _ in flat], [v for _, v in flat], treedef
 
 
 def _spec_eq(a: Any, b: Any) -> bool:
@@ -619,6 +667,8 @@ class Builder:
             return d.type(self.build(e) for e in d.items)
         if isinstance(d, DictDef):
             return {k: self.build(e) for k, e in zip(d.keys, d.items, strict=True)}
+        if isinstance(d, PytreeDef):
+            return d.treedef.unflatten([self.build(e) for e in d.items])
         return d.value.value
 
 
@@ -905,6 +955,11 @@ def iter_graph(node: Any) -> Iterator[tuple[Path, Any]]:
         elif type(x) is dict:
             for k, e in x.items():
                 yield from go(e, path + (k,))
+        else:
+            children = pytree_children(x)
+            if children is not None:
+                for k, e in zip(children[0], children[1]):
+                    yield from go(e, path + (k,))
 
     yield from go(node, ())
 

@@ -418,3 +418,63 @@ R = lambda: lnnx.Rngs(0)  # noqa: E731
 def test_bad_input_raises_a_clear_error(make, error, match):
     with pytest.raises(error, match=match):
         make()
+
+
+def _opt_run(nnx, cls_name="Optimizer"):
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-1))
+    if cls_name == "Optimizer":
+        opt = nnx.Optimizer(model, tx, wrt=nnx.Param)
+    else:
+        opt = nnx.ModelAndOptimizer(model, tx, wrt=nnx.Param)
+
+    @nnx.jit
+    def step(model, opt, x):
+        grads = nnx.grad(lambda m: jnp.sum(m(x) ** 2))(model)
+        if cls_name == "Optimizer":
+            return opt.update(model, grads)
+        return opt.update(grads)
+
+    updates = [step(model, opt, jnp.ones((4, 2))) for _ in range(3)]
+    flat = jax.tree_util.tree_flatten_with_path(
+        nnx.state(opt), is_leaf=lambda v: isinstance(v, nnx.Variable)
+    )[0]
+    paths = [(jax.tree_util.keystr(p), type(v).__name__) for p, v in flat]
+    arrays = [np.asarray(a) for a in jax.tree.leaves((nnx.state(model), updates))]
+    return paths, arrays, [np.asarray(v[...]) for _, v in flat]
+
+
+@pytest.mark.parametrize("cls_name", ["Optimizer", "ModelAndOptimizer"])
+def test_optimizer_state_is_flaxs_per_leaf_tree_and_steps_match(cls_name):
+    paths, arrays, opt_values = _opt_run(lnnx, cls_name)
+    fpaths, farrays, fopt_values = _opt_run(fnnx, cls_name)
+    assert paths == fpaths
+    assert ("['opt_state'][1][0]['mu']['kernel']", "OptVariable") in paths
+    assert ("['opt_state'][1][0]['count']", "OptArray") in paths
+    for a, b in zip(arrays + opt_values, farrays + fopt_values, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_optimizer_update_that_cannot_apply_writes_nothing():
+    model = lnnx.Linear(2, 3, rngs=lnnx.Rngs(0))
+    opt = lnnx.Optimizer(
+        model, optax.chain(optax.scale_by_schedule(lambda n: n), optax.adam(1e-1))
+    )
+    before = [
+        np.asarray(a) for a in jax.tree.leaves((lnnx.state(model), lnnx.state(opt)))
+    ]
+    bad = [
+        {"kernel": jnp.ones((2, 3))},  # a variable is missing
+        {"kernel": jnp.ones((1, 3)), "bias": jnp.ones(3)},  # would broadcast
+    ]
+    for grads in bad:
+        with pytest.raises(ValueError, match="Optimizer.update: the gradient"):
+            opt.update(model, lnnx.State(grads))
+    after = [
+        np.asarray(a) for a in jax.tree.leaves((lnnx.state(model), lnnx.state(opt)))
+    ]
+    assert (
+        len(before) == len(after) == 9
+    )  # kernel, bias; schedule count; adam count, mu, nu; step
+    for a, b in zip(before, after):
+        np.testing.assert_array_equal(a, b)
