@@ -147,10 +147,44 @@ def _restore_leaf(target: Any, state: Any) -> Any:
                 f"The state at {_where()} is {type(state).__name__}, but the target "
                 f"is an array {np.dtype(target.dtype).name}{list(np.shape(target))}."
             )
-        # As in Flax the target gives the structure only: the state's array is
-        # restored with its own shape and dtype (a smaller template works).
-    # As in Flax, the state's value is returned as is (another dtype included).
+        _check_array(target, state)
+    # As in Flax, the state's value is returned as is (with its own dtype width).
     return state
+
+
+def _kind(dtype: Any) -> str:
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        return "key"
+    kind = np.dtype(dtype).kind
+    return {"u": "i", "V": "f"}.get(kind, kind)  # bfloat16 & co. are 'V' in numpy
+
+
+def _check_array(target: Any, state: Any) -> None:
+    """The saved array must have the target's shape and kind of dtype.
+
+    Flax restores whatever was saved; lens raises where that is surely a mistake
+    (another shape; a float where an int or bool was), and keeps the saved width
+    (bfloat16 into float32 gives bfloat16, as in Flax).
+    """
+    t_shape, s_shape = tuple(np.shape(target)), tuple(np.shape(state))
+    t_dtype = target.dtype
+    s_dtype = getattr(state, "dtype", None)
+    if s_dtype is None:  # a Python number: its kind only
+        s_dtype = np.result_type(state)
+    where = _where()
+    if t_shape != s_shape:
+        raise SerializationError(
+            f"The state at {where} has shape {list(s_shape)}, but the target there "
+            f"has shape {list(t_shape)}.\nRestore into a target with the saved "
+            "shapes (e.g. the variables of the model that was saved), or read the "
+            "raw state with msgpack_restore(data)."
+        )
+    if _kind(t_dtype) != _kind(s_dtype):
+        raise SerializationError(
+            f"The state at {where} has dtype {np.dtype(s_dtype).name}, but the "
+            f"target there is {np.dtype(t_dtype).name}.\nRestore into a target with "
+            "the saved dtypes, or read the raw state with msgpack_restore(data)."
+        )
 
 
 def _check_container(target: Any, state: Any) -> None:

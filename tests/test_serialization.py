@@ -46,8 +46,20 @@ def test_bad_input_raises_and_changes_nothing():
     with pytest.raises(errors.SerializationError, match="is a dict"):
         serialization.from_bytes({"params": jnp.zeros(1)}, data)
     assert_tree_allclose(target, before)
-    # As in Flax, the target is a template of the structure: arrays come back with
-    # the saved shapes (restoring into a smaller template works).
+    # Unlike Flax (which restores whatever was saved), another shape, another kind
+    # of dtype, or a value where an array was, raise and name the path.
     other = Model().init(jax.random.key(0), jnp.ones((2, 5)))
-    restored = serialization.from_bytes(other, data)
-    assert jax.tree.map(jnp.shape, restored) == jax.tree.map(jnp.shape, v)
+    with pytest.raises(
+        errors.SerializationError,
+        match=r"/params/Dense_0/kernel/value has shape \[3, 4\], but the target",
+    ):
+        serialization.from_bytes(other, data)
+    ints = jax.tree.map(lambda x: jnp.zeros(x.shape, jnp.int32), v)
+    with pytest.raises(errors.SerializationError, match="has dtype float32, but the"):
+        serialization.from_bytes(ints, data)
+    text = serialization.to_bytes({"w": "weights"})
+    with pytest.raises(errors.SerializationError, match="/w is str, but the target"):
+        serialization.from_bytes({"w": jnp.zeros(2)}, text)
+    # The saved width is kept, as in Flax: bfloat16 into a float32 template.
+    half = serialization.to_bytes({"w": jnp.ones(2, jnp.bfloat16)})
+    assert serialization.from_bytes({"w": jnp.zeros(2)}, half)["w"].dtype == jnp.bfloat16
