@@ -62,4 +62,6 @@ def test_bad_input_raises_and_changes_nothing():
         serialization.from_bytes({"w": jnp.zeros(2)}, text)
     # The saved width is kept, as in Flax: bfloat16 into a float32 template.
     half = serialization.to_bytes({"w": jnp.ones(2, jnp.bfloat16)})
-    assert serialization.from_bytes({"w": jnp.zeros(2)}, half)["w"].dtype == jnp.bfloat16
+    assert (
+        serialization.from_bytes({"w": jnp.zeros(2)}, half)["w"].dtype == jnp.bfloat16
+    )

@@ -99,7 +99,9 @@ class VariablesView(View):
 
     def _layout(
         self,
-    ) -> Iterator[tuple[str, list[Leaf], list[tuple[tuple[str, ...], list[Leaf]]], int]]:
+    ) -> Iterator[
+        tuple[str, list[Leaf], list[tuple[tuple[str, ...], list[Leaf]]], int]
+    ]:
         """Per collection: its leaves, the modules shown, and how many are not."""
         budget = len(self.leaves) if self.max_rows is None else self.max_rows
         for col, mods in self.groups.items():

@@ -599,6 +599,14 @@ def value_and_grad(
 
     @functools.wraps(f)
     def wrapper(*args: Any) -> Any:
+        if diff_of and max(diff_of) >= len(args):
+            n = max(diff_of)
+            raise TypeError(  # JAX's class and first sentence
+                f"differentiating with respect to argnums={n} requires at least "
+                f"{n + 1} positional arguments to be passed by the caller, but got "
+                f"only {len(args)} positional arguments.\nnnx.grad: argnums count "
+                "from 0; pass the missing arguments or a smaller argnums."
+            )
         specs = tuple(
             _Diff(diff_of[i]) if i in diff_of else None for i in range(len(args))
         )
@@ -735,6 +743,8 @@ def vmap(
         skel, entries = _split_inputs(args, specs, walker)
         graph_axes = [e.spec for e in entries if e.leaf is not None]
         _check_ranks(entries)
+        if axis_size is None:
+            _check_sizes(entries)
 
         def pure(carrier: _Carrier) -> Any:
             with frame("vmap") as fr:
@@ -777,6 +787,38 @@ def _check_ranks(entries: list[_Entry]) -> None:
                 f"{tuple(getattr(e.value, 'shape', ()))}) on axis {e.spec}.\nGive "
                 f"that module a StateAxes, e.g. StateAxes({{{kind}: None, ...: "
                 f"{e.spec}}}) to broadcast it."
+            )
+
+
+def _entry_name(e: _Entry) -> str:
+    if e.leaf is not None:
+        kind = (
+            type(e.leaf.variable).__name__ if e.leaf.variable is not None else "array"
+        )
+        return f"{path_str(e.leaf.path)} ({kind})"
+    return f"an array in args[{e.arg}]"
+
+
+def _check_sizes(entries: list[_Entry]) -> None:
+    """All mapped values must agree on the mapped size; name two that do not."""
+    first: tuple[int, _Entry] | None = None
+    for e in entries:
+        if not isinstance(e.spec, int) or not hasattr(e.value, "shape"):
+            continue
+        shape = e.value.shape
+        if not -len(shape) <= e.spec < len(shape):
+            continue  # jax.vmap reports it
+        size = shape[e.spec]
+        if first is None:
+            first = (size, e)
+        elif size != first[0]:
+            a = first[1]
+            raise ValueError(
+                "nnx.vmap got inconsistent sizes for the mapped axes: "
+                f"{_entry_name(a)} has size {first[0]} on axis {a.spec}, "
+                f"{_entry_name(e)} has size {size} on axis {e.spec}.\nMap values "
+                "of one size; give broadcast ones the axis None (in_axes, or a "
+                "StateAxes for a module's variables)."
             )
 
 

@@ -146,3 +146,29 @@ def test_nested_vmap():
     outer = lift.vmap(inner, variable_axes={"params": 0}, split_rngs={"params": True})
     _, v = init(outer)(jax.random.key(0), jnp.ones((2, 3, 4)))
     assert v["params"]["hidden"]["kernel"].shape == (2, 3, 4, 4)
+
+
+@pytest.mark.parametrize("transform", ["vmap", "scan"])
+def test_variable_axes_a_created_variable_cannot_take_name_the_variable(transform):
+    from lens import nn
+
+    class Step(nn.Module):
+        @nn.compact
+        def __call__(self, c, x=None):
+            y = nn.Dense(2)(c)
+            return (y, None) if transform == "scan" else y
+
+    if transform == "vmap":
+        model = nn.vmap(Step, variable_axes={"params": 5}, split_rngs={"params": True})
+        args = (jnp.ones((3, 1, 2)),)
+    else:
+        model = nn.scan(
+            Step, variable_axes={"params": 5}, split_rngs={"params": True}, length=3
+        )
+        args = (jnp.ones((1, 2)), None)
+    with pytest.raises(
+        ValueError,
+        match=rf'{transform}: variable /Dense_0/(bias|kernel) of collection "params" '
+        rf"inside {transform} has shape \(2,?\d?\): axis 5 cannot be added",
+    ):
+        model().init(jax.random.key(0), *args)

@@ -332,3 +332,19 @@ def test_mapping_a_scalar_variable_names_it_and_the_fix():
         ValueError, match=r"(?s)args\[0\]\.s \(BatchStat, shape \(\)\).*StateAxes"
     ):
         nnx.vmap(lambda m: m.w.sum(), in_axes=0)(m)
+
+
+def test_vmap_size_mismatch_names_the_module_path_not_a_flat_index():
+    layer = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    with pytest.raises(
+        ValueError,
+        match=r"args\[0\]\.bias \(Param\) has size 2 on axis 0, an array in "
+        r"args\[1\] has size 3",
+    ):
+        nnx.vmap(lambda m, x: m(x), in_axes=(0, 0))(layer, jnp.ones((3, 2)))
+    assert layer.kernel.value.shape == (2, 2)
+
+
+def test_grad_argnums_beyond_the_arguments_raise_jaxs_type_error():
+    with pytest.raises(TypeError, match="argnums=3 requires at least 4 positional"):
+        nnx.grad(lambda a, b: a.sum(), argnums=3)(jnp.ones(2), jnp.ones(2))

@@ -227,6 +227,7 @@ def scan(
             )
             user_carry, y = fn(scope, user_carry, *merged_args(x_slice), **kwargs)
             out = repack_fn(scope)
+            check_variable_axes(out[2:], scan_axes_out, "scan", out=True)
             if has_broadcast_out:
                 y = prefix_map(lambda a, v: () if a is broadcast else v, out_axes, y)
             return (user_carry, out[1]), (y, out[2:])

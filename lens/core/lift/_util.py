@@ -140,24 +140,39 @@ def add_axis_groups(
 
 
 def check_variable_axes(
-    groups: Sequence[Any], axes: Sequence[Any], transform: str
+    groups: Sequence[Any], axes: Sequence[Any], transform: str, out: bool = False
 ) -> None:
-    """A clear error when a variable lacks the axis ``variable_axes`` maps."""
+    """A clear error when a variable lacks the axis ``variable_axes`` maps.
+
+    With ``out``, ``groups`` are the variables coming out of one step: the axis
+    is inserted, so a rank-``n`` value takes axes ``-(n + 1)`` to ``n``.
+    """
     for group, axis in zip(groups, axes):
         if axis is None:
             continue
         for root in group:
             for col, tree in root.items():
                 for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
-                    ndim = jnp.ndim(leaf)
-                    if not -ndim <= axis < ndim:
-                        where = "/" + "/".join(str(getattr(k, "key", k)) for k in path)
-                        raise ValueError(
-                            f'{transform}: variable {where} of collection "{col}" has '
-                            f"shape {jnp.shape(leaf)}, which has no axis {axis} to map "
-                            f"(variable_axes={{'{col}': {axis}}}).\nUse an axis the "
-                            "variables have, or None to broadcast the collection."
+                    ndim = jnp.ndim(leaf) + (1 if out else 0)
+                    if -ndim <= axis < ndim:
+                        continue
+                    where = "/" + "/".join(str(getattr(k, "key", k)) for k in path)
+                    if out:
+                        detail = (
+                            f"inside {transform} has shape {jnp.shape(leaf)}: axis "
+                            f"{axis} cannot be added to it (a rank-{ndim - 1} value "
+                            f"takes axes {-ndim} to {ndim - 1})"
                         )
+                    else:
+                        detail = (
+                            f"has shape {jnp.shape(leaf)}, which has no axis {axis} "
+                            "to map"
+                        )
+                    raise ValueError(
+                        f'{transform}: variable {where} of collection "{col}" '
+                        f"{detail} (variable_axes={{'{col}': {axis}}}).\nUse an axis "
+                        "the variables have, or None to broadcast the collection."
+                    )
 
 
 def variable_hint(option: str, example: str) -> Callable[[str, str], str]:

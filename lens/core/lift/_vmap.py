@@ -101,7 +101,9 @@ def vmap(
         def mapped(variable_groups, rng_groups, args):
             scope = scope_fn(variable_groups, rng_groups)
             y = fn(scope, *args, **kwargs)
-            return y, repack_fn(scope)
+            out = repack_fn(scope)
+            check_variable_axes(out, out_var_axes, "vmap", out=True)
+            return y, out
 
         try:
             y, out = mapped(variable_groups, rng_groups, args)
