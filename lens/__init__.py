@@ -17,6 +17,7 @@ from typing import Any as _Any
 __version__ = "0.1.0"
 
 _SUBMODULES = {
+    "compilation_cache",
     "configurations",
     "core",
     "cursor",
@@ -62,10 +63,13 @@ def __dir__() -> list[str]:
 
 
 def load_ipython_extension(ipython: _Any) -> None:
-    """``%load_ext lens``: variable dicts display as variable collections."""
+    """``%load_ext lens``: variable dicts display as variable collections, and JAX's
+    persistent compilation cache is on (see :mod:`lens.compilation_cache`)."""
+    from lens.compilation_cache import enable_compilation_cache
     from lens.display import load_ipython_extension as load
 
     load(ipython)
+    enable_compilation_cache()
 
 
 def unload_ipython_extension(ipython: _Any) -> None:
