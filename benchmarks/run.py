@@ -15,7 +15,7 @@ import platform
 
 import jax
 
-from benchmarks import compile_cache, core_mlp, displays, nn_mlp, suite
+from benchmarks import compile_cache, core_mlp, displays, nn_mlp, nnx_mlp, suite
 
 # (benchmark, numerator, denominator, target ratio); the targets.
 TARGETS = [
@@ -37,6 +37,11 @@ TARGETS = [
     ("transformer first jitted train step", "lens", "flax", 0.8),
     (f"MLP depth {nn_mlp.DEPTH}: steady jitted train step", "lens", "pure jax", 1.05),
     ("cold import of lens.nn / flax.linen", "lens", "flax", 1.0),
+    *(
+        (f"lens.nnx MLP depth {d}: {what}", "lens", "pure jax", 1.5)
+        for d in nnx_mlp.DEPTHS
+        for what in ("jitted forward", "jitted train step")
+    ),
 ]
 LIBRARIES = ("lens", "flax", "pure jax")
 
@@ -90,10 +95,11 @@ def main(argv: list[str] | None = None) -> str:
         rows = core_mlp.run(repeats=1)
         rows += nn_mlp.run(repeats=1, compiles=1, depths=(4,))
         rows += suite.run(first_steps=1, scan_layers=(8,))
+        rows += nnx_mlp.run(repeats=1, depths=(16,), number=2)
         shown = displays.run()
         cached = compile_cache.run(repeats=1, depth=2)
     else:
-        rows = core_mlp.run() + nn_mlp.run() + suite.run()
+        rows = core_mlp.run() + nn_mlp.run() + suite.run() + nnx_mlp.run()
         shown = displays.run()
         cached = compile_cache.run()
     import flax

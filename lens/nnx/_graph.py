@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -66,7 +67,26 @@ def frame(name: str) -> Iterator[_Frame]:
         _FRAME.reset(token)
 
 
-def _check_mutable(owner: Any, what: str) -> None:
+# The structure epoch: bumped by every change that can alter an object graph's
+# structure (an attribute set or deleted, a container item, variable metadata). A
+# transform that cached a graph walk reuses it while the epoch is unchanged. This is
+# a cache-invalidation counter (not per-call context), shared by all threads.
+_EPOCH = [0]
+_EPOCH_LOCK = threading.Lock()
+
+
+def structure_epoch() -> int:
+    return _EPOCH[0]
+
+
+def structure_changed() -> None:
+    with _EPOCH_LOCK:
+        _EPOCH[0] += 1
+
+
+def _check_mutable(owner: Any, what: str, structural: bool = True) -> None:
+    if structural:
+        structure_changed()
     here = current_frame()
     made = object.__getattribute__(owner, "_lens_frame")
     if here is not None and made is not here:
@@ -99,7 +119,7 @@ class Variable:
 
     @value.setter
     def value(self, value: Any) -> None:
-        _check_mutable(self, "set the value")
+        _check_mutable(self, "set the value", structural=False)
         object.__setattr__(self, "_value", value)
 
     def get_value(self) -> Any:
@@ -288,10 +308,11 @@ def _freeze(meta: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
 class _Static:
     """A static value compared by equality when hashable, else by identity."""
 
-    __slots__ = ("value",)
+    __slots__ = ("value", "_hash")
 
     def __init__(self, value: Any):
         self.value = value
+        self._hash: int | None = None  # computed once: jit hashes its key per call
 
     def _key(self) -> Any:
         try:
@@ -301,6 +322,8 @@ class _Static:
         return ("eq", type(self.value), self.value)
 
     def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
         if not isinstance(other, _Static):
             return NotImplemented
         a, b = self._key(), other._key()
@@ -309,8 +332,10 @@ class _Static:
         return a == b if a[0] == "id" else (a[1] is b[1] and _eq(a[2], b[2]))
 
     def __hash__(self) -> int:
-        k = self._key()
-        return hash(k[:2]) if k[0] == "eq" else hash(k)
+        if self._hash is None:
+            k = self._key()
+            self._hash = hash(k[:2]) if k[0] == "eq" else hash(k)
+        return self._hash
 
     def __repr__(self) -> str:
         return repr(self.value)
@@ -476,6 +501,17 @@ class Leaf:
     key: Any = None
     spec: Any = None
 
+    def read(self) -> Any:
+        """The current value where this leaf lives (a cached walk re-reads it)."""
+        if self.variable is not None:
+            return self.variable._value
+        owner, key = self.owner, self.key
+        if isinstance(owner, Object):
+            return owner[key] if isinstance(key, int) else getattr(owner, key)
+        if isinstance(owner, list | dict):
+            return owner[key]
+        return self.value  # inside a tuple or other immutable pytree
+
     def write(self, value: Any) -> None:
         if self.variable is not None:
             object.__setattr__(self.variable, "_value", value)
@@ -512,6 +548,9 @@ class Walker:
         self.frame = frame  # when set, nodes made outside it are "captured"
         self.transform = transform
         self.role = "input"
+        # Plain lists and dicts met (mutable without any hook: a cached walk
+        # checks their items are still the same).
+        self.containers: list[Any] = []
 
     def _seen(self, x: Any, spec: Any, path: Path) -> int | None:
         i = self.index.get(id(x))
@@ -571,11 +610,14 @@ class Walker:
             )
             return ArrayDef()
         if type(x) in (list, tuple):
+            if type(x) is list:
+                self.containers.append(x)
             return SeqDef(
                 type(x),
                 tuple(self.node(e, path + (j,), spec, x, j) for j, e in enumerate(x)),
             )
         if type(x) is dict:
+            self.containers.append(x)
             keys = tuple(x)
             return DictDef(
                 keys, tuple(self.node(x[k], path + (k,), spec, x, k) for k in keys)
@@ -680,6 +722,7 @@ class InPlaceBuilder(Builder):
     def __init__(self, values: Iterator[Any], reuse: dict[int, Any]):
         super().__init__(values)
         self.reuse = reuse
+        structure_changed()
 
     def build(self, d: Any) -> Any:
         if isinstance(d, NodeDef) and isinstance(self.reuse.get(d.index), d.type):
@@ -927,7 +970,7 @@ def update(node: Any, state: Mapping, *states: Mapping) -> None:
                     f"{path_str(path)}; a state from a different model?"
                 )
             if leaf.variable is not None:
-                _check_mutable(leaf.variable, "update the value")
+                _check_mutable(leaf.variable, "update the value", structural=False)
             leaf.write(_raw(v))
 
 

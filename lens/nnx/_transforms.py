@@ -30,6 +30,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lens import errors
 from lens.nnx._filters import to_predicate
@@ -37,6 +38,7 @@ from lens.nnx._graph import (
     Builder,
     InPlaceBuilder,
     Leaf,
+    Object,
     Param,
     State,
     Variable,
@@ -45,6 +47,7 @@ from lens.nnx._graph import (
     frame,
     is_graph_node,
     path_str,
+    structure_epoch,
 )
 
 # ------------------------------------------------------------------ lift types
@@ -454,10 +457,24 @@ def jit(
                 changed = _Static((after, origin))
             walker.frame = fr
             outs = _split_outputs(out, None, walker)
-        graph_values = [e.value for e in entries if e.leaf is not None]
-        return _Carrier([graph_values, outs], changed)
+        if changed is not None:
+            graph_values = [e.value for e in entries if e.leaf is not None]
+            return _Carrier([graph_values, outs], changed)
+        # Only the state the function changed leaves the compiled program: an
+        # unchanged variable would be copied to a new buffer on every call.
+        same = tuple(
+            e.value is v for e, v in zip(entries, values, strict=True) if e.leaf
+        )
+        graph_values = [
+            e.value
+            for e, v in zip(entries, values, strict=True)
+            if e.leaf is not None and e.value is not v
+        ]
+        return _Carrier([graph_values, outs], _Unchanged(same))
 
     jitted = jax.jit(pure, static_argnums=0, donate_argnums=1, **pass_through)
+    # The last call's graph walk, reused while nothing changed structure.
+    cache: dict[str, _CachedWalk] = {}
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -477,11 +494,16 @@ def jit(
                 static_kw.append((k, v))
             else:
                 dyn_kw[k] = v
-        walker = Walker(transform="jit")
         kw_names = tuple(dyn_kw)
         all_args = (*args, *dyn_kw.values())
         total = len(all_args)
         stat = frozenset(i % n for i in static) if n else frozenset()
+        signature = (kw_names, tuple(static_kw))
+        hit = _cached_walk(cache, all_args, stat, signature)
+        if hit is not None:
+            return _call_cached(hit, all_args, jitted)
+        epoch = structure_epoch()
+        walker = Walker(transform="jit")
         skel, entries = _split_inputs(all_args, (None,) * total, walker, stat)
         per_arg: list[list[Any]] = [[] for _ in range(total)]
         for e in entries:
@@ -506,8 +528,19 @@ def jit(
         )
         result = jitted(key, donated, kept)
         new_values, outs = result.values
-        if result.aux is None:
-            _write_back(entries, new_values)
+        if isinstance(result.aux, _Unchanged):
+            _write_changed(entries, result.aux.same, new_values)
+            _store_walk(
+                cache,
+                epoch,
+                all_args,
+                stat,
+                signature,
+                entries,
+                walker,
+                key,
+                donated_args,
+            )
             return _merge_outputs(outs, walker.nodes)
         after, origin = result.aux.value
         reuse = {j: walker.nodes[i] for j, i in enumerate(origin) if i is not None}
@@ -519,6 +552,146 @@ def jit(
         return _merge_outputs(outs, nodes)
 
     return wrapper
+
+
+@dataclasses.dataclass(frozen=True)
+class _Unchanged:
+    """The aux of a jit result whose structure did not change: per graph leaf,
+    whether the function left it as it was (it is then not returned)."""
+
+    same: tuple[bool, ...]
+
+
+def _write_changed(
+    entries: list[_Entry], same: tuple[bool, ...], new_values: list[Any]
+) -> None:
+    graph = [e for e in entries if e.leaf is not None]
+    it = iter(new_values)
+    for e, unchanged in zip(graph, same, strict=True):
+        if not unchanged:
+            e.leaf.write(next(it))
+
+
+@dataclasses.dataclass
+class _CachedWalk:
+    """What a jit call learnt from walking its arguments, to skip the next walk.
+
+    Valid while the structure epoch is unchanged (no attribute, container item or
+    variable metadata was set since), the same objects are passed in the same
+    places, and the plain lists and dicts met still hold the same items.
+    """
+
+    epoch: int
+    kinds: tuple[Any, ...]  # per argument: the object itself, or "array"
+    signature: Any
+    static: frozenset[int]
+    containers: list[tuple[Any, Any]]  # (container, snapshot of its items)
+    entries: list[_Entry]
+    nodes: list[Any]
+    key: _Static
+    donated_args: tuple[int, ...]
+
+
+def _snapshot(container: Any) -> Any:
+    if type(container) is list:
+        return tuple(map(id, container))
+    return tuple((k, id(v)) for k, v in container.items())
+
+
+def _arg_kinds(args: tuple[Any, ...], static: frozenset[int]) -> tuple[Any, ...] | None:
+    """Per argument: the object (graph args), "array", or "static"; None when an
+    argument is another pytree (the fast path does not cover it)."""
+    kinds: list[Any] = []
+    for i, a in enumerate(args):
+        if i in static:
+            kinds.append(("static", _Static(a)))
+        elif isinstance(a, Object | Variable):
+            kinds.append(a)
+        elif isinstance(a, jax.Array | np.ndarray):
+            kinds.append("array")
+        else:
+            return None
+    return tuple(kinds)
+
+
+def _same_kinds(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, tuple):
+            if not (isinstance(y, tuple) and x == y):
+                return False
+        elif x is not y:
+            return False
+    return True
+
+
+def _store_walk(
+    cache: dict[str, _CachedWalk],
+    epoch: int,
+    args: tuple[Any, ...],
+    static: frozenset[int],
+    signature: Any,
+    entries: list[_Entry],
+    walker: Walker,
+    key: _Static,
+    donated_args: tuple[int, ...],
+) -> None:
+    kinds = _arg_kinds(args, static)
+    if kinds is None or structure_epoch() != epoch:
+        cache.pop("last", None)  # the call changed structure: walk again next time
+        return
+    cache["last"] = _CachedWalk(
+        epoch,
+        kinds,
+        signature,
+        static,
+        [(c, _snapshot(c)) for c in walker.containers],
+        entries,
+        list(walker.nodes),
+        key,
+        donated_args,
+    )
+
+
+def _cached_walk(
+    cache: dict[str, _CachedWalk],
+    args: tuple[Any, ...],
+    static: frozenset[int],
+    signature: Any,
+) -> _CachedWalk | None:
+    hit = cache.get("last")
+    if hit is None or hit.epoch != structure_epoch() or hit.signature != signature:
+        return None
+    if hit.static != static:
+        return None
+    kinds = _arg_kinds(args, static)
+    if kinds is None or not _same_kinds(kinds, hit.kinds):
+        return None
+    for c, snap in hit.containers:
+        if _snapshot(c) != snap:
+            return None
+    return hit
+
+
+def _call_cached(hit: _CachedWalk, args: tuple[Any, ...], jitted: Any) -> Any:
+    per_arg: list[list[Any]] = [[] for _ in args]
+    for e in hit.entries:
+        per_arg[e.arg].append(e.leaf.read() if e.leaf is not None else args[e.arg])
+    donated = [_Carrier(per_arg[i], None) for i in hit.donated_args]
+    kept = [
+        _Carrier(per_arg[i], None)
+        for i in range(len(args))
+        if i not in hit.donated_args
+    ]
+    result = jitted(hit.key, donated, kept)
+    new_values, outs = result.values
+    if not isinstance(result.aux, _Unchanged):  # pragma: no cover - cached unchanged
+        raise errors.GraphStructureError(
+            "nnx.jit: the structure changed on a cached call; please report this."
+        )
+    _write_changed(hit.entries, result.aux.same, new_values)
+    return _merge_outputs(outs, hit.nodes)
 
 
 @dataclasses.dataclass(frozen=True)

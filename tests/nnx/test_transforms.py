@@ -348,3 +348,56 @@ def test_vmap_size_mismatch_names_the_module_path_not_a_flat_index():
 def test_grad_argnums_beyond_the_arguments_raise_jaxs_type_error():
     with pytest.raises(TypeError, match="argnums=3 requires at least 4 positional"):
         nnx.grad(lambda a, b: a.sum(), argnums=3)(jnp.ones(2), jnp.ones(2))
+
+
+def test_jit_reuses_its_graph_walk_but_sees_every_structure_change():
+    # nnx.jit caches the walk of its arguments; each kind of change must be seen.
+    class Model(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.ones(2))
+            self.blocks = [nnx.Param(jnp.ones(2))]  # a plain list
+            self.scale = 1.0  # a static attribute
+
+        def __call__(self, x):
+            y = x * self.w.value * self.scale
+            for b in self.blocks:
+                y = y + b.value
+            return y
+
+    m = Model()
+    f = nnx.jit(lambda m, x: m(x))
+    x = jnp.ones(2)
+    np.testing.assert_allclose(f(m, x), [2, 2])
+    np.testing.assert_allclose(f(m, x), [2, 2])  # cached walk
+    m.w.value = jnp.full(2, 3.0)  # a value: no re-walk needed, still seen
+    np.testing.assert_allclose(f(m, x), [4, 4])
+    m.blocks.append(nnx.Param(jnp.full(2, 10.0)))  # plain list, no hook
+    np.testing.assert_allclose(f(m, x), [14, 14])
+    m.scale = 2.0  # static attribute
+    np.testing.assert_allclose(f(m, x), [17, 17])
+    m.blocks[0] = nnx.Param(jnp.zeros(2))  # an item replaced
+    np.testing.assert_allclose(f(m, x), [16, 16])
+    m.w = nnx.Param(jnp.ones(2))  # a variable replaced
+    np.testing.assert_allclose(f(m, x), [12, 12])
+    other = Model()  # another object in the same place
+    np.testing.assert_allclose(f(other, x), [2, 2])
+    np.testing.assert_allclose(f(m, x), [12, 12])
+
+
+def test_jit_writes_back_only_what_changed_and_updates_stay_visible():
+    class Counter(nnx.Module):
+        def __init__(self):
+            self.count = nnx.BatchStat(jnp.zeros(()))
+            self.w = nnx.Param(jnp.ones(3))
+
+        def __call__(self, x):
+            self.count.value += 1
+            return x * self.w.value
+
+    c = Counter()
+    w_before = c.w.value
+    step = nnx.jit(lambda c, x: c(x))
+    for _ in range(4):
+        step(c, jnp.ones(3))
+    assert float(c.count.value) == 4.0
+    assert c.w.value is w_before  # unchanged: the same buffer, not a copy
