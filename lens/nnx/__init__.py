@@ -96,16 +96,9 @@ from lens.nnx._graph import (
     RngCount,
     RngKey,
     RngState,
-    State,
     Variable,
-    clone,
-    graphdef,
-    iter_graph,
-    merge,
-    split,
-    state,
-    update,
 )
+from lens.nnx._jit import jit
 from lens.nnx._layers import (
     BatchNorm,
     Dropout,
@@ -138,7 +131,17 @@ from lens.nnx._recurrent import (
     SimpleCell,
 )
 from lens.nnx._rngs import Rngs, RngStream, split_rngs
-from lens.nnx._transforms import DiffState, StateAxes, grad, jit, value_and_grad, vmap
+from lens.nnx._state import (
+    State,
+    clone,
+    graphdef,
+    iter_graph,
+    merge,
+    split,
+    state,
+    update,
+)
+from lens.nnx._transforms import DiffState, StateAxes, grad, value_and_grad, vmap
 from lens.nnx.metrics import Metric, MultiMetric
 
 __all__ = [

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Mutable
 from typing import Any
 
 from lens import errors
-from lens.nnx._graph import Object, State, Variable, _check_mutable, path_str
+from lens.nnx._graph import Object, Variable, _check_mutable, path_str
+from lens.nnx._state import State
 
 
 class List(Object, MutableSequence):

@@ -31,11 +31,9 @@ from lens.nnx._graph import (
     OptState,
     Param,
     Variable,
-    iter_graph,
-    state,
-    update,
 )
 from lens.nnx._rngs import Rngs
+from lens.nnx._state import iter_graph, state, update
 
 Array = Any
 

@@ -21,7 +21,8 @@ import jax.numpy as jnp
 
 from lens.core._rng import is_key
 from lens.nnx._filters import to_predicate
-from lens.nnx._graph import Object, RngCount, RngKey, iter_graph
+from lens.nnx._graph import Object, RngCount, RngKey
+from lens.nnx._state import iter_graph
 
 
 class RngStream(Object):

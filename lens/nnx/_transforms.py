@@ -1,5 +1,5 @@
-"""JAX-style transforms over eager objects: ``jit``, ``grad``, ``value_and_grad``,
-``vmap``.
+"""JAX-style transforms over eager objects: ``grad``, ``value_and_grad``, ``vmap``
+(``jit`` in :mod:`lens.nnx._jit`, loops and branches in :mod:`lens.nnx._control`).
 
 Arguments follow JAX's conventions: ``in_axes`` / ``argnums`` give one spec per
 argument, and an object argument is lifted as one pytree would be. The Lift types
@@ -24,31 +24,26 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from lens import errors
 from lens.nnx._filters import to_predicate
 from lens.nnx._graph import (
     Builder,
-    InPlaceBuilder,
     Leaf,
-    Object,
     Param,
-    State,
     Variable,
     Walker,
     _Static,
     frame,
     is_graph_node,
     path_str,
-    structure_epoch,
 )
+from lens.nnx._state import State
 
 # ------------------------------------------------------------------ lift types
 
@@ -294,10 +289,6 @@ def _check_structure(before: _Skeleton, after: _Skeleton, name: str) -> None:
         )
 
 
-def _graph_only(entries: list[_Entry], values: list[Any]) -> list[Any]:
-    return [v for e, v in zip(entries, values, strict=True) if e.leaf is not None]
-
-
 def _write_back(entries: list[_Entry], new_graph_values: list[Any]) -> None:
     graph = [e for e in entries if e.leaf is not None]
     for e, v in zip(graph, new_graph_values, strict=True):
@@ -308,397 +299,6 @@ def _axes_resolver(spec: Any, path: tuple, x: Any) -> Any:
     if isinstance(spec, StateAxes):
         return spec.axis(path, x)
     return spec
-
-
-# ------------------------------------------------------------------------- jit
-
-
-def _argnums(x: int | Sequence[int] | None, what: str) -> tuple[int, ...]:
-    out = () if x is None else (x,) if isinstance(x, int) else tuple(x)
-    if not all(isinstance(i, int) for i in out):
-        raise TypeError(f"nnx.jit: {what} must be ints, got {x!r}.")
-    return out
-
-
-def _argnames(x: str | Sequence[str] | None) -> tuple[str, ...]:
-    return () if x is None else (x,) if isinstance(x, str) else tuple(x)
-
-
-def _check_static(value: Any, where: str) -> None:
-    try:
-        hash(value)
-    except TypeError:
-        raise ValueError(
-            f"Non-hashable static arguments are not supported: {where} is a "
-            f"{type(value).__name__}, and a static argument is part of the cache "
-            "key (a mutable one would give stale results).\nPass it as a normal "
-            "argument, or as a hashable value (a tuple instead of a list or array)."
-        ) from None
-
-
-def jit(
-    f: Callable[..., Any] | None = None,
-    *,
-    in_shardings: Any = None,
-    out_shardings: Any = None,
-    static_argnums: int | Sequence[int] | None = None,
-    static_argnames: str | Sequence[str] | None = None,
-    donate_argnums: int | Sequence[int] | None = None,
-    donate_argnames: str | Sequence[str] | None = None,
-    keep_unused: bool = False,
-    device: Any = None,
-    backend: Any = None,
-    inline: bool = False,
-    abstracted_axes: Any = None,
-    **jit_kwargs: Any,
-) -> Any:
-    """``jax.jit`` for functions of objects: updates to argument objects come back.
-
-    Takes ``jax.jit``'s options: ``static_argnums``/``static_argnames`` (hashable
-    values, part of the cache key), ``donate_argnums``/``donate_argnames`` (the
-    argument's arrays, objects' variables included, may be reused for the
-    outputs). Keyword arguments are passed through. The compiled function is
-    cached on the objects' graph structure, so calling it again with the same
-    model does not retrace.
-    """
-    options = dict(
-        in_shardings=in_shardings,
-        out_shardings=out_shardings,
-        static_argnums=static_argnums,
-        static_argnames=static_argnames,
-        donate_argnums=donate_argnums,
-        donate_argnames=donate_argnames,
-        keep_unused=keep_unused,
-        device=device,
-        backend=backend,
-        inline=inline,
-        abstracted_axes=abstracted_axes,
-        **jit_kwargs,
-    )
-    if f is None:
-        return functools.partial(jit, **options)
-    static = frozenset(_argnums(static_argnums, "static_argnums"))
-    static_names = frozenset(_argnames(static_argnames))
-    donate = frozenset(_argnums(donate_argnums, "donate_argnums"))
-    donate_names = frozenset(_argnames(donate_argnames))
-    try:
-        sig = inspect.signature(f)
-    except (TypeError, ValueError):
-        sig = None
-    if sig is not None:
-        params = list(sig.parameters.values())
-        positional = [
-            p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-        if not any(p.kind is p.VAR_POSITIONAL for p in params):
-            for i in static | donate:
-                if i >= len(positional) or i < -len(positional):
-                    what = "static_argnums" if i in static else "donate_argnums"
-                    raise ValueError(
-                        f"jitted function has {what}={tuple(sorted(static if i in static else donate))}, "
-                        f"but only accepts {len(positional)} positional arguments "
-                        f"({getattr(f, '__qualname__', f)!r})."
-                    )
-        names = {p.name for p in params}
-        if not any(p.kind is p.VAR_KEYWORD for p in params):
-            for n in static_names | donate_names:
-                if n not in names:
-                    raise ValueError(
-                        f"jitted function has static_argnames/donate_argnames "
-                        f"{n!r}, but {getattr(f, '__qualname__', f)!r} has no "
-                        "such parameter."
-                    )
-        # an argument named in static_argnames and passed positionally is static
-        static = static | {
-            i for i, p in enumerate(positional) if p.name in static_names
-        }
-        donate = donate | {
-            i for i, p in enumerate(positional) if p.name in donate_names
-        }
-    pass_through = {
-        k: v
-        for k, v in options.items()
-        if k
-        not in (
-            "static_argnums",
-            "static_argnames",
-            "donate_argnums",
-            "donate_argnames",
-        )
-        and v not in (None, False)
-    }
-
-    def pure(
-        statics: _Static, donated: list[_Carrier], kept: list[_Carrier]
-    ) -> _Carrier:
-        skel, static_kw, kw_names, donated_args = statics.value
-        by_arg = dict(zip(donated_args, donated, strict=True))
-        rest = iter(kept)
-        values = []
-        for i in range(skel.n_args):
-            values += (by_arg[i] if i in by_arg else next(rest)).values
-        table: dict[int, Any] = {}
-        with frame("jit") as fr:
-            args = _rebuild(skel.skeleton, values, table)
-            n_pos = len(args) - len(kw_names)
-            kw = dict(zip(kw_names, args[n_pos:], strict=True))
-            out = f(*args[:n_pos], **kw, **dict(static_kw))
-            walker = Walker(transform="jit")
-            after, entries = _split_inputs(
-                args, (None,) * len(args), walker, skel.static
-            )
-            # A changed structure (a new attribute or submodule) is applied
-            # outside: it goes out as static data, with which old node each new
-            # node is, so the caller's objects are updated in place.
-            changed = None
-            if after != skel.skeleton:
-                index_of = {id(o): i for i, o in table.items()}
-                origin = tuple(index_of.get(id(o)) for o in walker.nodes)
-                changed = _Static((after, origin))
-            walker.frame = fr
-            outs = _split_outputs(out, None, walker)
-        if changed is not None:
-            graph_values = [e.value for e in entries if e.leaf is not None]
-            return _Carrier([graph_values, outs], changed)
-        # Only the state the function changed leaves the compiled program: an
-        # unchanged variable would be copied to a new buffer on every call.
-        same = tuple(
-            e.value is v for e, v in zip(entries, values, strict=True) if e.leaf
-        )
-        graph_values = [
-            e.value
-            for e, v in zip(entries, values, strict=True)
-            if e.leaf is not None and e.value is not v
-        ]
-        return _Carrier([graph_values, outs], _Unchanged(same))
-
-    jitted = jax.jit(pure, static_argnums=0, donate_argnums=1, **pass_through)
-    # The last call's graph walk, reused while nothing changed structure.
-    cache: dict[str, _CachedWalk] = {}
-
-    @functools.wraps(f)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        n = len(args)
-        for i in static:
-            if i >= n or i < -n:
-                raise ValueError(
-                    f"jitted function has static_argnums={tuple(sorted(static))}, but "
-                    f"was called with only {n} positional arguments."
-                )
-            _check_static(args[i], f"positional argument {i}")
-        static_kw = []
-        dyn_kw = {}
-        for k, v in kwargs.items():
-            if k in static_names:
-                _check_static(v, f"keyword argument {k!r}")
-                static_kw.append((k, v))
-            else:
-                dyn_kw[k] = v
-        kw_names = tuple(dyn_kw)
-        all_args = (*args, *dyn_kw.values())
-        total = len(all_args)
-        stat = frozenset(i % n for i in static) if n else frozenset()
-        signature = (kw_names, tuple(static_kw))
-        hit = _cached_walk(cache, all_args, stat, signature)
-        if hit is not None:
-            return _call_cached(hit, all_args, jitted)
-        epoch = structure_epoch()
-        walker = Walker(transform="jit")
-        skel, entries = _split_inputs(all_args, (None,) * total, walker, stat)
-        per_arg: list[list[Any]] = [[] for _ in range(total)]
-        for e in entries:
-            per_arg[e.arg].append(e.value)
-        donated_args = tuple(
-            sorted(
-                {i % n for i in donate if n}
-                | {n + j for j, k in enumerate(kw_names) if k in donate_names}
-            )
-        )
-        donated = [_Carrier(per_arg[i], None) for i in donated_args]
-        kept = [
-            _Carrier(per_arg[i], None) for i in range(total) if i not in donated_args
-        ]
-        key = _Static(
-            (
-                _JitSkeleton(skel, stat, total),
-                tuple(static_kw),
-                kw_names,
-                donated_args,
-            )
-        )
-        result = jitted(key, donated, kept)
-        new_values, outs = result.values
-        if isinstance(result.aux, _Unchanged):
-            _write_changed(entries, result.aux.same, new_values)
-            _store_walk(
-                cache,
-                epoch,
-                all_args,
-                stat,
-                signature,
-                entries,
-                walker,
-                key,
-                donated_args,
-            )
-            return _merge_outputs(outs, walker.nodes)
-        after, origin = result.aux.value
-        reuse = {j: walker.nodes[i] for j, i in enumerate(origin) if i is not None}
-        builder = InPlaceBuilder(iter(new_values), reuse)
-        for slot in after.slots:
-            if slot[0] == "graph":
-                builder.build(slot[1])
-        nodes = [builder.nodes[j] for j in range(len(builder.nodes))]
-        return _merge_outputs(outs, nodes)
-
-    return wrapper
-
-
-@dataclasses.dataclass(frozen=True)
-class _Unchanged:
-    """The aux of a jit result whose structure did not change: per graph leaf,
-    whether the function left it as it was (it is then not returned)."""
-
-    same: tuple[bool, ...]
-
-
-def _write_changed(
-    entries: list[_Entry], same: tuple[bool, ...], new_values: list[Any]
-) -> None:
-    graph = [e for e in entries if e.leaf is not None]
-    it = iter(new_values)
-    for e, unchanged in zip(graph, same, strict=True):
-        if not unchanged:
-            e.leaf.write(next(it))
-
-
-@dataclasses.dataclass
-class _CachedWalk:
-    """What a jit call learnt from walking its arguments, to skip the next walk.
-
-    Valid while the structure epoch is unchanged (no attribute, container item or
-    variable metadata was set since), the same objects are passed in the same
-    places, and the plain lists and dicts met still hold the same items.
-    """
-
-    epoch: int
-    kinds: tuple[Any, ...]  # per argument: the object itself, or "array"
-    signature: Any
-    static: frozenset[int]
-    containers: list[tuple[Any, Any]]  # (container, snapshot of its items)
-    entries: list[_Entry]
-    nodes: list[Any]
-    key: _Static
-    donated_args: tuple[int, ...]
-
-
-def _snapshot(container: Any) -> Any:
-    if type(container) is list:
-        return tuple(map(id, container))
-    return tuple((k, id(v)) for k, v in container.items())
-
-
-def _arg_kinds(args: tuple[Any, ...], static: frozenset[int]) -> tuple[Any, ...] | None:
-    """Per argument: the object (graph args), "array", or "static"; None when an
-    argument is another pytree (the fast path does not cover it)."""
-    kinds: list[Any] = []
-    for i, a in enumerate(args):
-        if i in static:
-            kinds.append(("static", _Static(a)))
-        elif isinstance(a, Object | Variable):
-            kinds.append(a)
-        elif isinstance(a, jax.Array | np.ndarray):
-            kinds.append("array")
-        else:
-            return None
-    return tuple(kinds)
-
-
-def _same_kinds(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        if isinstance(x, tuple):
-            if not (isinstance(y, tuple) and x == y):
-                return False
-        elif x is not y:
-            return False
-    return True
-
-
-def _store_walk(
-    cache: dict[str, _CachedWalk],
-    epoch: int,
-    args: tuple[Any, ...],
-    static: frozenset[int],
-    signature: Any,
-    entries: list[_Entry],
-    walker: Walker,
-    key: _Static,
-    donated_args: tuple[int, ...],
-) -> None:
-    kinds = _arg_kinds(args, static)
-    if kinds is None or structure_epoch() != epoch:
-        cache.pop("last", None)  # the call changed structure: walk again next time
-        return
-    cache["last"] = _CachedWalk(
-        epoch,
-        kinds,
-        signature,
-        static,
-        [(c, _snapshot(c)) for c in walker.containers],
-        entries,
-        list(walker.nodes),
-        key,
-        donated_args,
-    )
-
-
-def _cached_walk(
-    cache: dict[str, _CachedWalk],
-    args: tuple[Any, ...],
-    static: frozenset[int],
-    signature: Any,
-) -> _CachedWalk | None:
-    hit = cache.get("last")
-    if hit is None or hit.epoch != structure_epoch() or hit.signature != signature:
-        return None
-    if hit.static != static:
-        return None
-    kinds = _arg_kinds(args, static)
-    if kinds is None or not _same_kinds(kinds, hit.kinds):
-        return None
-    for c, snap in hit.containers:
-        if _snapshot(c) != snap:
-            return None
-    return hit
-
-
-def _call_cached(hit: _CachedWalk, args: tuple[Any, ...], jitted: Any) -> Any:
-    per_arg: list[list[Any]] = [[] for _ in args]
-    for e in hit.entries:
-        per_arg[e.arg].append(e.leaf.read() if e.leaf is not None else args[e.arg])
-    donated = [_Carrier(per_arg[i], None) for i in hit.donated_args]
-    kept = [
-        _Carrier(per_arg[i], None)
-        for i in range(len(args))
-        if i not in hit.donated_args
-    ]
-    result = jitted(hit.key, donated, kept)
-    new_values, outs = result.values
-    if not isinstance(result.aux, _Unchanged):  # pragma: no cover - cached unchanged
-        raise errors.GraphStructureError(
-            "nnx.jit: the structure changed on a cached call; please report this."
-        )
-    _write_changed(hit.entries, result.aux.same, new_values)
-    return _merge_outputs(outs, hit.nodes)
-
-
-@dataclasses.dataclass(frozen=True)
-class _JitSkeleton:
-    skeleton: _Skeleton
-    static: frozenset[int]
-    n_args: int
 
 
 # ------------------------------------------------------------------------ grad
@@ -1023,4 +623,4 @@ def _strip_state_axes(tree: Any) -> Any:
     )
 
 
-__all__ = ["DiffState", "StateAxes", "grad", "jit", "value_and_grad", "vmap"]
+__all__ = ["DiffState", "StateAxes", "grad", "value_and_grad", "vmap"]
