@@ -50,12 +50,14 @@ test: $(VENV)/.installed $(VENV)/.labextension $(CHROMIUM)
 	cd extension && npx vitest run
 	$(PY) -m ruff check lens tests benchmarks docs notebooks/build.py notebooks/cells.py
 	$(PY) -m ruff format --check lens tests benchmarks
+	$(VENV)/bin/pyright
 	$(PY) -m pytest -n 2 --dist loadfile tests lens notebooks/*.ipynb \
 		--nbval --nbval-sanitize-with notebooks/sanitize.cfg
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check lens tests benchmarks docs notebooks/build.py notebooks/cells.py
 	$(PY) -m ruff format --check lens tests benchmarks
+	$(VENV)/bin/pyright
 
 ## Benchmarks lens against flax (writes benchmarks/RESULTS.md).
 bench: $(VENV)/.installed

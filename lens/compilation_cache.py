@@ -63,7 +63,7 @@ def enable_compilation_cache(
         "off",
     ):
         return None
-    current = jax.config.jax_compilation_cache_dir
+    current = jax.config.values["jax_compilation_cache_dir"]
     if current and path is None:
         return pathlib.Path(current)
     folder = pathlib.Path(path) if path is not None else default_cache_dir()

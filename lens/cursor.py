@@ -24,7 +24,15 @@ import dataclasses
 import enum
 import operator
 from collections.abc import Callable, Generator, Mapping
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import (
+    Any,
+    Generic,
+    Protocol,
+    TypeGuard,
+    TypeVar,
+    cast,
+    runtime_checkable,
+)
 
 from lens.core._freeze import FrozenDict
 from lens.errors import CursorFindError, TraverseTreeError
@@ -58,8 +66,8 @@ class ParentKey(Generic[A]):
     access_type: AccessType
 
 
-def is_named_tuple(obj: Any) -> bool:
-    """Whether ``obj`` is a named tuple instance."""
+def is_named_tuple(obj: Any) -> TypeGuard[Any]:
+    """Whether ``obj`` is a named tuple instance (``_fields``, ``_replace``...)."""
     return (
         isinstance(obj, tuple)
         and hasattr(obj, "_fields")
@@ -206,8 +214,8 @@ class Cursor(Generic[A]):
                 items[k] = v
             return tuple(items)  # type: ignore[return-value]
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-            return dataclasses.replace(obj, **changes)
-        return obj
+            return cast(A, dataclasses.replace(obj, **changes))
+        return cast(A, obj)
 
     def apply_update(self, update_fn: Callable[[str, Any], Any]) -> Cursor[A]:
         """Records ``update_fn(path, value)`` for every node it changes.

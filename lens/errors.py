@@ -35,7 +35,7 @@ def _doc_pointer(cls: type) -> str:
     )
 
 
-def _rebuild(cls: type, message: str) -> Exception:
+def _rebuild(cls: type[Exception], message: str) -> Exception:
     err = cls.__new__(cls)
     Exception.__init__(err, message)
     return err

@@ -26,9 +26,10 @@ import contextlib
 import contextvars
 import enum
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 import jax
+import jax.numpy as jnp
 import msgpack
 import numpy as np
 
@@ -131,7 +132,7 @@ def from_state_dict(target: Any, state: Any, name: str = ".") -> Any:
             ) from e
 
 
-def _is_array_like(x: Any) -> bool:
+def _is_array_like(x: Any) -> TypeGuard[Any]:
     return isinstance(x, np.ndarray | np.generic | jax.Array | jax.ShapeDtypeStruct)
 
 
@@ -153,7 +154,7 @@ def _restore_leaf(target: Any, state: Any) -> Any:
 
 
 def _kind(dtype: Any) -> str:
-    if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+    if jnp.issubdtype(dtype, jax.dtypes.prng_key):
         return "key"
     kind = np.dtype(dtype).kind
     return {"u": "i", "V": "f"}.get(kind, kind)  # bfloat16 & co. are 'V' in numpy
@@ -221,7 +222,7 @@ def _restore_dict(xs: Mapping[Any, Any], states: Mapping[str, Any]) -> Any:
             "saved (e.g. the variables from model.init)."
         )
     out = {k: from_state_dict(v, states[str(k)], name=str(k)) for k, v in xs.items()}
-    return out if type(xs) is dict else type(xs)(out)
+    return out if type(xs) is dict else cast(Any, type(xs))(out)
 
 
 def _list_state_dict(xs: Any) -> dict[str, Any]:
@@ -307,8 +308,9 @@ def _ndarray_to_bytes(arr: Any) -> bytes:
             f"Cannot serialize an array of dtype {arr.dtype} at {_where()}: object and "
             "structured dtypes are not supported."
         )
-    return msgpack.packb(
-        (arr.shape, arr.dtype.name, arr.tobytes("C")), use_bin_type=True
+    return cast(
+        bytes,
+        msgpack.packb((arr.shape, arr.dtype.name, arr.tobytes("C")), use_bin_type=True),
     )
 
 
@@ -399,7 +401,10 @@ def _unchunk(tree: Any) -> Any:
 def msgpack_serialize(pytree: Any, in_place: bool = False) -> bytes:
     """msgpack bytes of a tree of dicts, lists, numbers and arrays."""
     del in_place  # lens always works on a copy
-    return msgpack.packb(_prepare(pytree), default=_ext_pack, strict_types=True)
+    return cast(
+        bytes,
+        msgpack.packb(_prepare(pytree), default=_ext_pack, strict_types=True),
+    )
 
 
 def msgpack_restore(encoded_pytree: bytes) -> Any:

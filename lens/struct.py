@@ -18,7 +18,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypeVar, dataclass_transform
+from typing import Any, TypeVar, cast, dataclass_transform
 
 import jax
 
@@ -46,7 +46,7 @@ def dataclass(clz: type[T] | None = None, **kwargs: Any) -> Any:
     kwargs.setdefault("frozen", True)
     data_clz = dataclasses.dataclass(**kwargs)(clz)  # type: ignore[call-overload]
     data_fields, meta_fields = [], []
-    for f in dataclasses.fields(data_clz):
+    for f in dataclasses.fields(cast(Any, data_clz)):
         if not f.init:
             continue
         (data_fields if f.metadata.get("pytree_node", True) else meta_fields).append(

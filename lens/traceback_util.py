@@ -15,6 +15,8 @@ Example:
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from jax._src import traceback_util as _jax_tb
 from jax.extend import source_info_util
@@ -24,7 +26,13 @@ from lens.configurations import config
 _lens_exclusions: set[str] = set()
 _flax_exclusions = _lens_exclusions  # Flax's name, for ported tests
 
-api_boundary = _jax_tb.api_boundary
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def api_boundary(fn: _F) -> _F:
+    """Marks ``fn`` as a public entry point: frames below it are lens's own and
+    are hidden from filtered tracebacks (JAX's ``api_boundary``)."""
+    return _jax_tb.api_boundary(fn)
 
 
 def _filtering() -> bool:

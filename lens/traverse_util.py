@@ -27,6 +27,7 @@ from typing import Any
 import jax
 
 from lens import struct
+from lens.cursor import is_named_tuple
 
 Path = tuple[Any, ...]
 
@@ -239,10 +240,6 @@ class TraverseFilter(Traversal):
             yield inputs
 
 
-def _is_namedtuple(x: Any) -> bool:
-    return isinstance(x, tuple) and hasattr(x, "_fields")
-
-
 class TraverseAttr(Traversal):
     """Selects an attribute (of a dataclass, namedtuple or object)."""
 
@@ -251,7 +248,7 @@ class TraverseAttr(Traversal):
 
     def update(self, fn: Callable[[Any], Any], inputs: Any) -> Any:
         value = fn(getattr(inputs, self._attr))
-        if _is_namedtuple(inputs):
+        if is_named_tuple(inputs):
             return inputs._replace(**{self._attr: value})
         if dataclasses.is_dataclass(inputs) and not isinstance(inputs, type):
             return dataclasses.replace(inputs, **{self._attr: value})
@@ -278,7 +275,7 @@ class TraverseItem(Traversal):
                     items[i] = fn(items[i])
             else:
                 items[self._key] = fn(items[self._key])
-            return inputs._make(items) if _is_namedtuple(inputs) else tuple(items)
+            return inputs._make(items) if is_named_tuple(inputs) else tuple(items)
         out = copy.copy(inputs)
         if isinstance(self._key, slice):
             for i in range(*self._key.indices(len(out))):
@@ -300,7 +297,7 @@ class TraverseEach(Traversal):
     def update(self, fn: Callable[[Any], Any], inputs: Any) -> Any:
         if type(inputs) is dict:
             return {k: fn(v) for k, v in inputs.items()}
-        if _is_namedtuple(inputs):
+        if is_named_tuple(inputs):
             return inputs._make([fn(x) for x in inputs])
         if type(inputs) not in (list, tuple):
             raise ValueError(

@@ -186,11 +186,17 @@ def _bytes_repr(num_bytes: int) -> str:
 
 
 class PromoteDtypeFn(Protocol):
-    """``promote_dtype(*args, dtype=None, inexact=True)`` as in :mod:`lens.nn`."""
+    """``promote_dtype(*args, dtype=None, inexact=True)`` as in :mod:`lens.nn`.
+
+    Flax declares ``__call__(self, args: tuple, /, ...)`` but its layers call
+    ``self.promote_dtype(inputs, kernel, bias, dtype=...)``: lens declares the
+    call the layers make, so a type checker accepts both the default and a
+    custom function (a deliberate difference, docs/porting-from-flax.md).
+    """
 
     def __call__(
-        self, args: TupleArg, /, *, dtype: Any = None, inexact: bool = True
-    ) -> TupleArg: ...
+        self, *args: Any, dtype: Any = None, inexact: bool = True
+    ) -> Sequence[Any]: ...
 
 
 class HashableMapping(Mapping[HA, HB], Hashable):

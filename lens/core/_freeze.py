@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import collections.abc
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import jax
 
@@ -28,7 +28,11 @@ class FrozenValuesView(collections.abc.ValuesView):
         return f"frozen_dict_values({list(self)})"
 
 
-class FrozenDict(Mapping[str, Any]):
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class FrozenDict(Mapping[K, V]):
     """An immutable, hashable nested mapping (a JAX pytree, keys in sorted order).
 
     Example:
@@ -43,7 +47,7 @@ class FrozenDict(Mapping[str, Any]):
 
     def __init__(self, *args: Any, **kwargs: Any):
         raw = dict(*args, **kwargs)
-        self._dict = {
+        self._dict: dict[Any, Any] = {
             k: FrozenDict(v)
             if isinstance(v, Mapping) and not isinstance(v, FrozenDict)
             else v
@@ -51,10 +55,10 @@ class FrozenDict(Mapping[str, Any]):
         }
         self._hash: int | None = None
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: K) -> V:
         return self._dict[key]
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[K]:
         return iter(self._dict)
 
     def __len__(self) -> int:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.core
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from lens import errors

@@ -18,6 +18,7 @@ import hashlib
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from lens import struct
@@ -95,7 +96,7 @@ def is_key(x: Any) -> bool:
     dtype = getattr(x, "dtype", None)
     if dtype is None:
         return False
-    if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+    if jnp.issubdtype(dtype, jax.dtypes.prng_key):
         return True
     return dtype == np.uint32 and getattr(x, "shape", ())[-1:] == (2,)
 
@@ -106,7 +107,7 @@ def is_valid_rng(rng: Any) -> bool:
         return True
     if not isinstance(rng, np.ndarray | jax.Array):
         return False
-    if jax.dtypes.issubdtype(rng.dtype, jax.dtypes.prng_key):
+    if jnp.issubdtype(rng.dtype, jax.dtypes.prng_key):
         return rng.shape == ()
     return rng.shape == (2,) and rng.dtype == np.uint32
 

@@ -543,6 +543,7 @@ class Scope:
             if self.parent is None:
                 d = self._variables[col] = {}
             else:
+                assert self.name is not None  # a child scope has a name
                 p = self.parent._mutable_collection(col)
                 d = p.get(self.name)
                 if d is None:
@@ -657,13 +658,13 @@ class Scope:
         self.put_variable("params", name, value)
         return _unbox(value) if unbox else value
 
-    def variables(self) -> dict[str, Any]:
+    def variables(self) -> VariableDict:
         """All collections as seen from this scope (a shallow view, do not mutate)."""
         self._populate_collections()
         out = {col: d for col, d in self._variables.items() if d is not None}
         return freeze(out) if config.flax_return_frozendict else out
 
-    def mutable_variables(self) -> dict[str, Any]:
+    def mutable_variables(self) -> VariableDict:
         """The mutable collections at this scope, as fresh plain dicts."""
         self._populate_collections()
         out = {

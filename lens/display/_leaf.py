@@ -98,10 +98,12 @@ def stats_of(x: Any) -> tuple[float, float, float, float] | None:
         return None
     try:
         import jax
+        import jax.core
+        import jax.numpy as jnp
 
         if isinstance(x, jax.core.Tracer):
             return None
-        if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        if jnp.issubdtype(dtype, jax.dtypes.prng_key):
             return None
     except Exception:  # noqa: BLE001
         pass
@@ -184,7 +186,9 @@ def iter_leaves(
             continue
         col_name = printable(col)
         on_path = {id(variables), id(tree)}  # the dicts from the root to here
-        stack = [((), iter(tree.items()), id(tree))]
+        stack: list[tuple[tuple[str, ...], Iterator[tuple[Any, Any]], int]] = [
+            ((), iter(tree.items()), id(tree))
+        ]
         while stack:
             path, items, _ = stack[-1]
             for k, v in items:

@@ -93,6 +93,12 @@ def dot_product_attention_weights(
     if module:
         module.sow("intermediates", "attention_weights", weights)
     if not deterministic and dropout_rate > 0.0:
+        if dropout_rng is None:
+            raise TypeError(
+                "unexpected PRNG key type <class 'NoneType'>\nAttention dropout "
+                f"(dropout_rate={dropout_rate}) needs a key: pass dropout_rng, or "
+                "deterministic=True."
+            )
         keep_prob = 1.0 - dropout_rate
         if broadcast_dropout:
             shape = (1,) * (key.ndim - 2) + weights.shape[-2:]

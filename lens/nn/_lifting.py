@@ -349,26 +349,21 @@ def lifted_call(
         return cloned, a, k
 
     def make_core(fn: Callable[..., Any], name: Any) -> Callable[..., Any]:
-        if cached is not None:
 
-            def core_fn(scopes: Any, module_hash: Any, *a: Any, **k: Any) -> Any:
-                outer = module_hash.module
-                cloned, a, k = rebuild(outer, scopes, a, k)
-                res = fn(cloned, *a, **k)
-                outer._state.reimport(cloned._state)
-                _test_transformed_return_values(res, name)
-                return res
+        def run(outer: Module, scopes: Any, a: Any, k: Any) -> Any:
+            cloned, a, k = rebuild(outer, scopes, a, k)
+            res = fn(cloned, *a, **k)
+            outer._state.reimport(cloned._state)
+            _test_transformed_return_values(res, name)
+            return res
 
-        else:
+        def hashed_core_fn(scopes: Any, module_hash: Any, *a: Any, **k: Any) -> Any:
+            return run(module_hash.module, scopes, a, k)
 
-            def core_fn(scopes: Any, *a: Any, **k: Any) -> Any:
-                cloned, a, k = rebuild(self, scopes, a, k)
-                res = fn(cloned, *a, **k)
-                self._state.reimport(cloned._state)
-                _test_transformed_return_values(res, name)
-                return res
+        def core_fn(scopes: Any, *a: Any, **k: Any) -> Any:
+            return run(self, scopes, a, k)
 
-        return functools.wraps(fn)(core_fn)
+        return functools.wraps(fn)(hashed_core_fn if cached is not None else core_fn)
 
     names = list(names) or [getattr(f, "__name__", None) for f in fns]
     if cached is not None:

@@ -19,8 +19,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import opt_einsum
 from jax import lax
+from opt_einsum.parser import parse_einsum_input
 
 from lens.core import _meta
 from lens.core.nn import initializers
@@ -356,8 +356,8 @@ class Einsum(Module):
     @compact
     def __call__(self, inputs: Array, einsum_str: str | None = None) -> Array:
         """Applies the einsum (a call-time ``einsum_str`` overrides none set)."""
-        einsum_str = merge_param("einsum_str", self.einsum_str, einsum_str)
-        einsum_str = einsum_str.replace(" ", "")
+        merged: str = merge_param("einsum_str", self.einsum_str, einsum_str)
+        einsum_str = merged.replace(" ", "")
         if "->" not in einsum_str:
             raise ValueError(
                 '`einsum_str` equation must be explicit and include "->".\n'
@@ -370,7 +370,7 @@ class Einsum(Module):
                 "The operands are the inputs and the kernel."
             )
         kernel = self.param("kernel", self.kernel_init, self.shape, self.param_dtype)
-        bias = None
+        bias, broadcast_shape = None, ()
         if self.use_bias:
             bias_shape, broadcast_shape = self._get_bias_shape(
                 einsum_str, inputs, kernel
@@ -394,9 +394,7 @@ class Einsum(Module):
         self, einsum_str: str, lhs: Array, rhs: Array
     ) -> tuple[list[int], list[int]]:
         """(bias shape, its broadcast shape in the output): the kernel axes kept."""
-        operands, result, _ = opt_einsum.parser.parse_einsum_input(
-            (einsum_str, lhs, rhs)
-        )
+        operands, result, _ = parse_einsum_input((einsum_str, lhs, rhs))
         rhs_axes = {c: i for i, c in enumerate(operands.split(",")[1])}
         broadcast = [1] * len(result)
         bias_shape = []
@@ -528,7 +526,7 @@ class _Conv(Module):
         if padding in ("CIRCULAR", "REFLECT"):
             dilated = [(k - 1) * d + 1 for k, d in zip(kernel_size, kernel_dilation)]
             pads = [(0, 0)] + [((k - 1) // 2, k // 2) for k in dilated] + [(0, 0)]
-            mode = {"CIRCULAR": "wrap", "REFLECT": "reflect"}[padding]
+            mode = "wrap" if padding == "CIRCULAR" else "reflect"
             inputs = jnp.pad(inputs, pads, mode=mode)
             padding = "VALID"
         elif padding == "CAUSAL":
@@ -595,7 +593,12 @@ class _Conv(Module):
             kernel *= self.mask
         bias = None
         if self.use_bias:
-            bias_shape = (self.features,) if self.shared_weights else out_shape[1:]
+            # unshared: one bias per output position (kernel_shape[:-2] of them)
+            bias_shape = (
+                (self.features,)
+                if self.shared_weights
+                else kernel_shape[:-2] + (self.features,)
+            )
             bias = self.param("bias", self.bias_init, bias_shape, self.param_dtype)
 
         inputs, kernel, bias = self.promote_dtype(

@@ -119,7 +119,16 @@ def _is_declared(cls: type) -> bool:
 
 
 @typing.dataclass_transform(field_specifiers=(kw_only_dataclasses.field,))
-class Module(ModuleEntryPoints):
+class _DataclassModule(ModuleEntryPoints):
+    """Tells type checkers that modules are dataclasses (PEP 681).
+
+    ``Module`` derives from it, so its ``name`` and ``parent`` below are
+    keyword-only fields of every module's ``__init__`` for pyright and mypy.
+    At run time ``Module.__init_subclass__`` makes each subclass a dataclass.
+    """
+
+
+class Module(_DataclassModule):
     """Base class of all modules (``flax.linen.Module``).
 
     Subclasses are dataclasses: annotated class attributes are construction
@@ -140,12 +149,12 @@ class Module(ModuleEntryPoints):
     """
 
     if typing.TYPE_CHECKING:
-        name: str | None
-        parent: Module | Scope | None
-        scope: Scope | None
-        _state: _ModuleInternalState
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+        name: str | None = kw_only_dataclasses.field(kw_only=True, default=None)
+        parent: Module | Scope | None = kw_only_dataclasses.field(
+            kw_only=True, default=None
+        )
+        scope: Scope | None = kw_only_dataclasses.field(init=False, default=None)
+        _state: _ModuleInternalState = kw_only_dataclasses.field(init=False)
 
         def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
@@ -269,6 +278,7 @@ class Module(ModuleEntryPoints):
             is_recurrent = state.in_compact_method
             state.in_compact_method = True
         token = _context.push(_context._module_stack, self)
+        index = 0
         try:
             if add_call_info:
                 index = call_info[-1].get_call_index()
@@ -341,7 +351,7 @@ class Module(ModuleEntryPoints):
 
     def __dir__(self) -> list[str]:
         self._try_setup()
-        return object.__dir__(self)
+        return list(object.__dir__(self))
 
     # -------------------------------------------------------------- creation
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from lens import errors
 from lens.core._filters import DenyList, Filter, union_filters
@@ -266,7 +266,7 @@ class ModuleEntryPoints:
         fn = _resolve_method(self, method, for_apply=True)
         return apply(
             fn,
-            self,
+            cast("Module", self),
             mutable=mutable,
             capture_intermediates=capture_intermediates,  # type: ignore[arg-type]
         )(variables, *args, **kwargs, rngs=rngs)
@@ -287,7 +287,7 @@ class ModuleEntryPoints:
         fn = _resolve_method(self, method, for_apply=False)
         return init_with_output(
             fn,
-            self,
+            cast("Module", self),
             mutable=mutable,
             capture_intermediates=capture_intermediates,  # type: ignore[arg-type]
         )(rngs, *args, **kwargs)

@@ -138,11 +138,11 @@ def _normalize(
     mul = lax.rsqrt(var + epsilon)
     args = [x]
     if scale is not None:
-        scale = scale.reshape(feature_shape)
+        s = scale.reshape(feature_shape)
         if params_dtype is not None:
-            scale = jnp.asarray(scale, params_dtype)
-        mul *= scale
-        args.append(scale)
+            s = jnp.asarray(s, params_dtype)
+        mul *= s
+        args.append(s)
     y *= mul
     if bias is not None:
         bias = bias.reshape(feature_shape)
@@ -554,6 +554,7 @@ class GroupNorm(Module):
                 "to override the default `num_groups` value of 32."
             )
         channels = x.shape[-1]
+        num_groups: int
         if self.group_size is not None:
             if channels % self.group_size:
                 raise ValueError(
@@ -562,6 +563,7 @@ class GroupNorm(Module):
                 )
             num_groups = channels // self.group_size
         else:
+            assert self.num_groups is not None  # exactly one is set (checked above)
             num_groups = self.num_groups
         if num_groups <= 0 or channels % num_groups:
             raise ValueError(
@@ -582,7 +584,7 @@ class GroupNorm(Module):
             self.bias_init,
             self.scale_init,
         )
-        kw = dict(
+        kw: dict[str, Any] = dict(
             num_groups=num_groups,
             reduction=reduction,
             epsilon=self.epsilon,
@@ -780,7 +782,7 @@ class SpectralNorm(Module):
         sigma_var = self.variable(
             self.collection_name, sigma_name, jnp.ones, (), self.param_dtype
         )
-        u0 = u_var.value
+        u0 = v0 = u_var.value  # n_steps >= 1 (checked above): both are set below
         for _ in range(self.n_steps):
             v0 = _l2_normalize(
                 jnp.matmul(u0, value.transpose([1, 0])), eps=self.epsilon
@@ -901,7 +903,7 @@ def _call_layer_norm(
     axis_name: str | None,
     axis_index_groups: Any,
 ) -> Array:
-    kw = dict(
+    kw: dict[str, Any] = dict(
         reduction=reduction,
         feature_axes=feature_axes,
         use_mean=use_mean,

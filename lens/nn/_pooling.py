@@ -35,7 +35,8 @@ def pool(
     dims = (1,) + tuple(window_shape) + (1,)
     strides_full = (1,) + strides + (1,)
     if not isinstance(padding, str):
-        padding = ((0, 0),) + tuple(tuple(p) for p in padding) + ((0, 0),)
+        pairs = tuple((int(lo), int(hi)) for lo, hi in padding)
+        padding = ((0, 0), *pairs, (0, 0))
     y = lax.reduce_window(inputs, init, reduce_fn, dims, strides_full, padding)
     y = y.reshape(batch_shape + y.shape[1:])
     return y[0] if unbatched else y

@@ -226,7 +226,7 @@ class OptimizedLSTMCell(RNNCellBase):
                 biases = [b for _, b in params.values()]
                 if any(b is None for b in biases):
                     raise ValueError("bias is None but use_bias is True.")
-                bias = jnp.concatenate(biases, axis=-1)
+                bias = jnp.concatenate([b for b in biases if b is not None], axis=-1)
             x, kernel, bias = promote_dtype(x, kernel, bias, dtype=self.dtype)
             y = jnp.dot(x, kernel)
             if bias is not None:

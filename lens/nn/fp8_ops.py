@@ -22,7 +22,7 @@ import dataclasses
 import itertools
 import warnings
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from jax import custom_jvp, custom_vjp, lax, random
@@ -31,9 +31,10 @@ from jax._src import core, dtypes
 from jax.typing import DTypeLike
 
 try:  # the array type of extended dtypes outside jit (JAX internals)
-    from jax._src import earray
-    from jax._src.interpreters import pxla
+    from jax._src import earray as _earray
+    from jax._src.interpreters import pxla as _pxla
 
+    del _earray, _pxla
     CAN_USE_EARRAY = True
 except (ModuleNotFoundError, ImportError):  # pragma: no cover - older JAX
     CAN_USE_EARRAY = False
@@ -125,6 +126,9 @@ class Fp8MetaTyRules:
                 "fp8_meta arrays cannot leave jit with this JAX version: convert them "
                 "to float32 inside the jitted function."
             )
+        from jax._src import earray
+        from jax._src.interpreters import pxla
+
         phys_aval = core.physical_aval(aval)
         handler = pxla.global_result_handlers[core.ShapedArray](
             phys_aval, out_sharding, committed
@@ -142,7 +146,7 @@ class fp8_meta_dtype_wrapper(dtypes.ExtendedDType):  # noqa: N801 - Flax's name
 
     float_dtype: Any
     _rules: type = Fp8MetaTyRules
-    type: type = fp8_meta_dtype
+    type: type = fp8_meta_dtype  # pyright: ignore[reportIncompatibleMethodOverride] - a field, as ExtendedDType subclasses in JAX declare it
 
     def __repr__(self) -> str:
         return f"fp8_meta{dtypes.finfo(self.float_dtype).bits}"
@@ -357,7 +361,7 @@ out_qdq.defvjp(out_qdq_fwd, out_qdq_bwd)
 @partial(custom_vjp, nondiff_argnums=(0, 1))
 def in_q(
     compute_dtype: Any, q_dtype: Any, inp: Any, scale: Any, amax_history: Any
-) -> Any:
+) -> tuple[Any, Any]:
     """``(inp quantized to q_dtype, the scale used)``; gradient: the updated meta."""
     new_scale, _ = update_fp8_meta(inp, q_dtype, scale, amax_history)
     return quantize(inp, q_dtype, _to_f32(new_scale), compute_dtype), new_scale
@@ -377,6 +381,10 @@ def in_q_bwd(compute_dtype: Any, q_dtype: Any, res: Any, _: Any) -> Any:
 
 
 in_q.defvjp(in_q_fwd, in_q_bwd)
+
+
+def _in_q(*args: Any) -> tuple[Any, Any]:  # in_q, typed (custom_vjp hides it)
+    return cast(tuple[Any, Any], in_q(*args))
 
 
 @partial(custom_vjp, nondiff_argnums=(0,))
@@ -510,10 +518,10 @@ def fp8_scaled_dot_general(
             'disregard any provided "precision" argument.',
             stacklevel=2,
         )
-    q_lhs, new_lhs_scale = in_q(
+    q_lhs, new_lhs_scale = _in_q(
         quantize_compute_type, jnp.float8_e4m3fn, lhs, lhs_scale, lhs_amax_history
     )
-    q_rhs, new_rhs_scale = in_q(
+    q_rhs, new_rhs_scale = _in_q(
         quantize_compute_type, jnp.float8_e4m3fn, rhs, rhs_scale, rhs_amax_history
     )
     y = quantized_dot(

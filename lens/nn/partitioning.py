@@ -307,12 +307,12 @@ def _add_axis_to_metadata(
         names.pop(axis_pos)
         return tuple(names)
 
-    def insert(x: AxisMetadata) -> AxisMetadata:
+    def insert(x: Any) -> AxisMetadata:  # a box with names (Partitioned)
         return x.replace(
             names=jax.tree_util.tree_map(insert_leaf, x.names, is_leaf=_is_logical_spec)
         )
 
-    def remove(x: AxisMetadata) -> AxisMetadata:
+    def remove(x: Any) -> AxisMetadata:
         return x.replace(
             names=jax.tree_util.tree_map(remove_leaf, x.names, is_leaf=_is_logical_spec)
         )

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import jax.core
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 

@@ -65,7 +65,8 @@ class List(Object, MutableSequence):
     def __eq__(self, other: object) -> bool:
         return self is other
 
-    __hash__ = object.__hash__
+    def __hash__(self) -> int:  # identity, like any object (Mapping sets None)
+        return object.__hash__(self)
 
 
 class Dict(Object, MutableMapping):
@@ -103,7 +104,8 @@ class Dict(Object, MutableMapping):
     def __eq__(self, other: object) -> bool:
         return self is other
 
-    __hash__ = object.__hash__
+    def __hash__(self) -> int:  # identity, like any object (Mapping sets None)
+        return object.__hash__(self)
 
 
 def data(value: Any, /) -> Any:

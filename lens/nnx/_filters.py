@@ -12,14 +12,14 @@ A filter is a predicate ``(path, value) -> bool`` or something that names one:
 from __future__ import annotations
 
 import builtins
+import typing
 from collections.abc import Callable
-from typing import Any
 
-Path = tuple[Any, ...]
-Predicate = Callable[[Path, Any], bool]
+Path = tuple[typing.Any, ...]
+Predicate = Callable[[Path, typing.Any], bool]
 
 
-def to_predicate(f: Any) -> Predicate:
+def to_predicate(f: typing.Any) -> Predicate:
     """The predicate a filter stands for (see the module docstring)."""
     from lens.nnx._graph import Variable
 
@@ -38,7 +38,7 @@ def to_predicate(f: Any) -> Predicate:
     if isinstance(f, tuple | list):
         return Any(*f)
     if callable(f):
-        return f
+        return typing.cast(Predicate, f)
     raise TypeError(
         f"{f!r} is not a state filter: use a Variable type (nnx.Param), a tag string, "
         "..., a tuple of filters, or a function (path, value) -> bool."
@@ -46,7 +46,7 @@ def to_predicate(f: Any) -> Predicate:
 
 
 class _Filter:
-    def __call__(self, path: Path, x: Any) -> bool:
+    def __call__(self, path: Path, x: typing.Any) -> bool:
         raise NotImplementedError
 
     def __eq__(self, other: object) -> bool:
@@ -61,7 +61,7 @@ class _Filter:
 class Everything(_Filter):
     """Selects every variable (``...``)."""
 
-    def __call__(self, path: Path, x: Any) -> bool:
+    def __call__(self, path: Path, x: typing.Any) -> bool:
         return True
 
     def __repr__(self) -> str:
@@ -71,7 +71,7 @@ class Everything(_Filter):
 class Nothing(_Filter):
     """Selects no variable."""
 
-    def __call__(self, path: Path, x: Any) -> bool:
+    def __call__(self, path: Path, x: typing.Any) -> bool:
         return False
 
     def __repr__(self) -> str:
@@ -84,7 +84,7 @@ class OfType(_Filter):
     def __init__(self, type: type):
         self.type = type
 
-    def __call__(self, path: Path, x: Any) -> bool:
+    def __call__(self, path: Path, x: typing.Any) -> bool:
         return isinstance(x, self.type) or (
             isinstance(x, builtins.type) and issubclass(x, self.type)
         )
@@ -99,7 +99,7 @@ class WithTag(_Filter):
     def __init__(self, tag: str):
         self.tag = tag
 
-    def __call__(self, path: Path, x: Any) -> bool:
+    def __call__(self, path: Path, x: typing.Any) -> bool:
         meta = getattr(x, "metadata", None)
         return isinstance(meta, dict) and meta.get("tag") == self.tag
 
@@ -110,10 +110,10 @@ class WithTag(_Filter):
 class PathContains(_Filter):
     """Variables with ``key`` somewhere in their path."""
 
-    def __init__(self, key: Any):
+    def __init__(self, key: typing.Any):
         self.key = key
 
-    def __call__(self, path: Path, x: Any) -> bool:
+    def __call__(self, path: Path, x: typing.Any) -> bool:
         return self.key in path
 
     def __repr__(self) -> str:
@@ -123,10 +123,10 @@ class PathContains(_Filter):
 class Any(_Filter):  # noqa: A001 - Flax's name
     """Variables that any of ``filters`` selects."""
 
-    def __init__(self, *filters: Any):
+    def __init__(self, *filters: typing.Any):
         self.filters = tuple(to_predicate(f) for f in filters)
 
-    def __call__(self, path: Path, x: Any) -> bool:
+    def __call__(self, path: Path, x: typing.Any) -> bool:
         return builtins.any(f(path, x) for f in self.filters)
 
     def __repr__(self) -> str:
@@ -136,10 +136,10 @@ class Any(_Filter):  # noqa: A001 - Flax's name
 class All(_Filter):
     """Variables that every one of ``filters`` selects."""
 
-    def __init__(self, *filters: Any):
+    def __init__(self, *filters: typing.Any):
         self.filters = tuple(to_predicate(f) for f in filters)
 
-    def __call__(self, path: Path, x: Any) -> bool:
+    def __call__(self, path: Path, x: typing.Any) -> bool:
         return builtins.all(f(path, x) for f in self.filters)
 
     def __repr__(self) -> str:
@@ -149,10 +149,10 @@ class All(_Filter):
 class Not(_Filter):
     """Variables that ``filter`` does not select."""
 
-    def __init__(self, filter: Any):
+    def __init__(self, filter: typing.Any):
         self.filter = to_predicate(filter)
 
-    def __call__(self, path: Path, x: Any) -> bool:
+    def __call__(self, path: Path, x: typing.Any) -> bool:
         return not self.filter(path, x)
 
     def __repr__(self) -> str:

@@ -25,7 +25,7 @@ import contextvars
 import dataclasses
 import threading
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Self, cast
 
 import jax
 import numpy as np
@@ -150,7 +150,7 @@ class Variable:
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "value":
-            Variable.value.fset(self, value)
+            Variable.value.__set__(self, value)
             return
         _check_mutable(self, f"set {name!r}")
         self.metadata[name] = value
@@ -237,7 +237,9 @@ for _name in ("__neg__", "__pos__", "__abs__", "__invert__"):
     setattr(Variable, _name, (lambda n: lambda self: getattr(self._value, n)())(_name))
 
 
-def _new_variable(cls: type, value: Any, metadata: Mapping[str, Any]) -> Variable:
+def _new_variable(
+    cls: type[Variable], value: Any, metadata: Mapping[str, Any]
+) -> Variable:
     v = cls.__new__(cls)
     object.__setattr__(v, "_lens_frame", current_frame())
     object.__setattr__(v, "_value", value)
@@ -356,7 +358,7 @@ class Object:
     """A node with reference semantics: attributes hold variables, other objects,
     lists/tuples/dicts of them, arrays and static values."""
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Object:
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         obj = object.__new__(cls)
         object.__setattr__(obj, "_lens_frame", current_frame())
         return obj
@@ -508,7 +510,9 @@ class Leaf:
             return self.variable._value
         owner, key = self.owner, self.key
         if isinstance(owner, Object):
-            return owner[key] if isinstance(key, int) else getattr(owner, key)
+            if isinstance(key, int):  # an nnx.List item
+                return cast(Any, owner)[key]
+            return getattr(owner, key)
         if isinstance(owner, list | dict):
             return owner[key]
         return self.value  # inside a tuple or other immutable pytree
@@ -691,7 +695,8 @@ class Builder:
 
     def build(self, d: Any) -> Any:
         if isinstance(d, NodeDef):
-            obj = d.type.__new__(d.type)
+            cls: Any = d.type
+            obj = cls.__new__(cls)
             self.nodes[d.index] = obj
             for k, sub in d.attributes:
                 obj._graph_set(k, self.build(sub))

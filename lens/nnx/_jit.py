@@ -292,11 +292,11 @@ class _Unchanged:
 def _write_changed(
     entries: list[_Entry], same: tuple[bool, ...], new_values: list[Any]
 ) -> None:
-    graph = [e for e in entries if e.leaf is not None]
+    leaves = [e.leaf for e in entries if e.leaf is not None]
     it = iter(new_values)
-    for e, unchanged in zip(graph, same, strict=True):
+    for leaf, unchanged in zip(leaves, same, strict=True):
         if not unchanged:
-            e.leaf.write(next(it))
+            leaf.write(next(it))
 
 
 @dataclasses.dataclass

@@ -34,6 +34,10 @@ def _tuple(x: int | Sequence[int], n: int | None = None) -> tuple[int, ...]:
     return tuple(x)
 
 
+def _tuple_or_none(x: int | Sequence[int] | None, n: int) -> tuple[int, ...] | None:
+    return None if x is None else _tuple(x, n)
+
+
 def _params(**vs: Param | None) -> dict[str, Any]:
     return {"params": {k: v.value for k, v in vs.items() if v is not None}}
 
@@ -172,9 +176,9 @@ class ConvTranspose(Module):
         layer = linen.ConvTranspose(
             self.out_features,
             self.kernel_size,
-            strides=self.strides,
+            strides=_tuple_or_none(self.strides, len(self.kernel_size)),
             padding=self.padding,
-            kernel_dilation=self.kernel_dilation,
+            kernel_dilation=_tuple_or_none(self.kernel_dilation, len(self.kernel_size)),
             use_bias=self.use_bias,
             mask=self.mask,
             dtype=self.dtype,
@@ -374,6 +378,7 @@ class GroupNorm(Module):
                 f"(got num_groups={num_groups}, group_size={group_size})."
             )
         if num_groups is None:
+            assert group_size is not None  # exactly one was given
             if num_features % group_size:
                 raise ValueError(
                     f"GroupNorm: num_features ({num_features}) must be a multiple "
@@ -573,7 +578,8 @@ class MultiHeadAttention(Module):
         self.query = proj(in_features)
         self.key = proj(self.in_kv_features)
         self.value = proj(self.in_kv_features)
-        self.query_ln = self.key_ln = None
+        self.query_ln: LayerNorm | None = None
+        self.key_ln: LayerNorm | None = None
         if normalize_qk:
             self.query_ln = LayerNorm(self.head_dim, use_bias=False, rngs=rngs)
             self.key_ln = LayerNorm(self.head_dim, use_bias=False, rngs=rngs)
@@ -590,7 +596,9 @@ class MultiHeadAttention(Module):
             rngs=rngs,
         )
         self.rngs = rngs["dropout"].fork() if keep_rngs and dropout_rate > 0 else None
-        self.cached_key = self.cached_value = self.cache_index = None
+        self.cached_key: Cache | None = None
+        self.cached_value: Cache | None = None
+        self.cache_index: Cache | None = None
 
     def init_cache(self, input_shape: Sequence[int], dtype: Any = jnp.float32) -> None:
         """Creates the decode cache for inputs of ``input_shape`` (batch..., length,
@@ -616,10 +624,15 @@ class MultiHeadAttention(Module):
         inputs_v = inputs_k if inputs_v is None else inputs_v
         q, k, v = self.query(inputs_q), self.key(inputs_k), self.value(inputs_v)
         if self.normalize_qk:
+            assert self.query_ln is not None and self.key_ln is not None
             q, k = self.query_ln(q), self.key_ln(k)
         decode = self.decode if decode is None else decode
         if decode:
-            if self.cached_key is None:
+            if (
+                self.cached_key is None
+                or self.cached_value is None
+                or self.cache_index is None
+            ):
                 raise ValueError(
                     "MultiHeadAttention(decode=True) needs a cache: call "
                     "init_cache(input_shape) first."

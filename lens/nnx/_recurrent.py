@@ -36,6 +36,22 @@ class RNNCellBase(Module):
     ``initialize_carry(input_shape)`` giving the initial carry."""
 
     num_feature_axes = 1
+    in_features: int
+    hidden_features: int
+    param_dtype: Any
+    carry_init: Callable[..., Array] | None
+    gate_fn: Callable[..., Any]
+    activation_fn: Callable[..., Any]
+    dense_i: Linear  # the fused cells (OptimizedLSTMCell, GRUCell, SimpleCell)
+    dense_h: Linear
+
+    def initialize_carry(
+        self, input_shape: tuple[int, ...], rngs: Any = None, carry_init: Any = None
+    ) -> Any:
+        raise NotImplementedError(f"{type(self).__name__}.initialize_carry")
+
+    def __call__(self, carry: Any, inputs: Array) -> tuple[Any, Any]:
+        raise NotImplementedError(f"{type(self).__name__}.__call__")
 
     def _attributes(self, in_features: int, hidden_features: int, **attrs: Any) -> None:
         self.in_features = in_features
@@ -108,6 +124,16 @@ def _linears(
 
 class LSTMCell(RNNCellBase):
     """Long short-term memory cell; carry ``(c, h)``."""
+
+    # one Linear per gate: input (i*) and hidden (h*) sides
+    ii: Linear
+    if_: Linear
+    ig: Linear
+    io: Linear
+    hi: Linear
+    hf: Linear
+    hg: Linear
+    ho: Linear
 
     def __init__(
         self,
@@ -269,6 +295,8 @@ class GRUCell(RNNCellBase):
 class SimpleCell(RNNCellBase):
     """Elman cell: ``h' = activation(dense_i(x) + dense_h(h))`` (``+ h`` with
     ``residual``); carry ``h``."""
+
+    residual: bool
 
     def __init__(
         self,

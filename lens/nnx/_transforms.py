@@ -290,9 +290,9 @@ def _check_structure(before: _Skeleton, after: _Skeleton, name: str) -> None:
 
 
 def _write_back(entries: list[_Entry], new_graph_values: list[Any]) -> None:
-    graph = [e for e in entries if e.leaf is not None]
-    for e, v in zip(graph, new_graph_values, strict=True):
-        e.leaf.write(v)
+    leaves = [e.leaf for e in entries if e.leaf is not None]
+    for leaf, v in zip(leaves, new_graph_values, strict=True):
+        leaf.write(v)
 
 
 def _axes_resolver(spec: Any, path: tuple, x: Any) -> Any:
@@ -446,7 +446,7 @@ def _arg_grads(
                     e.leaf.variable.replace(g) if e.leaf.variable is not None else g
                 )
                 for e, g in mine
-                if g is not None
+                if g is not None and e.leaf is not None  # graph slots hold leaves
             }
             out.append(State.from_flat_state(flat))
         else:

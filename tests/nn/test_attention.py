@@ -58,3 +58,13 @@ def test_attention_dropout_uses_the_dropout_stream():
     np.testing.assert_allclose(
         att.apply(v, x, deterministic=True), att.apply(v, x, deterministic=True)
     )
+
+
+def test_attention_dropout_without_a_key_raises_jax_type_error_with_the_fix():
+    q = jnp.ones((1, 2, 1, 4))
+    with pytest.raises(TypeError, match=r"^unexpected PRNG key type") as e:
+        nn.dot_product_attention_weights(q, q, dropout_rate=0.5)
+    assert "pass dropout_rng, or deterministic=True" in str(e.value)
+    # deterministic, or no dropout: no key needed
+    w = nn.dot_product_attention_weights(q, q, dropout_rate=0.5, deterministic=True)
+    assert w.shape == (1, 1, 2, 2)

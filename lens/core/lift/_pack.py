@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
+import jax.core
 
 from lens import errors
 from lens.core import _trace
@@ -232,7 +233,8 @@ class RepackFn:
         for ri, root in enumerate(roots):
             if root is None:
                 continue
-            root._shared.alive or _raise_invalid(self.root_paths[ri])
+            if not root._shared.alive:
+                _raise_invalid(self.root_paths[ri])
             for col, tree in root._variables.items():
                 if not root.is_mutable_collection(col):
                     continue  # immutable variables are not returned
@@ -329,7 +331,7 @@ def pack(
     Returns:
       ``wrapper(scope_tree, *args, **kwargs)`` returning ``y``.
     """
-    name = name or getattr(fn, "__name__", "pack")
+    label: str = name or getattr(fn, "__name__", "pack")
     in_union = _union(in_variable_filters)
     out_union = _union(out_variable_filters)
     rng_union = _union(rng_filters)
@@ -337,14 +339,14 @@ def pack(
     def wrapper(scope_tree: Any, *args: Any, **kwargs: Any) -> Any:
         if kwargs and not enable_kwargs:
             warnings.warn(
-                f'kwargs are not supported in {name}, so "{", ".join(kwargs)}" '
+                f'kwargs are not supported in {label}, so "{", ".join(kwargs)}" '
                 "is(are) ignored\nPass them positionally, or build the lifted "
                 "function with pack(..., enable_kwargs=True).",
                 RuntimeWarning,
                 stacklevel=2,
             )
             kwargs = {}
-        recorder = _trace.recorder(name, trace_options)
+        recorder = _trace.recorder(label, trace_options)
         try:
             return _run(recorder, scope_tree, args, kwargs)
         finally:
@@ -356,7 +358,7 @@ def pack(
         if not all(_is_scope(s) for s in scopes):
             raise errors.TransformTargetError(
                 scope_tree,
-                detail=f"{name} lifts scopes: pass the scope (or the module) as the "
+                detail=f"{label} lifts scopes: pass the scope (or the module) as the "
                 "first argument of the lifted function.",
             )
         for s in scopes:
@@ -399,7 +401,7 @@ def pack(
             r._shared.lifts
             + (
                 LiftInfo(
-                    name,
+                    label,
                     r.path,
                     in_union,
                     out_union,
@@ -421,7 +423,7 @@ def pack(
             )
             for r in roots
         ]
-        scope_fn = ScopeFn(treedef, roots, rel, mutable, lifts, recorder, name)
+        scope_fn = ScopeFn(treedef, roots, rel, mutable, lifts, recorder, label)
         repack_fn = RepackFn(
             treedef,
             len(roots),
@@ -440,7 +442,7 @@ def pack(
             scope_fn.invalidate()
 
         # Stage 6: commit.
-        check_no_leaked_tracers(out_groups, name, [r.path for r in roots])
+        check_no_leaked_tracers(out_groups, label, [r.path for r in roots])
         for group in out_groups:
             for ri, cols in enumerate(group):
                 root = roots[ri]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import jax
 import jax.numpy as jnp
@@ -59,7 +59,7 @@ def split_in_out_axes(xs: Mapping[Any, Any]) -> tuple[dict[Any, Any], dict[Any, 
 
 
 def is_key(x: Any) -> bool:
-    return hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
+    return hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
 def tree_map_rngs(fn: Callable[[Any], Any], tree: Any) -> Any:
@@ -96,7 +96,7 @@ def _check_mapped_leaf(leaf: Any, axis: int, what: str) -> int:
             "capture from the transform.\nPass a pytree instead: e.g. "
             "Partial(fn, [module]) with lens.struct (see the lifecycle guide)."
         )
-    shape = jnp.shape(leaf)
+    shape = jnp.shape(cast(Any, leaf))  # not callable: an array or scalar
     if not -len(shape) <= axis < len(shape):
         raise ValueError(
             f"{what}: axis {axis} is out of range for a value of shape {shape}.\n"
@@ -120,7 +120,7 @@ def mapped_sizes(axes: Any, trees: Any, what: str) -> set[int]:
 
 
 def remove_axis_groups(
-    groups: Sequence[Any], axes: Sequence[Any], params: Mapping[Any, Any]
+    groups: Sequence[Any], axes: Sequence[Any], params: dict[Any, Any]
 ) -> tuple:
     """Calls ``remove_axis`` on the boxes of every group that has an axis."""
     return tuple(
@@ -130,7 +130,7 @@ def remove_axis_groups(
 
 
 def add_axis_groups(
-    groups: Sequence[Any], axes: Sequence[Any], params: Mapping[Any, Any]
+    groups: Sequence[Any], axes: Sequence[Any], params: dict[Any, Any]
 ) -> tuple:
     """Calls ``add_axis`` on the boxes of every group that has an axis."""
     return tuple(

@@ -158,8 +158,8 @@ def multi_head_dot_product_attention(
         inputs_kv = inputs_q
     if attention_axis is None:
         attention_axis = tuple(range(1, inputs_q.ndim - 1))
-    features = out_features or inputs_q.shape[-1]
-    qkv_features = qkv_features or inputs_q.shape[-1]
+    features: int = out_features or inputs_q.shape[-1]
+    qkv_features = int(qkv_features or inputs_q.shape[-1])
     assert qkv_features % num_heads == 0, (
         "Memory dimension must be divisible by number of heads."
     )

@@ -171,8 +171,7 @@ def conv(
     ``kernel``: ``(*kernel_size, in // feature_group_count, features)``.
     """
     inputs = jnp.asarray(inputs, dtype)
-    if strides is None:
-        strides = (1,) * (inputs.ndim - 2)
+    window: Sequence[int] = (1,) * (inputs.ndim - 2) if strides is None else strides
     in_features = inputs.shape[-1]
     if in_features % feature_group_count:
         raise AssertionError(
@@ -184,7 +183,7 @@ def conv(
     y = lax.conv_general_dilated(
         inputs,
         kernel,
-        strides,
+        window,
         padding,
         lhs_dilation=input_dilation,
         rhs_dilation=kernel_dilation,
@@ -214,13 +213,13 @@ def conv_transpose(
 ) -> Array:
     """A transposed convolution (``lax.conv_transpose``) over channel-last inputs."""
     inputs = jnp.asarray(inputs, dtype)
-    strides = strides or (1,) * (inputs.ndim - 2)
+    window: Sequence[int] = strides or (1,) * (inputs.ndim - 2)
     kernel_shape = tuple(kernel_size) + (inputs.shape[-1], features)
     kernel = jnp.asarray(scope.param("kernel", kernel_init, kernel_shape), dtype)
     y = lax.conv_transpose(
         inputs,
         kernel,
-        strides,
+        window,
         padding,
         rhs_dilation=kernel_dilation,
         precision=precision,
