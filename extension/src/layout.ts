@@ -4,6 +4,10 @@
  * No DOM here, so it is unit-tested directly.
  */
 
+import { Problem, RECORD_SCHEMA, typeName, validate } from './validate';
+
+export type { Problem } from './validate';
+
 export const MIME_TYPE = 'application/vnd.lens.pack+json';
 export const SCHEMA_ID = 'lens.pack-trace';
 export const SCHEMA_VERSION = 1;
@@ -60,49 +64,27 @@ export interface Trace {
   packs: PackRecord[];
 }
 
-export type Parsed = { ok: true; trace: Trace } | { ok: false; error: string };
+export type Parsed =
+  | { ok: true; trace: Trace; problems: Problem[] }
+  | { ok: false; error: string };
+
+/** Transforms nested deeper than this are not drawn (reported instead). */
+export const MAX_NESTING = 64;
 
 function isObject(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
 }
 
-function checkRecord(r: unknown, where: string): string | null {
-  if (!isObject(r)) {
-    return `${where} is not an object`;
-  }
-  for (const key of ['transform', 'scopes', 'groups', 'rngs', 'repack', 'commit', 'children']) {
-    if (!(key in r)) {
-      return `${where} has no "${key}"`;
-    }
-  }
-  if (typeof r.transform !== 'string') {
-    return `${where}.transform is not a string`;
-  }
-  for (const key of ['scopes', 'groups', 'rngs', 'commit', 'children']) {
-    if (!Array.isArray(r[key])) {
-      return `${where}.${key} is not a list`;
-    }
-  }
-  const repack = r.repack;
-  if (!isObject(repack) || !Array.isArray(repack.created) || !Array.isArray(repack.mutated)) {
-    return `${where}.repack needs "created" and "mutated" lists`;
-  }
-  for (const [i, g] of (r.groups as unknown[]).entries()) {
-    if (!isObject(g) || !Array.isArray(g.variables) || !Array.isArray(g.collections)) {
-      return `${where}.groups[${i}] needs "collections" and "variables" lists`;
-    }
-  }
-  const children = r.children as unknown[];
-  for (let i = 0; i < children.length; i++) {
-    const err = checkRecord(children[i], `${where}.children[${i}]`);
-    if (err) {
-      return err;
-    }
-  }
-  return null;
+function label(raw: unknown, where: string): string {
+  const t = isObject(raw) && typeof raw.transform === 'string' ? ` (${raw.transform})` : '';
+  return `${where}${t}`;
 }
 
-/** Validates a payload; a readable error instead of a broken view. */
+/**
+ * Validates a payload against the shipped schema. A wrong schema, version or a
+ * payload that is not a trace is an error; a malformed pack record is left out
+ * (with its nested records) and reported in `problems`, and the rest is drawn.
+ */
 export function parsePayload(data: unknown): Parsed {
   let doc = data;
   if (typeof doc === 'string') {
@@ -113,7 +95,7 @@ export function parsePayload(data: unknown): Parsed {
     }
   }
   if (!isObject(doc)) {
-    return { ok: false, error: 'the payload is not a JSON object' };
+    return { ok: false, error: `the payload is not a JSON object (got ${typeName(doc)})` };
   }
   if (doc.schema !== SCHEMA_ID) {
     return { ok: false, error: `unknown schema ${JSON.stringify(doc.schema)} (expected "${SCHEMA_ID}")` };
@@ -125,15 +107,40 @@ export function parsePayload(data: unknown): Parsed {
     };
   }
   if (!Array.isArray(doc.packs)) {
-    return { ok: false, error: 'the payload has no "packs" list' };
+    return { ok: false, error: `the payload has no "packs" list (got ${typeName(doc.packs)})` };
   }
-  for (let i = 0; i < doc.packs.length; i++) {
-    const err = checkRecord(doc.packs[i], `packs[${i}]`);
-    if (err) {
-      return { ok: false, error: err };
+  const problems: Problem[] = [];
+  const packs: PackRecord[] = [];
+  // Depth first with an explicit stack: any nesting depth is safe.
+  const stack: [unknown, string, number, PackRecord[]][] = [];
+  for (let i = doc.packs.length - 1; i >= 0; i--) {
+    stack.push([doc.packs[i], `packs[${i}]`, 1, packs]);
+  }
+  let tooDeep = false;
+  while (stack.length) {
+    const [raw, where, depth, siblings] = stack.pop()!;
+    if (depth > MAX_NESTING) {
+      if (!tooDeep) {
+        problems.push({ path: where, message: `transforms nested deeper than ${MAX_NESTING} levels are not drawn` });
+        tooDeep = true;
+      }
+      continue;
+    }
+    const found = validate(raw, RECORD_SCHEMA, where, 3);
+    if (found.length) {
+      const what = found.map(p => `${p.path} ${p.message}`).join('; ');
+      problems.push({ path: label(raw, where), message: `left out: ${what}` });
+      continue;
+    }
+    const r = raw as Record<string, unknown>;
+    const rec = { ...(r as unknown as PackRecord), children: [] as PackRecord[] };
+    siblings.push(rec);
+    const kids = r.children as unknown[];
+    for (let i = kids.length - 1; i >= 0; i--) {
+      stack.push([kids[i], `${where}.children[${i}]`, depth + 1, rec.children]);
     }
   }
-  return { ok: true, trace: doc as unknown as Trace };
+  return { ok: true, trace: { schema: SCHEMA_ID, version: SCHEMA_VERSION, packs }, problems };
 }
 
 const FIXED: Record<string, string> = {
@@ -146,8 +153,8 @@ const OTHERS = ['#ff7f0e', '#17becf', '#8c564b', '#e377c2'];
 
 /** One stable colour per collection name. */
 export function collectionColor(name: string): string {
-  if (name in FIXED) {
-    return FIXED[name];
+  if (Object.prototype.hasOwnProperty.call(FIXED, name)) {
+    return FIXED[name]; // own keys only: "constructor" is an ordinary name
   }
   let h = 0;
   for (let i = 0; i < name.length; i++) {
@@ -319,13 +326,16 @@ export function recordAt(trace: Trace, top: number, path: number[]): PackRecord 
   return rec;
 }
 
-/** Every record, depth first (for counts and search). */
+/** Every record, depth first (for counts and search; iterative). */
 export function allRecords(trace: Trace): PackRecord[] {
   const out: PackRecord[] = [];
-  const visit = (r: PackRecord) => {
+  const stack = [...trace.packs].reverse();
+  while (stack.length) {
+    const r = stack.pop()!;
     out.push(r);
-    r.children.forEach(visit);
-  };
-  trace.packs.forEach(visit);
+    for (let i = r.children.length - 1; i >= 0; i--) {
+      stack.push(r.children[i]);
+    }
+  }
   return out;
 }

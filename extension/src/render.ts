@@ -7,6 +7,7 @@
 import {
   Column,
   PackRecord,
+  Problem,
   Trace,
   layoutRecord,
   parsePayload,
@@ -91,7 +92,11 @@ export class PackView {
   top = 0;
   path: number[] = [];
 
-  constructor(readonly host: HTMLElement, readonly trace: Trace) {
+  constructor(
+    readonly host: HTMLElement,
+    readonly trace: Trace,
+    readonly problems: Problem[] = []
+  ) {
     wireHover(host);
   }
 
@@ -136,6 +141,9 @@ export class PackView {
       header.appendChild(picker);
     }
     root.appendChild(header);
+    if (this.problems.length) {
+      root.appendChild(renderProblems(this.problems));
+    }
     const rec = this.current();
     if (!rec) {
       root.appendChild(el('div', 'lens-pack-none', 'No pack calls were recorded.'));
@@ -193,6 +201,26 @@ function summarizeOptions(options: Record<string, unknown>): string {
   return parts.join(' · ');
 }
 
+const SHOWN_PROBLEMS = 10;
+
+/** What could not be drawn, each with its path in the payload. */
+function renderProblems(problems: Problem[]): HTMLElement {
+  const box = el('details', 'lens-pack-warning');
+  const n = problems.length;
+  box.appendChild(
+    el('summary', undefined, `lens: ${n} part${n === 1 ? '' : 's'} of this trace could not be drawn; the rest is shown.`)
+  );
+  const list = el('ul');
+  for (const p of problems.slice(0, SHOWN_PROBLEMS)) {
+    list.appendChild(el('li', undefined, `${p.path}: ${p.message}`));
+  }
+  if (n > SHOWN_PROBLEMS) {
+    list.appendChild(el('li', undefined, `... and ${n - SHOWN_PROBLEMS} more`));
+  }
+  box.appendChild(list);
+  return box;
+}
+
 /** Validates and draws; a malformed payload shows the error view. */
 export function renderPayload(host: HTMLElement, data: unknown): PackView | null {
   const parsed = parsePayload(data);
@@ -200,7 +228,7 @@ export function renderPayload(host: HTMLElement, data: unknown): PackView | null
     renderError(host, parsed.error);
     return null;
   }
-  const view = new PackView(host, parsed.trace);
+  const view = new PackView(host, parsed.trace, parsed.problems);
   view.render();
   return view;
 }

@@ -7,6 +7,7 @@ import {
   axisText,
   collectionColor,
   layoutRecord,
+  MAX_NESTING,
   parsePayload,
   recordAt,
   recordTitle,
@@ -32,7 +33,7 @@ describe('parsePayload', () => {
     [{ schema: 'other', version: 1, packs: [] }, 'unknown schema'],
     [{ schema: 'lens.pack-trace', version: 2, packs: [] }, 'version 2 is not supported'],
     [{ schema: 'lens.pack-trace', version: 1 }, 'no "packs" list'],
-    [{ schema: 'lens.pack-trace', version: 1, packs: [{ transform: 'vmap' }] }, 'packs[0] has no "scopes"']
+    [{ schema: 'lens.pack-trace', version: 1, packs: 'vmap' }, 'no "packs" list (got a string)']
   ])('rejects %j with a readable error', (payload, message) => {
     const parsed = parsePayload(payload);
     expect(parsed.ok).toBe(false);
@@ -41,14 +42,76 @@ describe('parsePayload', () => {
     }
   });
 
+  const problemsOf = (payload: unknown) => {
+    const parsed = parsePayload(payload);
+    if (!parsed.ok) {
+      throw new Error(parsed.error);
+    }
+    return { trace: parsed.trace, text: parsed.problems.map(p => `${p.path}: ${p.message}`).join('\n') };
+  };
+
+  it('accepts the fixtures with no problems', () => {
+    for (const name of ['vmap_scan.json', 'two_transforms.json', 'vmap_apply.json']) {
+      expect(problemsOf(fixture(name)).text).toBe('');
+    }
+  });
+
+  it('leaves out a malformed record, says where, and keeps the rest', () => {
+    const payload = { schema: 'lens.pack-trace', version: 1, packs: [{ transform: 'vmap' }, fixture('vmap_scan.json').packs[0]] };
+    const { trace, text } = problemsOf(payload);
+    expect(trace.packs.map(p => p.transform)).toEqual(['vmap']);
+    expect(trace.packs[0].children.length).toBe(1);
+    expect(text).toContain('packs[0] (vmap): left out: packs[0] has no "id"');
+  });
+
   it('checks nested records', () => {
     const bad = fixture('vmap_scan.json');
     bad.packs[0].children[0].repack = {};
-    const parsed = parsePayload(bad);
-    expect(parsed.ok).toBe(false);
-    if (!parsed.ok) {
-      expect(parsed.error).toContain('packs[0].children[0].repack');
+    const { trace, text } = problemsOf(bad);
+    expect(text).toContain('packs[0].children[0] (scan): left out: packs[0].children[0].repack has no "created"');
+    expect(trace.packs[0].children).toEqual([]);
+  });
+
+  it('does not split a string where a list belongs into characters', () => {
+    const bad = fixture('vmap_scan.json');
+    bad.packs[0].groups[0].collections = 'params';
+    const { trace, text } = problemsOf(bad);
+    expect(text).toContain('packs[0].groups[0].collections should be a list, not a string');
+    expect(trace.packs).toEqual([]);
+  });
+
+  it('names wrong leaf types with their path', () => {
+    const bad = fixture('vmap_apply.json');
+    bad.packs[0].groups[0].variables[0].outer.shape = [3, 'x'];
+    bad.packs[0].rngs = [{ stream: 'params', group: 0, split: 'yes', label: 'split' }];
+    const { text } = problemsOf(bad);
+    expect(text).toContain('packs[0].groups[0].variables[0].outer.shape[1] should be an integer, not a string');
+    expect(text).toContain('packs[0].rngs[0].split should be a boolean, not a string');
+  });
+
+  it('survives 20,000 levels of nesting without overflowing the stack', () => {
+    const leaf = fixture('vmap_scan.json').packs[0].children[0];
+    let rec = { ...leaf, children: [] as unknown[] };
+    for (let i = 0; i < 20000; i++) {
+      rec = { ...leaf, id: i, children: [rec] };
     }
+    const { trace, text } = problemsOf({ schema: 'lens.pack-trace', version: 1, packs: [rec] });
+    expect(allRecords(trace).length).toBe(MAX_NESTING);
+    expect(text).toContain(`transforms nested deeper than ${MAX_NESTING} levels are not drawn`);
+
+    let spec: Record<string, unknown> = { shape: [], dtype: 'float32' };
+    for (let i = 0; i < 20000; i++) {
+      spec = { shape: [], dtype: 'float32', leaves: [spec] };
+    }
+    const deepSpec = fixture('vmap_apply.json');
+    deepSpec.packs[0].groups[0].variables[0].outer = spec;
+    expect(problemsOf(deepSpec).text).toContain('nested deeper than 64 levels');
+  });
+
+  it('keeps the shipped schema and the extension\'s copy identical', () => {
+    const shipped = readFileSync(join(__dirname, '..', '..', 'lens', 'core', 'pack_trace.schema.json'), 'utf8');
+    const copy = readFileSync(join(__dirname, '..', 'src', 'pack_trace.schema.json'), 'utf8');
+    expect(JSON.parse(copy)).toEqual(JSON.parse(shipped));
   });
 });
 
@@ -130,6 +193,12 @@ describe('navigation and text helpers', () => {
     expect(shapeText(null)).toBe('?');
     expect(axisText('axis 1')).toBe('1');
     expect(axisText('broadcast')).toBe('broadcast');
+  });
+
+  it('colours collections named like Object.prototype members as any other name', () => {
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      expect(collectionColor(name)).toMatch(/^#[0-9a-f]{6}$/);
+    }
   });
 
   it('keeps one colour per collection', () => {

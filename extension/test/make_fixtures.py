@@ -47,6 +47,10 @@ def main() -> None:
         jax.eval_shape(lambda: Stack().init(jax.random.key(0), x[0]))
     (HERE / "two_transforms.json").write_text(json.dumps(both.to_json(), indent=1))
     del two
+    variables = Ensemble().init(jax.random.key(0), x)
+    with lens.trace() as applied:  # apply: groups hold variables, batch_stats mutated
+        Ensemble().apply(variables, x, mutable=["batch_stats"])
+    (HERE / "vmap_apply.json").write_text(json.dumps(applied.to_json(), indent=1))
 
 
 if __name__ == "__main__":

@@ -65,4 +65,56 @@ describe('renderPayload', () => {
     expect(renderPayload(host, { schema: 'lens.pack-trace', version: 99, packs: [] })).toBeNull();
     expect(host.querySelector('.lens-pack-error')!.textContent).toContain('version 99 is not supported');
   });
+
+  it('draws the valid records and lists what was left out', () => {
+    const host = document.createElement('div');
+    const good = fixture('vmap_scan.json').packs[0];
+    const view = renderPayload(host, {
+      schema: 'lens.pack-trace',
+      version: 1,
+      packs: [{ transform: 'scan', groups: 'params' }, good]
+    })!;
+    expect(view.current()!.transform).toBe('vmap');
+    expect(host.querySelectorAll('.lens-pack-stage').length).toBe(5);
+    const warning = host.querySelector('.lens-pack-warning')!;
+    expect(warning.textContent).toContain('1 part of this trace could not be drawn');
+    expect(warning.textContent).toContain('packs[0] (scan): left out');
+  });
+
+  it('never throws on randomly corrupted payloads', () => {
+    // Deterministic corruption of a real trace: each run replaces one value
+    // somewhere in it with a value of another type.
+    const values: unknown[] = [null, 'constructor', 7, -1, true, [], {}, ['a'], { shape: 'x' }];
+    let seed = 12345;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const paths = (x: unknown, prefix: (string | number)[] = [], out: (string | number)[][] = []) => {
+      if (x && typeof x === 'object') {
+        for (const [k, v] of Object.entries(x)) {
+          const p = [...prefix, Array.isArray(x) ? Number(k) : k];
+          out.push(p);
+          paths(v, p, out);
+        }
+      }
+      return out;
+    };
+    const all = paths(fixture('vmap_apply.json'));
+    let drawn = 0;
+    for (let run = 0; run < 300; run++) {
+      const doc = fixture('vmap_apply.json');
+      const p = all[rand(all.length)];
+      let node = doc;
+      for (const k of p.slice(0, -1)) {
+        node = node[k];
+      }
+      node[p[p.length - 1]] = values[rand(values.length)];
+      const host = document.createElement('div');
+      expect(() => renderPayload(host, doc)).not.toThrow();
+      expect(host.textContent!.length).toBeGreaterThan(0);
+      drawn += host.querySelector('.lens-pack-stages') ? 1 : 0;
+    }
+    expect(drawn).toBeGreaterThan(0); // corruption in one record leaves the others drawn
+  });
 });
