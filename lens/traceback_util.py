@@ -73,6 +73,12 @@ for _rel in (
     "nn/_module_support.py",
     "nn/_lifting.py",
     "nn/_transforms.py",
+    "nnx/_control.py",
+    "nnx/_graph.py",
+    "nnx/_jit.py",
+    "nnx/_rngs.py",
+    "nnx/_state.py",
+    "nnx/_transforms.py",
 ):
     register_exclusion(str(_HERE / _rel))
 

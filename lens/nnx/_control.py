@@ -31,6 +31,7 @@ from lens.nnx._transforms import (
     _wrap,
     _write_back,
 )
+from lens.traceback_util import api_boundary
 
 
 class Carry:
@@ -122,6 +123,7 @@ def remat(
     )
 
     @functools.wraps(f)
+    @api_boundary
     def wrapper(*args: Any) -> Any:
         bad = [i for i in static if not -len(args) <= i < len(args)]
         if bad:
@@ -150,6 +152,7 @@ checkpoint = remat
 # ------------------------------------------------------------------ branches
 
 
+@api_boundary
 def cond(
     pred: Any,
     true_fun: Callable[..., Any],
@@ -166,6 +169,7 @@ def cond(
     )
 
 
+@api_boundary
 def switch(
     index: Any,
     branches: Sequence[Callable[..., Any]],
@@ -192,6 +196,7 @@ def switch(
 # --------------------------------------------------------------------- loops
 
 
+@api_boundary
 def while_loop(
     cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any
 ) -> Any:
@@ -214,6 +219,7 @@ def while_loop(
     return _same_tree((init_val,), entries, final)[0]
 
 
+@api_boundary
 def fori_loop(
     lower: int,
     upper: int,
@@ -287,6 +293,7 @@ def scan(
         )
 
     @functools.wraps(f)
+    @api_boundary
     def wrapper(*args: Any) -> Any:
         n = len(args)
         specs = in_axes if isinstance(in_axes, tuple) else (in_axes,) * n
@@ -447,6 +454,7 @@ def _carry_result(
 # ---------------------------------------------------------------- eval_shape
 
 
+@api_boundary
 def eval_shape(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``jax.eval_shape`` for functions of (and returning) objects: an object
     created inside comes back with ``jax.ShapeDtypeStruct`` values, nothing is

@@ -36,6 +36,7 @@ from lens.nnx._transforms import (
     _split_inputs,
     _split_outputs,
 )
+from lens.traceback_util import api_boundary
 
 # ------------------------------------------------------------------------- jit
 
@@ -204,6 +205,7 @@ def jit(
     cache: dict[str, _CachedWalk] = {}
 
     @functools.wraps(f)
+    @api_boundary
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         n = len(args)
         for i in static:

@@ -23,6 +23,7 @@ from lens.core._rng import is_key
 from lens.nnx._filters import to_predicate
 from lens.nnx._graph import Object, RngCount, RngKey
 from lens.nnx._state import iter_graph
+from lens.traceback_util import api_boundary
 
 
 class RngStream(Object):
@@ -145,6 +146,7 @@ def split_rngs(
 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(f)
+        @api_boundary
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             nodes = [
                 x

@@ -44,6 +44,7 @@ from lens.nnx._graph import (
     path_str,
 )
 from lens.nnx._state import State
+from lens.traceback_util import api_boundary
 
 # ------------------------------------------------------------------ lift types
 
@@ -371,6 +372,7 @@ def value_and_grad(
     diff_of = dict(diff)
 
     @functools.wraps(f)
+    @api_boundary
     def wrapper(*args: Any) -> Any:
         if diff_of and max(diff_of) >= len(args):
             n = max(diff_of)
@@ -467,6 +469,7 @@ def grad(
     vg = value_and_grad(f, argnums=argnums, has_aux=has_aux, **grad_kwargs)
 
     @functools.wraps(f)
+    @api_boundary
     def wrapper(*args: Any) -> Any:
         value_aux, g = vg(*args)
         return (g, value_aux[1]) if has_aux else g
@@ -506,6 +509,7 @@ def vmap(
         )
 
     @functools.wraps(f)
+    @api_boundary
     def wrapper(*args: Any) -> Any:
         specs = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
         if len(specs) != len(args):
