@@ -51,21 +51,62 @@ def show(obj: Any) -> Any:
     """Displays ``obj`` with lens's renderers (variables, modules, scopes, boxes, traces).
 
     In IPython it displays the rich output; elsewhere it prints the text form.
-    Returns the view, whose ``text()``/``html()`` give the forms directly.
+
+    Returns:
+      The view (``text()``, ``html()``, ``rich()`` give its forms), or ``None``
+      when lens has no display for ``obj`` (it is shown with its own repr). In a
+      notebook, ``lens.show(x)`` as a cell's last line is shown once, not twice.
+
+    Example:
+        >>> import numpy as np, lens
+        >>> view = lens.show({"params": {"w": np.zeros((2, 3), np.float32)}})
+        Variables: 1 collection, 1 arrays, 6 values (24 B)
+        params · 6 (24 B)
+          w  f32[2,3]  6 (24 B)  mean 0 std 0 [0, 0]
+        >>> type(view).__name__, "f32[2,3]" in view.html()
+        ('VariablesView', True)
     """
     view = view_of(obj)
     try:
         from IPython import get_ipython
 
-        if get_ipython() is not None:
+        ip = get_ipython()
+    except ImportError:
+        ip = None
+    if ip is not None:
+        from IPython.display import display
+
+        display(view)
+        if isinstance(view, View):
+            _skip_echo(view, ip)
+    else:
+        print(view if isinstance(view, View) else plain_repr(view))
+    return view if isinstance(view, View) else None
+
+
+def _skip_echo(view: View, ip: Any) -> None:
+    """Keeps IPython from showing ``view`` again as this cell's result.
+
+    IPython asks an object's ``_ipython_display_`` first: a one-shot instance
+    attribute swallows the echo in this cell, then removes itself, so the view
+    displays normally anywhere after.
+    """
+    cell = getattr(ip, "execution_count", None)
+
+    def once() -> None:
+        try:
+            del view.__dict__["_ipython_display_"]
+        except (KeyError, AttributeError):
+            pass
+        if getattr(ip, "execution_count", None) != cell:
             from IPython.display import display
 
-            display(view)
-            return None
-    except ImportError:
+            display(view._repr_mimebundle_(), raw=True)
+
+    try:
+        view.__dict__["_ipython_display_"] = once
+    except (AttributeError, TypeError):  # a view without an instance dict
         pass
-    print(view if isinstance(view, View) else plain_repr(view))
-    return None
 
 
 def show_lifting(

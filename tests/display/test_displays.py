@@ -246,8 +246,11 @@ def test_explorer_state_and_widget(variables):
 
 
 def test_show_prints_text_outside_ipython(variables, capsys):
-    lens.show(variables)
-    assert capsys.readouterr().out.startswith("Variables: 2 collections")
+    view = lens.show(variables)
+    printed = capsys.readouterr().out
+    assert printed.startswith("Variables: 2 collections")
+    assert isinstance(view, VariablesView) and view.text() == printed.rstrip("\n")
+    assert lens.show(3) is None and capsys.readouterr().out == "3\n"
 
 
 def test_rich_forms_render(variables):

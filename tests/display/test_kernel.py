@@ -57,3 +57,54 @@ def test_mime_types_in_a_real_kernel():
     assert {"text/plain", "text/html"} <= b[4]
     assert b[5] == {"text/plain", "text/html", "application/vnd.lens.pack+json"}
     assert {"text/plain", "text/html"} <= b[6]
+
+
+def _cells(cells):
+    """Runs each cell in one kernel; per cell, the kinds of output it produced."""
+    km, kc = jupyter_client.manager.start_new_kernel(kernel_name="python3")
+    try:
+        out = []
+        for code in cells:
+            msg_id = kc.execute(code)
+            kinds = []
+            while True:
+                msg = kc.get_iopub_msg(timeout=120)
+                if msg["parent_header"].get("msg_id") != msg_id:
+                    continue
+                kind = msg["msg_type"]
+                if kind in ("display_data", "execute_result"):
+                    kinds.append(kind)
+                elif kind == "error":
+                    raise AssertionError("\n".join(msg["content"]["traceback"]))
+                elif kind == "status" and msg["content"]["execution_state"] == "idle":
+                    break
+            out.append(kinds)
+        return out
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def test_show_returns_the_view_and_displays_it_once():
+    setup = (
+        "import numpy as np, lens\n"
+        "d = {'params': {'w': np.zeros((2, 3), np.float32)}}"
+    )
+    out = _cells(
+        [
+            setup,
+            "lens.show(d)",  # the cell's last line: shown once, not echoed again
+            "v = lens.show(d)\nassert type(v).__name__ == 'VariablesView'",
+            "v",  # a later cell shows the returned view normally
+            "lens.show(d); lens.show(d)",  # two calls: two displays
+            "lens.show(3)",  # no lens view: shown with its repr, returns None
+        ]
+    )
+    assert out == [
+        [],
+        ["display_data"],
+        ["display_data"],
+        ["display_data"],
+        ["display_data", "display_data"],
+        ["display_data"],
+    ]
