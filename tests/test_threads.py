@@ -189,3 +189,24 @@ def test_a_pack_trace_records_only_its_own_threads_transforms():
 
     transforms, n_scans = _run_threads([traced, untraced])
     assert transforms == ["vmap"] * 20 and n_scans > 0
+
+
+def test_transform_context_is_private_to_each_thread():
+    from lens.core.lift import TransformContext
+
+    ctx = TransformContext()
+    barrier = threading.Barrier(2)
+    seen = {}
+
+    def run(name):
+        with ctx.push(name):
+            barrier.wait()  # both threads have pushed before either reads
+            seen[name] = (ctx.get(), ctx.stack)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == {"a": ("a", ["a"]), "b": ("b", ["b"])}
+    assert ctx.stack == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import threading
+import contextvars
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar, cast
 
@@ -202,22 +202,33 @@ def filter_hint(option: str, rng_option: str = "rngs") -> Callable[[str, str], s
     return hint
 
 
-class TransformContext(Generic[A], threading.local):
-    """A per-thread stack of values a transform hands to the function it traces."""
+class TransformContext(Generic[A]):
+    """A stack of values a transform hands to the function it traces.
+
+    Kept in a ``contextvars.ContextVar`` (Flax: a thread-local), so threads and
+    interleaved async tasks each see their own.
+    """
 
     def __init__(self) -> None:
-        self.stack: list[A] = []
+        self._stack: contextvars.ContextVar[tuple[A, ...]] = contextvars.ContextVar(
+            f"lens_transform_context_{id(self)}", default=()
+        )
+
+    @property
+    def stack(self) -> list[A]:
+        """The values pushed in this context, innermost last (a copy)."""
+        return list(self._stack.get())
 
     @contextlib.contextmanager
     def push(self, a: A) -> Iterator[None]:
-        self.stack.append(a)
+        token = self._stack.set(self._stack.get() + (a,))
         try:
             yield
         finally:
-            self.stack.pop()
+            self._stack.reset(token)
 
     def get(self) -> A:
-        return self.stack[-1]
+        return self._stack.get()[-1]
 
 
 def set_from_dict(original: dict[Any, Any], updates: Mapping[Any, Any]) -> None:
