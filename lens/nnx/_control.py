@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from lens import errors
 from lens.nnx._graph import Walker, frame, path_str
 from lens.nnx._transforms import (
-    StateAxes,
+    _axes_resolver,
     _check_structure,
     _Entry,
     _Graph,
@@ -246,12 +246,6 @@ def fori_loop(
 # ---------------------------------------------------------------------- scan
 
 
-def _scan_resolver(spec: Any, path: tuple, x: Any) -> Any:
-    if isinstance(spec, StateAxes):
-        return spec.axis(path, x)
-    return spec
-
-
 def _describe(spec: Any) -> str:
     return "the carry" if spec is Carry else f"axis {spec!r}"
 
@@ -317,7 +311,7 @@ def scan(
                 raise ValueError(
                     f"nnx.scan: out_axes entries are nnx.Carry or ints, got {s!r}."
                 )
-        walker = Walker(_scan_resolver, describe=_describe, transform="scan")
+        walker = Walker(_axes_resolver, describe=_describe, transform="scan")
         skel, entries = _split_inputs(args, specs, walker)
         kinds = []
         sizes: set[int] = set()
@@ -369,7 +363,7 @@ def scan(
             with frame("scan") as fr:
                 args2 = _rebuild(skel, values)
                 out = f(*args2)
-                w2 = Walker(_scan_resolver, describe=_describe, transform="scan")
+                w2 = Walker(_axes_resolver, describe=_describe, transform="scan")
                 after, new_entries = _split_inputs(args2, specs, w2)
                 _check_structure(skel, after, "scan")
                 outs = out if out_is_tuple else (out,)

@@ -553,9 +553,19 @@ class Walker:
         self.frame = frame  # when set, nodes made outside it are "captured"
         self.transform = transform
         self.role = "input"
+        # How much of a path is the root (("args", 0)): filters see the rest, the
+        # path inside the object, as in Flax.
+        self.root_len = 0
         # Plain lists and dicts met (mutable without any hook: a cached walk
         # checks their items are still the same).
         self.containers: list[Any] = []
+
+    def _resolve(self, spec: Any, path: Path, x: Any) -> Any:
+        """The spec of one leaf; filters see its path inside the object."""
+        try:
+            return self.resolve(spec, path[self.root_len :], x)
+        except ValueError as e:
+            raise ValueError(f"{path_str(path)}: {e}") from None
 
     def _seen(self, x: Any, spec: Any, path: Path) -> int | None:
         i = self.index.get(id(x))
@@ -602,7 +612,7 @@ class Walker:
             )
             return NodeDef(type(x), i, attrs)
         if isinstance(x, Variable):
-            vspec = self.resolve(spec, path, x)
+            vspec = self._resolve(spec, path, x)
             i = self._seen(x, vspec, path)
             if i is not None:
                 return Ref(i)
@@ -611,7 +621,14 @@ class Walker:
             return VariableDef(type(x), i, _freeze(x.metadata))
         if _is_array(x):
             self.leaves.append(
-                Leaf(path, x, None, owner, key, spec=self.resolve(spec, path, x))
+                Leaf(
+                    path,
+                    x,
+                    None,
+                    owner,
+                    key,
+                    spec=self._resolve(spec, path, x),
+                )
             )
             return ArrayDef()
         if type(x) in (list, tuple):

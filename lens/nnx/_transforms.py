@@ -184,6 +184,7 @@ def _split_inputs(
         elif isinstance(leaf, _Graph):
             start = len(walker.leaves)
             root = ("args", i) if j == 0 else ("args", i, j)
+            walker.root_len = len(root)
             d = walker.node(leaf.node, root, spec)
             slots.append(("graph", d, root))
             entries += [
@@ -251,6 +252,7 @@ def _split_outputs(out: Any, out_spec: Any, walker: Walker) -> Any:
         if isinstance(leaf, _Graph):
             start = len(walker.leaves)
             path = ("output",) if len(leaves) == 1 else ("output", j)
+            walker.root_len = len(path)
             d = walker.node(leaf.node, path, spec)
             fresh = walker.leaves[start:]
             if fresh and isinstance(spec, StateAxes):
@@ -341,7 +343,7 @@ def _normalize_argnums(argnums: Any) -> tuple[list[tuple[int, Any]], bool]:
 
 def _diff_resolver(spec: Any, path: tuple, x: Any) -> Any:
     if isinstance(spec, _Diff) and isinstance(x, Variable):
-        if not to_predicate(spec.filter)(path[2:], x):
+        if not to_predicate(spec.filter)(path, x):
             return None
     return spec
 
