@@ -131,6 +131,7 @@ from lens.nnx._recurrent import (
     SimpleCell,
 )
 from lens.nnx._rngs import Rngs, RngStream, split_rngs
+from lens.nnx._shard import StateSharding, shard_map
 from lens.nnx._state import (
     State,
     clone,

@@ -57,6 +57,8 @@ class StateAxes:
     ``...: axis`` for the rest).
     """
 
+    _what = "axis"
+
     def __init__(self, filter_axes: Mapping[Any, Any] | Any):
         items = filter_axes.items() if isinstance(filter_axes, Mapping) else filter_axes
         self.items = tuple(items)
@@ -67,8 +69,8 @@ class StateAxes:
             if pred(path, x):
                 return ax
         raise ValueError(
-            f"StateAxes {self!r}: no filter matches {path_str(path)} "
-            f"({type(x).__name__}); add ...: <axis> for the rest."
+            f"{self!r}: no filter matches {path_str(path)} "
+            f"({type(x).__name__}); add ...: <{self._what}> for the rest."
         )
 
     def __eq__(self, other: object) -> bool:

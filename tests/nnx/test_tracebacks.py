@@ -35,7 +35,11 @@ def _frames(fn):
 
 
 def _lens_frames(frames):
-    return [f"{f.filename}:{f.lineno} {f.name}" for f in frames if f.filename.startswith(LENS)]
+    return [
+        f"{f.filename}:{f.lineno} {f.name}"
+        for f in frames
+        if f.filename.startswith(LENS)
+    ]
 
 
 x = jnp.ones((2, 1, 4))
@@ -45,9 +49,13 @@ CALLS = {
     "nnx.jit": lambda: nnx.jit(lambda m, x: m(x))(model, x[0]),
     "nnx.vmap": lambda: nnx.vmap(lambda m, x: m(x), in_axes=(None, 0))(model, x),
     "nnx.grad": lambda: nnx.grad(lambda m, x: m(x).sum())(model, x[0]),
-    "nnx.value_and_grad": lambda: nnx.value_and_grad(lambda m, x: m(x).sum())(model, x[0]),
+    "nnx.value_and_grad": lambda: nnx.value_and_grad(lambda m, x: m(x).sum())(
+        model, x[0]
+    ),
     "nnx.remat": lambda: nnx.remat(lambda m, x: m(x))(model, x[0]),
-    "nnx.cond": lambda: nnx.cond(True, lambda m, x: m(x), lambda m, x: m(x), model, x[0]),
+    "nnx.cond": lambda: nnx.cond(
+        True, lambda m, x: m(x), lambda m, x: m(x), model, x[0]
+    ),
     "nnx.scan": lambda: nnx.scan(
         lambda m, c, xi: (c, m(xi)), in_axes=(None, nnx.Carry, 0)
     )(model, 0.0, x),

@@ -56,7 +56,9 @@ def test_state_axes_map_params_and_broadcast_batch_stats():
 def test_state_axes_must_cover_every_variable():
     m = Weights((2, 5), stat_shape=(7,))
     f = nnx.vmap(lambda m: m.w.sum(), in_axes=(nnx.StateAxes({nnx.Param: 1}),))
-    with pytest.raises(ValueError, match=r"^args\[0\]\.s: StateAxes.*no filter matches s "):
+    with pytest.raises(
+        ValueError, match=r"^args\[0\]\.s: StateAxes.*no filter matches s "
+    ):
         f(m)
 
 

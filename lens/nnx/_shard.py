@@ -1,0 +1,122 @@
+"""``nnx.shard_map``: ``jax.shard_map`` for functions of objects.
+
+Each argument's spec is a ``PartitionSpec`` prefix, as in JAX; for an object,
+one spec applies to all its variables, or ``StateSharding({filter: spec})``
+gives each variable the spec of the first filter it matches (filters see the
+path inside the object, e.g. ``('linear1', 'kernel')``). Argument objects'
+updates come back with their input specs; outputs follow ``out_specs``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from lens.nnx._graph import Walker, frame
+from lens.nnx._transforms import (
+    StateAxes,
+    _axes_resolver,
+    _Carrier,
+    _check_structure,
+    _merge_outputs,
+    _rebuild,
+    _split_inputs,
+    _split_outputs,
+    _write_back,
+)
+from lens.traceback_util import api_boundary
+
+
+class StateSharding(StateAxes):
+    """Per-filter ``PartitionSpec`` s for one object in :func:`shard_map`'s specs.
+
+    ``StateSharding({nnx.Param: P(None, 'model'), ...: P()})``: params split on
+    their second axis over ``'model'``, everything else replicated. Filters are
+    tried in order; every variable must match one.
+    """
+
+    _what = "spec"
+
+    def __repr__(self) -> str:
+        return "StateSharding" + super().__repr__()[len("StateAxes") :]
+
+
+def _describe(spec: Any) -> str:
+    return f"spec {spec!r}"
+
+
+def shard_map(
+    f: Callable[..., Any] | None = None,
+    *,
+    mesh: Any,
+    in_specs: Any,
+    out_specs: Any,
+    axis_names: Any = frozenset(),
+    check_vma: bool = True,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> Any:
+    """``jax.shard_map`` whose arguments and results may hold objects.
+
+    Example (data parallel)::
+
+        mesh = jax.make_mesh((8,), ("data",))
+
+        @nnx.shard_map(mesh=mesh, in_specs=(P(), P("data")), out_specs=P("data"))
+        def f(model, x):
+            return model(x)
+    """
+    del graph, graph_updates  # Flax's graph-mode switches: lens has one mode
+    if f is None:
+        return functools.partial(
+            shard_map,
+            mesh=mesh,
+            in_specs=in_specs,
+            out_specs=out_specs,
+            axis_names=axis_names,
+            check_vma=check_vma,
+        )
+
+    @functools.wraps(f)
+    @api_boundary
+    def wrapper(*args: Any) -> Any:
+        specs = in_specs if isinstance(in_specs, tuple) else (in_specs,)
+        if len(specs) != len(args):
+            raise ValueError(
+                f"nnx.shard_map: in_specs has {len(specs)} entries for {len(args)} "
+                "arguments.\nGive one spec (a PartitionSpec, or StateSharding for "
+                "an object) per positional argument, as a tuple."
+            )
+        walker = Walker(_axes_resolver, describe=_describe, transform="shard_map")
+        skel, entries = _split_inputs(args, specs, walker)
+        graph_specs = [e.spec for e in entries if e.leaf is not None]
+
+        def pure(carrier: _Carrier) -> Any:
+            with frame("shard_map") as fr:
+                args2 = _rebuild(skel, carrier.values)
+                out = f(*args2)
+                w2 = Walker(_axes_resolver, describe=_describe, transform="shard_map")
+                after, new_entries = _split_inputs(args2, specs, w2)
+                _check_structure(skel, after, "shard_map")
+                w2.frame = fr
+                outs = _split_outputs(out, out_specs, w2)
+            return [e.value for e in new_entries if e.leaf is not None], outs
+
+        new_values, outs = jax.shard_map(
+            pure,
+            mesh=mesh,
+            in_specs=(_Carrier([e.spec for e in entries], None),),
+            out_specs=(graph_specs, out_specs),
+            axis_names=axis_names,
+            check_vma=check_vma,
+        )(_Carrier([e.value for e in entries], None))
+        _write_back(entries, new_values)
+        return _merge_outputs(outs, walker.nodes)
+
+    return wrapper
+
+
+__all__ = ["StateSharding", "shard_map"]
