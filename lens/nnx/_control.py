@@ -11,15 +11,16 @@ back into the caller's objects.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from lens import errors
-from lens.nnx._graph import Walker, frame, path_str
+from lens.nnx._graph import Walker, check_graph_modes, frame, path_str
 from lens.nnx._transforms import (
+    _NO_METADATA,
     _axes_resolver,
     _check_structure,
     _Entry,
@@ -30,6 +31,7 @@ from lens.nnx._transforms import (
     _split_outputs,
     _wrap,
     _write_back,
+    check_no_metadata,
 )
 from lens.traceback_util import api_boundary
 
@@ -111,9 +113,12 @@ def remat(
     prevent_cse: bool = True,
     static_argnums: int | tuple[int, ...] = (),
     policy: Callable[..., bool] | None = None,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
 ) -> Any:
     """``jax.checkpoint`` for functions of objects: activations are recomputed in
     the backward pass; updates to argument objects come back."""
+    check_graph_modes("remat", graph, graph_updates)
     if f is None:
         return functools.partial(
             remat, prevent_cse=prevent_cse, static_argnums=static_argnums, policy=policy
@@ -158,14 +163,17 @@ def cond(
     true_fun: Callable[..., Any],
     false_fun: Callable[..., Any],
     *operands: Any,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
 ) -> Any:
     """``jax.lax.cond`` with objects among the operands: the branch taken updates
     them. Both branches must return the same structure."""
-    return switch(
+    check_graph_modes("cond", graph, graph_updates)
+    return _switch(
+        "cond",
         jnp.asarray(pred, bool).astype(jnp.int32),
         (false_fun, true_fun),
-        *operands,
-        _name="cond",
+        operands,
     )
 
 
@@ -174,9 +182,20 @@ def switch(
     index: Any,
     branches: Sequence[Callable[..., Any]],
     *operands: Any,
-    _name: str = "switch",
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
 ) -> Any:
     """``jax.lax.switch`` with objects among the operands (see :func:`cond`)."""
+    check_graph_modes("switch", graph, graph_updates)
+    return _switch("switch", index, branches, operands)
+
+
+def _switch(
+    _name: str,
+    index: Any,
+    branches: Sequence[Callable[..., Any]],
+    operands: tuple[Any, ...],
+) -> Any:
     branches = tuple(branches)
     if not branches:
         raise ValueError(f"nnx.{_name} needs at least one branch.")
@@ -198,10 +217,16 @@ def switch(
 
 @api_boundary
 def while_loop(
-    cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any
+    cond_fun: Callable[[Any], Any],
+    body_fun: Callable[[Any], Any],
+    init_val: Any,
+    *,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
 ) -> Any:
     """``jax.lax.while_loop`` whose carry may hold objects: ``body_fun`` updates
     them (in place or by returning them); their final values come back."""
+    check_graph_modes("while_loop", graph, graph_updates)
     skel, entries, _ = _lift("while_loop", (init_val,))
 
     def body(values: list[Any]) -> list[Any]:
@@ -227,9 +252,12 @@ def fori_loop(
     init_val: Any,
     *,
     unroll: int | bool | None = None,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
 ) -> Any:
     """``jax.lax.fori_loop`` whose carry may hold objects (see :func:`while_loop`);
     with static bounds it is reverse-differentiable, as JAX's is."""
+    check_graph_modes("fori_loop", graph, graph_updates)
     skel, entries, _ = _lift("fori_loop", (init_val,))
 
     def body(i: Any, values: list[Any]) -> list[Any]:
@@ -259,7 +287,9 @@ def scan(
     _split_transpose: bool = False,
     in_axes: Any = (Carry, 0),
     out_axes: Any = (Carry, 0),
-    transform_metadata: Any = None,
+    transform_metadata: Mapping[str, Any] = _NO_METADATA,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
 ) -> Any:
     """``jax.lax.scan`` for functions of objects, with ``in_axes``/``out_axes``.
 
@@ -276,6 +306,8 @@ def scan(
         def forward(x, block):
             return block(x)
     """
+    check_graph_modes("scan", graph, graph_updates)
+    check_no_metadata("scan", transform_metadata)
     if f is None:
         return functools.partial(
             scan,
@@ -449,10 +481,17 @@ def _carry_result(
 
 
 @api_boundary
-def eval_shape(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def eval_shape(
+    f: Callable[..., Any],
+    *args: Any,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+    **kwargs: Any,
+) -> Any:
     """``jax.eval_shape`` for functions of (and returning) objects: an object
     created inside comes back with ``jax.ShapeDtypeStruct`` values, nothing is
     computed, and the arguments are not changed."""
+    check_graph_modes("eval_shape", graph, graph_updates)
     skel, entries, walker = _lift("eval_shape", (*args, kwargs))
 
     def call(*a: Any) -> Any:

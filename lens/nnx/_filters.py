@@ -110,14 +110,17 @@ class WithTag(_Filter):
 class PathContains(_Filter):
     """Variables with ``key`` somewhere in their path."""
 
-    def __init__(self, key: typing.Any):
+    def __init__(self, key: typing.Any, exact: bool = True):
         self.key = key
+        self.exact = exact  # False: ``key`` may be part of a path entry's text
 
     def __call__(self, path: Path, x: typing.Any) -> bool:
-        return self.key in path
+        if self.exact:
+            return self.key in path
+        return any(str(self.key) in str(part) for part in path)
 
     def __repr__(self) -> str:
-        return f"PathContains({self.key!r})"
+        return f"PathContains({self.key!r}, exact={self.exact})"
 
 
 class Any(_Filter):  # noqa: A001 - Flax's name

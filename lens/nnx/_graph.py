@@ -762,3 +762,17 @@ class InPlaceBuilder(Builder):
             self.nodes[d.index] = v
             return v
         return super().build(d)
+
+
+def check_graph_modes(
+    name: str, graph: bool | None, graph_updates: bool | None
+) -> None:
+    """lens.nnx has one mode, Flax's default: ``graph=True, graph_updates=True``."""
+    if graph is False or graph_updates is False:
+        raise NotImplementedError(
+            f"nnx.{name}(graph={graph}, graph_updates={graph_updates}): lens.nnx has "
+            "one mode, Flax's default: objects are walked as graphs (shared "
+            "references kept) and updates made inside a transform come back in "
+            "place.\nLeave graph and graph_updates unset (or True); lens's cached "
+            "graph walk makes the default as fast as Flax's tree mode."
+        )

@@ -24,6 +24,7 @@ from lens.nnx._graph import (
     Variable,
     Walker,
     _Static,
+    check_graph_modes,
     frame,
     structure_epoch,
 )
@@ -65,7 +66,7 @@ def _check_static(value: Any, where: str) -> None:
 
 
 def jit(
-    f: Callable[..., Any] | None = None,
+    fun: Callable[..., Any] | None = None,
     *,
     in_shardings: Any = None,
     out_shardings: Any = None,
@@ -77,18 +78,19 @@ def jit(
     device: Any = None,
     backend: Any = None,
     inline: bool = False,
-    abstracted_axes: Any = None,
-    **jit_kwargs: Any,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
 ) -> Any:
     """``jax.jit`` for functions of objects: updates to argument objects come back.
 
     Takes ``jax.jit``'s options: ``static_argnums``/``static_argnames`` (hashable
     values, part of the cache key), ``donate_argnums``/``donate_argnames`` (the
     argument's arrays, objects' variables included, may be reused for the
-    outputs). Keyword arguments are passed through. The compiled function is
+    outputs). The compiled function is
     cached on the objects' graph structure, so calling it again with the same
     model does not retrace.
     """
+    check_graph_modes("jit", graph, graph_updates)
     options = dict(
         in_shardings=in_shardings,
         out_shardings=out_shardings,
@@ -100,9 +102,8 @@ def jit(
         device=device,
         backend=backend,
         inline=inline,
-        abstracted_axes=abstracted_axes,
-        **jit_kwargs,
     )
+    f = fun
     if f is None:
         return functools.partial(jit, **options)
     static = frozenset(_argnums(static_argnums, "static_argnums"))

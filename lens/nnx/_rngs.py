@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from lens.core._rng import is_key
 from lens.nnx._filters import to_predicate
-from lens.nnx._graph import Object, RngCount, RngKey
+from lens.nnx._graph import Object, RngCount, RngKey, check_graph_modes
 from lens.nnx._state import iter_graph
 from lens.traceback_util import api_boundary
 
@@ -129,7 +129,14 @@ def _split(nodes: list[Any], splits: int, only: Any, squeeze: bool) -> SplitBack
 
 
 def split_rngs(
-    node: Any = None, *, splits: int, only: Any = ..., squeeze: bool = False
+    node: Any = None,
+    /,
+    *,
+    splits: int,
+    only: Any = ...,
+    squeeze: bool = False,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
 ) -> Any:
     """Splits RNG streams into ``splits`` keys, for a transform that maps over them.
 
@@ -139,6 +146,7 @@ def split_rngs(
     are split for each call and restored after. ``only`` filters the streams (a
     stream name, a tuple of names, ...).
     """
+    check_graph_modes("split_rngs", graph, graph_updates)
     if not isinstance(splits, int) or splits < 1:
         raise ValueError(f"split_rngs: splits must be a positive int, got {splits!r}.")
     if node is not None and not callable(node) or isinstance(node, Object):

@@ -40,6 +40,9 @@ class StateSharding(StateAxes):
 
     _what = "spec"
 
+    def __init__(self, filter_sharding: Any, /):
+        super().__init__(filter_sharding)
+
     def __repr__(self) -> str:
         return "StateSharding" + super().__repr__()[len("StateAxes") :]
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from lens import errors
 from lens.nnx._filters import to_predicate
@@ -21,9 +22,11 @@ from lens.nnx._graph import (
     Object,
     Path,
     Variable,
+    VariableDef,
     Walker,
     _check_mutable,
     _node_items,
+    check_graph_modes,
     path_str,
     pytree_children,
 )
@@ -179,13 +182,14 @@ def _walk(node: Any) -> tuple[Any, Walker]:
     return d, w
 
 
-def split(node: Any, *filters: Any) -> tuple[Any, ...]:
+def split(node: Any, *filters: Any, graph: bool | None = None) -> tuple[Any, ...]:
     """``graphdef, state`` (or ``graphdef, state_1, ..., state_n`` with filters).
 
     Every variable must be selected by one of the filters (the first that matches);
     end with ``...`` to collect the rest. The states hold copies: changing them does
     not change ``node`` (see ``update``).
     """
+    check_graph_modes("split", graph, None)
     d, w = _walk(node)
     graphdef = GraphDef(d, tuple(leaf.path for leaf in w.leaves))
     flat = {
@@ -196,16 +200,18 @@ def split(node: Any, *filters: Any) -> tuple[Any, ...]:
     return (graphdef, *(State.from_flat_state(p) for p in parts))
 
 
-def graphdef(node: Any) -> GraphDef:
+def graphdef(node: Any, /, *, graph: bool | None = None) -> GraphDef:
     """The static structure of ``node``'s graph."""
+    check_graph_modes("graphdef", graph, None)
     return split(node)[0]
 
 
-def state(node: Any, *filters: Any) -> Any:
+def state(node: Any, *filters: Any, graph: bool | None = None) -> Any:
     """``node``'s variables as a :class:`State` (one per filter when filters are given).
 
     Unlike ``split``, the filters need not select every variable.
     """
+    check_graph_modes("state", graph, None)
     d, w = _walk(node)
     flat = {
         leaf.path: (leaf.variable.copy() if leaf.variable is not None else leaf.value)
@@ -261,13 +267,58 @@ def update(node: Any, state: Mapping, *states: Mapping) -> None:
             leaf.write(_raw(v))
 
 
-def clone(node: Any) -> Any:
-    """A deep copy of ``node``'s graph (sharing inside it preserved)."""
-    return merge(*split(node))
+def clone(
+    node: Any,
+    variables: bool = True,
+    *,
+    arrays: bool = False,
+    graph: bool | None = None,
+) -> Any:
+    """A deep copy of ``node``'s graph (sharing inside it preserved).
+
+    Args:
+      node: the object to copy.
+      variables: new ``Variable`` objects (default), or ``False`` to share the
+        original's variables between both graphs.
+      arrays: also copy the array buffers (for ``jit(donate_argnums=...)``;
+        otherwise the clone's variables hold the same arrays).
+      graph: Flax's graph-mode switch (lens has one mode; see ``check_graph_modes``).
+    """
+    check_graph_modes("clone", graph, None)
+    if arrays and not variables:
+        raise ValueError(
+            "If arrays is True, variables should be also True\nCopying the buffers "
+            "needs new variables to hold them: pass variables=True."
+        )
+    d, w = _walk(node)
+    values = [leaf.value for leaf in w.leaves]
+    if arrays:
+        values = [jnp.copy(v) for v in values]
+    if variables:
+        return Builder(iter(values)).build(d)
+    return _SharingBuilder(iter(values), dict(enumerate(w.nodes))).build(d)
 
 
-def iter_graph(node: Any) -> Iterator[tuple[Path, Any]]:
+class _SharingBuilder(Builder):
+    """Rebuilds the objects but hands back the original ``Variable`` objects."""
+
+    def __init__(self, values: Iterator[Any], originals: dict[int, Any]):
+        super().__init__(values)
+        self.originals = originals
+
+    def build(self, d: Any) -> Any:
+        if isinstance(d, VariableDef):
+            next(self.values)
+            self.nodes[d.index] = self.originals[d.index]
+            return self.originals[d.index]
+        return super().build(d)
+
+
+def iter_graph(
+    node: Any, /, *, graph: bool | None = None
+) -> Iterator[tuple[Path, Any]]:
     """Yields ``(path, x)`` for every object and variable, each once, parents first."""
+    check_graph_modes("iter_graph", graph, None)
     seen: set[int] = set()
 
     def go(x: Any, path: Path) -> Iterator[tuple[Path, Any]]:

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from lens import errors
+from lens.core._freeze import FrozenDict
 from lens.nnx._filters import to_predicate
 from lens.nnx._graph import (
     Builder,
@@ -39,6 +40,7 @@ from lens.nnx._graph import (
     Variable,
     Walker,
     _Static,
+    check_graph_modes,
     frame,
     is_graph_node,
     path_str,
@@ -359,7 +361,11 @@ def value_and_grad(
     *,
     argnums: Any = 0,
     has_aux: bool = False,
-    **grad_kwargs: Any,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+    reduce_axes: Sequence[Any] = (),
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
 ) -> Any:
     """``jax.value_and_grad`` for functions of objects.
 
@@ -368,9 +374,21 @@ def value_and_grad(
     Other updates the function makes to argument objects (batch statistics, RNG
     counters) come back into them.
     """
+    check_graph_modes("value_and_grad", graph, graph_updates)
     if f is None:
         return functools.partial(
-            value_and_grad, argnums=argnums, has_aux=has_aux, **grad_kwargs
+            value_and_grad,
+            argnums=argnums,
+            has_aux=has_aux,
+            holomorphic=holomorphic,
+            allow_int=allow_int,
+            reduce_axes=reduce_axes,
+        )
+    if reduce_axes:
+        raise TypeError(
+            f"nnx.value_and_grad(reduce_axes={tuple(reduce_axes)!r}): JAX removed "
+            "reduce_axes from its transforms.\nReduce the loss over those axes "
+            "yourself (e.g. jax.lax.psum inside shard_map)."
         )
     diff, single = _normalize_argnums(argnums)
     diff_of = dict(diff)
@@ -419,7 +437,7 @@ def value_and_grad(
             return value, (new_graph, aux_out)
 
         (value, (new_graph, aux_out)), grads = jax.value_and_grad(
-            pure, argnums=0, has_aux=True, **grad_kwargs
+            pure, argnums=0, has_aux=True, holomorphic=holomorphic, allow_int=allow_int
         )(diff_vals, _Carrier(rest_vals, None))
         _write_back(entries, new_graph)
         aux = _merge_outputs(aux_out, walker.nodes)
@@ -465,12 +483,31 @@ def grad(
     *,
     argnums: Any = 0,
     has_aux: bool = False,
-    **grad_kwargs: Any,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+    reduce_axes: Sequence[Any] = (),
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
 ) -> Any:
     """``jax.grad`` for functions of objects (see :func:`value_and_grad`)."""
+    check_graph_modes("grad", graph, graph_updates)
     if f is None:
-        return functools.partial(grad, argnums=argnums, has_aux=has_aux, **grad_kwargs)
-    vg = value_and_grad(f, argnums=argnums, has_aux=has_aux, **grad_kwargs)
+        return functools.partial(
+            grad,
+            argnums=argnums,
+            has_aux=has_aux,
+            holomorphic=holomorphic,
+            allow_int=allow_int,
+            reduce_axes=reduce_axes,
+        )
+    vg = value_and_grad(
+        f,
+        argnums=argnums,
+        has_aux=has_aux,
+        holomorphic=holomorphic,
+        allow_int=allow_int,
+        reduce_axes=reduce_axes,
+    )
 
     @functools.wraps(f)
     @api_boundary
@@ -483,6 +520,19 @@ def grad(
 
 # ------------------------------------------------------------------------ vmap
 
+_NO_METADATA: Mapping[str, Any] = FrozenDict({})
+
+
+def check_no_metadata(name: str, transform_metadata: Any) -> None:
+    """Variables' sharding metadata is not carried through lens.nnx transforms."""
+    if transform_metadata:
+        raise NotImplementedError(
+            f"nnx.{name}(transform_metadata={dict(transform_metadata)!r}): lens.nnx "
+            "variables carry no sharding metadata yet, so there is no axis name to "
+            "insert.\nLeave transform_metadata unset; in lens.nn, "
+            "nn.vmap(..., metadata_params={nn.PARTITION_NAME: ...}) does this."
+        )
+
 
 def vmap(
     f: Callable[..., Any] | None = None,
@@ -491,7 +541,10 @@ def vmap(
     out_axes: Any = 0,
     axis_name: Any = None,
     axis_size: int | None = None,
-    **vmap_kwargs: Any,
+    spmd_axis_name: Any = None,
+    transform_metadata: Mapping[str, Any] = _NO_METADATA,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
 ) -> Any:
     """``jax.vmap`` for functions of objects, with JAX's ``in_axes`` conventions.
 
@@ -502,6 +555,8 @@ def vmap(
     stacked on ``out_axes``. Aliases must be consistent
     (:class:`~lens.errors.InconsistentAliasingError`).
     """
+    check_graph_modes("vmap", graph, graph_updates)
+    check_no_metadata("vmap", transform_metadata)
     if f is None:
         return functools.partial(
             vmap,
@@ -509,7 +564,8 @@ def vmap(
             out_axes=out_axes,
             axis_name=axis_name,
             axis_size=axis_size,
-            **vmap_kwargs,
+            spmd_axis_name=spmd_axis_name,
+            transform_metadata=transform_metadata,
         )
 
     @functools.wraps(f)
@@ -544,7 +600,7 @@ def vmap(
             out_axes=(graph_axes, _strip_state_axes(out_axes)),
             axis_name=axis_name,
             axis_size=axis_size,
-            **vmap_kwargs,
+            spmd_axis_name=spmd_axis_name,
         )(_Carrier([e.value for e in entries], None))
         _write_back(entries, new_values)
         return _merge_outputs(_place_state_axes(outs), walker.nodes)

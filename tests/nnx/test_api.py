@@ -1,0 +1,74 @@
+"""lens.nnx's public functions take flax.nnx's parameters (flax as the oracle)."""
+
+import inspect
+
+import flax.nnx as fnnx
+import jax
+import jax.numpy as jnp
+import pytest
+
+from lens import nnx
+
+# Functions and lift types whose parameters must be Flax's, name for name.
+SAME_PARAMETERS = [
+    "jit", "grad", "value_and_grad", "vmap", "scan", "remat", "cond", "switch",
+    "while_loop", "fori_loop", "eval_shape", "shard_map", "split_rngs", "split",
+    "state", "graphdef", "iter_graph", "clone", "PathContains", "StateSharding",
+]  # fmt: skip
+
+
+def _params(obj):
+    return [(p.name, p.kind) for p in inspect.signature(obj).parameters.values()]
+
+
+@pytest.mark.parametrize("name", SAME_PARAMETERS)
+def test_parameters_match_flax(name):
+    assert _params(getattr(nnx, name)) == _params(getattr(fnnx, name))
+
+
+def test_graph_modes_other_than_flaxs_default_say_so():
+    m = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    assert nnx.split(m, graph=True)[0] == nnx.split(m)[0]
+    with pytest.raises(NotImplementedError, match=r"^nnx\.split\(graph=False"):
+        nnx.split(m, graph=False)
+    with pytest.raises(NotImplementedError, match=r"lens\.nnx has one mode"):
+        nnx.jit(lambda m: m, graph_updates=False)
+
+
+def test_clone_variables_and_arrays_as_in_flax():
+    m = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    c = nnx.clone(m)
+    m.bias.value += 1
+    assert (c.bias.value != m.bias.value).all()
+    shared = nnx.clone(m, variables=False)
+    assert shared is not m and shared.bias is m.bias and shared.kernel is m.kernel
+    copied = nnx.clone(m, arrays=True)
+    assert copied.kernel.value is not m.kernel.value
+    assert (copied.kernel.value == m.kernel.value).all()
+    with pytest.raises(
+        ValueError, match="^If arrays is True, variables should be also True"
+    ):
+        nnx.clone(m, variables=False, arrays=True)
+
+
+def test_path_contains_inexact_matches_part_of_a_name():
+    m = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+    for lib, model in (
+        (nnx, m),
+        (fnnx, fnnx.Sequential(fnnx.Linear(2, 3, rngs=fnnx.Rngs(0)))),
+    ):
+        exact = lib.state(model, lib.PathContains("kern"))
+        loose = lib.state(model, lib.PathContains("kern", exact=False))
+        assert jax.tree.leaves(exact) == []
+        assert [x.shape for x in jax.tree.leaves(loose)] == [(2, 3)]
+    assert repr(nnx.PathContains("k", exact=False)) == "PathContains('k', exact=False)"
+
+
+def test_options_lens_does_not_carry_raise_clearly():
+    m = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    with pytest.raises(TypeError, match="JAX removed reduce_axes"):
+        nnx.grad(lambda m: m.kernel.sum(), reduce_axes=("batch",))
+    with pytest.raises(NotImplementedError, match="transform_metadata"):
+        nnx.vmap(lambda m: m, transform_metadata={"partition_name": "x"})
+    g = nnx.grad(lambda m, x: (m(x) ** 2).sum(), allow_int=True)(m, jnp.ones((1, 2)))
+    assert set(g) == {"bias", "kernel"}
