@@ -87,8 +87,7 @@ def _cells(cells):
 
 def test_show_returns_the_view_and_displays_it_once():
     setup = (
-        "import numpy as np, lens\n"
-        "d = {'params': {'w': np.zeros((2, 3), np.float32)}}"
+        "import numpy as np, lens\nd = {'params': {'w': np.zeros((2, 3), np.float32)}}"
     )
     out = _cells(
         [
