@@ -15,16 +15,15 @@ from typing import Any
 
 import jax
 
-from lens.nnx._graph import Walker, frame
+from lens.nnx._graph import Walker
 from lens.nnx._transforms import (
     StateAxes,
     _axes_resolver,
     _Carrier,
-    _check_structure,
+    _mapped_body,
     _merge_outputs,
-    _rebuild,
+    _per_argument,
     _split_inputs,
-    _split_outputs,
     _write_back,
 )
 from lens.traceback_util import api_boundary
@@ -86,30 +85,13 @@ def shard_map(
     @functools.wraps(f)
     @api_boundary
     def wrapper(*args: Any) -> Any:
-        specs = in_specs if isinstance(in_specs, tuple) else (in_specs,)
-        if len(specs) != len(args):
-            raise ValueError(
-                f"nnx.shard_map: in_specs has {len(specs)} entries for {len(args)} "
-                "arguments.\nGive one spec (a PartitionSpec, or StateSharding for "
-                "an object) per positional argument, as a tuple."
-            )
+        specs = _per_argument("shard_map", "in_specs", in_specs, args)
         walker = Walker(_axes_resolver, describe=_describe, transform="shard_map")
         skel, entries = _split_inputs(args, specs, walker)
         graph_specs = [e.spec for e in entries if e.leaf is not None]
 
-        def pure(carrier: _Carrier) -> Any:
-            with frame("shard_map") as fr:
-                args2 = _rebuild(skel, carrier.values)
-                out = f(*args2)
-                w2 = Walker(_axes_resolver, describe=_describe, transform="shard_map")
-                after, new_entries = _split_inputs(args2, specs, w2)
-                _check_structure(skel, after, "shard_map")
-                w2.frame = fr
-                outs = _split_outputs(out, out_specs, w2)
-            return [e.value for e in new_entries if e.leaf is not None], outs
-
         new_values, outs = jax.shard_map(
-            pure,
+            _mapped_body("shard_map", f, skel, specs, out_specs, _describe),
             mesh=mesh,
             in_specs=(_Carrier([e.spec for e in entries], None),),
             out_specs=(graph_specs, out_specs),

@@ -571,11 +571,7 @@ def vmap(
     @functools.wraps(f)
     @api_boundary
     def wrapper(*args: Any) -> Any:
-        specs = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
-        if len(specs) != len(args):
-            raise ValueError(
-                f"nnx.vmap: in_axes has {len(specs)} entries for {len(args)} arguments."
-            )
+        specs = _per_argument("vmap", "in_axes", in_axes, args)
         walker = Walker(_axes_resolver, describe=_describe_axes, transform="vmap")
         skel, entries = _split_inputs(args, specs, walker)
         graph_axes = [e.spec for e in entries if e.leaf is not None]
@@ -583,19 +579,8 @@ def vmap(
         if axis_size is None:
             _check_sizes(entries)
 
-        def pure(carrier: _Carrier) -> Any:
-            with frame("vmap") as fr:
-                args2 = _rebuild(skel, carrier.values)
-                out = f(*args2)
-                w2 = Walker(_axes_resolver, describe=_describe_axes, transform="vmap")
-                after, new_entries = _split_inputs(args2, specs, w2)
-                _check_structure(skel, after, "vmap")
-                w2.frame = fr
-                outs = _split_outputs(out, out_axes, w2)
-            return [e.value for e in new_entries if e.leaf is not None], outs
-
         new_values, outs = jax.vmap(
-            pure,
+            _mapped_body("vmap", f, skel, specs, out_axes, _describe_axes),
             in_axes=(_Carrier([e.spec for e in entries], None),),
             out_axes=(graph_axes, _strip_state_axes(out_axes)),
             axis_name=axis_name,
@@ -606,6 +591,43 @@ def vmap(
         return _merge_outputs(_place_state_axes(outs), walker.nodes)
 
     return wrapper
+
+
+def _per_argument(name: str, option: str, spec: Any, args: tuple) -> tuple:
+    """One spec per positional argument: a tuple as given, or one spec for all."""
+    specs = spec if isinstance(spec, tuple) else (spec,) * len(args)
+    if len(specs) != len(args):
+        raise ValueError(
+            f"nnx.{name}: {option} has {len(specs)} entries for {len(args)} "
+            f"arguments.\nGive one {option} entry per positional argument, as a tuple."
+        )
+    return specs
+
+
+def _mapped_body(
+    name: str,
+    f: Callable[..., Any],
+    skel: _Skeleton,
+    specs: tuple,
+    out_spec: Any,
+    describe: Callable[[Any], str],
+) -> Callable[[_Carrier], Any]:
+    """The pure function a transform with per-argument specs (vmap, shard_map)
+    maps: it rebuilds the arguments, calls ``f``, and returns the arguments' new
+    graph values and the outputs (new objects as carriers)."""
+
+    def pure(carrier: _Carrier) -> Any:
+        with frame(name) as fr:
+            args = _rebuild(skel, carrier.values)
+            out = f(*args)
+            w = Walker(_axes_resolver, describe=describe, transform=name)
+            after, entries = _split_inputs(args, specs, w)
+            _check_structure(skel, after, name)
+            w.frame = fr
+            outs = _split_outputs(out, out_spec, w)
+        return [e.value for e in entries if e.leaf is not None], outs
+
+    return pure
 
 
 def _check_ranks(entries: list[_Entry]) -> None:
