@@ -18,6 +18,7 @@ refine that inside one module (``StateAxes``, ``DiffState``); ``split_rngs`` giv
 mapped call its own keys; every alias of one object must be lifted the same way.
 """
 
+from lens.core.spmd import logical_axis_rules
 from lens.nn import initializers
 from lens.nn.activation import (
     celu,
@@ -47,7 +48,6 @@ from lens.nn.activation import (
 )
 from lens.nn.attention import (
     combine_masks,
-    dot_product_attention,
     make_attention_mask,
     make_causal_mask,
 )
@@ -105,12 +105,21 @@ from lens.nnx._layers import (
     LayerNorm,
     Linear,
     ModelAndOptimizer,
-    Module,
     OptArray,
     Optimizer,
     OptVariable,
     Sequential,
     to_opt_state,
+)
+from lens.nnx._module import (
+    Module,
+    capture,
+    iter_children,
+    iter_module_children,
+    iter_modules,
+    view,
+    view_info,
+    with_attributes,
 )
 from lens.nnx._nn import (
     Conv,
@@ -121,6 +130,7 @@ from lens.nnx._nn import (
     LinearGeneral,
     MultiHeadAttention,
     RMSNorm,
+    dot_product_attention,
 )
 from lens.nnx._recurrent import (
     RNN,
@@ -132,6 +142,14 @@ from lens.nnx._recurrent import (
 )
 from lens.nnx._rngs import Rngs, RngStream, split_rngs
 from lens.nnx._shard import StateSharding, shard_map
+from lens.nnx._spmd import (
+    PARTITION_NAME,
+    as_abstract,
+    get_abstract_model,
+    get_named_sharding,
+    get_partition_spec,
+    with_partitioning,
+)
 from lens.nnx._state import (
     State,
     clone,
@@ -143,7 +161,18 @@ from lens.nnx._state import (
     update,
 )
 from lens.nnx._transforms import DiffState, StateAxes, grad, value_and_grad, vmap
+from lens.nnx._variables import (
+    Perturbation,
+    VariableMetadata,
+    register_variable_name,
+    use_eager_sharding,
+    using_eager_sharding,
+    variable_name_from_type,
+    variable_type_from_name,
+    with_metadata,
+)
 from lens.nnx.metrics import Metric, MultiMetric
+from lens.typing import Initializer
 
 __all__ = [
     "All",
@@ -261,4 +290,27 @@ __all__ = [
     "vmap",
     "while_loop",
     "WithTag",
+    "capture",
+    "iter_children",
+    "iter_module_children",
+    "iter_modules",
+    "view",
+    "view_info",
+    "with_attributes",
+    "PARTITION_NAME",
+    "as_abstract",
+    "get_abstract_model",
+    "get_named_sharding",
+    "get_partition_spec",
+    "with_partitioning",
+    "Perturbation",
+    "VariableMetadata",
+    "register_variable_name",
+    "use_eager_sharding",
+    "using_eager_sharding",
+    "variable_name_from_type",
+    "variable_type_from_name",
+    "with_metadata",
+    "logical_axis_rules",
+    "Initializer",
 ]

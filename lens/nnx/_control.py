@@ -22,6 +22,7 @@ from lens.nnx._graph import Walker, check_graph_modes, frame, path_str
 from lens.nnx._transforms import (
     _NO_METADATA,
     _axes_resolver,
+    _AxisNames,
     _check_structure,
     _Entry,
     _Graph,
@@ -31,7 +32,6 @@ from lens.nnx._transforms import (
     _split_outputs,
     _wrap,
     _write_back,
-    check_no_metadata,
 )
 from lens.traceback_util import api_boundary
 
@@ -307,7 +307,7 @@ def scan(
             return block(x)
     """
     check_graph_modes("scan", graph, graph_updates)
-    check_no_metadata("scan", transform_metadata)
+    axis_names = _AxisNames("scan", transform_metadata)
     if f is None:
         return functools.partial(
             scan,
@@ -316,6 +316,7 @@ def scan(
             unroll=unroll,
             in_axes=in_axes,
             out_axes=out_axes,
+            transform_metadata=transform_metadata,
         )
 
     @functools.wraps(f)
@@ -394,7 +395,16 @@ def scan(
             values = [next(it[k]) for k in kinds]
             with frame("scan") as fr:
                 args2 = _rebuild(skel, values)
+                done = axis_names.enter(args2, specs)
                 out = f(*args2)
+                if axis_names.meta is not None:
+                    outs_ = out if out_is_tuple else (out,)
+                    axis_names.exit(
+                        done,
+                        tuple(o for i, o in enumerate(outs_) if i not in out_carry),
+                        tuple(a for i, a in enumerate(outs_spec) if i not in out_carry),
+                        fr,
+                    )
                 w2 = Walker(_axes_resolver, describe=_describe, transform="scan")
                 after, new_entries = _split_inputs(args2, specs, w2)
                 _check_structure(skel, after, "scan")

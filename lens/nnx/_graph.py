@@ -20,338 +20,38 @@ a transform cannot be mutated inside it (:class:`lens.errors.TraceContextError`)
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import dataclasses
-import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any, Self, cast
 
 import jax
 import numpy as np
 
 from lens import errors
+from lens.nnx._frames import (  # noqa: F401 - re-exported for the transforms
+    _check_mutable,
+    _Frame,
+    current_frame,
+    frame,
+    structure_changed,
+    structure_epoch,
+)
+from lens.nnx._variables import (  # noqa: F401 - re-exported
+    BatchStat,
+    Cache,
+    Intermediate,
+    OptState,
+    Param,
+    RngCount,
+    RngKey,
+    RngState,
+    Variable,
+    _freeze,
+    _new_variable,
+    _Static,
+)
 
 Path = tuple[Any, ...]
-
-# ------------------------------------------------------------------------- frames
-
-
-class _Frame:
-    """One level of a lens.nnx transform (a fresh token per transformed call)."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str):
-        self.name = name
-
-
-# The innermost transform frame of this thread / task (None outside transforms).
-# A context variable, so that a transform running in one thread never makes another
-# thread's eager objects look captured.
-_FRAME: contextvars.ContextVar[_Frame | None] = contextvars.ContextVar(
-    "lens_nnx_frame", default=None
-)
-
-
-def current_frame() -> _Frame | None:
-    return _FRAME.get()
-
-
-@contextlib.contextmanager
-def frame(name: str) -> Iterator[_Frame]:
-    f = _Frame(name)
-    token = _FRAME.set(f)
-    try:
-        yield f
-    finally:
-        _FRAME.reset(token)
-
-
-# The structure epoch: bumped by every change that can alter an object graph's
-# structure (an attribute set or deleted, a container item, variable metadata). A
-# transform that cached a graph walk reuses it while the epoch is unchanged. This is
-# a cache-invalidation counter (not per-call context), shared by all threads.
-_EPOCH = [0]
-_EPOCH_LOCK = threading.Lock()
-
-
-def structure_epoch() -> int:
-    return _EPOCH[0]
-
-
-def structure_changed() -> None:
-    with _EPOCH_LOCK:
-        _EPOCH[0] += 1
-
-
-def _check_mutable(owner: Any, what: str, structural: bool = True) -> None:
-    if structural:
-        structure_changed()
-    here = current_frame()
-    made = object.__getattribute__(owner, "_lens_frame")
-    if here is not None and made is not here:
-        raise errors.TraceContextError(
-            f"Cannot {what} of this {type(owner).__name__} inside nnx.{here.name}: it "
-            "was created outside the transform and captured.\nPass it as an argument "
-            "to the transformed function; its updates then come back out."
-        )
-
-
-# ---------------------------------------------------------------------- variables
-
-
-class Variable:
-    """A mutable box for one piece of state, with a type and metadata.
-
-    ``.value`` reads and writes it (``v[...]`` too); arithmetic and ``jnp``
-    functions see the value, so ``x @ self.kernel`` works. The type says which
-    collection it belongs to (``Param``, ``BatchStat``, ...); filters select on it.
-    """
-
-    def __init__(self, value: Any, **metadata: Any):
-        object.__setattr__(self, "_lens_frame", current_frame())
-        object.__setattr__(self, "_value", value)
-        object.__setattr__(self, "metadata", dict(metadata))
-
-    @property
-    def value(self) -> Any:
-        return self._value
-
-    @value.setter
-    def value(self, value: Any) -> None:
-        _check_mutable(self, "set the value", structural=False)
-        object.__setattr__(self, "_value", value)
-
-    def get_value(self) -> Any:
-        """The value (as ``.value``)."""
-        return self._value
-
-    def set_value(self, value: Any) -> None:
-        """Sets the value (as ``.value = ...``)."""
-        self.value = value
-
-    @property
-    def type(self) -> type:
-        return type(self)
-
-    def __getattr__(self, name: str) -> Any:
-        meta = object.__getattribute__(self, "metadata")
-        if name in meta:
-            return meta[name]
-        if name.startswith("__"):
-            raise AttributeError(name)
-        try:  # array methods and properties: v.sum(), v.T, v.astype(...)
-            return getattr(object.__getattribute__(self, "_value"), name)
-        except AttributeError:
-            raise AttributeError(
-                f"{type(self).__name__} has no attribute or metadata {name!r}"
-            ) from None
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "value":
-            Variable.value.__set__(self, value)
-            return
-        _check_mutable(self, f"set {name!r}")
-        self.metadata[name] = value
-
-    def replace(self, value: Any) -> Variable:
-        """A new variable of the same type and metadata holding ``value``."""
-        return _new_variable(type(self), value, self.metadata)
-
-    def copy(self) -> Variable:
-        return self.replace(self._value)
-
-    def __getitem__(self, index: Any) -> Any:
-        return self._value if index is Ellipsis else self._value[index]
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        self.value = value if index is Ellipsis else self._value.at[index].set(value)
-
-    def __jax_array__(self) -> Any:
-        return self._value
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        return np.asarray(self._value, dtype)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return np.shape(self._value)
-
-    @property
-    def dtype(self) -> Any:
-        return self._value.dtype
-
-    @property
-    def ndim(self) -> int:
-        return np.ndim(self._value)
-
-    def __len__(self) -> int:
-        return len(self._value)
-
-    def __repr__(self) -> str:
-        v = self._value
-        shown = (
-            f"{v.dtype}{list(v.shape)}"
-            if hasattr(v, "shape") and hasattr(v, "dtype") and np.ndim(v) > 0
-            else repr(v)
-        )
-        meta = "".join(f", {k}={m!r}" for k, m in self.metadata.items())
-        return f"{type(self).__name__}(value={shown}{meta})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Variable):
-            return NotImplemented
-        return (
-            type(self) is type(other)
-            and self.metadata == other.metadata
-            and _same_value(self._value, other._value)
-        )
-
-    __hash__ = object.__hash__
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    try:
-        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
-    except Exception:  # tracers, objects
-        return a is b
-
-
-def _binary(name: str) -> Any:
-    def op(self: Variable, other: Any) -> Any:
-        other = other._value if isinstance(other, Variable) else other
-        return getattr(self._value, name)(other)
-
-    op.__name__ = name
-    return op
-
-
-for _name in (
-    "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ "
-    "__floordiv__ __rfloordiv__ __mod__ __pow__ __rpow__ __matmul__ __rmatmul__ "
-    "__lt__ __le__ __gt__ __ge__ __and__ __or__ __xor__"
-).split():
-    setattr(Variable, _name, _binary(_name))
-for _name in ("__neg__", "__pos__", "__abs__", "__invert__"):
-    setattr(Variable, _name, (lambda n: lambda self: getattr(self._value, n)())(_name))
-
-
-def _new_variable(
-    cls: type[Variable], value: Any, metadata: Mapping[str, Any]
-) -> Variable:
-    v = cls.__new__(cls)
-    object.__setattr__(v, "_lens_frame", current_frame())
-    object.__setattr__(v, "_value", value)
-    object.__setattr__(v, "metadata", dict(metadata))
-    return v
-
-
-# Variables are pytrees of their value (type and metadata static), so
-# ``jax.tree.map`` over a State (or a gradient) sees the arrays, optax can update
-# them, and jitted functions may take and return States. JAX registers exact types:
-# every subclass (Param, BatchStat, a user's LoRAParam) is registered as it is made.
-def _flatten_variable(v: Variable) -> Any:
-    return ((jax.tree_util.GetAttrKey("value"), v._value),), (
-        type(v),
-        _freeze(v.metadata),
-    )
-
-
-def _unflatten_variable(aux: Any, children: Any) -> Variable:
-    return _new_variable(aux[0], children[0], {k: s.value for k, s in aux[1]})
-
-
-def _register_variable_type(cls: type) -> None:
-    jax.tree_util.register_pytree_with_keys(cls, _flatten_variable, _unflatten_variable)
-
-
-_register_variable_type(Variable)
-Variable.__init_subclass__ = classmethod(  # type: ignore[assignment]
-    lambda cls, **kw: _register_variable_type(cls)
-)
-
-
-class Param(Variable):
-    """A trainable parameter (what ``nnx.grad`` differentiates by default)."""
-
-
-class BatchStat(Variable):
-    """A running statistic (e.g. BatchNorm's mean and var)."""
-
-
-class Cache(Variable):
-    """A cache (e.g. autoregressive decoding)."""
-
-
-class Intermediate(Variable):
-    """A value sown for inspection."""
-
-
-class RngState(Variable):
-    """RNG state: a stream's key or its counter."""
-
-
-class RngKey(RngState):
-    """The key of an RNG stream."""
-
-
-class RngCount(RngState):
-    """The call counter of an RNG stream."""
-
-
-class OptState(Variable):
-    """Optimizer state."""
-
-
-def _freeze(meta: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple((k, _Static(v)) for k, v in sorted(meta.items()))
-
-
-class _Static:
-    """A static value compared by equality when hashable, else by identity."""
-
-    __slots__ = ("value", "_hash")
-
-    def __init__(self, value: Any):
-        self.value = value
-        self._hash: int | None = None  # computed once: jit hashes its key per call
-
-    def _key(self) -> Any:
-        try:
-            hash(self.value)
-        except TypeError:
-            return ("id", id(self.value))
-        return ("eq", type(self.value), self.value)
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if not isinstance(other, _Static):
-            return NotImplemented
-        a, b = self._key(), other._key()
-        if a[0] != b[0]:
-            return False
-        return a == b if a[0] == "id" else (a[1] is b[1] and _eq(a[2], b[2]))
-
-    def __hash__(self) -> int:
-        if self._hash is None:
-            k = self._key()
-            self._hash = hash(k[:2]) if k[0] == "eq" else hash(k)
-        return self._hash
-
-    def __repr__(self) -> str:
-        return repr(self.value)
-
-
-def _eq(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:
-        return a is b
-
-
-# ------------------------------------------------------------------------ objects
 
 
 class Object:
@@ -541,7 +241,7 @@ class Walker:
         resolve: Any = None,
         *,
         describe: Any = repr,
-        frame: _Frame | None = None,
+        frame: _Frame | None = None,  # noqa: F811 - a parameter, not the import
         transform: str = "",
     ):
         self.resolve = resolve or (lambda spec, path, x: spec)

@@ -9,7 +9,8 @@ seed gives the same parameters as ``flax.nnx``. The arithmetic is ``lens.nn``'s.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import jax
@@ -18,6 +19,7 @@ import numpy as np
 from jax import lax
 
 from lens.core.nn import initializers
+from lens.nn._dtypes import canonicalize_dtype
 from lens.nn._linear import _dense_jit, _static
 from lens.nn._normalization import (
     _call_layer_norm,
@@ -32,61 +34,40 @@ from lens.nnx._graph import (
     Param,
     Variable,
 )
-from lens.nnx._rngs import Rngs
-from lens.nnx._state import iter_graph, state, update
+from lens.nnx._module import Module
+from lens.nnx._rngs import Rngs, RngStream
+from lens.nnx._state import state, update
 
 Array = Any
 
 
-class Module(Object):
-    """Base class of eager modules: set attributes in ``__init__``, compute in
-    ``__call__``. Submodules, variables and lists of them are found by attribute."""
+def promote_dtype(args: Any, /, *, dtype: Any = None, inexact: bool = True) -> Any:
+    """``args`` (a tuple; ``None`` kept) cast to one dtype: ``dtype``, or the one
+    promoted from them. flax.nnx's form: one tuple, not Linen's ``*args``."""
+    dtype = canonicalize_dtype(*args, dtype=dtype, inexact=inexact)
+    return tuple(jnp.asarray(x, dtype) if x is not None else None for x in args)
 
-    def set_attributes(
-        self, *, raise_if_not_found: bool = True, **attributes: Any
-    ) -> None:
-        """Sets ``attributes`` on every submodule that has them (``self`` included)."""
-        found = set()
-        for _, node in iter_graph(self):
-            if isinstance(node, Module):
-                for name, value in attributes.items():
-                    if name in vars(node):
-                        object.__setattr__(node, name, value)
-                        found.add(name)
-        missing = set(attributes) - found
-        if raise_if_not_found and missing:
-            raise AttributeError(
-                f"No submodule of {type(self).__name__} has the attribute(s) "
-                f"{sorted(missing)}."
-            )
 
-    def train(self, **attributes: Any) -> None:
-        """Training mode: dropout on, batch statistics from the batch."""
-        self.set_attributes(
-            deterministic=False,
-            use_running_average=False,
-            raise_if_not_found=False,
-            **attributes,
-        )
+_NO_META: Mapping[str, Any] = MappingProxyType({})
 
-    def eval(self, **attributes: Any) -> None:
-        """Evaluation mode: dropout off, running batch statistics."""
-        self.set_attributes(
-            deterministic=True,
-            use_running_average=True,
-            raise_if_not_found=False,
-            **attributes,
-        )
 
-    def iter_modules(self) -> Any:
-        """Yields ``(path, module)`` for this module and every submodule."""
-        for path, node in iter_graph(self):
-            if isinstance(node, Module):
-                yield path, node
+def _param(
+    init: Callable[..., Array], rngs: Rngs, shape: Any, dtype: Any, meta: Any
+) -> Param:
+    return Param(init(rngs.params(), shape, dtype), **dict(meta or {}))
+
+
+def _dot_kwargs(out_sharding: Any, preferred_element_type: Any) -> dict[str, Any]:
+    kw: dict[str, Any] = {}
+    if out_sharding is not None:
+        kw["out_sharding"] = out_sharding
+    if preferred_element_type is not None:
+        kw["preferred_element_type"] = preferred_element_type
+    return kw
 
 
 class Linear(Module):
-    """``x @ kernel + bias`` with ``kernel`` of shape ``(in_features, out_features)``."""
+    """``inputs @ kernel + bias`` with ``kernel`` of shape ``(in_features, out_features)``."""
 
     def __init__(
         self,
@@ -99,36 +80,64 @@ class Linear(Module):
         precision: Any = None,
         kernel_init: Callable[..., Array] = initializers.default_kernel_init,
         bias_init: Callable[..., Array] = initializers.zeros_init(),
+        dot_general: Callable[..., Array] = lax.dot_general,
+        promote_dtype: Callable[..., Any] = promote_dtype,
+        preferred_element_type: Any = None,
         rngs: Rngs,
+        kernel_metadata: Mapping[str, Any] = _NO_META,
+        bias_metadata: Mapping[str, Any] = _NO_META,
     ):
+        self.kernel = _param(
+            kernel_init, rngs, (in_features, out_features), param_dtype, kernel_metadata
+        )
+        self.bias = (
+            _param(bias_init, rngs, (out_features,), param_dtype, bias_metadata)
+            if use_bias
+            else None
+        )
         self.in_features = in_features
         self.out_features = out_features
         self.use_bias = use_bias
         self.dtype = dtype
         self.param_dtype = param_dtype
         self.precision = precision
-        self.kernel = Param(
-            kernel_init(rngs.params(), (in_features, out_features), param_dtype)
-        )
-        self.bias = (
-            Param(bias_init(rngs.params(), (out_features,), param_dtype))
-            if use_bias
-            else None
-        )
+        self.dot_general = dot_general
+        self.promote_dtype = promote_dtype
+        self.preferred_element_type = preferred_element_type
 
-    def __call__(self, x: Array) -> Array:
+    def __call__(self, inputs: Array, out_sharding: Any = None) -> Array:
+        kernel = self.kernel.value
         bias = self.bias.value if self.bias is not None else None
-        return _dense_jit(
-            x,
-            self.kernel.value,
-            bias,
-            self.dtype,
-            _static(self.precision),
+        if (
+            out_sharding is None
+            and self.preferred_element_type is None
+            and self.dot_general is lax.dot_general
+            and self.promote_dtype is promote_dtype
+        ):
+            return _dense_jit(inputs, kernel, bias, self.dtype, _static(self.precision))
+        inputs, kernel, bias = self.promote_dtype(
+            (inputs, kernel, bias), dtype=self.dtype
         )
+        y = self.dot_general(
+            inputs,
+            kernel,
+            (((inputs.ndim - 1,), (0,)), ((), ())),
+            precision=self.precision,
+            **_dot_kwargs(out_sharding, self.preferred_element_type),
+        )
+        if bias is not None:
+            y += jnp.reshape(bias, (1,) * (y.ndim - 1) + (-1,))
+        return y
+
+
+def _axes(ndim: int, axes: int | Sequence[int]) -> tuple[int, ...]:
+    axes = (axes,) if isinstance(axes, int) else axes
+    return tuple(sorted({a % ndim for a in axes}))
 
 
 class LayerNorm(Module):
-    """Layer normalisation over the last axis, with ``scale`` and ``bias``."""
+    """Layer normalisation over ``reduction_axes`` (the last by default), with
+    ``scale`` and ``bias`` of shape ``(num_features,)``."""
 
     def __init__(
         self,
@@ -141,50 +150,73 @@ class LayerNorm(Module):
         use_scale: bool = True,
         bias_init: Callable[..., Array] = initializers.zeros,
         scale_init: Callable[..., Array] = initializers.ones,
+        reduction_axes: int | Sequence[int] = -1,
+        feature_axes: int | Sequence[int] = -1,
+        axis_name: str | None = None,
+        axis_index_groups: Any = None,
         use_fast_variance: bool = True,
+        promote_dtype: Callable[..., Any] = promote_dtype,
         rngs: Rngs,
+        bias_metadata: Mapping[str, Any] = _NO_META,
+        scale_metadata: Mapping[str, Any] = _NO_META,
     ):
+        shape = (num_features,)
+        self.scale = (
+            _param(scale_init, rngs, shape, param_dtype, scale_metadata)
+            if use_scale
+            else None
+        )
+        self.bias = (
+            _param(bias_init, rngs, shape, param_dtype, bias_metadata)
+            if use_bias
+            else None
+        )
         self.num_features = num_features
         self.epsilon = epsilon
         self.dtype = dtype
+        self.param_dtype = param_dtype
+        self.use_bias = use_bias
+        self.use_scale = use_scale
+        self.reduction_axes = reduction_axes
+        self.feature_axes = feature_axes
+        self.axis_name = axis_name
+        self.axis_index_groups = axis_index_groups
         self.use_fast_variance = use_fast_variance
-        shape = (num_features,)
-        self.scale = (
-            Param(scale_init(rngs.params(), shape, param_dtype)) if use_scale else None
-        )
-        self.bias = (
-            Param(bias_init(rngs.params(), shape, param_dtype)) if use_bias else None
-        )
+        self.promote_dtype = promote_dtype
 
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
-        last = (x.ndim - 1,)
+        scale = self.scale.value if self.scale is not None else None
+        bias = self.bias.value if self.bias is not None else None
+        if self.promote_dtype is not promote_dtype:
+            x, scale, bias = self.promote_dtype((x, scale, bias), dtype=self.dtype)
         return _call_layer_norm(
             x,
-            self.scale.value if self.scale is not None else None,
-            self.bias.value if self.bias is not None else None,
+            scale,
+            bias,
             mask,
-            last,
-            last,
+            _axes(x.ndim, self.reduction_axes),
+            _axes(x.ndim, self.feature_axes),
             True,
             self.epsilon,
             self.dtype,
             self.use_fast_variance,
             _stats_dtype(x, self.dtype, True),
             None,
-            None,
-            None,
+            self.axis_name,
+            self.axis_index_groups,
         )
 
 
 class BatchNorm(Module):
-    """Batch normalisation over every axis but the last; running averages in
-    ``mean`` and ``var`` (``BatchStat``)."""
+    """Batch normalisation over every axis but ``axis`` (the last); running
+    averages in ``mean`` and ``var`` (``BatchStat``)."""
 
     def __init__(
         self,
         num_features: int,
         *,
-        use_running_average: bool = False,
+        use_running_average: bool | None = False,
+        axis: int = -1,
         momentum: float = 0.99,
         epsilon: float = 1e-5,
         dtype: Any = None,
@@ -194,25 +226,39 @@ class BatchNorm(Module):
         bias_init: Callable[..., Array] = initializers.zeros,
         scale_init: Callable[..., Array] = initializers.ones,
         axis_name: str | None = None,
+        axis_index_groups: Any = None,
         use_fast_variance: bool = True,
+        promote_dtype: Callable[..., Any] = promote_dtype,
         rngs: Rngs,
+        bias_metadata: Mapping[str, Any] = _NO_META,
+        scale_metadata: Mapping[str, Any] = _NO_META,
     ):
-        self.num_features = num_features
-        self.use_running_average = use_running_average
-        self.momentum = momentum
-        self.epsilon = epsilon
-        self.dtype = dtype
-        self.axis_name = axis_name
-        self.use_fast_variance = use_fast_variance
         shape = (num_features,)
         self.mean = BatchStat(jnp.zeros(shape, jnp.float32))
         self.var = BatchStat(jnp.ones(shape, jnp.float32))
         self.scale = (
-            Param(scale_init(rngs.params(), shape, param_dtype)) if use_scale else None
+            _param(scale_init, rngs, shape, param_dtype, scale_metadata)
+            if use_scale
+            else None
         )
         self.bias = (
-            Param(bias_init(rngs.params(), shape, param_dtype)) if use_bias else None
+            _param(bias_init, rngs, shape, param_dtype, bias_metadata)
+            if use_bias
+            else None
         )
+        self.num_features = num_features
+        self.use_running_average = use_running_average
+        self.axis = axis
+        self.momentum = momentum
+        self.epsilon = epsilon
+        self.dtype = dtype
+        self.param_dtype = param_dtype
+        self.use_bias = use_bias
+        self.use_scale = use_scale
+        self.axis_name = axis_name
+        self.axis_index_groups = axis_index_groups
+        self.use_fast_variance = use_fast_variance
+        self.promote_dtype = promote_dtype
 
     def __call__(
         self,
@@ -226,7 +272,8 @@ class BatchNorm(Module):
             if use_running_average is None
             else use_running_average
         )
-        reduction = tuple(range(x.ndim - 1))
+        feature = _axes(x.ndim, self.axis)
+        reduction = tuple(i for i in range(x.ndim) if i not in feature)
         if use_ra:
             mean, var = self.mean.value, self.var.value
         else:
@@ -235,7 +282,7 @@ class BatchNorm(Module):
                 reduction,
                 True,
                 self.axis_name,
-                None,
+                self.axis_index_groups,
                 mask,
                 True,
                 self.use_fast_variance,
@@ -244,17 +291,33 @@ class BatchNorm(Module):
             m = self.momentum
             self.mean.value = m * self.mean.value + (1 - m) * mean.reshape(-1)
             self.var.value = m * self.var.value + (1 - m) * var.reshape(-1)
+        scale = self.scale.value if self.scale is not None else None
+        bias = self.bias.value if self.bias is not None else None
+        if self.promote_dtype is not promote_dtype:
+            x, mean, var, scale, bias = self.promote_dtype(
+                (x, mean, var, scale, bias), dtype=self.dtype
+            )
         return _normalize_jit(
             x,
             mean,
             var,
-            self.scale.value if self.scale is not None else None,
-            self.bias.value if self.bias is not None else None,
+            scale,
+            bias,
             reduction=reduction,
-            feature_axes=(x.ndim - 1,),
+            feature_axes=feature,
             dtype=self.dtype,
             epsilon=self.epsilon,
         )
+
+    def set_view(self, use_running_average: bool | None = None) -> None:
+        """Class method used by ``nnx.view``.
+
+        Args:
+          use_running_average: if True, the stored batch statistics will be
+            used instead of computing the batch statistics on the input.
+        """
+        if use_running_average is not None:
+            self.use_running_average = use_running_average
 
 
 class Dropout(Module):
@@ -266,44 +329,78 @@ class Dropout(Module):
         rate: float,
         *,
         broadcast_dims: Sequence[int] = (),
-        deterministic: bool = False,
+        deterministic: bool | None = False,
         rng_collection: str = "dropout",
-        rngs: Rngs | None = None,
+        rngs: Rngs | RngStream | None = None,
     ):
         self.rate = rate
         self.broadcast_dims = tuple(broadcast_dims)
         self.deterministic = deterministic
         self.rng_collection = rng_collection
-        self.rngs = rngs[rng_collection].fork() if rngs is not None else None
+        if isinstance(rngs, Rngs):
+            self.rngs = rngs[rng_collection].fork()
+        elif isinstance(rngs, RngStream):
+            self.rngs = rngs.fork()
+        elif rngs is None:
+            self.rngs = None
+        else:
+            raise TypeError(
+                f"rngs must be a Rngs, RngStream or None, but got {type(rngs)}.\n"
+                "Pass rngs=nnx.Rngs(dropout=0) (or a stream of one)."
+            )
 
     def __call__(
         self,
-        x: Array,
+        inputs: Array,
         *,
         deterministic: bool | None = None,
-        rngs: Rngs | None = None,
+        rngs: Rngs | RngStream | jax.Array | None = None,
     ) -> Array:
         det = self.deterministic if deterministic is None else deterministic
-        if det or self.rate == 0.0:
-            return x
-        if self.rate == 1.0:
-            return jnp.zeros_like(x)
-        if rngs is not None:
-            key = rngs[self.rng_collection]()
-        elif self.rngs is not None:
-            key = self.rngs()
-        else:
+        if det is None:
             raise ValueError(
-                "Dropout needs keys: give rngs=nnx.Rngs(dropout=...) to Dropout(...) "
-                "or to the call, or call it with deterministic=True (model.eval())."
+                "No `deterministic` argument was provided to Dropout. Pass it to "
+                "the constructor or the call, or use nnx.view(model, "
+                "deterministic=True/False)."
+            )
+        if det or self.rate == 0.0:
+            return inputs
+        if self.rate == 1.0:
+            return jnp.zeros_like(inputs)
+        rngs = rngs if rngs is not None else self.rngs
+        if rngs is None:
+            raise ValueError(
+                "`deterministic` is False, but no `rngs` argument was provided to "
+                "Dropout as either a __call__ argument or class attribute.\nGive "
+                "rngs=nnx.Rngs(dropout=...) to Dropout(...) or to the call, or call "
+                "it with deterministic=True (model.eval())."
+            )
+        if isinstance(rngs, Rngs):
+            key = rngs[self.rng_collection]()
+        elif isinstance(rngs, RngStream):
+            key = rngs()
+        elif isinstance(rngs, jax.Array):
+            key = rngs
+        else:
+            raise TypeError(
+                f"rngs must be a Rngs, RngStream or jax.Array, but got {type(rngs)}."
             )
         keep = 1.0 - self.rate
-        shape = list(x.shape)
+        shape = list(inputs.shape)
         for d in self.broadcast_dims:
             shape[d] = 1
         mask = jax.random.bernoulli(key, p=keep, shape=shape)
-        mask = jnp.broadcast_to(mask, x.shape)
-        return lax.select(mask, x / keep, jnp.zeros_like(x))
+        mask = jnp.broadcast_to(mask, inputs.shape)
+        return lax.select(mask, inputs / keep, jnp.zeros_like(inputs))
+
+    def set_view(self, deterministic: bool | None = None) -> None:
+        """Class method used by ``nnx.view``.
+
+        Args:
+          deterministic: if True, disables dropout masking.
+        """
+        if deterministic is not None:
+            self.deterministic = deterministic
 
 
 class Sequential(Module):

@@ -8,6 +8,7 @@ variables), so an eager layer computes exactly what its Linen twin computes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -16,11 +17,21 @@ import jax.numpy as jnp
 import numpy as np
 
 from lens import nn as linen
+from lens.core._freeze import FrozenDict
 from lens.core.nn import initializers
-from lens.nn import combine_masks, dot_product_attention
-from lens.nnx._graph import Cache, Param
-from lens.nnx._layers import LayerNorm, Module
-from lens.nnx._rngs import Rngs
+from lens.core.spmd import shard_value
+from lens.nn import combine_masks, dot_product_attention_weights
+from lens.nnx._graph import Cache, Intermediate, Param
+from lens.nnx._layers import (
+    _NO_META,
+    LayerNorm,
+    Module,
+    _dot_kwargs,
+    _param,
+    promote_dtype,
+)
+from lens.nnx._rngs import Rngs, RngStream
+from lens.nnx._variables import VariableMetadata
 
 Array = Any
 _default_kernel_init = initializers.default_kernel_init
@@ -38,12 +49,14 @@ def _tuple_or_none(x: int | Sequence[int] | None, n: int) -> tuple[int, ...] | N
     return None if x is None else _tuple(x, n)
 
 
-def _params(**vs: Param | None) -> dict[str, Any]:
-    return {"params": {k: v.value for k, v in vs.items() if v is not None}}
+def _sharded(y: Array, out_sharding: Any) -> Array:
+    """``y`` laid out as ``out_sharding`` (on the current mesh), when given."""
+    return y if out_sharding is None else shard_value(y, out_sharding, None, None)
 
 
-def _param(init: Callable[..., Array], rngs: Rngs, shape: Any, dtype: Any, meta: Any):
-    return Param(init(rngs.params(), shape, dtype), **dict(meta or {}))
+def _promoted(fn: Any, *arrays: Any, dtype: Any) -> tuple[Any, ...]:
+    """A user's ``promote_dtype`` applied (the default one is the layer's own)."""
+    return arrays if fn is promote_dtype else tuple(fn(arrays, dtype=dtype))
 
 
 class Conv(Module):
@@ -68,11 +81,11 @@ class Conv(Module):
         kernel_init: Callable[..., Array] = _default_kernel_init,
         bias_init: Callable[..., Array] = _zeros,
         conv_general_dilated: Callable[..., Array] = jax.lax.conv_general_dilated,
-        promote_dtype: Any = None,
+        promote_dtype: Callable[..., Any] = promote_dtype,
         preferred_element_type: Any = None,
         rngs: Rngs,
-        kernel_metadata: Mapping[str, Any] = {},  # noqa: B006 - Flax's default
-        bias_metadata: Mapping[str, Any] = {},  # noqa: B006
+        kernel_metadata: Mapping[str, Any] = _NO_META,
+        bias_metadata: Mapping[str, Any] = _NO_META,
     ):
         if in_features % feature_group_count:
             raise ValueError(
@@ -93,6 +106,8 @@ class Conv(Module):
         self.param_dtype = param_dtype
         self.precision = precision
         self.conv_general_dilated = conv_general_dilated
+        self.promote_dtype = promote_dtype
+        self.preferred_element_type = preferred_element_type
         shape = self.kernel_size + (in_features // feature_group_count, out_features)
         self.kernel = _param(kernel_init, rngs, shape, param_dtype, kernel_metadata)
         self.bias = (
@@ -101,7 +116,7 @@ class Conv(Module):
             else None
         )
 
-    def __call__(self, inputs: Array) -> Array:
+    def __call__(self, inputs: Array, out_sharding: Any = None) -> Array:
         layer = linen.Conv(
             self.out_features,
             self.kernel_size,
@@ -115,9 +130,27 @@ class Conv(Module):
             dtype=self.dtype,
             param_dtype=self.param_dtype,
             precision=self.precision,
-            conv_general_dilated=self.conv_general_dilated,
+            conv_general_dilated=(
+                self.conv_general_dilated
+                if self.preferred_element_type is None
+                else functools.partial(
+                    self.conv_general_dilated,
+                    preferred_element_type=self.preferred_element_type,
+                )
+            ),
         )
-        return layer.apply(_params(kernel=self.kernel, bias=self.bias), inputs)
+        return _sharded(self._apply(layer, inputs), out_sharding)
+
+    def _apply(self, layer: Any, inputs: Array) -> Array:
+        kernel = self.kernel.value
+        bias = self.bias.value if self.bias is not None else None
+        inputs, kernel, bias = _promoted(
+            self.promote_dtype, inputs, kernel, bias, dtype=self.dtype
+        )
+        params = (
+            {"kernel": kernel} if bias is None else {"kernel": kernel, "bias": bias}
+        )
+        return layer.apply({"params": params}, inputs)
 
 
 class ConvTranspose(Module):
@@ -140,11 +173,11 @@ class ConvTranspose(Module):
         kernel_init: Callable[..., Array] = _default_kernel_init,
         bias_init: Callable[..., Array] = _zeros,
         transpose_kernel: bool = False,
-        promote_dtype: Any = None,
+        promote_dtype: Callable[..., Any] = promote_dtype,
         preferred_element_type: Any = None,
         rngs: Rngs,
-        kernel_metadata: Mapping[str, Any] = {},  # noqa: B006
-        bias_metadata: Mapping[str, Any] = {},  # noqa: B006
+        kernel_metadata: Mapping[str, Any] = _NO_META,
+        bias_metadata: Mapping[str, Any] = _NO_META,
     ):
         self.kernel_size = _tuple(kernel_size)
         self.in_features = in_features
@@ -159,6 +192,7 @@ class ConvTranspose(Module):
         self.precision = precision
         self.transpose_kernel = transpose_kernel
         self.preferred_element_type = preferred_element_type
+        self.promote_dtype = promote_dtype
         io = (
             (out_features, in_features)
             if transpose_kernel
@@ -187,7 +221,11 @@ class ConvTranspose(Module):
             transpose_kernel=self.transpose_kernel,
             preferred_element_type=self.preferred_element_type,
         )
-        return layer.apply(_params(kernel=self.kernel, bias=self.bias), inputs)
+        return Conv._apply(self, layer, inputs)  # type: ignore[arg-type]
+
+
+def _take_rows(embedding: Array, ids: Array) -> Array:
+    return jnp.take(embedding, ids, axis=0)
 
 
 class Embed(Module):
@@ -202,14 +240,10 @@ class Embed(Module):
         dtype: Any = None,
         param_dtype: Any = jnp.float32,
         embedding_init: Callable[..., Array] = linen.linear.default_embed_init,
-        promote_dtype: Any = None,
+        promote_dtype: Callable[..., Any] = promote_dtype,
         rngs: Rngs,
-        embedding_metadata: Mapping[str, Any] = {},  # noqa: B006
+        embedding_metadata: Mapping[str, Any] = _NO_META,
     ):
-        self.num_embeddings = num_embeddings
-        self.features = features
-        self.dtype = dtype
-        self.param_dtype = param_dtype
         self.embedding = _param(
             embedding_init,
             rngs,
@@ -217,22 +251,36 @@ class Embed(Module):
             param_dtype,
             embedding_metadata,
         )
+        self.num_embeddings = num_embeddings
+        self.features = features
+        self.dtype = dtype
+        self.param_dtype = param_dtype
+        self.promote_dtype = promote_dtype
 
-    def _linen(self) -> Any:
-        return linen.Embed(
-            self.num_embeddings,
-            self.features,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
+    def __call__(self, inputs: Array, out_sharding: Any = None) -> Array:
+        if not jnp.issubdtype(inputs.dtype, jnp.integer):
+            raise ValueError(
+                "Input type must be an integer or unsigned integer.\n"
+                f"Got {inputs.dtype}: Embed looks ids up; cast them, e.g. "
+                "x.astype(jnp.int32)."
+            )
+        (embedding,) = self.promote_dtype(
+            (self.embedding.value,), dtype=self.dtype, inexact=False
         )
-
-    def __call__(self, inputs: Array) -> Array:
-        return self._linen().apply(_params(embedding=self.embedding), inputs)
+        if self.num_embeddings == 1:
+            return jnp.broadcast_to(embedding, inputs.shape + (self.features,))
+        if out_sharding is not None:
+            take = jax.sharding.auto_axes(_take_rows, out_sharding=out_sharding)
+            return take(embedding, inputs)  # type: ignore[call-arg]
+        return jnp.take(embedding, inputs, axis=0)
 
     def attend(self, query: Array, out_sharding: Any = None) -> Array:
-        return self._linen().apply(
-            _params(embedding=self.embedding), query, method="attend"
+        """``query @ embedding.T``: logits over the vocabulary (weight tying)."""
+        query, embedding = self.promote_dtype(
+            (query, self.embedding.value), dtype=self.dtype
         )
+        kw = {"out_sharding": out_sharding} if out_sharding is not None else {}
+        return jnp.dot(query, embedding.T, **kw)
 
 
 class Einsum(Module):
@@ -250,48 +298,54 @@ class Einsum(Module):
         precision: Any = None,
         kernel_init: Callable[..., Array] = _default_kernel_init,
         bias_init: Callable[..., Array] = _zeros,
-        promote_dtype: Any = None,
+        promote_dtype: Callable[..., Any] = promote_dtype,
         einsum_op: Callable[..., Array] = jnp.einsum,
         preferred_element_type: Any = None,
         rngs: Rngs,
-        kernel_metadata: Mapping[str, Any] = {},  # noqa: B006
-        bias_metadata: Mapping[str, Any] = {},  # noqa: B006
+        kernel_metadata: Mapping[str, Any] = _NO_META,
+        bias_metadata: Mapping[str, Any] = _NO_META,
     ):
+        einsum_str = einsum_str.replace(" ", "")
+        self._check(einsum_str)
+        self.kernel = _param(
+            kernel_init, rngs, tuple(kernel_shape), param_dtype, kernel_metadata
+        )
+        self.bias = (
+            _param(bias_init, rngs, tuple(bias_shape), param_dtype, bias_metadata)
+            if bias_shape is not None
+            else None
+        )
+        self.einsum_str = einsum_str
+        self.kernel_shape = tuple(kernel_shape)
+        self.bias_shape = tuple(bias_shape) if bias_shape is not None else None
+        self.dtype = dtype
+        self.param_dtype = param_dtype
+        self.precision = precision
+        self.promote_dtype = promote_dtype
+        self.einsum_op = einsum_op
+        self.preferred_element_type = preferred_element_type
+
+    @staticmethod
+    def _check(einsum_str: str) -> None:
         if "->" not in einsum_str or einsum_str.count(",") != 1:
             raise ValueError(
                 f"Einsum: einsum_str {einsum_str!r} must name two operands and an "
                 "output, e.g. 'btd,dk->btk'."
             )
-        self.einsum_str = einsum_str.replace(" ", "")
-        self.kernel_shape = tuple(kernel_shape)
-        self.bias_shape = tuple(bias_shape) if bias_shape is not None else None
-        self.dtype = dtype
-        self.precision = precision
-        self.einsum_op = einsum_op
-        self.preferred_element_type = preferred_element_type
-        self.kernel = _param(
-            kernel_init, rngs, self.kernel_shape, param_dtype, kernel_metadata
-        )
-        self.bias = (
-            _param(bias_init, rngs, self.bias_shape, param_dtype, bias_metadata)
-            if bias_shape is not None
-            else None
-        )
 
-    def __call__(self, inputs: Array, einsum_str: str | None = None) -> Array:
+    def __call__(
+        self, inputs: Array, einsum_str: str | None = None, out_sharding: Any = None
+    ) -> Array:
         spec = (einsum_str or self.einsum_str).replace(" ", "")
-        kernel = self.kernel.value
-        dtype = self.dtype or jnp.result_type(inputs, kernel)
-        y = self.einsum_op(
-            spec,
-            jnp.asarray(inputs, dtype),
-            jnp.asarray(kernel, dtype),
-            precision=self.precision,
-            preferred_element_type=self.preferred_element_type,
+        self._check(spec)
+        bias = self.bias.value if self.bias is not None else None
+        inputs, kernel, bias = self.promote_dtype(
+            (inputs, self.kernel.value, bias), dtype=self.dtype
         )
-        if self.bias is not None:
-            b = jnp.asarray(self.bias.value, dtype)
-            y = y + b.reshape((1,) * (y.ndim - b.ndim) + b.shape)
+        kw = _dot_kwargs(out_sharding, self.preferred_element_type)
+        y = self.einsum_op(spec, inputs, kernel, precision=self.precision, **kw)
+        if bias is not None:
+            y = y + bias.reshape((1,) * (y.ndim - bias.ndim) + bias.shape)
         return y
 
 
@@ -312,9 +366,9 @@ class RMSNorm(Module):
         axis_name: str | None = None,
         axis_index_groups: Any = None,
         use_fast_variance: bool = True,
-        promote_dtype: Any = None,
+        promote_dtype: Callable[..., Any] = promote_dtype,
         rngs: Rngs,
-        scale_metadata: Mapping[str, Any] = {},  # noqa: B006
+        scale_metadata: Mapping[str, Any] = _NO_META,
     ):
         self.num_features = num_features
         self.epsilon = epsilon
@@ -326,6 +380,7 @@ class RMSNorm(Module):
         self.axis_name = axis_name
         self.axis_index_groups = axis_index_groups
         self.use_fast_variance = use_fast_variance
+        self.promote_dtype = promote_dtype
         self.scale = (
             _param(scale_init, rngs, (num_features,), param_dtype, scale_metadata)
             if use_scale
@@ -344,7 +399,10 @@ class RMSNorm(Module):
             axis_index_groups=self.axis_index_groups,
             use_fast_variance=self.use_fast_variance,
         )
-        return layer.apply(_params(scale=self.scale), x, mask=mask)
+        scale = self.scale.value if self.scale is not None else None
+        x, scale = _promoted(self.promote_dtype, x, scale, dtype=self.dtype)
+        params = {} if scale is None else {"params": {"scale": scale}}
+        return layer.apply(params, x, mask=mask)
 
 
 class GroupNorm(Module):
@@ -367,10 +425,10 @@ class GroupNorm(Module):
         axis_name: str | None = None,
         axis_index_groups: Any = None,
         use_fast_variance: bool = True,
-        promote_dtype: Any = None,
+        promote_dtype: Callable[..., Any] = promote_dtype,
         rngs: Rngs,
-        bias_metadata: Mapping[str, Any] = {},  # noqa: B006
-        scale_metadata: Mapping[str, Any] = {},  # noqa: B006
+        bias_metadata: Mapping[str, Any] = _NO_META,
+        scale_metadata: Mapping[str, Any] = _NO_META,
     ):
         if (num_groups is None) == (group_size is None):
             raise ValueError(
@@ -401,6 +459,7 @@ class GroupNorm(Module):
         self.axis_name = axis_name
         self.axis_index_groups = axis_index_groups
         self.use_fast_variance = use_fast_variance
+        self.promote_dtype = promote_dtype
         shape = (num_features,)
         self.scale = (
             _param(scale_init, rngs, shape, param_dtype, scale_metadata)
@@ -426,12 +485,29 @@ class GroupNorm(Module):
             axis_index_groups=self.axis_index_groups,
             use_fast_variance=self.use_fast_variance,
         )
-        return layer.apply(_params(scale=self.scale, bias=self.bias), x, mask=mask)
+        scale = self.scale.value if self.scale is not None else None
+        bias = self.bias.value if self.bias is not None else None
+        x, scale, bias = _promoted(self.promote_dtype, x, scale, bias, dtype=self.dtype)
+        params = {k: v for k, v in (("scale", scale), ("bias", bias)) if v is not None}
+        return layer.apply({"params": params}, x, mask=mask)
+
+
+def _reshaped(
+    init: Callable[..., Any], key: Any, flat: tuple, shape: tuple, dtype: Any
+) -> Any:
+    """``init`` drawn at the 2-D ``flat`` shape (so fans are those of the flat
+    matrix), reshaped to ``shape`` (through a VariableMetadata box)."""
+    out = init(key, flat, dtype)
+    if isinstance(out, VariableMetadata):
+        out.raw_value = jnp.reshape(out.raw_value, shape)
+        return out
+    return jnp.reshape(out, shape)
 
 
 class LinearGeneral(Module):
     """A linear map over several axes: ``in_features`` (on ``axis``) to
-    ``out_features``; ``kernel`` of shape ``in_features + out_features``."""
+    ``out_features``; ``kernel`` of shape ``batch + in_features + out_features``
+    (``batch_axis`` maps input axes to kernel batch dimensions)."""
 
     def __init__(
         self,
@@ -439,68 +515,175 @@ class LinearGeneral(Module):
         out_features: int | Sequence[int],
         *,
         axis: int | Sequence[int] = -1,
-        batch_axis: Mapping[int, int] = {},  # noqa: B006
+        batch_axis: Mapping[int, int] = FrozenDict({}),
         use_bias: bool = True,
         dtype: Any = None,
         param_dtype: Any = jnp.float32,
         kernel_init: Callable[..., Array] = _default_kernel_init,
         bias_init: Callable[..., Array] = _zeros,
         precision: Any = None,
-        promote_dtype: Any = None,
-        dot_general: Any = None,
+        promote_dtype: Callable[..., Any] = promote_dtype,
+        dot_general: Callable[..., Array] | None = None,
         dot_general_cls: Any = None,
         preferred_element_type: Any = None,
         rngs: Rngs,
-        kernel_metadata: Mapping[str, Any] = {},  # noqa: B006
-        bias_metadata: Mapping[str, Any] = {},  # noqa: B006
+        kernel_metadata: Mapping[str, Any] = _NO_META,
+        bias_metadata: Mapping[str, Any] = _NO_META,
     ):
-        if batch_axis:
-            raise NotImplementedError(
-                "LinearGeneral(batch_axis=...) is not supported by lens.nnx yet; "
-                "vmap the layer over the batch axis instead."
-            )
         self.in_features = _tuple(in_features)
         self.out_features = _tuple(out_features)
         self.axis = _tuple(axis)
+        self.batch_axis = FrozenDict(batch_axis)
         if len(self.axis) != len(self.in_features):
             raise ValueError(
                 f"LinearGeneral: axis {self.axis} and in_features "
                 f"{self.in_features} must have the same length."
             )
+        if self.batch_axis:
+            dims = tuple(self.batch_axis.keys())
+            if any(d < 0 for d in dims) or set(dims) != set(range(max(dims) + 1)):
+                raise ValueError(
+                    f"batch_dims {dims} must be consecutive leading dimensions "
+                    "starting from 0."
+                )
         self.use_bias = use_bias
         self.dtype = dtype
+        self.param_dtype = param_dtype
         self.precision = precision
-        # drawn as a 2-D (fan_in, fan_out) matrix, then shaped: the fans of a
-        # multi-axis kernel are the products of its input and output sizes
-        flat = (int(np.prod(self.in_features)), int(np.prod(self.out_features)))
-        kernel = kernel_init(rngs.params(), flat, param_dtype)
-        shape = self.in_features + self.out_features
-        self.kernel = Param(jnp.reshape(kernel, shape), **dict(kernel_metadata))
+        self.promote_dtype = promote_dtype
+        self.dot_general = dot_general
+        self.dot_general_cls = dot_general_cls
+        self.preferred_element_type = preferred_element_type
+        batch = tuple(self.batch_axis.values())
+        n_in = int(np.prod(batch)) * int(np.prod(self.in_features))
+        n_out = int(np.prod(self.out_features))
+        shape = batch + self.in_features + self.out_features
+        self.kernel = Param(
+            _reshaped(kernel_init, rngs.params(), (n_in, n_out), shape, param_dtype),
+            **dict(kernel_metadata),
+        )
         self.bias = None
         if use_bias:
-            bias = bias_init(rngs.params(), (flat[1],), param_dtype)
+            bshape = batch + self.out_features
             self.bias = Param(
-                jnp.reshape(bias, self.out_features), **dict(bias_metadata)
+                _reshaped(
+                    bias_init,
+                    rngs.params(),
+                    (int(np.prod(bshape)),),
+                    bshape,
+                    param_dtype,
+                ),
+                **dict(bias_metadata),
             )
 
-    def __call__(self, inputs: Array) -> Array:
-        axis = tuple(a % inputs.ndim for a in self.axis)
-        kernel = self.kernel.value
-        dtype = self.dtype or jnp.result_type(inputs, kernel)
-        x = jnp.asarray(inputs, dtype)
-        dims = ((axis, tuple(range(len(axis)))), ((), ()))
-        y = jax.lax.dot_general(
-            x, jnp.asarray(kernel, dtype), dims, precision=self.precision
+    def __call__(self, inputs: Array, out_sharding: Any = None) -> Array:
+        ndim = inputs.ndim
+        axis = tuple(a % ndim for a in self.axis)
+        batch_axis = tuple(a % ndim for a in self.batch_axis.keys())
+        n_batch = len(batch_axis)
+        expanded_batch = tuple(
+            inputs.shape[ax] if ax in batch_axis else 1
+            for ax in range(ndim)
+            if ax not in axis
         )
-        if self.bias is not None:
-            y = y + jnp.asarray(self.bias.value, dtype)
+        bias = self.bias.value if self.bias is not None else None
+        inputs, kernel, bias = self.promote_dtype(
+            (inputs, self.kernel.value, bias), dtype=self.dtype
+        )
+        if self.dot_general_cls is not None:
+            dot_general = self.dot_general_cls()
+        else:
+            dot_general = self.dot_general or jax.lax.dot_general
+        contract = tuple(range(n_batch, n_batch + len(axis)))
+        y = dot_general(
+            inputs,
+            kernel,
+            ((axis, contract), (batch_axis, tuple(range(n_batch)))),
+            precision=self.precision,
+            **_dot_kwargs(out_sharding, self.preferred_element_type),
+        )
+        if bias is not None:
+            y = y + jnp.reshape(bias, expanded_batch + self.out_features)
         return y
+
+
+def dot_product_attention(
+    query: Array,
+    key: Array,
+    value: Array,
+    bias: Array | None = None,
+    mask: Array | None = None,
+    broadcast_dropout: bool = True,
+    dropout_rng: Array | None = None,
+    dropout_rate: float = 0.0,
+    deterministic: bool = False,
+    dtype: Any = None,
+    precision: Any = None,
+    module: Module | None = None,
+    promote_dtype: Callable[..., Any] = promote_dtype,
+    is_causal: bool = False,
+) -> Array:
+    """Attention of ``query`` ``[batch..., q_len, heads, depth]`` over ``key`` and
+    ``value`` ``[batch..., kv_len, kv_heads, depth]``. ``kv_heads`` may divide
+    ``heads`` (grouped-query attention); ``module`` sows the weights as
+    ``attention_weights``; ``is_causal`` masks future positions."""
+    query, key, value = promote_dtype((query, key, value), dtype=dtype)
+    if query.ndim != key.ndim or key.ndim != value.ndim:
+        raise ValueError("q, k, v must have same rank.")
+    if key.shape[-3] != value.shape[-3]:
+        raise ValueError(
+            f"k, v lengths must match, but got {key.shape[-3]} and {value.shape[-3]}."
+        )
+    q_heads, kv_heads = query.shape[-2], key.shape[-2]
+    if q_heads % kv_heads:
+        raise ValueError(
+            f"Query heads ({q_heads}) must be multiple of Key/Value heads ({kv_heads})."
+        )
+    if dropout_rate == 0.0 and module is None:
+        shape = query.shape
+        if len(shape) > 4:
+
+            def flat(x: Any) -> Any:
+                if x is None:
+                    return None
+                return jnp.reshape(x, (int(np.prod(x.shape[:-3])), *x.shape[-3:]))
+
+            query, key, value, bias, mask = map(flat, (query, key, value, bias, mask))
+        if mask is not None:
+            mask = mask.astype(jnp.bool_)
+        out = jax.nn.dot_product_attention(
+            query, key, value, bias, mask, is_causal=is_causal
+        )
+        return jnp.reshape(out, shape) if len(shape) > 4 else out
+    n_rep = q_heads // kv_heads
+    if n_rep > 1:
+        key = jnp.repeat(key, n_rep, axis=-2)
+        value = jnp.repeat(value, n_rep, axis=-2)
+    if is_causal:
+        causal = jnp.tril(jnp.ones((query.shape[-3], key.shape[-3]), jnp.bool_))
+        mask = causal if mask is None else jnp.logical_and(mask, causal)
+    weights = dot_product_attention_weights(
+        query,
+        key,
+        bias,
+        mask,
+        broadcast_dropout,
+        dropout_rng,
+        dropout_rate,
+        deterministic,
+        dtype,
+        precision,
+    )
+    if module is not None:
+        module.sow(Intermediate, "attention_weights", weights)
+    return jnp.einsum("...hqk,...khd->...qhd", weights, value, precision=precision)
 
 
 class MultiHeadAttention(Module):
     """Multi-head dot-product attention: ``query``/``key``/``value`` projections
-    to ``(num_heads, head_dim)`` and ``out`` back; ``decode=True`` with
-    :meth:`init_cache` attends one step at a time over a ``Cache``."""
+    to ``(heads, head_dim)`` (``num_kv_heads`` for key and value: grouped-query
+    attention) and ``out`` back; ``decode=True`` with :meth:`init_cache` attends
+    one step at a time over a ``Cache``."""
 
     def __init__(
         self,
@@ -525,75 +708,113 @@ class MultiHeadAttention(Module):
         attention_fn: Callable[..., Array] = dot_product_attention,
         decode: bool | None = None,
         normalize_qk: bool = False,
+        qkv_promote_dtype: Callable[..., Any] = promote_dtype,
+        out_promote_dtype: Callable[..., Any] = promote_dtype,
+        ln_promote_dtype: Callable[..., Any] = promote_dtype,
+        qkv_dot_general: Callable[..., Array] | None = None,
+        out_dot_general: Callable[..., Array] | None = None,
+        qkv_dot_general_cls: Any = None,
+        out_dot_general_cls: Any = None,
         rngs: Rngs,
         keep_rngs: bool = True,
-        **unsupported: Any,
+        kernel_metadata: Mapping[str, Any] = _NO_META,
+        out_kernel_metadata: Mapping[str, Any] = _NO_META,
+        bias_metadata: Mapping[str, Any] = _NO_META,
+        out_bias_metadata: Mapping[str, Any] = _NO_META,
+        query_ln_scale_metadata: Mapping[str, Any] = _NO_META,
+        key_ln_scale_metadata: Mapping[str, Any] = _NO_META,
     ):
-        if unsupported:
-            raise TypeError(
-                "MultiHeadAttention: lens.nnx does not support "
-                f"{sorted(unsupported)} yet."
-            )
-        qkv_features = qkv_features or in_features
-        out_features = out_features or in_features
-        if qkv_features % num_heads:
-            raise ValueError(
-                f"MultiHeadAttention: qkv_features ({qkv_features}) must be "
-                f"divisible by num_heads ({num_heads})."
-            )
-        if num_kv_heads not in (None, num_heads):
-            raise NotImplementedError(
-                "MultiHeadAttention(num_kv_heads=...) (grouped-query attention) is "
-                "not supported by lens.nnx yet."
-            )
         self.num_heads = num_heads
         self.in_features = in_features
-        self.qkv_features = qkv_features
-        self.out_features = out_features
-        self.in_kv_features = in_kv_features or in_features
-        self.head_dim = qkv_features // num_heads
+        self.qkv_features = qkv_features if qkv_features is not None else in_features
+        self.out_features = out_features if out_features is not None else in_features
+        self.in_kv_features = (
+            in_kv_features if in_kv_features is not None else in_features
+        )
+        self.num_kv_heads = num_kv_heads if num_kv_heads is not None else num_heads
+        if num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_heads ({num_heads}) must be divisible by num_kv_heads "
+                f"({self.num_kv_heads})."
+            )
+        if self.qkv_features % num_heads:
+            raise ValueError(
+                f"Memory dimension ({self.qkv_features}) must be divisible by "
+                f"'num_heads' heads ({num_heads})."
+            )
         self.dtype = dtype
+        self.param_dtype = param_dtype
         self.broadcast_dropout = broadcast_dropout
         self.dropout_rate = dropout_rate
         self.deterministic = deterministic
         self.precision = precision
+        self.use_bias = use_bias
         self.attention_fn = attention_fn
         self.decode = decode
         self.normalize_qk = normalize_qk
-        heads = (num_heads, self.head_dim)
+        self.qkv_promote_dtype = qkv_promote_dtype
+        self.out_promote_dtype = out_promote_dtype
+        self.ln_promote_dtype = ln_promote_dtype
+        self.qkv_dot_general = qkv_dot_general
+        self.out_dot_general = out_dot_general
+        self.qkv_dot_general_cls = qkv_dot_general_cls
+        self.out_dot_general_cls = out_dot_general_cls
+        self.head_dim = self.qkv_features // num_heads
 
-        def proj(n_in: int) -> LinearGeneral:
+        def proj(n_in: int, heads: int) -> LinearGeneral:
             return LinearGeneral(
                 n_in,
-                heads,
+                (heads, self.head_dim),
                 dtype=dtype,
                 param_dtype=param_dtype,
                 kernel_init=kernel_init,
                 bias_init=bias_init,
                 use_bias=use_bias,
                 precision=precision,
+                promote_dtype=qkv_promote_dtype,
+                dot_general=qkv_dot_general,
+                dot_general_cls=qkv_dot_general_cls,
                 rngs=rngs,
+                kernel_metadata=kernel_metadata,
+                bias_metadata=bias_metadata,
             )
 
-        self.query = proj(in_features)
-        self.key = proj(self.in_kv_features)
-        self.value = proj(self.in_kv_features)
+        self.query = proj(in_features, num_heads)
+        self.key = proj(self.in_kv_features, self.num_kv_heads)
+        self.value = proj(self.in_kv_features, self.num_kv_heads)
         self.query_ln: LayerNorm | None = None
         self.key_ln: LayerNorm | None = None
         if normalize_qk:
-            self.query_ln = LayerNorm(self.head_dim, use_bias=False, rngs=rngs)
-            self.key_ln = LayerNorm(self.head_dim, use_bias=False, rngs=rngs)
+            for name, meta in (
+                ("query_ln", query_ln_scale_metadata),
+                ("key_ln", key_ln_scale_metadata),
+            ):
+                ln = LayerNorm(
+                    self.head_dim,
+                    use_bias=False,
+                    dtype=dtype,
+                    param_dtype=param_dtype,
+                    promote_dtype=ln_promote_dtype,
+                    rngs=rngs,
+                    scale_metadata=meta,
+                )
+                setattr(self, name, ln)
         self.out = LinearGeneral(
-            heads,
-            out_features,
+            (num_heads, self.head_dim),
+            self.out_features,
             axis=(-2, -1),
-            dtype=dtype,
-            param_dtype=param_dtype,
             kernel_init=out_kernel_init or kernel_init,
             bias_init=out_bias_init or bias_init,
             use_bias=use_bias,
+            dtype=dtype,
+            param_dtype=param_dtype,
             precision=precision,
+            promote_dtype=out_promote_dtype,
+            dot_general=out_dot_general,
+            dot_general_cls=out_dot_general_cls,
             rngs=rngs,
+            kernel_metadata=out_kernel_metadata or kernel_metadata,
+            bias_metadata=out_bias_metadata or bias_metadata,
         )
         self.rngs = rngs["dropout"].fork() if keep_rngs and dropout_rate > 0 else None
         self.cached_key: Cache | None = None
@@ -603,10 +824,43 @@ class MultiHeadAttention(Module):
     def init_cache(self, input_shape: Sequence[int], dtype: Any = jnp.float32) -> None:
         """Creates the decode cache for inputs of ``input_shape`` (batch..., length,
         features): ``cached_key``/``cached_value`` and ``cache_index``."""
-        shape = tuple(input_shape[:-1]) + (self.num_heads, self.head_dim)
+        shape = (*input_shape[:-1], self.num_kv_heads, self.head_dim)
         self.cached_key = Cache(jnp.zeros(shape, dtype))
         self.cached_value = Cache(jnp.zeros(shape, dtype))
         self.cache_index = Cache(jnp.array(0, dtype=jnp.int32))
+
+    def set_view(
+        self,
+        deterministic: bool | None = None,
+        decode: bool | None = None,
+        batch_size: int | Sequence[int] | None = None,
+        max_length: int | None = None,
+    ) -> None:
+        """Class method used by ``nnx.view``.
+
+        Args:
+          deterministic: if True, the module is set to deterministic mode.
+          decode: if True, the module is set to decode mode.
+          batch_size: the batch size to use for the cache.
+          max_length: the max length to use for the cache.
+        """
+        if deterministic is not None:
+            self.deterministic = deterministic
+        if decode is not None:
+            self.decode = decode
+            if self.cached_key is None or self.cached_value is None:
+                if batch_size is None:
+                    raise TypeError(
+                        "'batch_size' must be provided when initializing cache."
+                    )
+                if max_length is None:
+                    raise TypeError(
+                        "'max_length' must be provided when initializing cache."
+                    )
+                batch = (
+                    (batch_size,) if isinstance(batch_size, int) else tuple(batch_size)
+                )
+                self.init_cache((*batch, max_length, 1), self.dtype or jnp.float32)
 
     def __call__(
         self,
@@ -616,13 +870,23 @@ class MultiHeadAttention(Module):
         *,
         mask: Array | None = None,
         deterministic: bool | None = None,
-        rngs: Rngs | None = None,
+        rngs: Rngs | RngStream | None = None,
         sow_weights: bool = False,
         decode: bool | None = None,
+        is_causal: bool = False,
+        out_sharding: Any = None,
+        qkv_sharding: Any = None,
     ) -> Array:
         inputs_k = inputs_q if inputs_k is None else inputs_k
         inputs_v = inputs_k if inputs_v is None else inputs_v
-        q, k, v = self.query(inputs_q), self.key(inputs_k), self.value(inputs_v)
+        if inputs_q.shape[-1] != self.in_features:
+            raise ValueError(
+                f"Incompatible input dimension, got {inputs_q.shape[-1]} but module "
+                f"expects {self.in_features}."
+            )
+        q = self.query(inputs_q, out_sharding=qkv_sharding)
+        k = self.key(inputs_k, out_sharding=qkv_sharding)
+        v = self.value(inputs_v, out_sharding=qkv_sharding)
         if self.normalize_qk:
             assert self.query_ln is not None and self.key_ln is not None
             q, k = self.query_ln(q), self.key_ln(k)
@@ -634,14 +898,16 @@ class MultiHeadAttention(Module):
                 or self.cache_index is None
             ):
                 raise ValueError(
-                    "MultiHeadAttention(decode=True) needs a cache: call "
-                    "init_cache(input_shape) first."
+                    "Autoregressive cache not initialized, call ``init_cache`` "
+                    "first.\\nMultiHeadAttention(decode=True) needs "
+                    "init_cache(input_shape)."
                 )
             *batch, max_len, heads, depth = self.cached_key.value.shape
-            if q.shape[-3] != 1:
+            expected = tuple(batch) + (1, heads, depth)
+            if expected != k.shape:
                 raise ValueError(
-                    "MultiHeadAttention(decode=True) takes one step at a time; got "
-                    f"a query of length {q.shape[-3]}."
+                    "Autoregressive cache shape error, expected key shape "
+                    f"{expected} instead got {k.shape}.\\nDecode one step at a time."
                 )
             i = self.cache_index.value
             zero = jnp.array(0, dtype=i.dtype)
@@ -654,21 +920,29 @@ class MultiHeadAttention(Module):
                 jnp.arange(max_len) <= i, tuple(batch) + (1, 1, max_len)
             )
             mask = combine_masks(mask, step_mask)
-        det = self.deterministic if deterministic is None else deterministic
         dropout_rng = None
-        if self.dropout_rate > 0.0 and not det:
-            if rngs is not None:
-                dropout_rng = rngs["dropout"]()
-            elif self.rngs is not None:
-                dropout_rng = self.rngs()
-            else:
+        if self.dropout_rate > 0.0:
+            det = self.deterministic if deterministic is None else deterministic
+            if det is None:
                 raise ValueError(
-                    "MultiHeadAttention with dropout needs keys: give rngs to the "
-                    "constructor or the call, or deterministic=True."
+                    "No `deterministic` argument was provided to MultiHeadAttention "
+                    "as either a __call__ argument, class attribute, or nnx.flag."
                 )
-            det = False
+            if not det:
+                stream = rngs if rngs is not None else self.rngs
+                if stream is None:
+                    raise ValueError(
+                        "'rngs' must be provided to __call__ method if "
+                        "MultiHeadAttention instance is defined with keep_rngs=False."
+                    )
+                dropout_rng = (
+                    stream["dropout"]() if isinstance(stream, Rngs) else stream()
+                )
         else:
             det = True
+        kw: dict[str, Any] = {"module": self} if sow_weights else {}
+        if is_causal:
+            kw["is_causal"] = True
         x = self.attention_fn(
             q,
             k,
@@ -680,8 +954,9 @@ class MultiHeadAttention(Module):
             deterministic=det,
             dtype=self.dtype,
             precision=self.precision,
+            **kw,
         )
-        return self.out(x)
+        return self.out(x, out_sharding=out_sharding)
 
 
 __all__ = [
@@ -693,4 +968,5 @@ __all__ = [
     "LinearGeneral",
     "MultiHeadAttention",
     "RMSNorm",
+    "dot_product_attention",
 ]

@@ -9,7 +9,7 @@ are read, never written, inside the loop.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 from lens.core.nn import initializers
 from lens.nn.recurrent import flip_sequences
-from lens.nnx._layers import Linear, Module
+from lens.nnx._layers import _NO_META, Linear, Module, promote_dtype
 from lens.nnx._rngs import Rngs, RngStream
 
 Array = Any
@@ -68,6 +68,8 @@ class RNNCellBase(Module):
         common: dict[str, Any],
         rngs: Rngs,
         recurrent_first: bool = False,
+        meta_i: dict[str, Any] | None = None,
+        meta_h: dict[str, Any] | None = None,
     ) -> None:
         """``dense_i`` (inputs -> n) and ``dense_h`` (hidden -> n), one with a
         bias, created in flax.nnx's order (which decides their keys)."""
@@ -80,6 +82,7 @@ class RNNCellBase(Module):
                 kernel_init=kernel_init,
                 rngs=rngs,
                 **common,
+                **(meta_i or {}),
             )
 
         def make_h() -> None:
@@ -90,6 +93,7 @@ class RNNCellBase(Module):
                 kernel_init=recurrent_kernel_init,
                 rngs=rngs,
                 **common,
+                **(meta_h or {}),
             )
 
         for make in (make_h, make_i) if recurrent_first else (make_i, make_h):
@@ -115,9 +119,18 @@ def _linears(
     init: Callable[..., Array],
     common: dict[str, Any],
     rngs: Rngs,
+    meta: dict[str, Any],
 ) -> dict[str, Linear]:
     return {
-        n: Linear(n_in, n_out, use_bias=use_bias, kernel_init=init, rngs=rngs, **common)
+        n: Linear(
+            n_in,
+            n_out,
+            use_bias=use_bias,
+            kernel_init=init,
+            rngs=rngs,
+            **common,
+            **meta,
+        )
         for n in names
     }
 
@@ -148,10 +161,18 @@ class LSTMCell(RNNCellBase):
         dtype: Any = None,
         param_dtype: Any = jnp.float32,
         carry_init: Callable[..., Array] | None = None,
-        promote_dtype: Any = None,
+        promote_dtype: Callable[..., Any] = promote_dtype,
         keep_rngs: bool = False,
         rngs: Rngs,
+        kernel_metadata: Mapping[str, Any] = _NO_META,
+        recurrent_kernel_metadata: Mapping[str, Any] = _NO_META,
+        bias_metadata: Mapping[str, Any] = _NO_META,
     ):
+        meta_i = {"kernel_metadata": kernel_metadata, "bias_metadata": bias_metadata}
+        meta_h = {
+            "kernel_metadata": recurrent_kernel_metadata,
+            "bias_metadata": bias_metadata,
+        }
         self._attributes(
             in_features,
             hidden_features,
@@ -160,7 +181,12 @@ class LSTMCell(RNNCellBase):
             param_dtype=param_dtype,
             carry_init=carry_init,
         )
-        common = {"dtype": dtype, "param_dtype": param_dtype, "bias_init": bias_init}
+        common = {
+            "dtype": dtype,
+            "param_dtype": param_dtype,
+            "bias_init": bias_init,
+            "promote_dtype": promote_dtype,
+        }
         for n, lin in _linears(
             ("ii", "if_", "ig", "io"),
             in_features,
@@ -169,6 +195,7 @@ class LSTMCell(RNNCellBase):
             kernel_init,
             common,
             rngs,
+            meta_i,
         ).items():
             setattr(self, n, lin)
         for n, lin in _linears(
@@ -179,6 +206,7 @@ class LSTMCell(RNNCellBase):
             recurrent_kernel_init,
             common,
             rngs,
+            meta_h,
         ).items():
             setattr(self, n, lin)
 
@@ -217,10 +245,18 @@ class OptimizedLSTMCell(LSTMCell):
         dtype: Any = None,
         param_dtype: Any = jnp.float32,
         carry_init: Callable[..., Array] | None = None,
-        promote_dtype: Any = None,
+        promote_dtype: Callable[..., Any] = promote_dtype,
         keep_rngs: bool = False,
         rngs: Rngs,
+        kernel_metadata: Mapping[str, Any] = _NO_META,
+        recurrent_kernel_metadata: Mapping[str, Any] = _NO_META,
+        bias_metadata: Mapping[str, Any] = _NO_META,
     ):
+        meta_i = {"kernel_metadata": kernel_metadata, "bias_metadata": bias_metadata}
+        meta_h = {
+            "kernel_metadata": recurrent_kernel_metadata,
+            "bias_metadata": bias_metadata,
+        }
         self._attributes(
             in_features,
             hidden_features,
@@ -229,9 +265,21 @@ class OptimizedLSTMCell(LSTMCell):
             param_dtype=param_dtype,
             carry_init=carry_init,
         )
-        common = {"dtype": dtype, "param_dtype": param_dtype, "bias_init": bias_init}
+        common = {
+            "dtype": dtype,
+            "param_dtype": param_dtype,
+            "bias_init": bias_init,
+            "promote_dtype": promote_dtype,
+        }
         self._fused(
-            4 * hidden_features, False, kernel_init, recurrent_kernel_init, common, rngs
+            4 * hidden_features,
+            False,
+            kernel_init,
+            recurrent_kernel_init,
+            common,
+            rngs,
+            meta_i=meta_i,
+            meta_h=meta_h,
         )
 
     def __call__(self, carry: tuple[Array, Array], inputs: Array) -> Any:
@@ -259,10 +307,18 @@ class GRUCell(RNNCellBase):
         dtype: Any = None,
         param_dtype: Any = jnp.float32,
         carry_init: Callable[..., Array] | None = None,
-        promote_dtype: Any = None,
+        promote_dtype: Callable[..., Any] = promote_dtype,
         keep_rngs: bool = False,
         rngs: Rngs,
+        kernel_metadata: Mapping[str, Any] = _NO_META,
+        recurrent_kernel_metadata: Mapping[str, Any] = _NO_META,
+        bias_metadata: Mapping[str, Any] = _NO_META,
     ):
+        meta_i = {"kernel_metadata": kernel_metadata, "bias_metadata": bias_metadata}
+        meta_h = {
+            "kernel_metadata": recurrent_kernel_metadata,
+            "bias_metadata": bias_metadata,
+        }
         self._attributes(
             in_features,
             hidden_features,
@@ -271,9 +327,21 @@ class GRUCell(RNNCellBase):
             param_dtype=param_dtype,
             carry_init=carry_init,
         )
-        common = {"dtype": dtype, "param_dtype": param_dtype, "bias_init": bias_init}
+        common = {
+            "dtype": dtype,
+            "param_dtype": param_dtype,
+            "bias_init": bias_init,
+            "promote_dtype": promote_dtype,
+        }
         self._fused(
-            3 * hidden_features, True, kernel_init, recurrent_kernel_init, common, rngs
+            3 * hidden_features,
+            True,
+            kernel_init,
+            recurrent_kernel_init,
+            common,
+            rngs,
+            meta_i=meta_i,
+            meta_h=meta_h,
         )
 
     def __call__(self, carry: Array, inputs: Array) -> Any:
@@ -311,10 +379,18 @@ class SimpleCell(RNNCellBase):
         kernel_init: Callable[..., Array] = _lecun,
         recurrent_kernel_init: Callable[..., Array] = _orth,
         bias_init: Callable[..., Array] = _zeros,
-        promote_dtype: Any = None,
+        promote_dtype: Callable[..., Any] = promote_dtype,
         keep_rngs: bool = False,
         rngs: Rngs,
+        kernel_metadata: Mapping[str, Any] = _NO_META,
+        recurrent_kernel_metadata: Mapping[str, Any] = _NO_META,
+        bias_metadata: Mapping[str, Any] = _NO_META,
     ):
+        meta_i = {"kernel_metadata": kernel_metadata, "bias_metadata": bias_metadata}
+        meta_h = {
+            "kernel_metadata": recurrent_kernel_metadata,
+            "bias_metadata": bias_metadata,
+        }
         self._attributes(
             in_features,
             hidden_features,
@@ -323,7 +399,12 @@ class SimpleCell(RNNCellBase):
             residual=residual,
             activation_fn=activation_fn,
         )
-        common = {"dtype": dtype, "param_dtype": param_dtype, "bias_init": bias_init}
+        common = {
+            "dtype": dtype,
+            "param_dtype": param_dtype,
+            "bias_init": bias_init,
+            "promote_dtype": promote_dtype,
+        }
         self._fused(
             hidden_features,
             True,
@@ -332,6 +413,8 @@ class SimpleCell(RNNCellBase):
             common,
             rngs,
             recurrent_first=True,
+            meta_i=meta_i,
+            meta_h=meta_h,
         )
 
     def __call__(self, carry: Array, inputs: Array) -> Any:

@@ -317,7 +317,8 @@ class _SharingBuilder(Builder):
 def iter_graph(
     node: Any, /, *, graph: bool | None = None
 ) -> Iterator[tuple[Path, Any]]:
-    """Yields ``(path, x)`` for every object and variable, each once, parents first."""
+    """Yields ``(path, x)`` for every object, variable and attribute value of the
+    graph, each node once, children before their parent (as flax.nnx does)."""
     check_graph_modes("iter_graph", graph, None)
     seen: set[int] = set()
 
@@ -326,11 +327,12 @@ def iter_graph(
             if id(x) in seen:
                 return
             seen.add(id(x))
-            yield path, x
             if isinstance(x, Object):
                 for k, v in _node_items(x):
                     yield from go(v, path + (k,))
-        elif type(x) in (list, tuple):
+            yield path, x
+            return
+        if type(x) in (list, tuple):
             for j, e in enumerate(x):
                 yield from go(e, path + (j,))
         elif type(x) is dict:
@@ -341,6 +343,10 @@ def iter_graph(
             if children is not None:
                 for k, e in zip(children[0], children[1]):
                     yield from go(e, path + (k,))
+            elif path:
+                yield path, x
+            return
+        yield path, x
 
     yield from go(node, ())
 

@@ -36,6 +36,7 @@ from lens.nnx._filters import to_predicate
 from lens.nnx._graph import (
     Builder,
     Leaf,
+    Object,
     Param,
     Variable,
     Walker,
@@ -45,6 +46,7 @@ from lens.nnx._graph import (
     is_graph_node,
     path_str,
 )
+from lens.nnx._spmd import PARTITION_NAME, add_axis, remove_axis
 from lens.nnx._state import State
 from lens.traceback_util import api_boundary
 
@@ -331,6 +333,11 @@ class _Diff:
         return f"a gradient (filter {_filter_name(self.filter)})"
 
 
+# A plain int argnum: an object's Params, but every variable of a pytree argument
+# (a State of perturbations, as flax.nnx does).
+_PARAMS_OF_OBJECTS = "params of objects"
+
+
 def _normalize_argnums(argnums: Any) -> tuple[list[tuple[int, Any]], bool]:
     single = isinstance(argnums, int | DiffState)
     items = [argnums] if single else list(argnums)
@@ -339,10 +346,16 @@ def _normalize_argnums(argnums: Any) -> tuple[list[tuple[int, Any]], bool]:
         if isinstance(a, DiffState):
             out.append((a.argnum, a.filter))
         elif isinstance(a, int):
-            out.append((a, Param))
+            out.append((a, _PARAMS_OF_OBJECTS))
         else:
             raise TypeError(f"argnums entries are ints or DiffState, got {a!r}.")
     return out, single
+
+
+def _filter_for(f: Any, arg: Any) -> Any:
+    if f is _PARAMS_OF_OBJECTS:
+        return Param if isinstance(arg, Object) else ...
+    return f
 
 
 def _diff_resolver(spec: Any, path: tuple, x: Any) -> Any:
@@ -405,7 +418,8 @@ def value_and_grad(
                 "from 0; pass the missing arguments or a smaller argnums."
             )
         specs = tuple(
-            _Diff(diff_of[i]) if i in diff_of else None for i in range(len(args))
+            _Diff(_filter_for(diff_of[i], args[i])) if i in diff_of else None
+            for i in range(len(args))
         )
         walker = Walker(_diff_resolver, describe=_describe_grad, transform="grad")
         skel, entries = _split_inputs(args, specs, walker)
@@ -472,7 +486,10 @@ def _arg_grads(
                 for e, g in mine
                 if g is not None and e.leaf is not None  # graph slots hold leaves
             }
-            out.append(State.from_flat_state(flat))
+            if isinstance(leaf.node, Variable):  # a variable in a pytree (a State)
+                out.append(flat.get((), None))
+            else:
+                out.append(State.from_flat_state(flat))
         else:
             out.append(mine[0][1] if mine else None)
     return jax.tree.unflatten(treedef, out)
@@ -523,15 +540,56 @@ def grad(
 _NO_METADATA: Mapping[str, Any] = FrozenDict({})
 
 
-def check_no_metadata(name: str, transform_metadata: Any) -> None:
-    """Variables' sharding metadata is not carried through lens.nnx transforms."""
-    if transform_metadata:
-        raise NotImplementedError(
-            f"nnx.{name}(transform_metadata={dict(transform_metadata)!r}): lens.nnx "
-            "variables carry no sharding metadata yet, so there is no axis name to "
-            "insert.\nLeave transform_metadata unset; in lens.nn, "
-            "nn.vmap(..., metadata_params={nn.PARTITION_NAME: ...}) does this."
-        )
+class _AxisNames:
+    """``transform_metadata={nnx.PARTITION_NAME: name}``: inside the transform,
+    ``name`` is taken out of the ``out_sharding`` of every variable mapped on an
+    axis; on the way out it is put back, and put into new objects' variables at
+    their out axis (so a stack built by vmap says which axis is the stack)."""
+
+    def __init__(self, name: str, transform_metadata: Mapping[str, Any]):
+        self.name = name
+        self.meta = transform_metadata if PARTITION_NAME in transform_metadata else None
+        if transform_metadata and self.meta is None:
+            raise ValueError(
+                f"nnx.{name}(transform_metadata={dict(transform_metadata)!r}) names no "
+                "axis.\nGive transform_metadata={nnx.PARTITION_NAME: 'axis name'}."
+            )
+
+    def enter(self, args: tuple, specs: tuple) -> list[tuple[Any, int]]:
+        if self.meta is None:
+            return []
+        w = Walker(_axes_resolver, transform=self.name)
+        _, entries = _split_inputs(args, specs, w)
+        done = []
+        for e in entries:
+            if e.leaf is None or e.leaf.variable is None or not _is_axis(e.spec):
+                continue
+            v = e.leaf.variable
+            remove_axis(v, e.spec, self.meta, path_str(e.leaf.path))
+            done.append((v, e.spec))
+        return done
+
+    def exit(
+        self, done: list[tuple[Any, int]], out: Any, out_spec: Any, fr: Any
+    ) -> None:
+        if self.meta is None:
+            return
+        seen = set()
+        for v, axis in done:
+            add_axis(v, axis, self.meta)
+            seen.add(id(v))
+        w = Walker(_axes_resolver, transform=self.name)
+        w.frame = fr
+        _split_outputs(out, out_spec, w)
+        for lf in w.leaves:
+            if lf.variable is not None and id(lf.variable) not in seen:
+                if _is_axis(lf.spec):
+                    add_axis(lf.variable, lf.spec, self.meta)
+                seen.add(id(lf.variable))
+
+
+def _is_axis(spec: Any) -> bool:
+    return isinstance(spec, int) and not isinstance(spec, bool)
 
 
 def vmap(
@@ -556,7 +614,7 @@ def vmap(
     (:class:`~lens.errors.InconsistentAliasingError`).
     """
     check_graph_modes("vmap", graph, graph_updates)
-    check_no_metadata("vmap", transform_metadata)
+    axis_names = _AxisNames("vmap", transform_metadata)
     if f is None:
         return functools.partial(
             vmap,
@@ -580,7 +638,7 @@ def vmap(
             _check_sizes(entries)
 
         new_values, outs = jax.vmap(
-            _mapped_body("vmap", f, skel, specs, out_axes, _describe_axes),
+            _mapped_body("vmap", f, skel, specs, out_axes, _describe_axes, axis_names),
             in_axes=(_Carrier([e.spec for e in entries], None),),
             out_axes=(graph_axes, _strip_state_axes(out_axes)),
             axis_name=axis_name,
@@ -611,6 +669,7 @@ def _mapped_body(
     specs: tuple,
     out_spec: Any,
     describe: Callable[[Any], str],
+    axis_names: _AxisNames | None = None,
 ) -> Callable[[_Carrier], Any]:
     """The pure function a transform with per-argument specs (vmap, shard_map)
     maps: it rebuilds the arguments, calls ``f``, and returns the arguments' new
@@ -619,7 +678,10 @@ def _mapped_body(
     def pure(carrier: _Carrier) -> Any:
         with frame(name) as fr:
             args = _rebuild(skel, carrier.values)
+            done = axis_names.enter(args, specs) if axis_names else []
             out = f(*args)
+            if axis_names:
+                axis_names.exit(done, out, out_spec, fr)
             w = Walker(_axes_resolver, describe=describe, transform=name)
             after, entries = _split_inputs(args, specs, w)
             _check_structure(skel, after, name)

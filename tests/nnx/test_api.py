@@ -68,7 +68,34 @@ def test_options_lens_does_not_carry_raise_clearly():
     m = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
     with pytest.raises(TypeError, match="JAX removed reduce_axes"):
         nnx.grad(lambda m: m.kernel.sum(), reduce_axes=("batch",))
-    with pytest.raises(NotImplementedError, match="transform_metadata"):
-        nnx.vmap(lambda m: m, transform_metadata={"partition_name": "x"})
+    with pytest.raises(ValueError, match="names no axis"):
+        nnx.vmap(lambda m: m, transform_metadata={"not_partition_name": "x"})
     g = nnx.grad(lambda m, x: (m(x) ** 2).sum(), allow_int=True)(m, jnp.ones((1, 2)))
     assert set(g) == {"bias", "kernel"}
+
+
+# Layers whose constructor and call take Flax's parameters, name for name (the
+# gemma example passes kernel_metadata=..., out_sharding=..., promote_dtype=...).
+SAME_LAYER_PARAMETERS = [
+    "Linear", "LinearGeneral", "Einsum", "Embed", "Conv", "ConvTranspose",
+    "LayerNorm", "BatchNorm", "RMSNorm", "GroupNorm", "Dropout",
+    "MultiHeadAttention", "LSTMCell", "GRUCell", "SimpleCell", "OptimizedLSTMCell",
+]  # fmt: skip
+SAME_NEW_FUNCTIONS = [
+    "capture", "view", "view_info", "with_attributes", "iter_modules",
+    "iter_children", "with_partitioning", "get_partition_spec", "get_named_sharding",
+    "get_abstract_model", "dot_product_attention", "variable_type_from_name",
+    "register_variable_name",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SAME_LAYER_PARAMETERS)
+@pytest.mark.parametrize("method", ["__init__", "__call__"])
+def test_layer_parameters_match_flax(name, method):
+    ours, theirs = getattr(nnx, name), getattr(fnnx, name)
+    assert _params(getattr(ours, method)) == _params(getattr(theirs, method))
+
+
+@pytest.mark.parametrize("name", SAME_NEW_FUNCTIONS)
+def test_more_parameters_match_flax(name):
+    assert _params(getattr(nnx, name)) == _params(getattr(fnnx, name))

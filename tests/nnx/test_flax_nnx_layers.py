@@ -367,12 +367,12 @@ R = lambda: lnnx.Rngs(0)  # noqa: E731
         (
             lambda: lnnx.MultiHeadAttention(3, 4, rngs=R()),
             ValueError,
-            "divisible by num_heads",
+            "divisible by 'num_heads'",
         ),
         (
-            lambda: lnnx.MultiHeadAttention(2, 4, num_kv_heads=1, rngs=R()),
-            NotImplementedError,
-            "grouped",
+            lambda: lnnx.MultiHeadAttention(4, 4, num_kv_heads=3, rngs=R()),
+            ValueError,
+            "divisible by num_kv_heads",
         ),
         (
             lambda: lnnx.MultiHeadAttention(2, 4, decode=True, rngs=R())(

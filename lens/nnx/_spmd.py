@@ -1,0 +1,192 @@
+"""Sharding metadata on lens.nnx variables.
+
+A variable's ``out_sharding`` metadata (a tuple of mesh or logical axis names, one
+per array axis) says how it is laid out. :func:`with_partitioning` puts it on an
+initializer's output, layers take it through ``kernel_metadata=...``, and
+:func:`get_partition_spec` / :func:`get_named_sharding` read it back as a tree of
+``PartitionSpec`` / ``NamedSharding`` to give ``jax.jit`` or ``jax.device_put``.
+``vmap``/``scan`` with ``transform_metadata={nnx.PARTITION_NAME: 'layers'}`` add
+(and remove) the mapped axis's name in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import jax
+from jax.sharding import NamedSharding, PartitionSpec
+
+from lens.core.spmd import composite_rules, from_sharding_rules, get_logical_axis_rules
+from lens.nnx._variables import Variable, with_metadata
+
+A = TypeVar("A")
+F = TypeVar("F", bound=Callable[..., Any])
+
+PARTITION_NAME = "partition_name"
+
+
+def _is_var(x: Any) -> bool:
+    return isinstance(x, Variable)
+
+
+def with_partitioning(
+    initializer: F,
+    sharding: Any,
+    mesh: jax.sharding.Mesh | None = None,
+    **metadata: Any,
+) -> F:
+    """``initializer`` whose variables get ``out_sharding=sharding`` (and ``mesh``).
+
+    >>> from lens import nnx
+    >>> init = nnx.with_partitioning(nnx.initializers.ones, (None, "model"))
+    >>> with nnx.use_eager_sharding(False):
+    ...     layer = nnx.Linear(2, 4, kernel_init=init, rngs=nnx.Rngs(0))
+    >>> nnx.get_partition_spec(nnx.state(layer))["kernel"].value
+    PartitionSpec(None, 'model')
+    """
+    return with_metadata(initializer, out_sharding=sharding, mesh=mesh, **metadata)
+
+
+def get_var_pspec(v: Variable) -> PartitionSpec | None:
+    """The PartitionSpec of one variable: its ``out_sharding`` through the logical
+    axis rules in effect, ``PartitionSpec()`` (replicated) when it has none."""
+    sharding = v.metadata.get("out_sharding")
+    if sharding:
+        local = v.metadata.get("sharding_rules", ())
+        if get_logical_axis_rules() or local:
+            rules = composite_rules(get_logical_axis_rules(), local)
+            return PartitionSpec(*from_sharding_rules(sharding, rules))
+        return PartitionSpec(*sharding)
+    if hasattr(v.value, "shape"):
+        return PartitionSpec()
+    return None
+
+
+def get_partition_spec(tree: A) -> A:
+    """``tree`` (a State, or any pytree of variables and arrays) with each
+    variable's value replaced by its PartitionSpec and each array by ``P()``."""
+
+    def spec(x: Any) -> Any:
+        if isinstance(x, Variable):
+            return x.replace(get_var_pspec(x))
+        if hasattr(x, "shape"):
+            return PartitionSpec()
+        return None
+
+    return jax.tree.map(spec, tree, is_leaf=_is_var)
+
+
+def get_named_sharding(tree: A, mesh: jax.sharding.Mesh) -> A:
+    """:func:`get_partition_spec` as ``NamedSharding`` on ``mesh``."""
+    return jax.tree.map(
+        lambda p: NamedSharding(mesh, p),
+        get_partition_spec(tree),
+        is_leaf=lambda x: isinstance(x, PartitionSpec),
+    )
+
+
+def get_abstract_model(
+    init_fn: Callable[[], Any], mesh: jax.sharding.Mesh, *, graph: bool | None = None
+) -> tuple[Any, Any]:
+    """``(graphdef, abstract state)`` of the model ``init_fn`` builds, each leaf a
+    ``ShapeDtypeStruct`` carrying its NamedSharding on ``mesh``; nothing is
+    allocated."""
+    from lens.nnx._control import eval_shape
+    from lens.nnx._state import split
+
+    with jax.set_mesh(mesh):
+        abstract = eval_shape(init_fn, graph=graph)
+        gdef, abs_state = split(abstract)
+        shardings = get_named_sharding(abs_state, mesh)
+        abs_state = jax.tree.map(
+            lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
+            abs_state,
+            shardings,
+        )
+    return gdef, abs_state
+
+
+def as_abstract(tree: A, graph: bool | None = None) -> A:
+    """Gives each abstract variable (a ``ShapeDtypeStruct`` value, from
+    :func:`eval_shape`) that has ``out_sharding`` and no sharding yet the
+    NamedSharding its metadata names, on its ``mesh`` or the current mesh."""
+    from lens.nnx._state import iter_graph
+
+    for _, node in iter_graph(tree):
+        if not isinstance(node, Variable):
+            continue
+        value = node.value
+        if (
+            isinstance(value, jax.ShapeDtypeStruct)
+            and getattr(value, "sharding", None) is None
+            and node.metadata.get("out_sharding") is not None
+        ):
+            mesh = node.metadata.get("mesh") or jax.sharding.get_abstract_mesh()
+            sharding = NamedSharding(mesh, get_var_pspec(node) or PartitionSpec())
+            object.__setattr__(
+                node,
+                "_value",
+                jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=sharding),
+            )
+    return tree
+
+
+# ----------------------------------------------- transforms adding/removing an axis
+
+
+def _insert(fields: Any, index: int, value: Any) -> tuple[Any, ...]:
+    items = list(fields)
+    while len(items) < index:
+        items.append(None)
+    items.insert(index, value)
+    return tuple(items)
+
+
+def _remove(fields: Any, index: int, value: Any, where: str) -> tuple[Any, ...]:
+    items = list(fields)
+    removed = items.pop(index)
+    if removed != value:
+        raise ValueError(
+            f"Expected to remove {value!r} at index {index} from {tuple(fields)!r}, "
+            f"but found {removed!r} (variable {where}).\nThe transform's "
+            "transform_metadata must name the axis the variable was mapped on."
+        )
+    return tuple(items)
+
+
+def _partition_name(transform_metadata: Mapping[str, Any]) -> tuple[Any, dict]:
+    if PARTITION_NAME not in transform_metadata:
+        raise ValueError(
+            'Trying to transform a Partitioned variable but "partition_name" is not '
+            f"specified in transform_metadata: {dict(transform_metadata)}\nPass "
+            "transform_metadata={nnx.PARTITION_NAME: 'axis name'}."
+        )
+    other = dict(transform_metadata)
+    return other.pop(PARTITION_NAME), other
+
+
+def add_axis(v: Variable, index: int, transform_metadata: Mapping[str, Any]) -> None:
+    """Records that a transform added axis ``index`` to ``v`` (its out_axes)."""
+    name, other = _partition_name(transform_metadata)
+    meta = v.metadata
+    if meta.get("out_sharding"):
+        meta["out_sharding"] = _insert(meta["out_sharding"], index, name)
+    for k, val in other.items():
+        if isinstance(meta.get(k), tuple) and meta[k]:
+            meta[k] = _insert(meta[k], index, val)
+    v.add_axis(index, name)
+
+
+def remove_axis(
+    v: Variable, index: int, transform_metadata: Mapping[str, Any], where: str
+) -> None:
+    """Records that a transform removed axis ``index`` of ``v`` (its in_axes)."""
+    name, other = _partition_name(transform_metadata)
+    meta = v.metadata
+    if meta.get("out_sharding"):
+        meta["out_sharding"] = _remove(meta["out_sharding"], index, name, where)
+    for k, val in other.items():
+        if isinstance(meta.get(k), tuple) and meta[k]:
+            meta[k] = _remove(meta[k], index, val, where)
+    v.remove_axis(index, name)
