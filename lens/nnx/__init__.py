@@ -98,6 +98,25 @@ from lens.nnx._graph import (
     RngState,
     Variable,
 )
+from lens.nnx._graph import (
+    Object as Pytree,
+)
+from lens.nnx._helpers import (
+    A,
+    ApplyCaller,
+    TrainState,
+    cached_partial,
+    call,
+    filter_state,
+    find_duplicates,
+    map_state,
+    merge_state,
+    pop,
+    recursive_map,
+    set_metadata,
+    split_state,
+    variables,
+)
 from lens.nnx._jit import jit
 from lens.nnx._layers import (
     BatchNorm,
@@ -290,6 +309,21 @@ __all__ = [
     "vmap",
     "while_loop",
     "WithTag",
+    "A",
+    "ApplyCaller",
+    "TrainState",
+    "cached_partial",
+    "call",
+    "filter_state",
+    "find_duplicates",
+    "map_state",
+    "merge_state",
+    "pop",
+    "recursive_map",
+    "set_metadata",
+    "split_state",
+    "variables",
+    "Pytree",
     "capture",
     "iter_children",
     "iter_module_children",

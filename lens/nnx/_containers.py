@@ -13,7 +13,7 @@ from typing import Any
 
 from lens import errors
 from lens.nnx._graph import Object, Variable, _check_mutable, path_str
-from lens.nnx._state import State
+from lens.nnx._state import FlatState, State
 
 
 class List(Object, MutableSequence):
@@ -178,33 +178,16 @@ def _set_path(state: Any, path: tuple[Any, ...], value: Any) -> None:
         node[path[-1]] = value
 
 
-class FlatState(list):
-    """``[(path, variable), ...]`` of a State, in path order (``to_flat_state``).
-    ``paths`` and ``leaves`` give the two halves."""
-
-    @property
-    def paths(self) -> tuple[tuple[Any, ...], ...]:
-        return tuple(p for p, _ in self)
-
-    @property
-    def leaves(self) -> list[Any]:
-        return [v for _, v in self]
-
-
 def to_flat_state(state: State) -> FlatState:
     """``state`` as a flat list of ``(path, variable)`` pairs."""
     s = state if isinstance(state, State) else State(state)
-    return FlatState(sorted(s.flat_state().items(), key=lambda kv: _path_key(kv[0])))
+    return s.flat_state()
 
 
 def from_flat_state(flat: Any) -> State:
     """The inverse of :func:`to_flat_state` (also takes a ``{path: value}`` dict)."""
     items = flat.items() if isinstance(flat, Mapping) else flat
     return State.from_flat_state(dict(items))
-
-
-def _path_key(path: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple((0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in path)
 
 
 __all__ = [

@@ -58,6 +58,11 @@ class Object:
     """A node with reference semantics: attributes hold variables, other objects,
     lists/tuples/dicts of them, arrays and static values."""
 
+    def __init_subclass__(cls, pytree: bool = True, **kwargs: Any) -> None:
+        # flax.nnx's ``class M(nnx.Module, pytree=False)``: lens objects are
+        # always graph nodes (not JAX pytrees), so both spellings mean the same.
+        super().__init_subclass__(**kwargs)
+
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         obj = object.__new__(cls)
         object.__setattr__(obj, "_lens_frame", current_frame())
@@ -191,6 +196,11 @@ class GraphDef:
         root = self.node
         name = root.type.__name__ if isinstance(root, NodeDef | VariableDef) else "?"
         return f"GraphDef({name}, {len(self.paths)} leaves)"
+
+
+# A GraphDef is static: a pytree with no leaves, so it can sit in a jitted
+# function's arguments (a TrainState's field) as flax.nnx's does.
+jax.tree_util.register_pytree_node(GraphDef, lambda g: ((), g), lambda g, _: g)
 
 
 @dataclasses.dataclass

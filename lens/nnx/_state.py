@@ -34,6 +34,33 @@ from lens.nnx._graph import (
 # -------------------------------------------------------------------------- state
 
 
+def _path_key(path: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple((0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in path)
+
+
+class FlatState(list):
+    """``[(path, variable), ...]`` of a State, in path order (``to_flat_state``,
+    ``State.flat_state``). ``paths`` and ``leaves`` give the two halves."""
+
+    def __init__(self, items: Any = (), /, *, sort: bool = True):
+        items = list(items)
+        if sort:
+            items.sort(key=lambda kv: _path_key(kv[0]))
+        super().__init__(items)
+
+    @property
+    def paths(self) -> tuple[tuple[Any, ...], ...]:
+        return tuple(p for p, _ in self)
+
+    @property
+    def leaves(self) -> list[Any]:
+        return [v for _, v in self]
+
+    @staticmethod
+    def from_sorted_keys_values(keys: Any, values: Any) -> FlatState:
+        return FlatState(zip(keys, values, strict=True), sort=False)
+
+
 class State(Mapping):
     """Variables as a nested mapping: ``state['encoder']['kernel']`` or
     ``state.encoder.kernel``. A pytree whose leaves are the variables' values."""
@@ -74,8 +101,12 @@ class State(Mapping):
         return _repr_state(self, 0)
 
     # flat views
-    def flat_state(self) -> dict[Path, Any]:
-        """``{path: variable}`` for every leaf."""
+    def flat_state(self) -> FlatState:
+        """``[(path, variable), ...]`` for every leaf, in path order (flax.nnx's
+        FlatState; ``dict(state.flat_state())`` gives a mapping)."""
+        return FlatState(self._flat_dict().items())
+
+    def _flat_dict(self) -> dict[Path, Any]:
         out: dict[Path, Any] = {}
 
         def go(m: Mapping, prefix: Path) -> None:
@@ -89,9 +120,9 @@ class State(Mapping):
         return out
 
     @classmethod
-    def from_flat_state(cls, flat: Mapping[Path, Any]) -> State:
+    def from_flat_state(cls, flat: Mapping[Path, Any] | Any) -> State:
         root: dict[Any, Any] = {}
-        for path, v in flat.items():
+        for path, v in flat.items() if isinstance(flat, Mapping) else flat:
             d = root
             for k in path[:-1]:
                 d = d.setdefault(k, {})
@@ -100,21 +131,21 @@ class State(Mapping):
 
     def filter(self, *filters: Any) -> Any:
         """The sub-state each filter selects (one State per filter)."""
-        parts = _partition(self.flat_state(), filters, exhaustive=False)
+        parts = _partition(self._flat_dict(), filters, exhaustive=False)
         states = tuple(State.from_flat_state(p) for p in parts)
         return states[0] if len(states) == 1 else states
 
     def split(self, *filters: Any) -> Any:
         """Like ``filter``, but every variable must be selected by some filter."""
-        parts = _partition(self.flat_state(), filters, exhaustive=True)
+        parts = _partition(self._flat_dict(), filters, exhaustive=True)
         states = tuple(State.from_flat_state(p) for p in parts)
         return states[0] if len(states) == 1 else states
 
     @staticmethod
     def merge(state: State, *states: State) -> State:
-        flat = dict(state.flat_state())
+        flat = state._flat_dict()
         for s in states:
-            flat.update(s.flat_state())
+            flat.update(s._flat_dict())
         return State.from_flat_state(flat)
 
     def to_pure_dict(self) -> dict[Any, Any]:
@@ -224,10 +255,26 @@ def state(node: Any, *filters: Any, graph: bool | None = None) -> Any:
     return states[0] if len(states) == 1 else states
 
 
-def merge(graphdef: GraphDef, state: Mapping, *states: Mapping) -> Any:
-    """A new object graph with ``graphdef``'s structure and the states' values."""
+def merge(
+    graphdef_or_graphstate: Any,
+    /,
+    *states: Any,
+    copy: bool = False,
+    recreate_variables: bool = True,
+) -> Any:
+    """A new object graph with ``graphdef``'s structure and the states' values.
+
+    Its variables are always new (lens's ``merge`` never aliases the states'
+    Variable objects), so ``copy`` changes nothing; use ``nnx.update`` to write
+    a State into an existing object."""
+    if isinstance(graphdef_or_graphstate, tuple):  # (graphdef, state)
+        graphdef_or_graphstate, *more = graphdef_or_graphstate
+        states = (*more, *states)
+    graphdef = graphdef_or_graphstate
+    if not states:
+        raise TypeError("merge() needs at least one State after the graphdef.")
     flat: dict[Path, Any] = {}
-    for s in (state, *states):
+    for s in states:
         flat.update(_flat(s))
     missing = [p for p in graphdef.paths if p not in flat]
     if missing:
@@ -242,8 +289,8 @@ def merge(graphdef: GraphDef, state: Mapping, *states: Mapping) -> Any:
 
 def _flat(s: Mapping) -> dict[Path, Any]:
     if isinstance(s, State):
-        return s.flat_state()
-    return State(s).flat_state()
+        return s._flat_dict()
+    return State(s)._flat_dict()
 
 
 def _raw(v: Any) -> Any:
@@ -359,7 +406,7 @@ def variables_by_type(s: State) -> dict[str, dict[Any, Any]]:
     shows Linen collections (a value that is itself a pytree, like an optimizer
     state, is spread over sub-paths)."""
     out: dict[str, dict[Any, Any]] = {}
-    for path, v in s.flat_state().items():
+    for path, v in s._flat_dict().items():
         kind = type(v).__name__ if isinstance(v, Variable) else "array"
         value = v._value if isinstance(v, Variable) else v
         for sub, leaf in jax.tree_util.tree_leaves_with_path(value):

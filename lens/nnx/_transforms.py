@@ -359,7 +359,7 @@ def _filter_for(f: Any, arg: Any) -> Any:
 
 
 def _diff_resolver(spec: Any, path: tuple, x: Any) -> Any:
-    if isinstance(spec, _Diff) and isinstance(x, Variable):
+    if isinstance(spec, _Diff) and (isinstance(x, Variable) or hasattr(x, "dtype")):
         if not to_predicate(spec.filter)(path, x):
             return None
     return spec

@@ -15,7 +15,7 @@ import contextvars
 import functools
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import jax
 import numpy as np
@@ -105,13 +105,22 @@ def with_metadata(initializer: F, **metadata: Any) -> F:
 # ------------------------------------------------------------------- variables
 
 
-class Variable:
+A = TypeVar("A")
+
+
+class Variable(Generic[A]):
     """A mutable box for one piece of state, with a type and metadata.
 
     ``.value`` reads and writes it (``v[...]`` too); arithmetic and ``jnp``
     functions see the value, so ``x @ self.kernel`` works. The type says which
     collection it belongs to (``Param``, ``BatchStat``, ...); filters select on it.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # JAX registers exact types: every subclass (Param, a user's LoRAParam,
+        # ``class Count(nnx.Variable[nnx.A])``) becomes a pytree as it is made.
+        super().__init_subclass__(**kwargs)
+        _register_variable_type(cls)
 
     def __init__(
         self,
@@ -481,9 +490,6 @@ def _register_variable_type(cls: type) -> None:
 
 
 _register_variable_type(Variable)
-Variable.__init_subclass__ = classmethod(  # type: ignore[assignment]
-    lambda cls, **kw: _register_variable_type(cls)
-)
 
 
 class Param(Variable):

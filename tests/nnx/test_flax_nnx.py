@@ -16,9 +16,7 @@ def _values(state):
 
 
 def _flat(state):
-    if hasattr(state, "flat_state") and not isinstance(state, nnx.State):
-        return {tuple(k): v for k, v in state.flat_state()}
-    return state.flat_state()
+    return {tuple(k): v for k, v in state.flat_state()}
 
 
 @pytest.mark.parametrize(

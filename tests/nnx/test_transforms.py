@@ -95,7 +95,7 @@ def test_diff_state_differentiates_only_the_filtered_variables():
         return jnp.sum(model(x) ** 2)
 
     grads = nnx.grad(loss, argnums=nnx.DiffState(0, LoRAParam))(model, x)
-    flat = grads.flat_state()
+    flat = dict(grads.flat_state())
     assert set(flat) == {("a",), ("b",)}
     assert isinstance(flat[("a",)], LoRAParam)
     # check against jax.grad on the pure function of a and b
@@ -107,7 +107,7 @@ def test_diff_state_differentiates_only_the_filtered_variables():
     np.testing.assert_allclose(flat[("b",)].value, gb, rtol=1e-6)
     # and the default differentiates every Param (LoRAParam is a Param)
     all_grads = nnx.grad(loss)(model, x)
-    assert set(all_grads.flat_state()) == {
+    assert set(dict(all_grads.flat_state())) == {
         ("a",),
         ("b",),
         ("base", "kernel"),
@@ -143,7 +143,7 @@ def test_value_and_grad_with_aux_and_state_updates():
     (value, aux), grads = nnx.value_and_grad(loss, has_aux=True)(net, x)
     assert aux["y"].shape == (8, 2)
     assert value.shape == ()
-    assert set(grads.flat_state()) == {
+    assert set(dict(grads.flat_state())) == {
         ("bn", "bias"),
         ("bn", "scale"),
         ("lin", "bias"),

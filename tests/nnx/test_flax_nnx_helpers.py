@@ -1,0 +1,166 @@
+"""flax.nnx's functional helpers in lens.nnx (pop, variables, state partitioning,
+TrainState, GraphDef.apply, cached_partial, Pytree, generic Variables), checked
+against flax.nnx on the same programs."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from lens import nnx as lnnx
+
+fnnx = pytest.importorskip("flax.nnx")
+BOTH = pytest.mark.parametrize("nnx", [lnnx, fnnx], ids=["lens", "flax"])
+
+
+def _model(nnx):
+    class Loss(nnx.Variable):
+        pass
+
+    class Model(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(2, 3, rngs=rngs)
+            self.bn = nnx.BatchNorm(3, rngs=rngs)
+
+        def __call__(self, x):
+            y = self.bn(self.linear(x))
+            self.loss = Loss(jnp.mean(y**2))
+            return y
+
+    return Model(nnx.Rngs(0)), Loss
+
+
+@BOTH
+def test_pop_removes_and_returns_variables(nnx):
+    model, loss_t = _model(nnx)
+    model(jnp.ones((4, 2)))
+    losses = nnx.pop(model, loss_t)
+    assert list(losses.keys()) == ["loss"]
+    assert not hasattr(model, "loss")
+    with pytest.raises(ValueError, match="^Expected at least one filter"):
+        nnx.pop(model)
+
+
+@BOTH
+def test_variables_are_the_models_own(nnx):
+    model, _ = _model(nnx)
+    params, stats = nnx.variables(model, nnx.Param, nnx.BatchStat)
+    assert params["linear"]["kernel"] is model.linear.kernel
+    assert sorted(stats["bn"].keys()) == ["mean", "var"]
+
+
+def test_state_partitioning_helpers_match_flax():
+    out = {}
+    for name, nnx in (("lens", lnnx), ("flax", fnnx)):
+        model, _ = _model(nnx)
+        st = nnx.state(model)
+        params, rest = nnx.split_state(st, nnx.Param, ...)
+        only = nnx.filter_state(st, nnx.BatchStat)
+        merged = nnx.merge_state(params, rest)
+        doubled = nnx.map_state(lambda p, v: v.replace(v.value * 2), params)
+        out[name] = (
+            sorted(
+                jax.tree_util.keystr(k)
+                for k, _ in jax.tree_util.tree_leaves_with_path(only)
+            ),
+            [np.asarray(x) for x in jax.tree.leaves(merged)],
+            [np.asarray(x) for x in jax.tree.leaves(doubled)],
+        )
+    assert out["lens"][0] == out["flax"][0]
+    for a, b in zip(
+        out["lens"][1] + out["lens"][2], out["flax"][1] + out["flax"][2], strict=True
+    ):
+        np.testing.assert_allclose(a, b)
+
+
+@BOTH
+def test_set_metadata_and_find_duplicates(nnx):
+    model, _ = _model(nnx)
+    nnx.set_metadata(model, only=nnx.Param, tag="w")
+    assert model.linear.kernel.tag == "w" and not model.bn.mean.has_metadata("tag")
+    model.shared = model.linear
+    dups = nnx.find_duplicates(model)
+    assert sorted(map(sorted, dups)) == [[("linear",), ("shared",)]]
+
+
+@BOTH
+def test_generic_variable_types_and_pytree_base(nnx):
+    class Count(nnx.Variable[nnx.A]):
+        pass
+
+    class Counter(nnx.Pytree):
+        def __init__(self):
+            self.count = Count(jnp.array(0))
+
+    c = Counter()
+    assert isinstance(c.count, nnx.Variable)
+    assert jax.tree.leaves(Count(jnp.array(3))) == [jnp.array(3)]
+
+
+def test_train_state_and_graphdef_apply_as_flax_toy_example():
+    def run(nnx):
+        model = nnx.Linear(2, 1, rngs=nnx.Rngs(0))
+        graphdef, params = nnx.split(model, nnx.Param)
+        state = nnx.TrainState.create(graphdef, params=params, tx=optax.sgd(0.1))
+        x, y = jnp.ones((4, 2)), jnp.zeros((4, 1))
+
+        @jax.jit
+        def step(state):
+            def loss_fn(params):
+                pred, _ = state.apply(params)(x)
+                return jnp.mean((pred - y) ** 2)
+
+            grads = jax.grad(loss_fn)(state.params)
+            return state.apply_gradients(grads=grads)
+
+        for _ in range(3):
+            state = step(state)
+        out, (_, new_state) = nnx.call((graphdef, state.params))(x)
+        return int(state.step), np.asarray(out)
+
+    (ls, lo), (fs, fo) = run(lnnx), run(fnnx)
+    assert ls == fs == 3
+    np.testing.assert_allclose(lo, fo, rtol=1e-6)
+
+
+def test_cached_partial_keeps_updating_the_model():
+    model = lnnx.Linear(2, 2, rngs=lnnx.Rngs(0))
+    opt = lnnx.Optimizer(model, optax.sgd(0.1), wrt=lnnx.Param)
+
+    @lnnx.jit
+    def step(model, opt, x):
+        grads = lnnx.grad(lambda m: jnp.sum(m(x) ** 2))(model)
+        opt.update(model, grads)
+
+    before = np.asarray(model.kernel.value)
+    cached = lnnx.cached_partial(step, model, opt)
+    cached(jnp.ones((1, 2)))
+    cached(jnp.ones((1, 2)))
+    assert int(opt.step.value) == 2
+    assert not np.allclose(before, model.kernel.value)
+
+
+def test_merge_takes_flaxs_keywords():
+    model = lnnx.Linear(2, 2, rngs=lnnx.Rngs(0))
+    g, s = lnnx.split(model)
+    m2 = lnnx.merge(g, s, copy=True)
+    assert m2.kernel is not model.kernel
+    np.testing.assert_array_equal(m2.kernel.value, model.kernel.value)
+
+
+def test_grad_filter_applies_to_array_attributes():
+    class MLP(lnnx.Module):
+        def __init__(self):
+            self.w = jnp.ones((2, 2))
+            self.count = jnp.array(0)
+
+        def __call__(self, x):
+            self.count += 1
+            return x @ self.w
+
+    is_w = lambda path, value: path[-1] == "w"  # noqa: E731
+    grads = lnnx.grad(
+        lambda m: jnp.sum(m(jnp.ones((1, 2)))), argnums=lnnx.DiffState(0, is_w)
+    )(MLP())
+    assert list(grads.keys()) == ["w"]
