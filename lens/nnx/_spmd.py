@@ -43,7 +43,7 @@ def with_partitioning(
     >>> with nnx.use_eager_sharding(False):
     ...     layer = nnx.Linear(2, 4, kernel_init=init, rngs=nnx.Rngs(0))
     >>> nnx.get_partition_spec(nnx.state(layer))["kernel"].value
-    PartitionSpec(None, 'model')
+    P(None, 'model')
     """
     return with_metadata(initializer, out_sharding=sharding, mesh=mesh, **metadata)
 
