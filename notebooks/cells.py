@@ -510,10 +510,157 @@ vars["params"]["Dense_0"]["kernel"].shape
 """),
 ]
 
+NNX = [
+    ("md", """
+# Eager modules: `lens.nnx`
+
+`lens.nnx` is flax.nnx's API on lens: modules are ordinary Python objects that
+hold their variables, and `nnx.jit`, `nnx.grad`, `nnx.vmap` and `nnx.scan` take
+them as JAX transforms take pytrees. This notebook trains a small CNN, looks at
+its state, builds a vmap ensemble and runs a scanned stack of layers.
+"""),
+    ("code", SETUP + "from lens import nnx\n"),
+    ("md", "## Data\n\n8x8 images with one bright 3x3 patch; the label is the quadrant the patch is in."),
+    ("code", """
+def make_data(key, n=256):
+    kq, kx, ky, kn = jax.random.split(key, 4)
+    labels = jax.random.randint(kq, (n,), 0, 4)
+    row = 4 * (labels // 2) + jax.random.randint(kx, (n,), 0, 2)
+    col = 4 * (labels % 2) + jax.random.randint(ky, (n,), 0, 2)
+    ii, jj = jnp.arange(8)[None, :, None], jnp.arange(8)[None, None, :]
+    patch = ((ii >= row[:, None, None]) & (ii < row[:, None, None] + 3)
+             & (jj >= col[:, None, None]) & (jj < col[:, None, None] + 3))
+    images = patch.astype(jnp.float32) + 0.1 * jax.random.normal(kn, (n, 8, 8))
+    return images[..., None], labels
+
+images, labels = make_data(jax.random.key(0))
+images.shape, labels.shape
+"""),
+    ("md", "## A CNN\n\nLayers are built eagerly from an `nnx.Rngs`: the model holds its parameters as soon as it exists."),
+    ("code", """
+class CNN(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.conv1 = nnx.Conv(1, 8, kernel_size=(3, 3), rngs=rngs)
+        self.bn1 = nnx.BatchNorm(8, rngs=rngs)
+        self.conv2 = nnx.Conv(8, 16, kernel_size=(3, 3), rngs=rngs)
+        self.dropout = nnx.Dropout(0.1, rngs=rngs)
+        self.head = nnx.Linear(2 * 2 * 16, 4, rngs=rngs)
+
+    def features(self, x):
+        x = nnx.avg_pool(nnx.relu(self.bn1(self.conv1(x))), (2, 2), strides=(2, 2))
+        x = nnx.avg_pool(nnx.relu(self.conv2(x)), (2, 2), strides=(2, 2))
+        return x.reshape(x.shape[0], -1)
+
+    def __call__(self, x):
+        return self.head(self.dropout(self.features(x)))
+
+model = CNN(nnx.Rngs(0))
+model
+"""),
+    ("md", "The module displays its state grouped by variable type (`Param`, `BatchStat`, the dropout stream's `RngState`). `nnx.state` gives the same as a State; filters pick a part."),
+    ("code", "nnx.state(model, nnx.BatchStat)"),
+    ("md", "## Train with `nnx.jit` and `nnx.Optimizer`\n\nThe step mutates the model, the optimizer and the metrics in place; `nnx.jit` carries the updates out."),
+    ("code", """
+optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+metrics = nnx.MultiMetric(accuracy=nnx.metrics.Accuracy(), loss=nnx.metrics.Average("loss"))
+before = nnx.state(model)
+
+@nnx.jit
+def train_step(model, optimizer, metrics, x, y):
+    def loss_fn(model):
+        logits = model(x)
+        return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean(), logits
+    (loss, logits), grads = nnx.value_and_grad(loss_fn, has_aux=True)(model)
+    metrics.update(loss=loss, logits=logits, labels=y)
+    optimizer.update(model, grads)
+
+model.train()
+accuracies = []
+for epoch in range(3):
+    for i in range(0, 256, 32):
+        train_step(model, optimizer, metrics, images[i:i + 32], labels[i:i + 32])
+    accuracies.append(float(metrics.compute()["accuracy"]))
+    metrics.reset()
+# a float's last digits differ between CPUs: print what holds everywhere
+print("learned (last epoch's accuracy above 90%):", accuracies[-1] > 0.9)
+"""),
+    ("md", "## What training changed\n\n`lens.diff` takes States and modules: every parameter moved, and the batch statistics too."),
+    ("code", "lens.diff(before, model)"),
+    ("md", "## Evaluate through a view\n\n`nnx.view` is a copy with `deterministic=True` and running averages on; its variables are the model's own."),
+    ("code", """
+evaluation = nnx.view(model, deterministic=True, use_running_average=True)
+test_images, test_labels = make_data(jax.random.key(1), 128)
+accuracy = jnp.mean(jnp.argmax(evaluation(test_images), -1) == test_labels)
+print("test accuracy above 80%:", bool(accuracy > 0.8))
+print("shares the trained kernel:", evaluation.conv1.kernel is model.conv1.kernel)
+"""),
+    ("md", "## Capture intermediates\n\n`nnx.capture` returns what modules `sow` during a call, as a State; with `method_outputs` it records every method's output (here `features` and each layer's `__call__`)."),
+    ("code", """
+_, intermediates = nnx.capture(
+    evaluation, nnx.Intermediate, method_outputs=nnx.Intermediate
+)(test_images[:4])
+intermediates
+"""),
+    ("md", "## A vmap ensemble\n\n`nnx.split_rngs` gives each member its own keys and `nnx.vmap` stacks the members' parameters on a new leading axis."),
+    ("code", """
+class MLP(nnx.Module):
+    def __init__(self, rngs):
+        self.hidden = nnx.Linear(64, 32, rngs=rngs)
+        self.out = nnx.Linear(32, 4, rngs=rngs)
+
+    def __call__(self, x):
+        return self.out(nnx.relu(self.hidden(x)))
+
+@nnx.split_rngs(splits=5)
+@nnx.vmap(in_axes=0, out_axes=0)
+def make_ensemble(rngs):
+    return MLP(rngs)
+
+ensemble = make_ensemble(nnx.Rngs(1))
+ensemble
+"""),
+    ("code", """
+@nnx.vmap(in_axes=(0, None))
+def predict(member, x):
+    return member(x)
+
+flat = test_images.reshape(128, -1)
+predict(ensemble, flat).shape
+"""),
+    ("md", "## A scanned stack of layers\n\nThe layer-stack pattern: make the stack with `vmap`, run it with `scan` over the stacked axis (one trace for all the layers)."),
+    ("code", """
+class Block(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(16, 16, rngs=rngs)
+        self.norm = nnx.LayerNorm(16, rngs=rngs)
+
+    def __call__(self, x):
+        return x + nnx.relu(self.norm(self.linear(x)))
+
+@nnx.split_rngs(splits=6)
+@nnx.vmap(in_axes=0, out_axes=0)
+def make_stack(rngs):
+    return Block(rngs)
+
+stack = make_stack(nnx.Rngs(2))
+
+@nnx.jit
+@nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+def forward(x, block):
+    return block(x)
+
+y = forward(jnp.ones((3, 16)), stack)
+y.shape, stack.linear.kernel.shape
+"""),
+    ("code", "stack"),
+]
+
+
 NOTEBOOKS = {
     "01_tour": TOUR,
     "02_lifting": LIFTING,
     "03_scan_and_vmap_axes": AXES,
     "04_axis_metadata": METADATA,
     "05_module_lifecycle": LIFECYCLE,
+    "06_nnx": NNX,
 }

@@ -41,8 +41,7 @@ class DiffView(View):
                     (k, f"{x.type_str} -> {y.type_str}", float("nan"), float("nan"))
                 )
                 continue
-            va = np.asarray(x.value, dtype=np.float64)
-            vb = np.asarray(y.value, dtype=np.float64)
+            va, vb = _numbers(x.value), _numbers(y.value)
             # Equal values (inf == inf) and NaN -> NaN are no change; a NaN that
             # appears or goes away is (its difference is NaN, shown as "nan").
             with np.errstate(invalid="ignore"):  # inf - inf
@@ -85,10 +84,22 @@ class DiffView(View):
         return f"<div class='c'>{e(lines[0])}</div>{''.join(rows)}"
 
 
-def diff(
-    before: Mapping[str, Any], after: Mapping[str, Any], atol: float = 0.0
-) -> DiffView:
+def _numbers(value: Any) -> np.ndarray:
+    """A leaf's values as float64 (a PRNG key array: its key data)."""
+    import jax
+
+    if isinstance(value, jax.Array) and jax.dtypes.issubdtype(
+        value.dtype, jax.dtypes.prng_key
+    ):
+        value = jax.random.key_data(value)
+    return np.asarray(value, dtype=np.float64)
+
+
+def diff(before: Any, after: Any, atol: float = 0.0) -> DiffView:
     """Which leaves changed between two variable trees, and by how much.
+
+    ``before``/``after`` are variable dicts (``{collection: {...}}``), or
+    lens.nnx States or modules (grouped by variable type, as they display).
 
     Example:
         >>> import numpy as np
@@ -97,4 +108,16 @@ def diff(
         Diff: 1 changed, 0 unchanged, 0 added, 0 removed
           ~ params:/w f64[2] max|d| 1 rel inf
     """
-    return DiffView(before, after, atol)
+    return DiffView(_as_collections(before), _as_collections(after), atol)
+
+
+def _as_collections(x: Any) -> Any:
+    """A lens.nnx State or object as ``{variable type: nested dict}``."""
+    import sys
+
+    nnx = sys.modules.get("lens.nnx")  # loaded if the user has nnx objects
+    if nnx is not None and isinstance(x, nnx.State | nnx.Object):
+        from lens.nnx._state import variables_by_type
+
+        return variables_by_type(x if isinstance(x, nnx.State) else nnx.state(x))
+    return x

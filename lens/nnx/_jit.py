@@ -19,7 +19,6 @@ import numpy as np
 
 from lens import errors
 from lens.nnx._graph import (
-    InPlaceBuilder,
     Object,
     Variable,
     Walker,
@@ -29,7 +28,9 @@ from lens.nnx._graph import (
     structure_epoch,
 )
 from lens.nnx._transforms import (
+    _apply_graph_updates,
     _Carrier,
+    _changed_structure,
     _Entry,
     _merge_outputs,
     _rebuild,
@@ -179,11 +180,7 @@ def jit(
             # A changed structure (a new attribute or submodule) is applied
             # outside: it goes out as static data, with which old node each new
             # node is, so the caller's objects are updated in place.
-            changed = None
-            if after != skel.skeleton:
-                index_of = {id(o): i for i, o in table.items()}
-                origin = tuple(index_of.get(id(o)) for o in walker.nodes)
-                changed = _Static((after, origin))
+            changed = _changed_structure(skel.skeleton, after, table, walker.nodes)
             walker.frame = fr
             outs = _split_outputs(out, None, walker)
         if changed is not None:
@@ -272,13 +269,7 @@ def jit(
                 donated_args,
             )
             return _merge_outputs(outs, walker.nodes)
-        after, origin = result.aux.value
-        reuse = {j: walker.nodes[i] for j, i in enumerate(origin) if i is not None}
-        builder = InPlaceBuilder(iter(new_values), reuse)
-        for slot in after.slots:
-            if slot[0] == "graph":
-                builder.build(slot[1])
-        nodes = [builder.nodes[j] for j in range(len(builder.nodes))]
+        nodes = _apply_graph_updates([], new_values, result.aux, walker.nodes)
         return _merge_outputs(outs, nodes)
 
     return wrapper

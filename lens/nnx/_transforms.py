@@ -35,6 +35,7 @@ from lens.core._freeze import FrozenDict
 from lens.nnx._filters import to_predicate
 from lens.nnx._graph import (
     Builder,
+    InPlaceBuilder,
     Leaf,
     Object,
     Param,
@@ -298,6 +299,35 @@ def _check_structure(before: _Skeleton, after: _Skeleton, name: str) -> None:
         )
 
 
+def _changed_structure(
+    skel: _Skeleton, after: _Skeleton, table: dict[int, Any], nodes: list[Any]
+) -> _Static | None:
+    """None if the arguments kept their structure; else the new structure and,
+    per new node, the index of the old node it is (so the caller's objects are
+    updated in place): a new attribute or submodule made inside is applied."""
+    if after == skel:
+        return None
+    index_of = {id(o): i for i, o in table.items()}
+    return _Static((after, tuple(index_of.get(id(o)) for o in nodes)))
+
+
+def _apply_graph_updates(
+    entries: list[_Entry], new_values: list[Any], changed: Any, outer: list[Any]
+) -> list[Any]:
+    """Writes the transform's new graph values back to the caller's objects (and
+    its new structure, if it changed one); returns the nodes by index."""
+    if changed is None:
+        _write_back(entries, new_values)
+        return outer
+    after, origin = changed.value
+    reuse = {j: outer[i] for j, i in enumerate(origin) if i is not None}
+    builder = InPlaceBuilder(iter(new_values), reuse)
+    for slot in after.slots:
+        if slot[0] == "graph":
+            builder.build(slot[1])
+    return [builder.nodes[j] for j in range(len(builder.nodes))]
+
+
 def _write_back(entries: list[_Entry], new_graph_values: list[Any]) -> None:
     leaves = [e.leaf for e in entries if e.leaf is not None]
     for leaf, v in zip(leaves, new_graph_values, strict=True):
@@ -430,8 +460,9 @@ def value_and_grad(
         def pure(diff_vals: list[Any], rest: _Carrier) -> Any:
             it_d, it_r = iter(diff_vals), iter(rest.values)
             merged = [next(it_d) if d else next(it_r) for d in is_diff]
+            table: dict[int, Any] = {}
             with frame("grad") as fr:
-                args2 = _rebuild(skel, merged)
+                args2 = _rebuild(skel, merged, table)
                 out = f(*args2)
                 if has_aux:
                     if not (isinstance(out, tuple) and len(out) == 2):
@@ -444,17 +475,17 @@ def value_and_grad(
                     value, aux = out, None
                 w2 = Walker(_diff_resolver, describe=_describe_grad, transform="grad")
                 after, new_entries = _split_inputs(args2, specs, w2)
-                _check_structure(skel, after, "grad")
+                changed = _changed_structure(skel, after, table, w2.nodes)
                 w2.frame = fr
                 aux_out = _split_outputs(aux, None, w2)
             new_graph = [e.value for e in new_entries if e.leaf is not None]
-            return value, (new_graph, aux_out)
+            return value, (new_graph, aux_out, _Carrier([], changed))
 
-        (value, (new_graph, aux_out)), grads = jax.value_and_grad(
+        (value, (new_graph, aux_out, changed)), grads = jax.value_and_grad(
             pure, argnums=0, has_aux=True, holomorphic=holomorphic, allow_int=allow_int
         )(diff_vals, _Carrier(rest_vals, None))
-        _write_back(entries, new_graph)
-        aux = _merge_outputs(aux_out, walker.nodes)
+        nodes = _apply_graph_updates(entries, new_graph, changed.aux, walker.nodes)
+        aux = _merge_outputs(aux_out, nodes)
         g_it = iter(grads)
         grad_of = [next(g_it) if d else None for d in is_diff]
         g = [_arg_grads(args, skel, entries, grad_of, i) for i, _ in diff]

@@ -403,3 +403,16 @@ def test_pack_traces_escape_control_characters_in_names():
     view = PackTraceView(t)
     for form in (view.text(), view.html()):
         assert "evil\\nname\\u202e" in form and "\u202e" not in form
+
+
+def test_diff_takes_nnx_states_and_modules_with_key_arrays():
+    from lens import nnx
+
+    model = nnx.Dropout(0.1, rngs=nnx.Rngs(0))
+    model.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
+    before = nnx.state(model)
+    model.rngs()  # advances the stream's counter; its key is unchanged
+    model.lin.kernel.value = model.lin.kernel.value + 1
+    text = lens.diff(before, model).text()
+    assert text.splitlines()[0] == "Diff: 2 changed, 2 unchanged, 0 added, 0 removed"
+    assert "Param:/lin/kernel" in text and "RngCount:/rngs/count" in text

@@ -373,3 +373,28 @@ def test_dropout_takes_a_key_at_call_time(nnx):
     assert set(np.unique(np.asarray(y)).tolist()) <= {0.0, 2.0}
     with pytest.raises(ValueError, match="no `rngs` argument was provided"):
         d(jnp.ones(3))
+
+
+@BOTH
+def test_sow_inside_grad_adds_the_attribute_as_in_flax(nnx):
+    class M(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(2, 2, rngs=rngs)
+
+        def __call__(self, x):
+            y = self.linear(x)
+            self.sow(nnx.Intermediate, "features", y)
+            return y
+
+    m = M(nnx.Rngs(0))
+
+    @nnx.jit
+    def step(m, x):
+        return nnx.grad(lambda m: m(x).sum())(m)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        grads = step(m, jnp.ones((1, 2)))
+        step(m, jnp.ones((1, 2)))
+    assert sorted(grads["linear"].keys()) == ["bias", "kernel"]
+    assert len(m.features.get_value()) == 2
