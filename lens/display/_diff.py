@@ -87,8 +87,9 @@ class DiffView(View):
 def _numbers(value: Any) -> np.ndarray:
     """A leaf's values as float64 (a PRNG key array: its key data)."""
     import jax
+    import jax.numpy as jnp
 
-    if isinstance(value, jax.Array) and jax.dtypes.issubdtype(
+    if isinstance(value, jax.Array) and jnp.issubdtype(
         value.dtype, jax.dtypes.prng_key
     ):
         value = jax.random.key_data(value)

@@ -52,7 +52,7 @@ from lens.nn.attention import (
     make_causal_mask,
 )
 from lens.nn.pooling import avg_pool, max_pool, min_pool, pool
-from lens.nnx import metrics
+from lens.nnx import bridge, metrics
 from lens.nnx._containers import (
     Dict,
     FlatState,
@@ -309,6 +309,7 @@ __all__ = [
     "vmap",
     "while_loop",
     "WithTag",
+    "bridge",
     "A",
     "ApplyCaller",
     "TrainState",

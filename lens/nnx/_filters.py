@@ -101,7 +101,9 @@ class WithTag(_Filter):
 
     def __call__(self, path: Path, x: typing.Any) -> bool:
         meta = getattr(x, "metadata", None)
-        return isinstance(meta, dict) and meta.get("tag") == self.tag
+        if isinstance(meta, dict):
+            return meta.get("tag") == self.tag
+        return getattr(x, "tag", None) == self.tag  # an RngStream
 
     def __repr__(self) -> str:
         return repr(self.tag)

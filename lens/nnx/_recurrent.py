@@ -454,7 +454,7 @@ class RNN(Module):
         self.unroll = unroll
         # the stream initialize_carry may draw from (flax.nnx's default: key 0)
         if rngs is True:
-            self.rngs = RngStream("carry", 0)
+            self.rngs = RngStream(0, tag="carry")
         elif isinstance(rngs, Rngs):
             self.rngs = rngs["carry"].fork()
         elif isinstance(rngs, RngStream):

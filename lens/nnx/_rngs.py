@@ -26,10 +26,57 @@ from lens.nnx._state import iter_graph
 from lens.traceback_util import api_boundary
 
 
-class RngStream(Object):
+def _random_method(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``stream.normal(shape)`` = ``jax.random.normal(stream(), shape)``."""
+
+    @functools.wraps(fn)
+    def method(self: Any, *args: Any, **kwargs: Any) -> jax.Array:
+        return fn(self(), *args, **kwargs)
+
+    return method
+
+
+def _initializer_method(make: Callable[..., Any]) -> Callable[..., Any]:
+    """``stream.lecun_normal()(shape)``: the initializer with this stream's key."""
+
+    @functools.wraps(make)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Callable[..., jax.Array]:
+        init = make(*args, **kwargs)
+        return lambda *a, **k: init(self(), *a, **k)
+
+    return method
+
+
+_RANDOM = (
+    "bits uniform randint permutation choice normal multivariate_normal "
+    "truncated_normal bernoulli beta cauchy dirichlet exponential gamma loggamma "
+    "poisson gumbel categorical laplace logistic pareto t chisquare f rademacher "
+    "maxwell double_sided_maxwell weibull_min orthogonal generalized_normal ball "
+    "rayleigh wald geometric triangular lognormal binomial multinomial"
+).split()
+_INITIALIZERS = (
+    "delta_orthogonal glorot_normal glorot_uniform he_normal he_uniform "
+    "kaiming_normal kaiming_uniform lecun_normal lecun_uniform variance_scaling "
+    "xavier_normal xavier_uniform"
+).split()
+
+
+class _Sampling:
+    """``jax.random``'s samplers and ``jax.nn.initializers``'s initializers as
+    methods that draw from this stream (``rngs.normal((2, 3))``)."""
+
+
+for _name in _RANDOM:
+    if hasattr(jax.random, _name):
+        setattr(_Sampling, _name, _random_method(getattr(jax.random, _name)))
+for _name in _INITIALIZERS:
+    setattr(_Sampling, _name, _initializer_method(getattr(jax.nn.initializers, _name)))
+
+
+class RngStream(Object, _Sampling):
     """One named stream: ``stream()`` returns a new key."""
 
-    def __init__(self, tag: str, key: Any):
+    def __init__(self, key: Any, *, tag: str):
         if not is_key(key):
             key = jax.random.key(key)
         self.tag = tag
@@ -41,12 +88,25 @@ class RngStream(Object):
         self.count.value = self.count.value + 1
         return key
 
-    def fork(self) -> RngStream:
+    def split(self, k: int | tuple[int, ...]) -> RngStream:
+        """A new stream of ``k`` keys (for a vmap over it)."""
+        return RngStream(jax.random.split(self(), k), tag=self.tag)
+
+    def fork(self, *, split: int | tuple[int, ...] | None = None) -> RngStream:
         """A new stream seeded from this one (advances this one by one)."""
-        return RngStream(self.tag, self())
+        key = self()
+        if split is not None:
+            key = jax.random.split(key, split)
+        return RngStream(key, tag=self.tag)
+
+    def broadcast(self, k: int | tuple[int, ...]) -> RngStream:
+        """A new stream whose one new key is repeated to shape ``k``."""
+        key = self()
+        shape = (k,) if isinstance(k, int) else tuple(k)
+        return RngStream(jnp.broadcast_to(key, shape + key.shape), tag=self.tag)
 
 
-class Rngs(Object):
+class Rngs(Object, _Sampling):
     """Named RNG streams: ``Rngs(0)``, ``Rngs(params=0, dropout=1)``.
 
     ``rngs.params()`` (or ``rngs['params']()``) returns a new key of stream
@@ -54,13 +114,15 @@ class Rngs(Object):
     ``default``.
     """
 
-    def __init__(self, default: Any = None, **streams: Any):
+    def __init__(self, default: Any = None, **rngs: Any):
         if default is not None:
-            streams = {"default": default, **streams}
-        if not streams:
+            rngs = {"default": default, **rngs}
+        if not rngs:
             raise ValueError("Rngs needs a seed or key: Rngs(0), Rngs(params=0, ...).")
-        for name, seed in streams.items():
-            setattr(self, name, RngStream(name, seed))
+        for name, seed in rngs.items():
+            if isinstance(seed, RngStream):  # Rngs(**other.items()): its stream
+                seed = seed.key.value
+            setattr(self, name, RngStream(seed, tag=name))
 
     def __getattr__(self, name: str) -> RngStream:
         if name.startswith("_"):
@@ -86,6 +148,36 @@ class Rngs(Object):
 
     def streams(self) -> dict[str, RngStream]:
         return {k: v for k, v in self.__dict__.items() if isinstance(v, RngStream)}
+
+    def items(self) -> Any:
+        """``(name, stream)`` pairs."""
+        return iter(self.streams().items())
+
+    def _per_stream(
+        self, how: Any, make: Callable[[RngStream, Any], RngStream]
+    ) -> Rngs:
+        if how is None:
+            how = {}
+        elif not isinstance(how, dict):
+            how = {...: how}
+        preds = [(to_predicate(f), n) for f, n in how.items()]
+        out = {}
+        for name, stream in self.items():
+            n = next((n for p, n in preds if p((), stream)), None)
+            out[name] = make(stream, n)
+        new = Rngs.__new__(Rngs)
+        for name, stream in out.items():
+            object.__setattr__(new, name, stream)
+        return new
+
+    def split(self, k: Any) -> Rngs:
+        """New Rngs whose streams hold ``k`` keys each (a dict of filter -> k splits
+        only those streams; the others are kept)."""
+        return self._per_stream(k, lambda s, n: s.split(n) if n is not None else s)
+
+    def fork(self, /, *, split: Any = None) -> Rngs:
+        """New Rngs with a new key per stream (advances each stream by one)."""
+        return self._per_stream(split, lambda s, n: s.fork(split=n))
 
 
 class SplitBackups:

@@ -1,0 +1,330 @@
+"""Use lens.nn (Linen) modules in lens.nnx models and the other way round.
+
+- :class:`ToNNX` wraps a Linen module as an eager module: ``lazy_init(x)`` runs
+  its ``init``, and its variables become nnx Variables (``params`` -> ``Param``,
+  ``batch_stats`` -> ``BatchStat``, other collections by name) on the wrapper.
+- :class:`ToLinen` (or :func:`to_linen`) wraps an nnx module class as a Linen
+  module: it is built inside ``init`` from the Linen rng streams, and its state
+  is kept in the Linen variable collections.
+
+The same seeds give the same parameters as flax.nnx's bridge.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+import jax
+
+from lens import nn as linen
+from lens.core._freeze import FrozenDict
+from lens.core.meta import AxisMetadata, Partitioned
+from lens.nnx._filters import Not
+from lens.nnx._graph import Variable
+from lens.nnx._module import Module
+from lens.nnx._rngs import Rngs
+from lens.nnx._spmd import with_partitioning as _nnx_with_partitioning
+from lens.nnx._state import State, iter_graph, state, update
+from lens.nnx._variables import (
+    RngState,
+    variable_name_from_type,
+    variable_type_from_name,
+)
+
+# Which ToNNX modules are inside a lazy_init call (per thread / task).
+_INITIALIZING: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "lens_nnx_bridge_initializing", default=frozenset()
+)
+
+
+def lazy_init(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Calls ``fn`` (an nnx module, or one of its methods) once so that every
+    :class:`ToNNX` inside it initializes its variables; returns ``fn``."""
+    if isinstance(fn, Module):
+        module = fn
+    elif hasattr(fn, "__self__") and isinstance(fn.__self__, Module):
+        module = fn.__self__
+    else:
+        raise ValueError(
+            f"fn = {fn!r} needs to be a method of an NNX Module.\nPass the module "
+            "(or a bound method of it) to lazy_init."
+        )
+    ids = frozenset(id(m) for _, m in iter_graph(module) if isinstance(m, ToNNX))
+    token = _INITIALIZING.set(_INITIALIZING.get() | ids)
+    try:
+        cast(Any, fn)(*args, **kwargs)
+    finally:
+        _INITIALIZING.reset(token)
+    return fn
+
+
+def _to_nnx_variable(collection: str, x: Any) -> Variable:
+    vtype = variable_type_from_name(collection, allow_register=True)
+    if isinstance(x, Partitioned):
+        return vtype(
+            x.value,
+            out_sharding=tuple(x.names),
+            mesh=x.mesh,
+            eager_sharding=False,
+            linen_meta_type=Partitioned,
+        )
+    if isinstance(x, AxisMetadata):
+        return vtype(x.unbox(), linen_meta_type=type(x))
+    return vtype(x)
+
+
+def to_linen_var(v: Variable) -> Any:
+    """An nnx Variable as a Linen value: boxed in ``nn.Partitioned`` when it has
+    ``out_sharding`` metadata, else its plain value."""
+    names = v.metadata.get("out_sharding")
+    if names:
+        return Partitioned(v.value, names=tuple(names), mesh=v.metadata.get("mesh"))
+    return v.value
+
+
+def _flatten(tree: Mapping, prefix: tuple = ()) -> dict[tuple, Any]:
+    out: dict[tuple, Any] = {}
+    for k, v in tree.items():
+        if isinstance(v, Mapping) and not isinstance(v, State):
+            out.update(_flatten(v, prefix + (k,)))
+        else:
+            out[prefix + (k,)] = v
+    return out
+
+
+def _unflatten(flat: Mapping[tuple, Any]) -> dict[Any, Any]:
+    root: dict[Any, Any] = {}
+    for path, v in flat.items():
+        d = root
+        for k in path[:-1]:
+            d = d.setdefault(k, {})
+        d[path[-1]] = v
+    return root
+
+
+class ToNNX(Module):
+    """A Linen module as an eager module.
+
+    >>> import jax.numpy as jnp
+    >>> from lens import nn, nnx
+    >>> model = nnx.bridge.ToNNX(nn.Dense(4), rngs=nnx.Rngs(0)).lazy_init(jnp.ones((1, 3)))
+    >>> model.kernel.shape
+    (3, 4)
+    """
+
+    def __init__(self, module: linen.Module, rngs: Rngs | jax.Array | None = None):
+        self.to_nnx__module = module
+        if isinstance(rngs, jax.Array):
+            rngs = Rngs(params=rngs)
+        elif isinstance(rngs, Rngs):
+            rngs = rngs.fork()
+        self.to_nnx__rngs = rngs
+
+    def lazy_init(self, *args: Any, **kwargs: Any) -> ToNNX:
+        """Runs the Linen ``init`` on these inputs; returns this module."""
+        return lazy_init(self, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name.startswith("to_nnx__"):
+            raise AttributeError(name)
+        method = getattr(type(self.to_nnx__module), name, None)
+        if callable(method):
+            return functools.partial(self.__call__, method=method)
+        raise AttributeError(
+            f"{type(self).__name__} wrapping {type(self.to_nnx__module).__name__} "
+            f"has no attribute {name!r}"
+        )
+
+    def _linen_variables(self) -> dict[str, Any]:
+        flat: dict[tuple, Any] = {}
+        for key, value in vars(self).items():
+            if key.startswith("to_nnx__") or key.startswith("_"):
+                continue
+            tree = {key: value}
+            for path, v in _flatten(tree).items():
+                if not isinstance(v, Variable):
+                    raise ValueError(
+                        f"Cannot infer collection name from value: {v!r} (at "
+                        f"{'/'.join(map(str, path))}).\nToNNX keeps only nnx "
+                        "Variables among its attributes."
+                    )
+                col = variable_name_from_type(type(v), allow_register=True)
+                meta_type = v.metadata.get("linen_meta_type")
+                value = to_linen_var(v) if meta_type is Partitioned else v.value
+                flat[(col, *path)] = value
+        return _unflatten(flat)
+
+    def __call__(
+        self,
+        *args: Any,
+        rngs: Rngs | jax.Array | None = None,
+        method: Callable[..., Any] | str | None = None,
+        mutable: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        rngs = self.to_nnx__rngs if rngs is None else rngs
+        if isinstance(rngs, Rngs):
+            keys = {name: stream() for name, stream in rngs.items()}
+        elif isinstance(rngs, jax.Array):
+            keys = {"params": rngs}
+        else:
+            keys = {}
+        if "params" not in keys and "default" in keys:
+            keys["params"] = keys.pop("default")
+        module = self.to_nnx__module
+        if id(self) in _INITIALIZING.get():
+            out, updates = module.init_with_output(keys, *args, method=method, **kwargs)
+        else:
+            mutable = False if mutable is None else mutable
+            out = module.apply(
+                self._linen_variables(),
+                *args,
+                rngs=keys,
+                method=method,
+                mutable=mutable,
+                **kwargs,
+            )
+            out, updates = out if mutable is not False else (out, None)
+        if updates:
+            self._set_collections(updates)
+        return out
+
+    def _set_collections(self, updates: Mapping[str, Any]) -> None:
+        flat: dict[tuple, Variable] = {}
+        for col, tree in updates.items():
+            leaves = _flatten(tree) if isinstance(tree, Mapping) else {(): tree}
+            for path, x in leaves.items():
+                flat[path] = _to_nnx_variable(col, x)
+        for attr, value in _unflatten(flat).items():
+            current = vars(self).get(attr)
+            if isinstance(current, dict) and isinstance(value, dict):
+                merged = _flatten(current)
+                merged.update(_flatten(value))
+                value = _unflatten(merged)
+            setattr(self, attr, value)
+
+
+def _rng_keys(module: linen.Module, add_default: bool) -> dict[str, Any]:
+    assert module.scope is not None
+    keys = {name: module.make_rng(name) for name in module.scope.rngs}
+    if add_default and "default" not in keys:
+        keys["default"] = 0
+    return keys
+
+
+def _method(module: Any, method: Callable[..., Any] | str | None) -> Callable[..., Any]:
+    name = method or "__call__"
+    fn = getattr(type(module), name) if isinstance(name, str) else name
+    if not callable(fn):
+        raise TypeError(
+            f"'{type(module).__name__}.{name}' must be a callable, got {type(fn)}."
+        )
+    return fn
+
+
+class ToLinen(linen.Module):
+    """An nnx module class as a Linen module: built in ``init`` (from the Linen
+    rng streams), its state kept in the Linen collections.
+
+    >>> import jax, jax.numpy as jnp
+    >>> from lens import nn, nnx
+    >>> layer = nnx.bridge.ToLinen(nnx.Linear, args=(3, 4))
+    >>> variables = layer.init(jax.random.key(0), jnp.ones((1, 3)))
+    >>> variables["params"]["kernel"].shape
+    (3, 4)
+    """
+
+    nnx_class: Callable[..., Module]
+    args: Any = ()
+    kwargs: Mapping[str, Any] = FrozenDict({})
+    skip_rng: bool = False
+    metadata_fn: Callable[[Variable], Any] | None = to_linen_var
+
+    @linen.compact
+    def __call__(
+        self,
+        *args: Any,
+        nnx_method: Callable[..., Any] | str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        module_kwargs = dict(self.kwargs)
+        if not self.skip_rng:
+            module_kwargs["rngs"] = Rngs(
+                **_rng_keys(self, add_default=not self.is_initializing())
+            )
+        module = self.nnx_class(*self.args, **module_kwargs)
+        if self.is_initializing():
+            self._update_variables(module)
+            return _method(module, nnx_method)(module, *args, **kwargs)
+        states = [
+            jax.tree.map(
+                lambda x: x.unbox() if isinstance(x, AxisMetadata) else x,
+                dict(tree),
+                is_leaf=lambda x: isinstance(x, AxisMetadata),
+            )
+            for tree in self.variables.values()
+        ]
+        flat: dict[tuple, Any] = {}
+        for tree in states:
+            flat.update(_flatten(tree))
+        current = dict(state(module).flat_state())
+        unknown = [p for p in flat if p not in current]
+        if unknown:
+            warnings.warn(
+                "Found unknown module paths in incoming state:"
+                + "".join(f"\n  - {'/'.join(map(str, p))}" for p in unknown),
+                stacklevel=2,
+            )
+        update(
+            module,
+            State.from_flat_state({p: v for p, v in flat.items() if p in current}),
+        )
+        out = _method(module, nnx_method)(module, *args, **kwargs)
+        self._update_variables(module)
+        return out
+
+    def _update_variables(self, module: Module) -> None:
+        by_col: dict[str, dict[tuple, Any]] = {}
+        for path, v in state(module, Not(RngState)).flat_state():
+            col = variable_name_from_type(type(v), allow_register=True)
+            value = self.metadata_fn(v) if self.metadata_fn is not None else v.value
+            by_col.setdefault(col, {})[path] = value
+        for col, flat in by_col.items():
+            if self.is_mutable_collection(col):
+                for k, v in _unflatten(flat).items():
+                    self.put_variable(col, k, v)
+
+
+def to_linen(
+    nnx_class: Callable[..., Module],
+    *args: Any,
+    metadata_fn: Callable[[Variable], Any] | None = to_linen_var,
+    name: str | None = None,
+    skip_rng: bool = False,
+    abstract_init: bool = True,
+    **kwargs: Any,
+) -> ToLinen:
+    """``ToLinen(nnx_class, args=args, kwargs=kwargs)``."""
+    return ToLinen(
+        nnx_class,
+        args=args,
+        kwargs=FrozenDict(kwargs),
+        metadata_fn=metadata_fn,
+        skip_rng=skip_rng,
+        name=name,
+    )
+
+
+def with_partitioning(
+    fn: Callable[..., Any], names: Any, mesh: jax.sharding.Mesh | None = None
+) -> Callable[..., Any]:
+    """An initializer whose nnx variables are annotated with ``names`` and come
+    back to Linen as ``nn.Partitioned``."""
+    return _nnx_with_partitioning(fn, names, mesh, linen_meta_type=Partitioned)
+
+
+__all__ = ["ToLinen", "ToNNX", "lazy_init", "to_linen", "with_partitioning"]
