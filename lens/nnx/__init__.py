@@ -53,6 +53,7 @@ from lens.nn.attention import (
 )
 from lens.nn.pooling import avg_pool, max_pool, min_pool, pool
 from lens.nnx import bridge, metrics
+from lens.nnx._autodiff import CustomVjp, custom_vjp, jvp, vjp
 from lens.nnx._containers import (
     Dict,
     FlatState,
@@ -309,6 +310,10 @@ __all__ = [
     "vmap",
     "while_loop",
     "WithTag",
+    "CustomVjp",
+    "custom_vjp",
+    "jvp",
+    "vjp",
     "bridge",
     "A",
     "ApplyCaller",

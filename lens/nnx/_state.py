@@ -8,7 +8,7 @@ States are attached here too.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
 import jax
@@ -61,7 +61,7 @@ class FlatState(list):
         return FlatState(zip(keys, values, strict=True), sort=False)
 
 
-class State(Mapping):
+class State(MutableMapping):
     """Variables as a nested mapping: ``state['encoder']['kernel']`` or
     ``state.encoder.kernel``. A pytree whose leaves are the variables' values."""
 
@@ -77,6 +77,18 @@ class State(Mapping):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self._mapping[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self._mapping[key]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._mapping[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        try:
+            del self._mapping[name]
+        except KeyError:
+            raise AttributeError(f"State has no key {name!r}") from None
 
     def __getattr__(self, name: str) -> Any:
         try:
