@@ -76,6 +76,14 @@ from lens.nnx._control import (
     switch,
     while_loop,
 )
+from lens.nnx._extra import (
+    InstanceNorm,
+    LoRA,
+    LoRALinear,
+    LoRAParam,
+    PReLU,
+    identity,
+)
 from lens.nnx._filters import (
     All,
     Any,
@@ -310,6 +318,12 @@ __all__ = [
     "vmap",
     "while_loop",
     "WithTag",
+    "InstanceNorm",
+    "LoRA",
+    "LoRALinear",
+    "LoRAParam",
+    "PReLU",
+    "identity",
     "CustomVjp",
     "custom_vjp",
     "jvp",

@@ -80,12 +80,15 @@ SAME_LAYER_PARAMETERS = [
     "Linear", "LinearGeneral", "Einsum", "Embed", "Conv", "ConvTranspose",
     "LayerNorm", "BatchNorm", "RMSNorm", "GroupNorm", "Dropout",
     "MultiHeadAttention", "LSTMCell", "GRUCell", "SimpleCell", "OptimizedLSTMCell",
+    "PReLU", "InstanceNorm", "LoRA", "LoRALinear",
 ]  # fmt: skip
 SAME_NEW_FUNCTIONS = [
     "capture", "view", "view_info", "with_attributes", "iter_modules",
     "iter_children", "with_partitioning", "get_partition_spec", "get_named_sharding",
     "get_abstract_model", "dot_product_attention", "variable_type_from_name",
-    "register_variable_name",
+    "register_variable_name", "custom_vjp", "vjp", "jvp", "pop", "variables",
+    "cached_partial", "merge", "split_state", "filter_state", "merge_state",
+    "map_state", "set_metadata", "find_duplicates", "recursive_map", "call",
 ]  # fmt: skip
 
 

@@ -43,6 +43,19 @@ def layers(nnx):
             ),
             x3,
         ),
+        "prelu": (lambda: nnx.PReLU(0.2), x3),
+        "instance_norm": (lambda: nnx.InstanceNorm(4, rngs=r()), x3),
+        "lora": (
+            lambda: nnx.LoRA(4, 2, 5, b_initializer=nnx.initializers.ones, rngs=r()),
+            x3,
+        ),
+        "lora_linear": (lambda: nnx.LoRALinear(4, 5, lora_rank=2, rngs=r()), x3),
+        "mha_gqa": (
+            lambda: nnx.MultiHeadAttention(
+                4, 4, num_kv_heads=2, decode=False, rngs=r()
+            ),
+            x3,
+        ),
         "lstm": (lambda: nnx.RNN(nnx.LSTMCell(4, 3, rngs=r())), x3),
         "optimized_lstm": (lambda: nnx.RNN(nnx.OptimizedLSTMCell(4, 3, rngs=r())), x3),
         "gru": (lambda: nnx.RNN(nnx.GRUCell(4, 3, rngs=r())), x3),
