@@ -188,7 +188,14 @@ from lens.nnx._state import (
     state,
     update,
 )
-from lens.nnx._transforms import DiffState, StateAxes, grad, value_and_grad, vmap
+from lens.nnx._transforms import (
+    DiffState,
+    StateAxes,
+    grad,
+    pmap,
+    value_and_grad,
+    vmap,
+)
 from lens.nnx._variables import (
     Perturbation,
     VariableMetadata,
@@ -318,6 +325,7 @@ __all__ = [
     "vmap",
     "while_loop",
     "WithTag",
+    "pmap",
     "InstanceNorm",
     "LoRA",
     "LoRALinear",

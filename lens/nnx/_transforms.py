@@ -682,6 +682,79 @@ def vmap(
     return wrapper
 
 
+def pmap(
+    f: Callable[..., Any] | None = None,
+    *,
+    axis_name: Any = None,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    static_broadcasted_argnums: int | Sequence[int] = (),
+    devices: Sequence[Any] | None = None,
+    backend: str | None = None,
+    axis_size: int | None = None,
+    donate_argnums: int | Sequence[int] = (),
+    global_arg_shapes: Any = None,
+    transform_metadata: Mapping[str, Any] = _NO_METADATA,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> Any:
+    """``jax.pmap`` for functions of objects, with ``vmap``'s ``in_axes`` rules:
+    each object's variables are split over the devices on their axis (``None``:
+    replicated), and updates come back the same way."""
+    check_graph_modes("pmap", graph, graph_updates)
+    axis_names = _AxisNames("pmap", transform_metadata)
+    if global_arg_shapes is not None:
+        raise TypeError("nnx.pmap: global_arg_shapes was removed from jax.pmap.")
+    if static_broadcasted_argnums or donate_argnums:
+        raise NotImplementedError(
+            "nnx.pmap(static_broadcasted_argnums=..., donate_argnums=...) is not "
+            "supported by lens.nnx.\nClose over static values instead, or use "
+            "nnx.shard_map / nnx.jit with shardings."
+        )
+    if f is None:
+        return functools.partial(
+            pmap,
+            axis_name=axis_name,
+            in_axes=in_axes,
+            out_axes=out_axes,
+            devices=devices,
+            backend=backend,
+            axis_size=axis_size,
+            transform_metadata=transform_metadata,
+        )
+
+    @functools.wraps(f)
+    @api_boundary
+    def wrapper(*args: Any) -> Any:
+        specs = _per_argument("pmap", "in_axes", in_axes, args)
+        walker = Walker(_axes_resolver, describe=_describe_axes, transform="pmap")
+        skel, entries = _split_inputs(args, specs, walker)
+        graph_axes = [e.spec for e in entries if e.leaf is not None]
+        _check_ranks(entries)
+        if any(
+            isinstance(s, StateAxes)
+            for s in jax.tree.leaves(
+                out_axes, is_leaf=lambda x: isinstance(x, StateAxes)
+            )
+        ):
+            raise NotImplementedError(
+                "nnx.pmap: StateAxes in out_axes is not supported; use nnx.vmap."
+            )
+        new_values, outs = jax.pmap(
+            _mapped_body("pmap", f, skel, specs, out_axes, _describe_axes, axis_names),
+            axis_name=axis_name,
+            in_axes=(_Carrier([e.spec for e in entries], None),),
+            out_axes=(graph_axes, out_axes),
+            devices=devices,
+            backend=backend,
+            axis_size=axis_size,
+        )(_Carrier([e.value for e in entries], None))
+        _write_back(entries, new_values)
+        return _merge_outputs(outs, walker.nodes)
+
+    return wrapper
+
+
 def _per_argument(name: str, option: str, spec: Any, args: tuple) -> tuple:
     """One spec per positional argument: a tuple as given, or one spec for all."""
     specs = spec if isinstance(spec, tuple) else (spec,) * len(args)

@@ -110,3 +110,29 @@ def test_state_sharding_without_a_match_names_the_variable():
     )
     with pytest.raises(ValueError, match=r"^args\[0\]\.bias: StateSharding"):
         f(m)
+
+
+def _pmapped(lib):
+    @lib.split_rngs(splits=8)
+    @lib.pmap(in_axes=0, out_axes=0, axis_size=8)
+    def make(rngs):
+        return lib.Linear(2, 3, rngs=rngs)
+
+    model = make(lib.Rngs(0))
+
+    @lib.pmap(in_axes=(0, None), axis_name="d")
+    def forward(m, x):
+        return jax.lax.pmean(m(x), "d")
+
+    return model, forward(model, jnp.ones((1, 2)))
+
+
+def test_pmap_builds_and_runs_per_device_models_like_flax():
+    (lm, ly), (fm, fy) = _pmapped(nnx), _pmapped(fnnx)
+    assert lm.kernel.shape == (8, 2, 3)
+    np.testing.assert_allclose(lm.kernel.value, fm.kernel.get_value(), rtol=1e-6)
+    np.testing.assert_allclose(ly, fy, rtol=1e-5)
+    # every device's mean is the same
+    np.testing.assert_allclose(ly, np.broadcast_to(ly[:1], ly.shape), rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="static_broadcasted_argnums"):
+        nnx.pmap(lambda m: m, static_broadcasted_argnums=1)
