@@ -52,7 +52,21 @@ from lens.nn.attention import (
     make_causal_mask,
 )
 from lens.nn.pooling import avg_pool, max_pool, min_pool, pool
-from lens.nnx import bridge, metrics
+from lens.nnx import (
+    bridge,
+    filterlib,
+    graph,
+    graphlib,
+    metrics,
+    module,
+    optimizer,
+    rnglib,
+    spmd,
+    statelib,
+    training,
+    traversals,
+    variablelib,
+)
 from lens.nnx._autodiff import CustomVjp, custom_vjp, jvp, vjp
 from lens.nnx._containers import (
     Dict,
@@ -138,6 +152,24 @@ from lens.nnx._layers import (
     OptVariable,
     Sequential,
     to_opt_state,
+)
+from lens.nnx._misc import (
+    Data,
+    Static,
+    checkify,
+    dataclass,
+    flatten,
+    fork_rngs,
+    has_data,
+    is_data,
+    make_jaxpr,
+    register_data_type,
+    reseed,
+    restore_rngs,
+    set_graph_mode,
+    set_graph_updates,
+    unflatten,
+    with_rngs,
 )
 from lens.nnx._module import (
     Module,
@@ -325,6 +357,22 @@ __all__ = [
     "vmap",
     "while_loop",
     "WithTag",
+    "Data",
+    "Static",
+    "checkify",
+    "dataclass",
+    "flatten",
+    "fork_rngs",
+    "has_data",
+    "is_data",
+    "make_jaxpr",
+    "register_data_type",
+    "reseed",
+    "restore_rngs",
+    "set_graph_mode",
+    "set_graph_updates",
+    "unflatten",
+    "with_rngs",
     "pmap",
     "InstanceNorm",
     "LoRA",

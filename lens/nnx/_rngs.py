@@ -193,6 +193,9 @@ class SplitBackups:
             object.__setattr__(stream.count, "_value", count)
         self.backups = []
 
+    def __iter__(self) -> Any:
+        return iter(list(self.backups))
+
     def __enter__(self) -> SplitBackups:
         return self
 

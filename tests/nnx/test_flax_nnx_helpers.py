@@ -164,3 +164,63 @@ def test_grad_filter_applies_to_array_attributes():
         lambda m: jnp.sum(m(jnp.ones((1, 2)))), argnums=lnnx.DiffState(0, is_w)
     )(MLP())
     assert list(grads.keys()) == ["w"]
+
+
+def test_flax_submodule_imports_port():
+    from lens.nnx import graph, rnglib, statelib, traversals, variablelib
+
+    model = lnnx.Linear(2, 3, rngs=lnnx.Rngs(0))
+    gdef, st = graph.split(model)
+    assert isinstance(gdef, graph.GraphDef) and isinstance(st, statelib.State)
+    assert variablelib.VariableState is lnnx.Variable
+    assert isinstance(rnglib.Rngs(0), lnnx.Rngs)
+    flat = traversals.flatten_mapping(st)
+    assert set(flat) == {("bias",), ("kernel",)}
+
+
+@BOTH
+def test_flatten_unflatten_roundtrip(nnx):
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    gdef, flat = nnx.flatten(model)
+    assert [tuple(p) for p in flat.paths] == [("bias",), ("kernel",)]
+    again = nnx.unflatten(gdef, flat)
+    np.testing.assert_array_equal(again.kernel[...], model.kernel[...])
+
+
+def test_reseed_and_fork_rngs_match_flax():
+    def run(nnx):
+        d = nnx.Dropout(0.5, rngs=nnx.Rngs(dropout=0))
+        nnx.reseed(d, dropout=7)
+        k1 = jax.random.key_data(d.rngs())
+        backups = nnx.fork_rngs(d)
+        forked = jax.random.key_data(d.rngs())
+        nnx.restore_rngs(backups)
+        return k1, forked, jax.random.key_data(d.rngs())
+
+    for a, b in zip(run(lnnx), run(fnnx), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_make_jaxpr_and_checkify_over_objects():
+    from jax.experimental import checkify
+
+    model = lnnx.Linear(2, 3, rngs=lnnx.Rngs(0))
+    jaxpr = lnnx.make_jaxpr(lambda m, x: m(x))(model, jnp.ones((1, 2)))
+    assert "dot_general" in str(jaxpr)
+
+    def f(m, x):
+        checkify.check(jnp.all(x > 0), "x must be positive")
+        return m(x)
+
+    err, y = lnnx.checkify(f)(model, jnp.ones((1, 2)))
+    assert err.get() is None and y.shape == (1, 3)
+    err, _ = lnnx.checkify(f)(model, -jnp.ones((1, 2)))
+    assert "x must be positive" in err.get()
+
+
+def test_graph_mode_switches_say_lens_has_one_mode():
+    with lnnx.set_graph_mode(True):
+        pass
+    with pytest.raises(NotImplementedError, match="one mode"):
+        with lnnx.set_graph_mode(False):
+            pass
