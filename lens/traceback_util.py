@@ -79,6 +79,14 @@ for _rel in (
     "nnx/_rngs.py",
     "nnx/_state.py",
     "nnx/_transforms.py",
+    "nnx/_vmap.py",
+    "nnx/_shard.py",
+    "nnx/_autodiff.py",
+    "nnx/_misc.py",
+    "nnx/_module.py",
+    "nnx/_frames.py",
+    "nnx/_helpers.py",
+    "nnx/bridge.py",
 ):
     register_exclusion(str(_HERE / _rel))
 

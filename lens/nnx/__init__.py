@@ -67,6 +67,7 @@ from lens.nnx import (
     traversals,
     variablelib,
 )
+from lens.nnx._attention import MultiHeadAttention, dot_product_attention
 from lens.nnx._autodiff import CustomVjp, custom_vjp, jvp, vjp
 from lens.nnx._containers import (
     Dict,
@@ -188,9 +189,7 @@ from lens.nnx._nn import (
     Embed,
     GroupNorm,
     LinearGeneral,
-    MultiHeadAttention,
     RMSNorm,
-    dot_product_attention,
 )
 from lens.nnx._recurrent import (
     RNN,
@@ -220,14 +219,7 @@ from lens.nnx._state import (
     state,
     update,
 )
-from lens.nnx._transforms import (
-    DiffState,
-    StateAxes,
-    grad,
-    pmap,
-    value_and_grad,
-    vmap,
-)
+from lens.nnx._transforms import DiffState, StateAxes, grad, value_and_grad
 from lens.nnx._variables import (
     Perturbation,
     VariableMetadata,
@@ -238,6 +230,7 @@ from lens.nnx._variables import (
     variable_type_from_name,
     with_metadata,
 )
+from lens.nnx._vmap import pmap, vmap
 from lens.nnx.metrics import Metric, MultiMetric
 from lens.typing import Initializer
 

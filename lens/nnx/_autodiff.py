@@ -144,6 +144,7 @@ class CustomVjp:
             )
         self.fwd, self.bwd = fwd, bwd
 
+    @api_boundary
     def __call__(self, *args: Any) -> Any:
         if self.fwd is None or self.bwd is None:
             raise ValueError(
@@ -289,6 +290,7 @@ def _pure_of(
     return pure
 
 
+@api_boundary
 def vjp(
     f: Callable[..., Any] | None = None,
     *primals: Any,
@@ -312,7 +314,6 @@ def vjp(
     return _vjp(f, primals, has_aux)
 
 
-@api_boundary
 def _vjp(f: Callable[..., Any], primals: tuple, has_aux: bool) -> Any:
     n = len(primals)
     skel, entries, walker = _split_all(primals, "vjp")
@@ -339,6 +340,7 @@ def _vjp(f: Callable[..., Any], primals: tuple, has_aux: bool) -> Any:
     return out, vjp_fn
 
 
+@api_boundary
 def jvp(
     f: Callable[..., Any] | None = None,
     primals: tuple | None = None,
@@ -359,7 +361,6 @@ def jvp(
     return _jvp(f, tuple(primals), tuple(tangents), has_aux)
 
 
-@api_boundary
 def _jvp(f: Callable[..., Any], primals: tuple, tangents: tuple, has_aux: bool) -> Any:
     if len(primals) != len(tangents):
         raise ValueError(

@@ -20,9 +20,7 @@ import jax.numpy as jnp
 from lens import errors
 from lens.nnx._graph import Walker, check_graph_modes, frame, path_str
 from lens.nnx._transforms import (
-    _NO_METADATA,
     _axes_resolver,
-    _AxisNames,
     _check_structure,
     _Entry,
     _Graph,
@@ -33,6 +31,7 @@ from lens.nnx._transforms import (
     _wrap,
     _write_back,
 )
+from lens.nnx._vmap import _NO_METADATA, _AxisNames
 from lens.traceback_util import api_boundary
 
 

@@ -17,6 +17,7 @@ from lens.nnx._filters import to_predicate
 from lens.nnx._graph import GraphDef, Object, Variable, check_graph_modes
 from lens.nnx._rngs import RngStream, SplitBackups
 from lens.nnx._state import FlatState, State, iter_graph, merge, split
+from lens.traceback_util import api_boundary
 
 A = TypeVar("A")
 
@@ -251,6 +252,7 @@ def make_jaxpr(
     if f is None:
         return functools.partial(make_jaxpr)
 
+    @api_boundary
     def run(*args: Any) -> Any:
         pure, entries, _ = _pure_state_fn(f, args, "make_jaxpr")
         return jax.make_jaxpr(pure)([e.value for e in entries])
@@ -274,6 +276,7 @@ def checkify(
     errors = ck.user_checks if errors is None else errors
 
     @functools.wraps(f)
+    @api_boundary
     def run(*args: Any) -> Any:
         pure, entries, walker = _pure_state_fn(f, args, "checkify")
         err, (out_c, new_graph) = ck.checkify(pure, errors=errors)(

@@ -22,6 +22,7 @@ from lens.nnx._filters import to_predicate
 from lens.nnx._graph import Object, Path, Variable, _node_items
 from lens.nnx._state import State, clone, iter_graph
 from lens.nnx._variables import Intermediate, Perturbation, variable_type_from_name
+from lens.traceback_util import api_boundary
 
 A = TypeVar("A")
 _CAPTURES = "__captures__"
@@ -261,6 +262,7 @@ def capture(
     )
 
     @functools.wraps(target)
+    @api_boundary
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         module = bound if bound is not None else args[0]
         seeds = _state_by_path(init) if init is not None else {}

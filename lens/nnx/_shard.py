@@ -20,12 +20,11 @@ from lens.nnx._transforms import (
     StateAxes,
     _axes_resolver,
     _Carrier,
-    _mapped_body,
     _merge_outputs,
-    _per_argument,
     _split_inputs,
     _write_back,
 )
+from lens.nnx._vmap import _mapped_body, _per_argument
 from lens.traceback_util import api_boundary
 
 

@@ -84,3 +84,28 @@ def test_show_lens_in_tracebacks_brings_the_frames_back():
     finally:
         lens.traceback_util.hide_lens_in_tracebacks()
     assert _lens_frames(_frames(CALLS["nnx.jit"])) == []
+
+
+def test_new_transforms_end_at_the_users_line():
+    import traceback
+
+    from lens import nnx as lnnx
+
+    def user_fn(m, x):
+        raise RuntimeError("user error here")
+
+    m = lnnx.Linear(2, 2, rngs=lnnx.Rngs(0))
+    calls = [
+        lambda: lnnx.vjp(user_fn, m, jnp.ones((1, 2))),
+        lambda: lnnx.jvp(user_fn, (m, jnp.ones((1, 2))), (None, jnp.ones((1, 2)))),
+        lambda: lnnx.capture(user_fn, lnnx.Intermediate)(m, 1),
+        lambda: lnnx.checkify(user_fn)(m, 1),
+    ]
+    for call in calls:
+        with pytest.raises(RuntimeError, match="user error here") as info:
+            call()
+        frames = traceback.extract_tb(info.value.__traceback__)
+        assert frames[-1].name == "user_fn"
+        assert not any("/lens/nnx/" in f.filename for f in frames[:-1]), [
+            f.filename for f in frames
+        ]
