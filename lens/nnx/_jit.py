@@ -158,15 +158,17 @@ def jit(
         and v not in (None, False)
     }
 
+    # Arguments travel as plain lists of leaves (JAX flattens those in C++; a
+    # custom pytree node would cost a Python call per argument per call).
     def pure(
-        statics: _Static, donated: list[_Carrier], kept: list[_Carrier]
+        statics: _Static, donated: list[list[Any]], kept: list[list[Any]]
     ) -> _Carrier:
         skel, static_kw, kw_names, donated_args = statics.value
         by_arg = dict(zip(donated_args, donated, strict=True))
         rest = iter(kept)
         values = []
         for i in range(skel.n_args):
-            values += (by_arg[i] if i in by_arg else next(rest)).values
+            values += by_arg[i] if i in by_arg else next(rest)
         table: dict[int, Any] = {}
         with frame("jit") as fr:
             args = _rebuild(skel.skeleton, values, table)
@@ -241,10 +243,8 @@ def jit(
                 | {n + j for j, k in enumerate(kw_names) if k in donate_names}
             )
         )
-        donated = [_Carrier(per_arg[i], None) for i in donated_args]
-        kept = [
-            _Carrier(per_arg[i], None) for i in range(total) if i not in donated_args
-        ]
+        donated = [per_arg[i] for i in donated_args]
+        kept = [per_arg[i] for i in range(total) if i not in donated_args]
         key = _Static(
             (
                 _JitSkeleton(skel, stat, total),
@@ -311,6 +311,13 @@ class _CachedWalk:
     nodes: list[Any]
     key: _Static
     donated_args: tuple[int, ...]
+    # derived once: per entry (argument, leaf or None), and the graph leaves
+    reads: list[tuple[int, Any]] = dataclasses.field(default_factory=list)
+    leaves: list[Any] = dataclasses.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.reads = [(e.arg, e.leaf) for e in self.entries]
+        self.leaves = [e.leaf for e in self.entries if e.leaf is not None]
 
 
 def _snapshot(container: Any) -> Any:
@@ -397,21 +404,21 @@ def _cached_walk(
 
 def _call_cached(hit: _CachedWalk, args: tuple[Any, ...], jitted: Any) -> Any:
     per_arg: list[list[Any]] = [[] for _ in args]
-    for e in hit.entries:
-        per_arg[e.arg].append(e.leaf.read() if e.leaf is not None else args[e.arg])
-    donated = [_Carrier(per_arg[i], None) for i in hit.donated_args]
-    kept = [
-        _Carrier(per_arg[i], None)
-        for i in range(len(args))
-        if i not in hit.donated_args
-    ]
+    for i, leaf in hit.reads:
+        per_arg[i].append(leaf.read() if leaf is not None else args[i])
+    donated = [per_arg[i] for i in hit.donated_args]
+    kept = [per_arg[i] for i in range(len(args)) if i not in hit.donated_args]
     result = jitted(hit.key, donated, kept)
     new_values, outs = result.values
     if not isinstance(result.aux, _Unchanged):  # pragma: no cover - cached unchanged
         raise errors.GraphStructureError(
             "nnx.jit: the structure changed on a cached call; please report this."
         )
-    _write_changed(hit.entries, result.aux.same, new_values)
+    if new_values:  # a forward pass changes nothing: no write-back at all
+        it = iter(new_values)
+        for leaf, unchanged in zip(hit.leaves, result.aux.same, strict=True):
+            if not unchanged:
+                leaf.write(next(it))
     return _merge_outputs(outs, hit.nodes)
 
 

@@ -272,6 +272,9 @@ def _split_outputs(out: Any, out_spec: Any, walker: Walker) -> Any:
 
 
 def _merge_outputs(out: Any, nodes: list[Any]) -> Any:
+    """``out`` with each carrier rebuilt into its object (sharing ``nodes``)."""
+    if isinstance(out, jax.Array) or out is None:  # the common case, no walk
+        return out
     table = dict(enumerate(nodes))
 
     def build(x: Any) -> Any:
