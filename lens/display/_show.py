@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -34,6 +35,20 @@ def view_of(obj: Any) -> Any:
             return ModuleView(obj)
     except ImportError:  # pragma: no cover
         pass
+    nnx = sys.modules.get("lens.nnx")  # loaded when the user has nnx objects
+    if nnx is not None and isinstance(obj, nnx.State | nnx.Object):
+        try:
+            from lens.nnx._state import _view
+
+            return _view(obj)
+        except Exception as e:  # noqa: BLE001 - a display must never raise
+            warnings.warn(
+                f"lens could not display {type(obj).__name__} ({type(e).__name__}: "
+                f"{e}); showing repr() instead.",
+                DisplayWarning,
+                stacklevel=2,
+            )
+            return obj
     if isinstance(obj, Mapping) and looks_like_variables(obj):
         try:
             return VariablesView(obj)

@@ -416,3 +416,15 @@ def test_diff_takes_nnx_states_and_modules_with_key_arrays():
     text = lens.diff(before, model).text()
     assert text.splitlines()[0] == "Diff: 2 changed, 2 unchanged, 0 added, 0 removed"
     assert "Param:/lin/kernel" in text and "RngCount:/rngs/count" in text
+
+
+def test_show_gives_nnx_modules_and_states_their_variables_view():
+    from lens import nnx
+
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    for obj, title in ((model, "Linear"), (nnx.state(model), "State")):
+        view = lens.display.view_of(obj)
+        assert type(view).__name__ == "VariablesView"
+        text = view.text()
+        assert text.startswith(f"{title}: 1 collection, 2 arrays, 9 values")
+        assert "kernel  f32[2,3]" in text
