@@ -104,15 +104,90 @@ def _where(rec: dict[str, Any]) -> str:
     return printable(", ".join(roots) or "/")
 
 
+def _mapped_size(rec: dict[str, Any]) -> int | None:
+    """The size of the mapped (vmap) or scanned axis, from the options or from
+    a variable's outer and inner shapes."""
+    opts = rec.get("options", {})
+    for k in ("axis_size", "length"):
+        if isinstance(opts.get(k), int):
+            return opts[k]
+    created = {
+        (c["collection"], c["path"]): c
+        for c in rec.get("repack", {}).get("created", [])
+    }
+    for g in rec.get("groups", []):
+        label = str(g.get("label") or "")
+        if not label.startswith("axis "):
+            continue
+        try:
+            axis = int(label.split()[1])
+        except ValueError:
+            continue
+        pairs = [(v.get("outer"), v.get("inner")) for v in g.get("variables", [])]
+        for c in rec.get("commit", []):
+            if c["collection"] in g.get("collections", []) or c["collection"] == g.get(
+                "filter"
+            ):
+                made = created.get((c["collection"], c["path"]))
+                if made:
+                    pairs.append((c.get("outer"), made.get("inner")))
+        for outer, inner in pairs:
+            o = (outer or {}).get("shape")
+            i = (inner or {}).get("shape")
+            if (
+                o is not None
+                and i is not None
+                and len(o) == len(i) + 1
+                and axis < len(o)
+            ):
+                return int(o[axis])
+    return None
+
+
+def _group_phrase(g: dict[str, Any]) -> str | None:
+    """``params on axis 0``, ``batch_stats broadcast``: what one filter group did."""
+    filt = g.get("filter")
+    if filt is False or filt is None:
+        return None
+    names = "all collections" if filt is True else printable(str(filt))
+    label = str(g.get("label") or "")
+    if label.startswith("axis "):
+        return f"{names} on {label}"
+    return f"{names} {label}" if label else names
+
+
+def summary(rec: dict[str, Any]) -> str:
+    """One line for one transform: ``vmap over 8 at /: params on axis 0,
+    batch_stats broadcast; rngs params split; 4 created``."""
+    size = _mapped_size(rec)
+    unit = " steps" if rec.get("transform") == "scan" else ""
+    head = f"{rec['transform']}" + (f" over {size}{unit}" if size is not None else "")
+    parts = [p for p in (_group_phrase(g) for g in rec.get("groups", [])) if p]
+    text = f"{head} at {_where(rec)}" + (": " + ", ".join(parts) if parts else "")
+    rngs = rec.get("rngs", [])
+    if rngs:
+        text += "; rngs " + printable(
+            ", ".join(f"{r['stream']} {r['label']}" for r in rngs)
+        )
+    rp = rec.get("repack", {})
+    counts = []
+    if rp.get("created"):
+        counts.append(f"{len(rp['created'])} created")
+    if rp.get("mutated"):
+        counts.append(f"{len(rp['mutated'])} updated")
+    if counts:
+        text += "; " + ", ".join(counts)
+    return text
+
+
 def text_lines(records: Sequence[dict[str, Any]], depth: int = 0) -> list[str]:
     """One block of lines per pack record, children indented."""
     pad = "  " * depth
     out: list[str] = []
     for rec in records:
-        out.append(
-            f"{pad}{rec['transform']} at {_where(rec)}"
-            + (f" · {_options(rec)}" if _options(rec) else "")
-        )
+        out.append(pad + summary(rec))
+        if _options(rec):
+            out.append(f"{pad}  options: {_options(rec)}")
         for g in rec.get("groups", []):
             if not g["collections"] and not g["variables"]:
                 continue
@@ -215,7 +290,8 @@ class PackTraceView(View):
         self.doc = trace.to_json() if isinstance(trace, PackTrace) else trace
 
     def text(self) -> str:
-        """A text summary per pack call."""
+        """One summary line per pack call (nested calls indented), each with its
+        details below."""
         recs = self.doc.get("packs", [])
         return "\n".join([f"PackTrace: {len(recs)} pack call(s)"] + text_lines(recs))
 

@@ -211,7 +211,9 @@ def test_pack_trace_text_html_and_mime(variables):
     trace = lens.show_lifting(E(), jnp.ones((3, 2, 3)))
     text = PackTraceView(trace).text()
     assert text.startswith(
-        "PackTrace: 1 pack call(s)\nvmap at / · variable_axes={params: 0, batch_stats: 0}"
+        "PackTrace: 1 pack call(s)\nvmap over 3 at /: params on axis 0, batch_stats "
+        "on axis 0; rngs params split; 8 created\n"
+        "  options: variable_axes={params: 0, batch_stats: 0}"
     )
     assert (
         "inner f32[3,4] (None,'model') -> outer f32[3,3,4] ('ens',None,'model')" in text
@@ -428,3 +430,27 @@ def test_show_gives_nnx_modules_and_states_their_variables_view():
         text = view.text()
         assert text.startswith(f"{title}: 1 collection, 2 arrays, 9 values")
         assert "kernel  f32[2,3]" in text
+
+
+def test_pack_text_leads_with_a_one_line_summary_per_transform():
+    from lens.core import trace_packs
+
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            bn = nn.vmap(
+                nn.BatchNorm,
+                variable_axes={"params": 0, "batch_stats": None},
+                split_rngs={"params": True},
+            )
+            return bn(use_running_average=False)(x)
+
+    with trace_packs() as t:
+        variables = M().init(jax.random.key(0), jnp.ones((8, 4, 2)))
+    lines = PackTraceView(t).text().splitlines()
+    assert lines[1] == (
+        "vmap over 8 at /VmapBatchNorm_0: params on axis 0, batch_stats broadcast; "
+        "rngs params split; 4 created"
+    )
+    with pytest.raises(ValueError, match="a collection that vmap broadcasts"):
+        M().apply(variables, jnp.ones((8, 4, 2)), mutable=["batch_stats"])

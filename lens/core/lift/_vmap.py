@@ -108,7 +108,15 @@ def vmap(
         try:
             y, out = mapped(variable_groups, rng_groups, args)
         except ValueError as e:
-            if "vmap in_axes" in str(e) or "vmap out_axes" in str(e):
+            msg = str(e)
+            if "vmap out_axes[1]" in msg and "got axis spec None" in msg:
+                raise ValueError(
+                    f"{e}\nlens: a collection that vmap broadcasts (variable_axes "
+                    "None) was updated with a value that depends on the mapped "
+                    "axis. Map that collection (variable_axes={name: 0}) or do not "
+                    "update it inside vmap."
+                ) from e
+            if "vmap in_axes" in msg or "vmap out_axes" in msg:
                 raise ValueError(
                     f"{e}\nlens: in_axes covers the arguments after the scope or "
                     "module; give one axis per argument, or a single int."
