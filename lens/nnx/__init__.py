@@ -193,6 +193,7 @@ from lens.nnx._nn import (
 )
 from lens.nnx._recurrent import (
     RNN,
+    Bidirectional,
     GRUCell,
     LSTMCell,
     OptimizedLSTMCell,
@@ -350,6 +351,7 @@ __all__ = [
     "vmap",
     "while_loop",
     "WithTag",
+    "Bidirectional",
     "Data",
     "Static",
     "checkify",

@@ -527,3 +527,81 @@ __all__ = [
     "SimpleCell",
     "modified_orthogonal",
 ]
+
+
+def _concatenate(a: Array, b: Array) -> Array:
+    """Concatenates two arrays along the last dimension."""
+    return jnp.concatenate([a, b], axis=-1)
+
+
+class Bidirectional(Module):
+    """Runs ``forward_rnn`` over the sequence and ``backward_rnn`` over it
+    reversed, and merges their outputs (``merge_fn``: concatenated by default)."""
+
+    def __init__(
+        self,
+        forward_rnn: RNN,
+        backward_rnn: RNN,
+        *,
+        merge_fn: Callable[[Array, Array], Array] = _concatenate,
+        time_major: bool = False,
+        return_carry: bool = False,
+        rngs: Rngs | RngStream | bool = True,
+    ):
+        self.forward_rnn = forward_rnn
+        self.backward_rnn = backward_rnn
+        self.merge_fn = merge_fn
+        self.time_major = time_major
+        self.return_carry = return_carry
+        if rngs is True:
+            self.rngs: RngStream | None = RngStream(0, tag="carry")
+        elif rngs is False:
+            self.rngs = None
+        elif isinstance(rngs, Rngs):
+            self.rngs = rngs["carry"].fork()
+        elif isinstance(rngs, RngStream):
+            self.rngs = rngs
+        else:
+            raise TypeError(
+                f"rngs must be a Rngs, jax.Array, int, or bool, but got {type(rngs)}."
+            )
+
+    def __call__(
+        self,
+        inputs: Array,
+        *,
+        initial_carry: tuple[Any, Any] | None = None,
+        rngs: Rngs | RngStream | None = None,
+        seq_lengths: Array | None = None,
+        return_carry: bool | None = None,
+        time_major: bool | None = None,
+        reverse: bool | None = None,
+        keep_order: bool | None = None,
+    ) -> Any:
+        time_major = self.time_major if time_major is None else time_major
+        return_carry = self.return_carry if return_carry is None else return_carry
+        stream = self.rngs if rngs is None else rngs
+        if isinstance(stream, Rngs):
+            stream = stream["carry"]
+        fwd0, bwd0 = initial_carry if initial_carry is not None else (None, None)
+        carry_f, out_f = self.forward_rnn(
+            inputs,
+            initial_carry=fwd0,
+            rngs=stream,
+            seq_lengths=seq_lengths,
+            return_carry=True,
+            time_major=time_major,
+            reverse=False,
+        )
+        carry_b, out_b = self.backward_rnn(
+            inputs,
+            initial_carry=bwd0,
+            rngs=stream,
+            seq_lengths=seq_lengths,
+            return_carry=True,
+            time_major=time_major,
+            reverse=True,
+            keep_order=True,
+        )
+        outputs = jax.tree.map(self.merge_fn, out_f, out_b)
+        return ((carry_f, carry_b), outputs) if return_carry else outputs

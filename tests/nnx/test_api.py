@@ -80,7 +80,7 @@ SAME_LAYER_PARAMETERS = [
     "Linear", "LinearGeneral", "Einsum", "Embed", "Conv", "ConvTranspose",
     "LayerNorm", "BatchNorm", "RMSNorm", "GroupNorm", "Dropout",
     "MultiHeadAttention", "LSTMCell", "GRUCell", "SimpleCell", "OptimizedLSTMCell",
-    "PReLU", "InstanceNorm", "LoRA", "LoRALinear",
+    "PReLU", "InstanceNorm", "LoRA", "LoRALinear", "Bidirectional",
 ]  # fmt: skip
 SAME_NEW_FUNCTIONS = [
     "capture", "view", "view_info", "with_attributes", "iter_modules",

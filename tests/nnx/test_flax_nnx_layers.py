@@ -59,6 +59,13 @@ def layers(nnx):
         "lstm": (lambda: nnx.RNN(nnx.LSTMCell(4, 3, rngs=r())), x3),
         "optimized_lstm": (lambda: nnx.RNN(nnx.OptimizedLSTMCell(4, 3, rngs=r())), x3),
         "gru": (lambda: nnx.RNN(nnx.GRUCell(4, 3, rngs=r())), x3),
+        "bidirectional": (
+            lambda: nnx.Bidirectional(
+                nnx.RNN(nnx.LSTMCell(4, 3, rngs=r())),
+                nnx.RNN(nnx.GRUCell(4, 2, rngs=nnx.Rngs(1))),
+            ),
+            x3,
+        ),
         "simple_cell": (lambda: nnx.RNN(nnx.SimpleCell(4, 3, rngs=r())), x3),
         "gru_reverse": (
             lambda: nnx.RNN(nnx.GRUCell(4, 3, rngs=r()), reverse=True, keep_order=True),
