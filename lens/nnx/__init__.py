@@ -220,6 +220,7 @@ from lens.nnx._state import (
     state,
     update,
 )
+from lens.nnx._summary import tabulate
 from lens.nnx._transforms import DiffState, StateAxes, grad, value_and_grad
 from lens.nnx._variables import (
     Perturbation,
@@ -351,6 +352,7 @@ __all__ = [
     "vmap",
     "while_loop",
     "WithTag",
+    "tabulate",
     "Bidirectional",
     "Data",
     "Static",

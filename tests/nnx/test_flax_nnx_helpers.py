@@ -224,3 +224,25 @@ def test_graph_mode_switches_say_lens_has_one_mode():
     with pytest.raises(NotImplementedError, match="one mode"):
         with lnnx.set_graph_mode(False):
             pass
+
+
+def test_tabulate_prints_flaxs_table():
+    def table(nnx):
+        class M(nnx.Module):
+            def __init__(self, rngs):
+                self.l = nnx.Linear(2, 3, rngs=rngs)
+                self.bn = nnx.BatchNorm(3, rngs=rngs)
+
+            def __call__(self, x):
+                return self.bn(self.l(x))
+
+        m = M(nnx.Rngs(0))
+        text = nnx.tabulate(
+            m, jnp.ones((1, 2)), console_kwargs={"width": 150, "force_terminal": False}
+        )
+        assert float(jnp.sum(m.bn.mean[...])) == 0.0  # the model was not run
+        return text
+
+    ours, theirs = table(lnnx), table(fnnx)
+    assert ours.splitlines()[1:] == theirs.splitlines()[1:]  # the title's spacing aside
+    assert "kernel: float32[2,3]" in ours and "Total Parameters: 21 (84 B)" in ours
