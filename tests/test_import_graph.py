@@ -88,3 +88,25 @@ def test_no_module_level_import_cycles():
 
 def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
+
+
+def test_core_nn_and_nnx_know_nothing_of_display():
+    """Layering: lens.display renders lens.core/nn/nnx objects through the one
+    registry in lens/_views.py; none of those layers imports lens.display, not
+    even inside a function."""
+    offenders = []
+    for layer in ("core", "nn", "nnx"):
+        for path in (ROOT / layer).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module] + [
+                        f"{node.module}.{a.name}" for a in node.names
+                    ]
+                if any(
+                    n == "lens.display" or n.startswith("lens.display.") for n in names
+                ):
+                    offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []

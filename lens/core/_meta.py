@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 import jax
 
+from lens._views import install as install_views
+
 TAxisMetadata = TypeVar("TAxisMetadata", bound="AxisMetadata")
 
 
@@ -61,23 +63,8 @@ class AxisMetadata(abc.ABC):
         """
 
 
-def _box_bundle(
-    self: AxisMetadata, include: Any = None, exclude: Any = None
-) -> dict[str, Any]:
-    from lens.display import BoxView
-
-    return BoxView(self)._repr_mimebundle_()
-
-
-def _box_rich(self: AxisMetadata) -> Any:
-    from lens.display import BoxView
-
-    return BoxView(self).__rich__()
-
-
-# Boxes display through lens.display, imported only when one is shown.
-AxisMetadata._repr_mimebundle_ = _box_bundle  # type: ignore[attr-defined]
-AxisMetadata.__rich__ = _box_rich  # type: ignore[attr-defined]
+# Boxes display through lens.display (registered there; loaded when one is shown).
+install_views(AxisMetadata, ("bundle", "rich"))
 
 
 def is_axis_metadata(val: Any) -> bool:

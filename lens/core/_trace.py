@@ -22,6 +22,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from lens._views import install as install_views
 from lens.core import _meta
 
 SCHEMA_ID = "lens.pack-trace"
@@ -122,14 +123,8 @@ class PackTrace:
     def __repr__(self) -> str:
         return f"PackTrace({len(self.records)} pack calls: {self.transforms()})"
 
-    def _repr_mimebundle_(
-        self, include: Any = None, exclude: Any = None
-    ) -> dict[str, Any]:
-        try:
-            from lens.display import pack_mimebundle  # type: ignore[attr-defined]
-        except ImportError:
-            return {"text/plain": repr(self), MIME_TYPE: self.to_json()}
-        return pack_mimebundle(self)
+
+install_views(PackTrace, ("bundle",))
 
 
 @contextlib.contextmanager

@@ -24,3 +24,26 @@ from lens.display._show import show_lifting as show_lifting
 from lens.display._show import unload_ipython_extension as unload_ipython_extension
 from lens.display._show import view_of as view_of
 from lens.display._variables import VariablesView as VariablesView
+
+
+def _nnx_view(obj: object) -> VariablesView:
+    from lens.nnx._state import view_title
+
+    variables, title = view_title(obj)
+    return VariablesView(variables, title=title)
+
+
+# The one registry (lens/_views.py): which view shows which lens object. Names,
+# not classes, so loading lens.display imports none of lens.nn / lens.nnx.
+def _register_views() -> None:
+    from lens._views import register
+
+    register("lens.core._meta.AxisMetadata", BoxView)
+    register("lens.core._trace.PackTrace", PackTraceView)
+    register("lens.core._scope.Scope", ScopeView)
+    register("lens.nn._module_entry.ModuleEntryPoints", ModuleView)
+    register("lens.nnx._graph.Object", _nnx_view)
+    register("lens.nnx._state.State", _nnx_view)
+
+
+_register_views()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -13,42 +12,23 @@ from lens.display._safe import DisplayWarning, plain_repr, safe
 
 def view_of(obj: Any) -> Any:
     """The lens display for ``obj`` (or ``obj`` itself when lens has none)."""
-    from lens.core._meta import AxisMetadata
-    from lens.core._scope import Scope
-    from lens.core._trace import PackTrace
-    from lens.display._module import BoxView, ModuleView, ScopeView
-    from lens.display._pack import PackTraceView
+    from lens._views import view_for
     from lens.display._variables import VariablesView, looks_like_variables
 
     if isinstance(obj, View):
         return obj
-    if isinstance(obj, PackTrace):
-        return PackTraceView(obj)
-    if isinstance(obj, Scope):
-        return ScopeView(obj)
-    if isinstance(obj, AxisMetadata):
-        return BoxView(obj)
     try:
-        from lens.nn._module import Module
-
-        if isinstance(obj, Module):
-            return ModuleView(obj)
-    except ImportError:  # pragma: no cover
-        pass
-    nnx = sys.modules.get("lens.nnx")  # loaded when the user has nnx objects
-    if nnx is not None and isinstance(obj, nnx.State | nnx.Object):
-        try:
-            from lens.nnx._state import _view
-
-            return _view(obj)
-        except Exception as e:  # noqa: BLE001 - a display must never raise
-            warnings.warn(
-                f"lens could not display {type(obj).__name__} ({type(e).__name__}: "
-                f"{e}); showing repr() instead.",
-                DisplayWarning,
-                stacklevel=2,
-            )
-            return obj
+        view = view_for(obj)
+    except Exception as e:  # noqa: BLE001 - a display must never raise
+        warnings.warn(
+            f"lens could not display {type(obj).__name__} ({type(e).__name__}: "
+            f"{e}); showing repr() instead.",
+            DisplayWarning,
+            stacklevel=2,
+        )
+        return obj
+    if view is not None:
+        return view
     if isinstance(obj, Mapping) and looks_like_variables(obj):
         try:
             return VariablesView(obj)

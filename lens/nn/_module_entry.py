@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from lens import errors
+from lens._views import install as install_views
 from lens.core._filters import DenyList, Filter, union_filters
 from lens.core._scope import _is_valid_rng
 from lens.core._scope import apply as core_apply
@@ -397,33 +398,7 @@ class ModuleEntryPoints:
         )(rngs, *args, **kwargs, mutable=mutable)
         return {"/".join(row.path): row.module_copy for row in table}
 
-    # Notebook displays (lens.display renders them; imported only when shown).
-    # Each is guarded: any error becomes a DisplayWarning and the plain repr.
-    def _repr_mimebundle_(
-        self, include: Any = None, exclude: Any = None
-    ) -> dict[str, Any]:
-        from lens.display._safe import safe
 
-        return safe("bundle")(_module_bundle)(self)
-
-    def __rich__(self) -> Any:
-        from lens.display._safe import safe
-
-        return safe("text")(_module_rich)(self)
-
-    def __treescope_repr__(self, path: str | None, subtree_renderer: Any) -> Any:
-        from lens.display import ModuleView
-
-        return ModuleView(self).__treescope_repr__(path, subtree_renderer)
-
-
-def _module_bundle(module: Any) -> dict[str, Any]:
-    from lens.display import ModuleView
-
-    return ModuleView(module)._repr_mimebundle_()
-
-
-def _module_rich(module: Any) -> Any:
-    from lens.display import ModuleView
-
-    return ModuleView(module).__rich__()
+# Modules display through lens.display (registered there; loaded when shown);
+# each protocol is guarded: an error becomes a DisplayWarning and the plain repr.
+install_views(ModuleEntryPoints)

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from lens import errors
+from lens._views import install as install_views
 from lens.nnx._filters import to_predicate
 from lens.nnx._graph import (
     Builder,
@@ -432,27 +433,12 @@ def variables_by_type(s: State) -> dict[str, dict[Any, Any]]:
     return out
 
 
-def _view(x: Any) -> Any:
-    from lens.display import VariablesView
-
+def view_title(x: Any) -> tuple[dict[str, Any], str]:
+    """What an nnx object or State displays: its variables by type, and a title."""
     s = x if isinstance(x, State) else state(x)
-    title = "State" if isinstance(x, State) else type(x).__name__
-    return VariablesView(variables_by_type(s), title=title)
+    return variables_by_type(s), "State" if isinstance(x, State) else type(x).__name__
 
 
-def _repr_mimebundle_(self: Any, include: Any = None, exclude: Any = None) -> Any:
-    return _view(self)._repr_mimebundle_()
-
-
-def __rich__(self: Any) -> Any:  # noqa: N807 - the rich protocol's name
-    return _view(self).__rich__()
-
-
-def __treescope_repr__(self: Any, path: str | None, subtree_renderer: Any) -> Any:  # noqa: N807
-    return _view(self).__treescope_repr__(path, subtree_renderer)
-
-
+# Objects and States display through lens.display (registered there).
 for _cls in (Object, State):
-    _cls._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]
-    _cls.__rich__ = __rich__  # type: ignore[attr-defined]
-    _cls.__treescope_repr__ = __treescope_repr__  # type: ignore[attr-defined]
+    install_views(_cls)

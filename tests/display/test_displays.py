@@ -160,12 +160,16 @@ def test_a_failing_display_warns_and_falls_back_to_repr():
 
 
 def test_a_module_whose_view_fails_still_displays(monkeypatch):
-    import lens.display
+    import lens._views
+    import lens.display  # noqa: F401 - registers the views first
 
     def broken(module):
         raise RuntimeError("view boom")
 
-    monkeypatch.setattr(lens.display, "ModuleView", broken)
+    # the registry shows modules with ModuleView; make that view fail
+    monkeypatch.setitem(
+        lens._views._FACTORIES, "lens.nn._module_entry.ModuleEntryPoints", broken
+    )
     with pytest.warns(DisplayWarning, match="view boom"):
         bundle = nn.Dense(3)._repr_mimebundle_()
     assert bundle == {"text/plain": repr(nn.Dense(3))}
