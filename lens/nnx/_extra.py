@@ -12,7 +12,13 @@ import jax.numpy as jnp
 from lens.core.nn import initializers
 from lens.nn._normalization import _call_layer_norm, _stats_dtype
 from lens.nnx._graph import Param
-from lens.nnx._layers import _NO_META, Linear, _axes, _param, promote_dtype
+from lens.nnx._layers import (
+    _NO_META,
+    Linear,
+    _axes,
+    _optional_param,
+    promote_dtype,
+)
 from lens.nnx._module import Module
 from lens.nnx._rngs import Rngs
 
@@ -79,15 +85,11 @@ class InstanceNorm(Module):
         scale_metadata: Mapping[str, Any] = _NO_META,
     ):
         shape = (num_features,)
-        self.scale = (
-            _param(scale_init, rngs, shape, param_dtype, scale_metadata)
-            if use_scale
-            else None
+        self.scale = _optional_param(
+            use_scale, scale_init, rngs, shape, param_dtype, scale_metadata
         )
-        self.bias = (
-            _param(bias_init, rngs, shape, param_dtype, bias_metadata)
-            if use_bias
-            else None
+        self.bias = _optional_param(
+            use_bias, bias_init, rngs, shape, param_dtype, bias_metadata
         )
         self.num_features = num_features
         self.epsilon = epsilon

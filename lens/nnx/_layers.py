@@ -57,6 +57,13 @@ def _param(
     return Param(init(rngs.params(), shape, dtype), **dict(meta or {}))
 
 
+def _optional_param(
+    use: bool, init: Callable[..., Array], rngs: Rngs, shape: Any, dtype: Any, meta: Any
+) -> Param | None:
+    """``_param(...)`` when ``use`` (a layer's ``use_scale``/``use_bias``), else None."""
+    return _param(init, rngs, shape, dtype, meta) if use else None
+
+
 def _dot_kwargs(out_sharding: Any, preferred_element_type: Any) -> dict[str, Any]:
     kw: dict[str, Any] = {}
     if out_sharding is not None:
@@ -161,15 +168,11 @@ class LayerNorm(Module):
         scale_metadata: Mapping[str, Any] = _NO_META,
     ):
         shape = (num_features,)
-        self.scale = (
-            _param(scale_init, rngs, shape, param_dtype, scale_metadata)
-            if use_scale
-            else None
+        self.scale = _optional_param(
+            use_scale, scale_init, rngs, shape, param_dtype, scale_metadata
         )
-        self.bias = (
-            _param(bias_init, rngs, shape, param_dtype, bias_metadata)
-            if use_bias
-            else None
+        self.bias = _optional_param(
+            use_bias, bias_init, rngs, shape, param_dtype, bias_metadata
         )
         self.num_features = num_features
         self.epsilon = epsilon
@@ -236,15 +239,11 @@ class BatchNorm(Module):
         shape = (num_features,)
         self.mean = BatchStat(jnp.zeros(shape, jnp.float32))
         self.var = BatchStat(jnp.ones(shape, jnp.float32))
-        self.scale = (
-            _param(scale_init, rngs, shape, param_dtype, scale_metadata)
-            if use_scale
-            else None
+        self.scale = _optional_param(
+            use_scale, scale_init, rngs, shape, param_dtype, scale_metadata
         )
-        self.bias = (
-            _param(bias_init, rngs, shape, param_dtype, bias_metadata)
-            if use_bias
-            else None
+        self.bias = _optional_param(
+            use_bias, bias_init, rngs, shape, param_dtype, bias_metadata
         )
         self.num_features = num_features
         self.use_running_average = use_running_average

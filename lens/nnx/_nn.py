@@ -25,6 +25,7 @@ from lens.nnx._layers import (
     _NO_META,
     Module,
     _dot_kwargs,
+    _optional_param,
     _param,
     promote_dtype,
 )
@@ -459,15 +460,11 @@ class GroupNorm(Module):
         self.use_fast_variance = use_fast_variance
         self.promote_dtype = promote_dtype
         shape = (num_features,)
-        self.scale = (
-            _param(scale_init, rngs, shape, param_dtype, scale_metadata)
-            if use_scale
-            else None
+        self.scale = _optional_param(
+            use_scale, scale_init, rngs, shape, param_dtype, scale_metadata
         )
-        self.bias = (
-            _param(bias_init, rngs, shape, param_dtype, bias_metadata)
-            if use_bias
-            else None
+        self.bias = _optional_param(
+            use_bias, bias_init, rngs, shape, param_dtype, bias_metadata
         )
 
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:

@@ -111,6 +111,18 @@ class RNNCellBase(Module):
         return init(key, shape, self.param_dtype)
 
 
+def _metadata(
+    kernel: Mapping[str, Any],
+    recurrent_kernel: Mapping[str, Any],
+    bias: Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The metadata keywords of a cell's input-side and hidden-side Linears."""
+    return (
+        {"kernel_metadata": kernel, "bias_metadata": bias},
+        {"kernel_metadata": recurrent_kernel, "bias_metadata": bias},
+    )
+
+
 def _linears(
     names: tuple[str, ...],
     n_in: int,
@@ -168,11 +180,9 @@ class LSTMCell(RNNCellBase):
         recurrent_kernel_metadata: Mapping[str, Any] = _NO_META,
         bias_metadata: Mapping[str, Any] = _NO_META,
     ):
-        meta_i = {"kernel_metadata": kernel_metadata, "bias_metadata": bias_metadata}
-        meta_h = {
-            "kernel_metadata": recurrent_kernel_metadata,
-            "bias_metadata": bias_metadata,
-        }
+        meta_i, meta_h = _metadata(
+            kernel_metadata, recurrent_kernel_metadata, bias_metadata
+        )
         self._attributes(
             in_features,
             hidden_features,
@@ -252,11 +262,9 @@ class OptimizedLSTMCell(LSTMCell):
         recurrent_kernel_metadata: Mapping[str, Any] = _NO_META,
         bias_metadata: Mapping[str, Any] = _NO_META,
     ):
-        meta_i = {"kernel_metadata": kernel_metadata, "bias_metadata": bias_metadata}
-        meta_h = {
-            "kernel_metadata": recurrent_kernel_metadata,
-            "bias_metadata": bias_metadata,
-        }
+        meta_i, meta_h = _metadata(
+            kernel_metadata, recurrent_kernel_metadata, bias_metadata
+        )
         self._attributes(
             in_features,
             hidden_features,
@@ -314,11 +322,9 @@ class GRUCell(RNNCellBase):
         recurrent_kernel_metadata: Mapping[str, Any] = _NO_META,
         bias_metadata: Mapping[str, Any] = _NO_META,
     ):
-        meta_i = {"kernel_metadata": kernel_metadata, "bias_metadata": bias_metadata}
-        meta_h = {
-            "kernel_metadata": recurrent_kernel_metadata,
-            "bias_metadata": bias_metadata,
-        }
+        meta_i, meta_h = _metadata(
+            kernel_metadata, recurrent_kernel_metadata, bias_metadata
+        )
         self._attributes(
             in_features,
             hidden_features,
@@ -386,11 +392,9 @@ class SimpleCell(RNNCellBase):
         recurrent_kernel_metadata: Mapping[str, Any] = _NO_META,
         bias_metadata: Mapping[str, Any] = _NO_META,
     ):
-        meta_i = {"kernel_metadata": kernel_metadata, "bias_metadata": bias_metadata}
-        meta_h = {
-            "kernel_metadata": recurrent_kernel_metadata,
-            "bias_metadata": bias_metadata,
-        }
+        meta_i, meta_h = _metadata(
+            kernel_metadata, recurrent_kernel_metadata, bias_metadata
+        )
         self._attributes(
             in_features,
             hidden_features,

@@ -120,24 +120,50 @@ def vmap(
             transform_metadata=transform_metadata,
         )
 
+    return _mapped_call(
+        "vmap",
+        jax.vmap,
+        f,
+        in_axes,
+        out_axes,
+        axis_names,
+        check_sizes=axis_size is None,
+        axis_name=axis_name,
+        axis_size=axis_size,
+        spmd_axis_name=spmd_axis_name,
+    )
+
+
+def _mapped_call(
+    name: str,
+    jax_map: Callable[..., Any],
+    f: Callable[..., Any],
+    in_axes: Any,
+    out_axes: Any,
+    axis_names: _AxisNames,
+    *,
+    check_sizes: bool,
+    **map_kwargs: Any,
+) -> Callable[..., Any]:
+    """``f`` mapped by ``jax_map`` (jax.vmap or jax.pmap) over objects: the
+    arguments split per ``in_axes``, the body rebuilt per member, updates written
+    back on their input axes and new objects placed on ``out_axes``."""
+
     @functools.wraps(f)
     @api_boundary
     def wrapper(*args: Any) -> Any:
-        specs = _per_argument("vmap", "in_axes", in_axes, args)
-        walker = Walker(_axes_resolver, describe=_describe_axes, transform="vmap")
+        specs = _per_argument(name, "in_axes", in_axes, args)
+        walker = Walker(_axes_resolver, describe=_describe_axes, transform=name)
         skel, entries = _split_inputs(args, specs, walker)
         graph_axes = [e.spec for e in entries if e.leaf is not None]
         _check_ranks(entries)
-        if axis_size is None:
+        if check_sizes:
             _check_sizes(entries)
-
-        new_values, outs = jax.vmap(
-            _mapped_body("vmap", f, skel, specs, out_axes, _describe_axes, axis_names),
+        new_values, outs = jax_map(
+            _mapped_body(name, f, skel, specs, out_axes, _describe_axes, axis_names),
             in_axes=(_Carrier([e.spec for e in entries], None),),
             out_axes=(graph_axes, _strip_state_axes(out_axes)),
-            axis_name=axis_name,
-            axis_size=axis_size,
-            spmd_axis_name=spmd_axis_name,
+            **map_kwargs,
         )(_Carrier([e.value for e in entries], None))
         _write_back(entries, new_values)
         return _merge_outputs(_place_state_axes(outs), walker.nodes)
@@ -186,36 +212,26 @@ def pmap(
             transform_metadata=transform_metadata,
         )
 
-    @functools.wraps(f)
-    @api_boundary
-    def wrapper(*args: Any) -> Any:
-        specs = _per_argument("pmap", "in_axes", in_axes, args)
-        walker = Walker(_axes_resolver, describe=_describe_axes, transform="pmap")
-        skel, entries = _split_inputs(args, specs, walker)
-        graph_axes = [e.spec for e in entries if e.leaf is not None]
-        _check_ranks(entries)
-        if any(
-            isinstance(s, StateAxes)
-            for s in jax.tree.leaves(
-                out_axes, is_leaf=lambda x: isinstance(x, StateAxes)
-            )
-        ):
-            raise NotImplementedError(
-                "nnx.pmap: StateAxes in out_axes is not supported; use nnx.vmap."
-            )
-        new_values, outs = jax.pmap(
-            _mapped_body("pmap", f, skel, specs, out_axes, _describe_axes, axis_names),
-            axis_name=axis_name,
-            in_axes=(_Carrier([e.spec for e in entries], None),),
-            out_axes=(graph_axes, out_axes),
-            devices=devices,
-            backend=backend,
-            axis_size=axis_size,
-        )(_Carrier([e.value for e in entries], None))
-        _write_back(entries, new_values)
-        return _merge_outputs(outs, walker.nodes)
-
-    return wrapper
+    if any(
+        isinstance(s, StateAxes)
+        for s in jax.tree.leaves(out_axes, is_leaf=lambda x: isinstance(x, StateAxes))
+    ):
+        raise NotImplementedError(
+            "nnx.pmap: StateAxes in out_axes is not supported; use nnx.vmap."
+        )
+    return _mapped_call(
+        "pmap",
+        jax.pmap,
+        f,
+        in_axes,
+        out_axes,
+        axis_names,
+        check_sizes=False,
+        axis_name=axis_name,
+        devices=devices,
+        backend=backend,
+        axis_size=axis_size,
+    )
 
 
 def _per_argument(name: str, option: str, spec: Any, args: tuple) -> tuple:
