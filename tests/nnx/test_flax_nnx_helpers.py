@@ -246,3 +246,29 @@ def test_tabulate_prints_flaxs_table():
     ours, theirs = table(lnnx), table(fnnx)
     assert ours.splitlines()[1:] == theirs.splitlines()[1:]  # the title's spacing aside
     assert "kernel: float32[2,3]" in ours and "Total Parameters: 21 (84 B)" in ours
+
+
+def test_misuse_raises_clear_errors():
+    with pytest.raises(NotImplementedError, match="Variable hooks"):
+        lnnx.with_metadata(lnnx.initializers.ones, on_get_value=lambda v, x: x)
+    p = lnnx.Param(jnp.ones(2))
+    with pytest.raises(ValueError, match="Cannot change `hijax` metadata"):
+        p.set_metadata(hijax=True)
+    with pytest.raises(TypeError, match="rngs must be a Rngs, RngStream or None"):
+        lnnx.Dropout(0.5, rngs=3)
+    f = lnnx.custom_vjp(lambda m: m)
+    with pytest.raises(NotImplementedError, match="symbolic_zeros"):
+        f.defvjp(lambda m: (m, None), lambda r, g: (g,), symbolic_zeros=True)
+
+    @lnnx.split_rngs(splits=4)
+    @lnnx.vmap(in_axes=0, out_axes=0)
+    def make(rngs):
+        return lnnx.Dropout(0.5, rngs=rngs)
+
+    members = make(lnnx.Rngs(dropout=0))
+    with pytest.raises(ValueError, match="policy='match_shape'"):
+        lnnx.reseed(members, dropout=1)
+    lnnx.reseed(members, dropout=1, policy="match_shape")
+    assert members.rngs.key.value.shape == (4,)
+    with pytest.raises(ValueError, match='policy must be "scalars_only"'):
+        lnnx.reseed(members, dropout=1, policy="bogus")
