@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from lens.display import _stacked
 from lens.display._base import View, e
 from lens.display._leaf import Leaf, fmt_num, iter_leaves
 
@@ -33,6 +34,10 @@ class DiffView(View):
         self.added = sorted(set(b) - set(a))
         self.removed = sorted(set(a) - set(b))
         self.changed: list[tuple[tuple[str, str], str, float, float]] = []
+        self.by_slice: dict[
+            tuple[str, str], Any
+        ] = {}  # stacked leaves: change per slice
+        stacked = _stacked.stacked_leaves(b.values())
         self.unchanged = 0
         for k in sorted(set(a) & set(b)):
             x, y = a[k], b[k]
@@ -56,6 +61,10 @@ class DiffView(View):
                 rel = float(np.linalg.norm(np.where(same, 0.0, vb - va)))
             rel = rel / norm if norm else float("inf")
             self.changed.append((k, y.type_str, max_abs, rel))
+            if id(y) in stacked:
+                per = _stacked.slice_change(x.value, y.value)
+                if per is not None:
+                    self.by_slice[k] = per
 
     def _lines(self) -> list[str]:
         lines = [
@@ -63,9 +72,11 @@ class DiffView(View):
             f"{len(self.added)} added, {len(self.removed)} removed"
         ]
         for (col, path), t, max_abs, rel in self.changed:
-            lines.append(
-                f"  ~ {col}:/{path} {t} max|d| {fmt_num(max_abs)} rel {fmt_num(rel)}"
-            )
+            line = f"  ~ {col}:/{path} {t} max|d| {fmt_num(max_abs)} rel {fmt_num(rel)}"
+            per = self.by_slice.get((col, path))
+            if per is not None:
+                line += f"  {_stacked.describe(per, 'change')}"
+            lines.append(line)
         lines += [f"  + {c}:/{p}" for c, p in self.added]
         lines += [f"  - {c}:/{p}" for c, p in self.removed]
         return lines
@@ -78,9 +89,13 @@ class DiffView(View):
         """HTML table."""
         lines = self._lines()
         rows = []
-        for line in lines[1:]:
+        sparks = [self.by_slice.get(k) for k, *_ in self.changed] + [None] * (
+            len(lines) - 1 - len(self.changed)
+        )
+        for line, per in zip(lines[1:], sparks):
             cls = {"+": "add", "-": "del"}.get(line.strip()[0], "")
-            rows.append(f"<div class='{cls}'>{e(line)}</div>")
+            svg = f" {_stacked.spark_svg(per, 'change')}" if per is not None else ""
+            rows.append(f"<div class='{cls}'>{e(line)}{svg}</div>")
         return f"<div class='c'>{e(lines[0])}</div>{''.join(rows)}"
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from lens.display import _stacked
 from lens.display._base import e
 from lens.display._leaf import Leaf, fmt_num, human_bytes, human_count, iter_leaves
 
@@ -41,10 +42,16 @@ def leaf_details_html(leaf: Leaf) -> str:
     if leaf.stats is not None:
         m, s, lo, hi = leaf.stats
         stats = f"mean {fmt_num(m)} · std {fmt_num(s)} · min {fmt_num(lo)} · max {fmt_num(hi)}"
+    stack = ""
+    if leaf.stack is not None:
+        stack = (
+            f"<br>{_stacked.spark_svg(leaf.stack)} "
+            f"<span class=m>{e(_stacked.describe(leaf.stack))}</span>"
+        )
     return (
         f"<div class='lens'><b>{e(leaf.collection)}:/{e('/'.join(leaf.path + (leaf.name,)))}</b><br>"
         f"{e(leaf.type_str)} {e(leaf.axes_str)} · {human_count(leaf.count)} values ({human_bytes(leaf.nbytes)})"
-        f"<br>{e(stats)}<br>{_histogram_html(leaf)}</div>"
+        f"<br>{e(stats)}{stack}<br>{_histogram_html(leaf)}</div>"
     )
 
 
@@ -55,6 +62,10 @@ class Explorer:
         self.model = model
         self.leaves = list(iter_leaves(variables))
         self.collections = sorted({x.collection for x in self.leaves})
+        stacked = _stacked.stacked_leaves(self.leaves)
+        for leaf in self.leaves:
+            if id(leaf) in stacked:
+                leaf.stack = _stacked.profile(leaf.value)
 
     def paths(self, collection: str | None = None, query: str = "") -> list[str]:
         """Leaf paths (``collection:/a/b/kernel``) matching a collection and search text."""

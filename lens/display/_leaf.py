@@ -31,6 +31,7 @@ class Leaf:
     sharding: str | None = None
     stats: tuple[float, float, float, float] | None = None  # mean, std, min, max
     value: Any = None
+    stack: Any = None  # per-slice RMS over a stacked axis (see _stacked), or None
 
     @property
     def type_str(self) -> str:
@@ -88,7 +89,10 @@ def _sharding_str(x: Any) -> str | None:
     return f"{spec} on {shape} mesh"
 
 
-def stats_of(x: Any) -> tuple[float, float, float, float] | None:
+def numeric_array(x: Any) -> np.ndarray | None:
+    """``x`` as a float64 NumPy array, or None when it holds no numbers to measure
+    (abstract, a tracer, PRNG keys, a non-numeric dtype, empty, or larger than
+    ``STATS_MAX_ELEMENTS``, which would make a display slow)."""
     dtype = getattr(x, "dtype", None)
     if (
         dtype is None
@@ -113,7 +117,14 @@ def stats_of(x: Any) -> tuple[float, float, float, float] | None:
     a = np.asarray(x)
     if a.dtype.kind not in "biuf" and "bfloat16" not in str(a.dtype):
         return None
-    a = a.astype(np.float64)
+    return a.astype(np.float64)
+
+
+def stats_of(x: Any) -> tuple[float, float, float, float] | None:
+    """Mean, std, min and max of a leaf (None when there is nothing to measure)."""
+    a = numeric_array(x)
+    if a is None:
+        return None
     return float(a.mean()), float(a.std()), float(a.min()), float(a.max())
 
 

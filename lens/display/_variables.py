@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from lens.display import _stacked
 from lens.display._base import View, e
 from lens.display._leaf import (
     Leaf,
@@ -86,8 +87,11 @@ class VariablesView(View):
         self.leaves = list(iter_leaves(variables, with_stats=False))
         self.groups = self._groups()
         if stats:  # only for the rows shown: statistics cost a pass over each array
+            stacked = _stacked.stacked_leaves(self.leaves)
             for leaf in self._shown():
                 leaf.stats = stats_of(leaf.value)
+                if id(leaf) in stacked:
+                    leaf.stack = _stacked.profile(leaf.value)
 
     def _groups(self) -> dict[str, dict[tuple[str, ...], list[Leaf]]]:
         groups: dict[str, dict[tuple[str, ...], list[Leaf]]] = {}
@@ -157,6 +161,8 @@ class VariablesView(View):
                     parts.append(f"{human_count(x.count)} ({human_bytes(x.nbytes)})")
                     if x.stats is not None:
                         parts.append(_stats_str(x))
+                    if x.stack is not None:
+                        parts.append(_stacked.describe(x.stack))
                     lines.append(indent + "  ".join(parts))
             if hidden:
                 lines.append("  " + self._more(leaves, hidden))
@@ -188,10 +194,15 @@ class VariablesView(View):
                     shard = (
                         f"<td class=sh>{e(x.sharding or '')}</td>" if sharded else ""
                     )
+                    spark = (
+                        f"<td class=m>{_stacked.spark_svg(x.stack)}</td>"
+                        if x.stack is not None
+                        else ""
+                    )
                     out.append(
                         f"<tr><td>{e(x.name)}<td>{e(x.type_str)}{axes}{shard}"
                         f"<td class=m>{human_count(x.count)} ({human_bytes(x.nbytes)})"
-                        f"<td class=m>{e(_stats_str(x))}</tr>"
+                        f"<td class=m>{e(_stats_str(x))}{spark}</tr>"
                     )
                 out.append("</table>")
                 if path:
@@ -213,6 +224,8 @@ class VariablesView(View):
                 sub = node.add(escape("/" + "/".join(path))) if path else node
                 for x in ls:
                     extra = f" [cyan]{escape(x.axes_str)}[/]" if x.axes_str else ""
+                    if x.stack is not None:
+                        extra += f" [magenta]{escape(_stacked.describe(x.stack))}[/]"
                     sub.add(
                         f"{escape(x.name)} {x.type_str}{extra} [dim]{human_count(x.count)} {escape(_stats_str(x))}[/]"
                     )

@@ -1,0 +1,126 @@
+"""Pictures over a stacked axis: a scanned stack or vmapped ensemble, per slice."""
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import lens
+from lens import nn
+from lens.display import Explorer, VariablesView, _stacked
+from lens.display._explore import leaf_details_html
+from lens.display._leaf import iter_leaves
+
+
+class Block(nn.Module):
+    @nn.compact
+    def __call__(self, c, _):
+        return nn.relu(nn.Dense(8)(c)), None
+
+
+class Deep(nn.Module):
+    layers: int = 12
+
+    @nn.compact
+    def __call__(self, x):
+        S = nn.scan(
+            Block,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            length=self.layers,
+        )
+        return S()(x, None)[0]
+
+
+def _deep(blow_up_layer=None):
+    v = Deep().init(jax.random.key(0), jnp.ones((1, 8)))
+    if blow_up_layer is not None:
+        d = v["params"]["ScanBlock_0"]["Dense_0"]
+        d["kernel"] = d["kernel"].at[blow_up_layer].multiply(40.0)
+    return v
+
+
+def test_a_scanned_stack_is_stacked_and_a_plain_layer_is_not():
+    leaves = list(iter_leaves(_deep(), with_stats=False))
+    assert {x.name for x in leaves if id(x) in _stacked.stacked_leaves(leaves)} == {
+        "kernel",
+        "bias",
+    }
+    # Dense(4) on 4 inputs: kernel [4,4] and bias [4] share a leading 4, but the
+    # bias has no axis left after it: not a stack of four.
+    plain = nn.Dense(4).init(jax.random.key(0), jnp.ones((1, 4)))
+    leaves = list(iter_leaves(plain, with_stats=False))
+    assert _stacked.stacked_leaves(leaves) == set()
+
+
+def test_boxed_leading_axis_names_a_stack_of_one_leaf():
+    # A vmapped member with one kernel and no bias: the shape rule needs two leaves,
+    # but the box's leading axis name (metadata_params) says it is a stack.
+    boxed = {
+        "params": {
+            "m": {"kernel": nn.Partitioned(jnp.ones((5, 3, 3)), ("ens", None, None))},
+            "plain": {"kernel": nn.Partitioned(jnp.ones((5, 3)), (None, "mlp"))},
+        }
+    }
+    leaves = list(iter_leaves(boxed, with_stats=False))
+    assert _stacked.stacked_leaves(leaves) == {id(leaves[0])}
+    assert "rms per slice (5)" in VariablesView(boxed).text()
+
+
+def test_text_names_the_layer_that_blew_up():
+    text = VariablesView(_deep(blow_up_layer=7)).text()
+    kernel = next(
+        line for line in text.splitlines() if line.strip().startswith("kernel")
+    )
+    bars = re.search(r"rms per slice \(12\): (\S+)", kernel).group(1)
+    assert len(bars) == 12 and bars[7] == "█" and set(bars[:7] + bars[8:]) == {"▁"}
+    assert kernel.endswith("stands out: 7")
+    # An all-zero bias stack draws flat, with nothing standing out.
+    bias = next(line for line in text.splitlines() if line.strip().startswith("bias"))
+    assert "rms per slice (12): ▁▁▁▁▁▁▁▁▁▁▁▁ 0..0" in bias
+
+
+def test_nan_slice_is_marked():
+    per = np.array([1.0, 1.1, np.nan, 0.9])
+    assert _stacked.spark_text(per)[2] == "!"
+    assert _stacked.outliers(per) == [2]
+    assert "stands out: 2" in _stacked.describe(per)
+
+
+def test_svg_has_one_bar_per_slice_outlier_red_and_no_script():
+    v = _deep(blow_up_layer=3)
+    html = VariablesView(v).html()
+    svgs = re.findall(r"<svg.*?</svg>", html)
+    assert len(svgs) == 2  # kernel and bias
+    kernel_svg = next(s for s in svgs if "stands out: 3" in s)
+    rects = re.findall(r"<rect [^>]*fill='([^']+)'", kernel_svg)
+    assert len(rects) == 12
+    assert [i for i, f in enumerate(rects) if f == "#c62828"] == [3]
+    assert "<script" not in html
+
+
+def test_long_stacks_are_binned_keeping_a_bad_slice():
+    per = np.ones(500)
+    per[321] = np.inf
+    text = _stacked.spark_text(per)
+    assert len(text) == _stacked.MAX_BARS and text.count("!") == 1
+
+
+def test_diff_shows_which_layer_changed():
+    before = _deep()
+    after = jax.tree.map(lambda a: a, before)
+    k = after["params"]["ScanBlock_0"]["Dense_0"]["kernel"]
+    after["params"]["ScanBlock_0"]["Dense_0"]["kernel"] = k.at[5].add(1.0)
+    d = lens.diff(before, after)
+    line = next(x for x in d.text().splitlines() if "kernel" in x)
+    bars = re.search(r"change per slice \(12\): (\S+)", line).group(1)
+    assert bars == "▁▁▁▁▁█▁▁▁▁▁▁"
+    assert "<svg" in d.html()
+
+
+def test_explorer_details_draw_the_stack():
+    ex = Explorer(Deep(), _deep(blow_up_layer=2))
+    leaf = ex.leaf("params:/ScanBlock_0/Dense_0/kernel")
+    html = leaf_details_html(leaf)
+    assert "<svg" in html and "stands out: 2" in html
