@@ -230,6 +230,24 @@ x = jnp.ones((2, 8))
 variables = Stack().init(jax.random.key(0), x)
 variables
 """),
+    ("md", """
+Each stacked leaf also gets a small picture over its layers: the RMS of each layer's
+slice, one bar per layer (an inline SVG in the notebook, block characters in text).
+A layer that blew up, or went NaN, stands out by its index. `lens.diff` draws the
+same picture for *how much* each layer changed:
+"""),
+    ("code", """
+blown = jax.tree.map(lambda a: a, variables)
+kernel = blown["params"]["blocks"]["Dense_0"]["kernel"]
+blown["params"]["blocks"]["Dense_0"]["kernel"] = kernel.at[3].multiply(50.0)
+lens.diff(variables, blown)
+"""),
+    ("md", """
+The pack picture of the scan: one box per transform, one lane per variable (grouped by
+the filter group it fell in) with its outer value, the scanned axis underlined and its
+length, its inner value, and what came back; then the rng streams (split into one key
+per layer here). The first line is the summary, also the text form.
+"""),
     ("code", "lens.show_lifting(Stack(), x)"),
     ("md", "## Broadcast vs carry\n\n`variable_broadcast` collections are shared by every step (read-only in the loop); `variable_carry` collections go from one step to the next. lens lets carried variables be created inside the body."),
     ("code", """

@@ -1,7 +1,11 @@
 /**
- * Pure layout logic for pack traces (schema lens.pack-trace, version 1):
- * validation, the stage columns of one pack call, colours, and navigation.
+ * Pure layout logic for pack traces (schema lens.pack-trace, version 2):
+ * validation, the lanes of one pack call grouped by filter group, shapes with the
+ * mapped axis marked, filtering, what starts open, colours and navigation.
  * No DOM here, so it is unit-tested directly.
+ *
+ * lens computes what each lane means (lens/core/_lanes.py: role, axis, size, what
+ * came back); this file only arranges it.
  */
 
 import { Problem, RECORD_SCHEMA, typeName, validate } from './validate';
@@ -10,7 +14,7 @@ export type { Problem } from './validate';
 
 export const MIME_TYPE = 'application/vnd.lens.pack+json';
 export const SCHEMA_ID = 'lens.pack-trace';
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 export interface Spec {
   shape: number[];
@@ -26,6 +30,35 @@ export interface Variable {
   outer: Spec;
   inner: Spec | null;
   axis: string;
+}
+
+/** One variable through one transform (lens/core/_lanes.py). */
+export interface Lane {
+  key: string;
+  collection: string;
+  path: string;
+  relative: string;
+  scope: number;
+  group: number;
+  role: string;
+  axis: number | null;
+  size: number | null;
+  axis_name: string | null;
+  outer: Spec | null;
+  inner: Spec | null;
+  out: Spec | null;
+  fate: 'unchanged' | 'updated' | 'created' | 'dropped';
+  committed: string | null;
+  note: string;
+  fate_text: string;
+}
+
+export interface RngLane {
+  stream: string;
+  group: number;
+  split: boolean;
+  keys: number | null;
+  text: string;
 }
 
 export interface Group {
@@ -55,6 +88,11 @@ export interface PackRecord {
   hidden_rngs?: string[];
   repack: { created: Entry[]; mutated: Entry[] };
   commit: Entry[];
+  summary: string;
+  size: number | null;
+  lanes: Lane[];
+  rng_lanes: RngLane[];
+  scope_notes: { path: string; root: boolean; text: string }[];
   children: PackRecord[];
 }
 
@@ -99,6 +137,12 @@ export function parsePayload(data: unknown): Parsed {
   }
   if (doc.schema !== SCHEMA_ID) {
     return { ok: false, error: `unknown schema ${JSON.stringify(doc.schema)} (expected "${SCHEMA_ID}")` };
+  }
+  if (typeof doc.version === 'number' && doc.version < SCHEMA_VERSION) {
+    return {
+      ok: false,
+      error: `this output was drawn by an older lens (trace version ${doc.version}; this extension reads version ${SCHEMA_VERSION}): re-run the cell to draw it again`
+    };
   }
   if (doc.version !== SCHEMA_VERSION) {
     return {
@@ -163,21 +207,43 @@ export function collectionColor(name: string): string {
   return OTHERS[h % OTHERS.length];
 }
 
-/** `f32[3,4]` (with axis names when boxed). */
-export function shapeText(spec: Spec | null | undefined): string {
+export interface ShapePart {
+  text: string;
+  mapped: boolean;
+}
+
+/** The pieces of `f32[8,4,3] ('ens',None,'model')`, the `axis` dimension flagged. */
+export function shapeParts(spec: Spec | null | undefined, axis: number | null = null): ShapePart[] {
   if (!spec) {
-    return '?';
+    return [{ text: '-', mapped: false }];
+  }
+  if (spec.dtype === 'pytree') {
+    const n = ((spec as { leaves?: unknown[] }).leaves ?? []).length;
+    return [{ text: `pytree of ${n} leaves`, mapped: false }];
   }
   const dtype = spec.dtype
     .replace(/^bfloat/, 'bf')
     .replace(/^float/, 'f')
     .replace(/^uint/, 'u')
-    .replace(/^int/, 'i');
-  let s = `${dtype}[${spec.shape.join(',')}]`;
+    .replace(/^int/, 'i')
+    .replace(/^complex/, 'c');
+  const parts: ShapePart[] = [{ text: `${dtype}[`, mapped: false }];
+  spec.shape.forEach((d, i) => {
+    if (i > 0) {
+      parts.push({ text: ',', mapped: false });
+    }
+    parts.push({ text: String(d), mapped: i === axis });
+  });
+  parts.push({ text: ']', mapped: false });
   if (spec.names) {
-    s += ` (${spec.names.map(n => (n === null ? 'None' : `'${n}'`)).join(',')})`;
+    parts.push({ text: ` (${spec.names.map(n => (n === null ? 'None' : `'${n}'`)).join(',')})`, mapped: false });
   }
-  return s;
+  return parts;
+}
+
+/** `f32[3,4]` (with axis names when boxed). */
+export function shapeText(spec: Spec | null | undefined): string {
+  return shapeParts(spec).map(p => p.text).join('');
 }
 
 /** The collection names a filter (as recorded in the trace) names; `all` for true. */
@@ -194,121 +260,87 @@ export function filterNames(filter: unknown): string[] {
   return [];
 }
 
-/** `axis 0` -> `0`; other labels as they are. */
-export function axisText(label: string): string {
-  const m = /^axis (-?\d+)$/.exec(label);
-  return m ? m[1] : label;
+/** The outer value a lane shows: what came in, else (created inside) what was committed. */
+export function outerOf(lane: Lane): Spec | null {
+  return lane.outer ?? lane.out;
 }
 
-export interface Item {
-  key: string; // the same variable in every stage shares its key
-  collection: string;
-  color: string;
-  text: string;
-  detail?: string;
-}
-
-export interface Column {
-  stage: string;
+export interface LaneGroup {
+  index: number;
   title: string;
-  items: Item[];
+  lanes: Lane[];
 }
 
-export const STAGES = ['scopes', 'groups', 'inside', 'repack', 'commit'];
-const TITLES: Record<string, string> = {
-  scopes: '1 · scopes lifted',
-  groups: '2 · filter: groups',
-  inside: '3–4 · inside the transform',
-  repack: '5 · repack',
-  commit: '6 · commit'
-};
-
-function key(collection: string, path: string): string {
-  return `${collection}:${path}`;
+/** `params: axis 0` — the filter and how its group is lifted. */
+export function groupTitle(rec: PackRecord, index: number): string {
+  const g = rec.groups[index];
+  if (!g) {
+    return 'no group';
+  }
+  const names = filterNames(g.filter);
+  if (g.filter === true && (g.label === 'all' || !g.label)) {
+    return 'all collections';
+  }
+  return `${names.length ? names.join(', ') : JSON.stringify(g.filter)}: ${g.label || 'lifted'}`;
 }
 
-/** A variable path relative to the lifted scope (`/mlp/hidden/kernel` -> `hidden/kernel`). */
-export function relativePath(path: string, scopePath: string): string {
-  if (scopePath === '/' || !scopePath) {
-    return path.replace(/^\//, '');
+/** The lanes of a record by filter group, in group order (lanes of no group last). */
+export function laneGroups(rec: PackRecord): LaneGroup[] {
+  const by = new Map<number, Lane[]>();
+  for (const lane of rec.lanes) {
+    if (!by.has(lane.group)) {
+      by.set(lane.group, []);
+    }
+    by.get(lane.group)!.push(lane);
   }
-  return path.startsWith(scopePath + '/') ? path.slice(scopePath.length + 1) : path;
+  const order = [...by.keys()].sort((a, b) => (a < 0 ? 1 : b < 0 ? -1 : a - b));
+  return order.map(index => ({ index, title: groupTitle(rec, index), lanes: by.get(index)! }));
 }
 
-/** The five stage columns of one pack call. */
-export function layoutRecord(rec: PackRecord): Column[] {
-  const rootPaths = rec.scopes.filter(s => s.root).map(s => s.path);
-  const rel = (scope: number, path: string) => relativePath(path, rootPaths[scope] ?? '/');
-  const scopes: Item[] = rec.scopes.map(s => ({
-    key: `scope:${s.path}`,
-    collection: '',
-    color: '#555',
-    text: s.path,
-    detail: s.root ? 'root: lifted' : `rebuilt by path ${s.relative_path.join('/')}`
-  }));
-  const groups: Item[] = [];
-  for (const g of rec.groups) {
-    // Name each group by its filter, so empty groups (nothing created yet) still
-    // say where a collection would go.
-    const names = [...g.collections];
-    for (const n of filterNames(g.filter)) {
-      if (!names.includes(n)) {
-        names.push(n);
-      }
-    }
-    for (const c of names) {
-      groups.push({
-        key: `col:${c}`,
-        collection: g.collections.includes(c) ? c : '',
-        color: collectionColor(c),
-        text: `${c}: ${axisText(g.label)}`,
-        detail: g.collections.includes(c) ? `group ${g.index}` : 'no variables yet'
-      });
-    }
-  }
-  for (const c of rec.hidden_collections ?? []) {
-    groups.push({ key: `col:${c}`, collection: c, color: '#999', text: `${c}: not lifted` });
-  }
-  const inside: Item[] = [];
-  for (const g of rec.groups) {
-    for (const v of g.variables) {
-      inside.push({
-        key: key(v.collection, v.path),
-        collection: v.collection,
-        color: collectionColor(v.collection),
-        text: `${rel(v.scope, v.path)} ${shapeText(v.inner)}`,
-        detail: `outer ${shapeText(v.outer)} · ${axisText(v.axis)}`
-      });
-    }
-  }
-  for (const r of rec.rngs) {
-    inside.push({ key: `rng:${r.stream}`, collection: '', color: '#555', text: `rng ${r.stream}: ${r.label}` });
-  }
-  const repack: Item[] = [
-    ...rec.repack.created.map(e => ({
-      key: key(e.collection, e.path),
-      collection: e.collection,
-      color: collectionColor(e.collection),
-      text: `${rel(e.scope, e.path)} ${shapeText(e.inner)}`,
-      detail: 'created'
-    })),
-    ...rec.repack.mutated.map(e => ({
-      key: key(e.collection, e.path),
-      collection: e.collection,
-      color: collectionColor(e.collection),
-      text: `${rel(e.scope, e.path)} ${shapeText(e.inner)}`,
-      detail: 'mutated'
-    }))
+/** Whether a lane matches a filter-box query (case-insensitive; every word must match). */
+export function laneMatches(lane: Lane, query: string): boolean {
+  const hay = `${lane.collection} ${lane.path} ${lane.role} ${lane.fate}`.toLowerCase();
+  return query
+    .toLowerCase()
+    .split(/\s+/)
+    .filter(Boolean)
+    .every(word => hay.includes(word));
+}
+
+/** Everything about a lane, one `[label, value]` per line (tooltip and details panel). */
+export function laneDetails(lane: Lane): [string, string][] {
+  const rows: [string, string][] = [
+    ['collection', lane.collection],
+    ['path', lane.path],
+    ['outer', shapeText(outerOf(lane))],
+    ['inner', shapeText(lane.inner)],
+    ['lifted', lane.note]
   ];
-  const commit: Item[] = rec.commit.map(e => ({
-    key: key(e.collection, e.path),
-    collection: e.collection,
-    color: collectionColor(e.collection),
-    text: `${rel(e.scope, e.path)} ${shapeText(e.outer)}`,
-    detail: 'written back'
-  }));
-  const items: Record<string, Item[]> = { scopes, groups, inside, repack, commit };
-  return STAGES.map(stage => ({ stage, title: TITLES[stage], items: items[stage] }));
+  if (lane.role === 'carry' && lane.out) {
+    rows.push(['carry out', shapeText(lane.out)]);
+  }
+  const box = outerOf(lane)?.box ?? lane.inner?.box;
+  if (box) {
+    rows.push(['box', box]);
+  }
+  rows.push(['came back', lane.fate_text]);
+  return rows;
+}
+
+/** Groups with more lanes than this start collapsed (their count still shows). */
+export const OPEN_GROUP_LANES = 40;
+/** The filter box appears when a trace has more lanes than this. */
+export const FILTER_BOX_LANES = 10;
+
+/**
+ * Whether a transform's box starts open: the first levels of nesting, and (in a trace
+ * of many transforms, e.g. one per layer) only the first few at the top level.
+ */
+export function startsOpen(depth: number, index: number, siblings: number): boolean {
+  if (depth >= 3) {
+    return false;
+  }
+  return siblings <= 8 || index < 3;
 }
 
 /** `vmap at /mlp` */

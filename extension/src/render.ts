@@ -1,18 +1,33 @@
 /**
- * DOM rendering of a pack trace. Strings from the payload only ever reach the
- * page through textContent and attributes (never innerHTML), so user names such as
- * `<img src=x onerror=...>` stay text.
+ * DOM rendering of a pack trace: one box per transform (nested transforms as nested
+ * boxes with a breadcrumb back out), in each box one lane per variable grouped by
+ * filter group — outer value, inner value, how it was lifted, what came back — then
+ * the rng streams. A filter box, collapsible groups and a details panel keep large
+ * traces readable.
+ *
+ * Strings from the payload only ever reach the page through textContent and
+ * attributes (never innerHTML), so user names such as `<img src=x onerror=...>`
+ * stay text.
  */
 
 import {
-  Column,
+  FILTER_BOX_LANES,
+  Lane,
+  OPEN_GROUP_LANES,
   PackRecord,
   Problem,
+  Spec,
   Trace,
-  layoutRecord,
+  allRecords,
+  collectionColor,
+  laneDetails,
+  laneGroups,
+  laneMatches,
+  outerOf,
   parsePayload,
-  recordAt,
-  recordTitle
+  recordTitle,
+  shapeParts,
+  startsOpen
 } from './layout';
 
 function el(tag: string, cls?: string, text?: string): HTMLElement {
@@ -35,62 +50,101 @@ export function renderError(host: HTMLElement, message: string): void {
   host.appendChild(box);
 }
 
-function renderColumns(columns: Column[]): HTMLElement {
-  const stages = el('div', 'lens-pack-stages');
-  columns.forEach((col, i) => {
+/** A shape, its mapped dimension in a highlighted `<b>`. */
+function shapeNode(spec: Spec | null, axis: number | null, cls: string): HTMLElement {
+  const node = el('span', cls);
+  for (const part of shapeParts(spec, axis)) {
+    if (part.mapped) {
+      const b = el('b', 'lens-pack-axis', part.text);
+      b.title = `the axis the transform maps or scans over`;
+      node.appendChild(b);
+    } else {
+      // Axis names break after their commas, not inside a name.
+      part.text.split(/(?<=,)/).forEach((piece, i) => {
+        if (i > 0) {
+          node.appendChild(document.createElement('wbr'));
+        }
+        node.appendChild(document.createTextNode(piece));
+      });
+    }
+  }
+  return node;
+}
+
+/** The full path, the lifted scope's prefix muted so the part inside stands out. */
+function pathNode(lane: Lane): HTMLElement {
+  const node = el('span', 'lens-pack-name');
+  const cut = lane.path.length - lane.relative.length;
+  const prefix = cut > 0 && lane.path.endsWith(lane.relative) ? lane.path.slice(0, cut) : '';
+  if (prefix) {
+    node.appendChild(breakable(el('span', 'lens-pack-prefix'), prefix));
+  }
+  return breakable(node, lane.path.slice(prefix.length));
+}
+
+/** Appends `text` with line-break opportunities after each `/` (textContent unchanged). */
+function breakable(node: HTMLElement, text: string): HTMLElement {
+  text.split(/(?<=\/)/).forEach((piece, i) => {
     if (i > 0) {
-      stages.appendChild(el('div', 'lens-pack-arrow', '→'));
+      node.appendChild(document.createElement('wbr'));
     }
-    const c = el('div', 'lens-pack-stage');
-    c.dataset.stage = col.stage;
-    c.appendChild(el('div', 'lens-pack-stage-title', col.title));
-    if (col.items.length === 0) {
-      c.appendChild(el('div', 'lens-pack-none', 'none'));
-    }
-    for (const item of col.items) {
-      const row = el('div', 'lens-pack-item');
-      row.dataset.key = item.key;
-      if (item.collection) {
-        row.dataset.collection = item.collection;
-      }
-      const swatch = el('span', 'lens-pack-swatch');
-      swatch.style.background = item.color;
-      row.appendChild(swatch);
-      row.appendChild(el('span', 'lens-pack-text', item.text));
-      if (item.detail) {
-        row.appendChild(el('span', 'lens-pack-detail', item.detail));
-        row.title = `${item.key} ${item.text} — ${item.detail}`;
-      }
-      c.appendChild(row);
-    }
-    stages.appendChild(c);
+    node.appendChild(document.createTextNode(piece));
   });
-  return stages;
+  return node;
 }
 
-/** Hovering an item highlights the same variable in every stage. */
-function wireHover(root: HTMLElement): void {
-  root.addEventListener('mouseover', ev => {
-    const item = (ev.target as HTMLElement).closest('.lens-pack-item') as HTMLElement | null;
-    root.querySelectorAll('.lens-pack-hl').forEach(n => n.classList.remove('lens-pack-hl'));
-    if (!item || !item.dataset.key) {
-      return;
-    }
-    root.querySelectorAll('.lens-pack-item').forEach(n => {
-      if ((n as HTMLElement).dataset.key === item.dataset.key) {
-        n.classList.add('lens-pack-hl');
-      }
-    });
-  });
-  root.addEventListener('mouseleave', () => {
-    root.querySelectorAll('.lens-pack-hl').forEach(n => n.classList.remove('lens-pack-hl'));
-  });
+function laneRow(lane: Lane, manyRoots: boolean): HTMLElement {
+  const row = el('div', 'lens-pack-lane');
+  row.dataset.key = lane.key;
+  row.dataset.collection = lane.collection;
+  row.dataset.fate = lane.fate;
+  row.tabIndex = 0;
+  row.title = laneDetails(lane)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('\n');
+  const name = el('span', 'lens-pack-path');
+  const swatch = el('span', 'lens-pack-swatch');
+  swatch.style.background = collectionColor(lane.collection);
+  name.appendChild(swatch);
+  name.appendChild(el('span', 'lens-pack-col', lane.collection));
+  name.appendChild(document.createTextNode(' '));
+  name.appendChild(pathNode(lane));
+  row.appendChild(name);
+  row.appendChild(shapeNode(outerOf(lane), lane.axis, 'lens-pack-outer'));
+  row.appendChild(el('span', 'lens-pack-to', '→'));
+  row.appendChild(shapeNode(lane.inner, null, 'lens-pack-inner'));
+  const how = el('span', 'lens-pack-how');
+  how.appendChild(el('span', 'lens-pack-note', lane.note));
+  // In a box the commit target is the lifted scope; named per lane only when there are several.
+  const fate = el('span', `lens-pack-fate lens-pack-fate-${lane.fate}`, lane.fate);
+  fate.title = lane.fate_text;
+  how.appendChild(fate);
+  if (manyRoots && lane.committed) {
+    how.appendChild(el('span', 'lens-pack-committed', ` → ${lane.committed}`));
+  }
+  row.appendChild(how);
+  return row;
 }
 
-/** Interactive view state: which top-level transform, and the drill-in path. */
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** The column heads of a box's lanes, naming pack's stages. */
+function laneHead(): HTMLElement {
+  const head = el('div', 'lens-pack-lane lens-pack-lane-head');
+  head.appendChild(el('span', 'lens-pack-path', 'variable (2 · filter group)'));
+  head.appendChild(el('span', 'lens-pack-outer', 'outer'));
+  head.appendChild(el('span', 'lens-pack-to', '→'));
+  head.appendChild(el('span', 'lens-pack-inner', 'inner (3–4)'));
+  head.appendChild(el('span', 'lens-pack-how', 'how lifted · what came back (5–6)'));
+  return head;
+}
+
+/** Interactive view state: the boxes, the filter, the details panel. */
 export class PackView {
-  top = 0;
-  path: number[] = [];
+  query = '';
+  private boxes: { rec: PackRecord; node: HTMLDetailsElement; crumbs: HTMLDetailsElement[] }[] = [];
 
   constructor(
     readonly host: HTMLElement,
@@ -100,84 +154,227 @@ export class PackView {
     wireHover(host);
   }
 
-  current(): PackRecord | undefined {
-    return recordAt(this.trace, this.top, this.path);
-  }
-
-  select(top: number): void {
-    this.top = top;
-    this.path = [];
-    this.render();
-  }
-
-  drill(child: number): void {
-    this.path = [...this.path, child];
-    this.render();
-  }
-
-  up(depth: number): void {
-    this.path = this.path.slice(0, depth);
-    this.render();
+  /** The box drawn for a record (for tests and the breadcrumb). */
+  boxOf(rec: PackRecord): HTMLDetailsElement | undefined {
+    return this.boxes.find(b => b.rec === rec)?.node;
   }
 
   render(): void {
     const host = this.host;
     host.replaceChildren();
+    this.boxes = [];
     const root = el('div', 'lens-pack');
     const packs = this.trace.packs;
+    const records = allRecords(this.trace);
+    const lanes = records.reduce((n, r) => n + r.lanes.length, 0);
     const header = el('div', 'lens-pack-header');
-    header.appendChild(el('b', undefined, `Pack trace · ${packs.length} transform${packs.length === 1 ? '' : 's'}`));
-    if (packs.length > 1) {
-      const picker = document.createElement('select');
-      picker.className = 'lens-pack-picker';
-      packs.forEach((p, i) => {
-        const opt = document.createElement('option');
-        opt.value = String(i);
-        opt.textContent = `${i + 1}. ${recordTitle(p)}`;
-        picker.appendChild(opt);
-      });
-      picker.value = String(this.top);
-      picker.addEventListener('change', () => this.select(Number(picker.value)));
-      header.appendChild(picker);
+    header.appendChild(
+      el('b', undefined, `Pack trace · ${plural(records.length, 'transform')} · ${plural(lanes, 'variable lane')}`)
+    );
+    if (lanes > FILTER_BOX_LANES) {
+      const box = document.createElement('input');
+      box.type = 'search';
+      box.className = 'lens-pack-filter';
+      box.placeholder = 'filter variables (path, collection, created…)';
+      box.setAttribute('aria-label', 'filter variables');
+      box.addEventListener('input', () => this.filter(box.value));
+      header.appendChild(box);
     }
     root.appendChild(header);
+    root.appendChild(legend());
     if (this.problems.length) {
       root.appendChild(renderProblems(this.problems));
     }
-    const rec = this.current();
-    if (!rec) {
+    if (!packs.length) {
       root.appendChild(el('div', 'lens-pack-none', 'No pack calls were recorded.'));
-      host.appendChild(root);
-      return;
     }
-    // Breadcrumb: the transforms we drilled through.
-    const crumbs = el('div', 'lens-pack-crumbs');
-    const chain: PackRecord[] = [packs[this.top]];
-    this.path.forEach(i => chain.push(chain[chain.length - 1].children[i]));
-    chain.forEach((r, depth) => {
-      if (depth > 0) {
-        crumbs.appendChild(el('span', 'lens-pack-sep', ' › '));
+    packs.forEach((rec, i) => root.appendChild(this.renderBox(rec, [], 0, i, packs.length)));
+    root.appendChild(el('div', 'lens-pack-details'));
+    root.addEventListener('click', ev => this.onClick(ev));
+    root.addEventListener('keydown', ev => {
+      if ((ev as KeyboardEvent).key === 'Enter') {
+        this.onClick(ev);
       }
-      const c = el('button', 'lens-pack-crumb', recordTitle(r));
-      c.addEventListener('click', () => this.up(depth));
-      crumbs.appendChild(c);
     });
-    root.appendChild(crumbs);
-    const opts = el('div', 'lens-pack-options', summarizeOptions(rec.options));
-    root.appendChild(opts);
-    root.appendChild(renderColumns(layoutRecord(rec)));
-    if (rec.children.length) {
-      const kids = el('div', 'lens-pack-children');
-      kids.appendChild(el('span', undefined, 'nested: '));
-      rec.children.forEach((child, i) => {
-        const b = el('button', 'lens-pack-child', recordTitle(child));
-        b.addEventListener('click', () => this.drill(i));
-        kids.appendChild(b);
-      });
-      root.appendChild(kids);
-    }
     host.appendChild(root);
   }
+
+  private renderBox(
+    rec: PackRecord,
+    chain: HTMLDetailsElement[],
+    depth: number,
+    index: number,
+    siblings: number
+  ): HTMLDetailsElement {
+    const box = document.createElement('details');
+    box.className = 'lens-pack-box';
+    box.dataset.transform = rec.transform;
+    box.dataset.depth = String(depth);
+    box.open = startsOpen(depth, index, siblings);
+    const head = el('summary', 'lens-pack-box-head');
+    head.appendChild(el('span', 'lens-pack-badge', rec.transform));
+    head.appendChild(el('span', 'lens-pack-summary', rec.summary));
+    box.appendChild(head);
+    if (chain.length) {
+      const crumbs = el('div', 'lens-pack-crumbs');
+      crumbs.appendChild(el('span', 'lens-pack-sep', 'in '));
+      chain.forEach((outer, d) => {
+        if (d > 0) {
+          crumbs.appendChild(el('span', 'lens-pack-sep', ' › '));
+        }
+        const rec0 = this.boxes.find(b => b.node === outer)!.rec;
+        const c = el('button', 'lens-pack-crumb', recordTitle(rec0));
+        c.title = 'close this box and go back out to that transform';
+        c.addEventListener('click', () => {
+          box.open = false;
+          for (const inner of chain.slice(d + 1)) {
+            inner.open = false;
+          }
+          outer.open = true;
+          const target = outer.querySelector('summary') as HTMLElement | null;
+          target?.focus?.();
+          target?.scrollIntoView?.({ block: 'nearest' });
+        });
+        crumbs.appendChild(c);
+      });
+      crumbs.appendChild(el('span', 'lens-pack-sep', ' › '));
+      crumbs.appendChild(el('span', 'lens-pack-here', recordTitle(rec)));
+      box.appendChild(crumbs);
+    }
+    this.boxes.push({ rec, node: box, crumbs: chain });
+    const options = optionsText(rec.options);
+    if (options) {
+      box.appendChild(el('div', 'lens-pack-options', options));
+    }
+    const notes = rec.scope_notes.filter(n => !n.root || rec.scope_notes.length > 1);
+    for (const n of notes) {
+      box.appendChild(el('div', 'lens-pack-scope', `scope ${n.path}: ${n.text}`));
+    }
+    const roots = rec.scopes.filter(sc => sc.root).map(sc => sc.path);
+    const mutableBack = rec.lanes.some(l => l.committed);
+    if (roots.length === 1 && mutableBack) {
+      box.appendChild(el('div', 'lens-pack-scope', `commits back to ${roots[0]}`));
+    }
+    const groups = laneGroups(rec);
+    if (groups.length) {
+      box.appendChild(laneHead());
+    }
+    for (const g of groups) {
+      const sec = document.createElement('details');
+      sec.className = 'lens-pack-group';
+      sec.open = g.lanes.length <= OPEN_GROUP_LANES;
+      const title = el('summary', 'lens-pack-group-head');
+      title.appendChild(el('span', undefined, g.title));
+      const count = el('span', 'lens-pack-count', ` · ${plural(g.lanes.length, 'variable')}`);
+      count.dataset.total = String(g.lanes.length);
+      title.appendChild(count);
+      sec.appendChild(title);
+      for (const lane of g.lanes) {
+        sec.appendChild(laneRow(lane, roots.length > 1));
+      }
+      box.appendChild(sec);
+    }
+    for (const r of rec.rng_lanes) {
+      const row = el('div', 'lens-pack-rng');
+      row.dataset.split = String(r.split);
+      row.appendChild(el('span', 'lens-pack-col', 'rng '));
+      row.appendChild(el('b', undefined, r.stream));
+      row.appendChild(document.createTextNode(`: ${r.text}`));
+      box.appendChild(row);
+    }
+    const hidden = [...(rec.hidden_collections ?? []), ...(rec.hidden_rngs ?? []).map(r => `rng ${r}`)];
+    if (hidden.length) {
+      box.appendChild(el('div', 'lens-pack-none', `not lifted: ${hidden.join(', ')}`));
+    }
+    rec.children.forEach((child, i) =>
+      box.appendChild(this.renderBox(child, [...chain, box], depth + 1, i, rec.children.length))
+    );
+    return box;
+  }
+
+  /** Shows only lanes matching `query`; groups say how many of theirs match. */
+  filter(query: string): void {
+    this.query = query;
+    this.host.querySelectorAll('.lens-pack-group').forEach(sec => {
+      const rows = Array.from(sec.querySelectorAll(':scope > .lens-pack-lane')) as HTMLElement[];
+      let shown = 0;
+      for (const row of rows) {
+        const lane = this.laneOf(row);
+        const ok = !lane || laneMatches(lane, query);
+        row.hidden = !ok;
+        shown += ok ? 1 : 0;
+      }
+      const count = sec.querySelector('.lens-pack-count') as HTMLElement;
+      const total = Number(count.dataset.total);
+      count.textContent = query ? ` · ${shown} of ${plural(total, 'variable')}` : ` · ${plural(total, 'variable')}`;
+      if (query && shown) {
+        (sec as HTMLDetailsElement).open = true;
+      }
+    });
+  }
+
+  private laneOf(row: HTMLElement): Lane | undefined {
+    const box = row.closest('.lens-pack-box');
+    const rec = this.boxes.find(b => b.node === box)?.rec;
+    return rec?.lanes.find(l => l.key === row.dataset.key);
+  }
+
+  /** Clicking a lane shows everything about it in the details panel. */
+  private onClick(ev: Event): void {
+    const row = (ev.target as HTMLElement).closest('.lens-pack-lane') as HTMLElement | null;
+    if (!row || row.classList.contains('lens-pack-lane-head')) {
+      return;
+    }
+    const lane = this.laneOf(row);
+    const panel = this.host.querySelector('.lens-pack-details') as HTMLElement;
+    if (!lane || !panel) {
+      return;
+    }
+    panel.replaceChildren();
+    const box = row.closest('.lens-pack-box');
+    const rec = this.boxes.find(b => b.node === box)?.rec;
+    panel.appendChild(el('div', 'lens-pack-details-title', rec ? `in ${recordTitle(rec)}` : 'variable'));
+    const dl = el('dl');
+    for (const [k, v] of laneDetails(lane)) {
+      dl.appendChild(el('dt', undefined, k));
+      dl.appendChild(el('dd', undefined, v));
+    }
+    panel.appendChild(dl);
+    panel.classList.add('lens-pack-details-open');
+    this.host.querySelectorAll('.lens-pack-selected').forEach(n => n.classList.remove('lens-pack-selected'));
+    row.classList.add('lens-pack-selected');
+  }
+}
+
+function legend(): HTMLElement {
+  const box = el('div', 'lens-pack-legend');
+  box.appendChild(el('span', undefined, 'outer → inner value; '));
+  box.appendChild(el('b', 'lens-pack-axis', 'n'));
+  box.appendChild(el('span', undefined, ': the axis mapped or scanned over · '));
+  for (const fate of ['created', 'updated', 'dropped', 'unchanged']) {
+    box.appendChild(el('span', `lens-pack-fate lens-pack-fate-${fate}`, fate));
+    box.appendChild(document.createTextNode(' '));
+  }
+  box.appendChild(el('span', undefined, '· click a variable for details'));
+  return box;
+}
+
+/** Hovering a lane highlights the same variable in every box (parent and nested). */
+function wireHover(root: HTMLElement): void {
+  const clear = () => root.querySelectorAll('.lens-pack-hl').forEach(n => n.classList.remove('lens-pack-hl'));
+  root.addEventListener('mouseover', ev => {
+    const item = (ev.target as HTMLElement).closest('.lens-pack-lane') as HTMLElement | null;
+    clear();
+    if (!item || !item.dataset.key) {
+      return;
+    }
+    root.querySelectorAll('.lens-pack-lane').forEach(n => {
+      if ((n as HTMLElement).dataset.key === item.dataset.key) {
+        n.classList.add('lens-pack-hl');
+      }
+    });
+  });
+  root.addEventListener('mouseleave', clear);
 }
 
 /** `[["params", 0]]` (a recorded mapping) -> `{params: 0}`. */
@@ -188,7 +385,8 @@ export function optionText(v: unknown): string {
   return typeof v === 'string' ? v : JSON.stringify(v);
 }
 
-function summarizeOptions(options: Record<string, unknown>): string {
+/** The options that decide how state is lifted, as `key=value · ...`. */
+export function optionsText(options: Record<string, unknown>): string {
   const keys = ['variable_axes', 'variable_broadcast', 'variable_carry', 'split_rngs', 'length', 'axis_size'];
   const parts: string[] = [];
   for (const k of keys) {

@@ -3,7 +3,7 @@
  * (lens/core/pack_trace.schema.json; src/pack_trace.schema.json is a copy that a
  * unit test keeps identical).
  *
- * A small interpreter of the schema's keywords (type, const, required,
+ * A small interpreter of the schema's keywords (type, const, enum, required,
  * properties, items, oneOf, $ref) rather than Ajv: Ajv compiles validators with
  * `new Function`, which strict content-security policies (VS Code's notebook
  * webviews) refuse, and its generated code recurses, so a payload nested 20,000
@@ -89,6 +89,10 @@ export function validate(value: unknown, schema: Schema, where: string, limit = 
     }
     if ('const' in s && x !== s.const) {
       problems.push({ path, message: `must be ${JSON.stringify(s.const)}, not ${JSON.stringify(x)}` });
+      continue;
+    }
+    if (Array.isArray(s.enum) && !(s.enum as unknown[]).includes(x)) {
+      problems.push({ path, message: `must be one of ${(s.enum as unknown[]).map(v => JSON.stringify(v)).join(', ')}, not ${JSON.stringify(x)}` });
       continue;
     }
     if (Array.isArray(s.oneOf)) {

@@ -1,13 +1,16 @@
-// End-to-end check in a real browser: JupyterLab renders lens pack traces with the
+// End-to-end check in a real browser: JupyterLab draws lens pack traces with the
 // extension. Driven by tests/e2e/test_extension_browser.py, which starts JupyterLab.
-// Prints one JSON report on stdout.
+// Prints one JSON report on stdout; screenshots go to $SHOTS.
 import { chromium } from 'playwright-core';
+import { readFileSync } from 'fs';
 
 const base = process.env.LAB_URL;
-const shot = process.env.SCREENSHOT;
+const shots = process.env.SHOTS;
+const fallbackPage = process.env.FALLBACK_HTML;
+const goldenNames = JSON.parse(process.env.GOLDEN || '[]');
 const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
 
-async function openAndRun(page, notebook, expected) {
+async function openNotebook(page, notebook) {
   await page.goto(`${base}/lab/tree/${notebook}`);
   await page.waitForFunction(
     nb => {
@@ -17,6 +20,10 @@ async function openAndRun(page, notebook, expected) {
     notebook,
     { timeout: 120000 }
   );
+}
+
+async function openAndRun(page, notebook, expected) {
+  await openNotebook(page, notebook);
   // Wait for the kernel, then clear the stored outputs and run everything live.
   await page.evaluate(async () => {
     await window.jupyterapp.shell.currentWidget.sessionContext.ready;
@@ -35,12 +42,40 @@ async function openAndRun(page, notebook, expected) {
   );
 }
 
+/**
+ * Everything the layout must keep: per renderer, every lane's full path and both
+ * shapes as drawn, and every element whose content is wider than its box.
+ */
+function measure(root) {
+  const overflow = [];
+  const check = n => {
+    if (n.clientWidth > 0 && n.scrollWidth > n.clientWidth + 1) {
+      overflow.push(`${n.className}: ${n.textContent.slice(0, 80)} (${n.scrollWidth} > ${n.clientWidth})`);
+    }
+  };
+  root.querySelectorAll('.lens-pack-lane > *, .lens-pack-lane, .lens-pack-box, .lens-pack-summary, .lens-pack-crumbs, .lens-pack-rng, .lens-pack-group-head, .lens-pack-options, .lens-pack-legend').forEach(check);
+  check(root);
+  const area = root.closest('.jp-OutputArea-output') || root.parentElement;
+  const r = root.getBoundingClientRect();
+  const a = area.getBoundingClientRect();
+  if (r.right > a.right + 1) {
+    overflow.push(`renderer wider than its output area (${r.right} > ${a.right})`);
+  }
+  const lanes = Array.from(root.querySelectorAll('.lens-pack-lane:not(.lens-pack-lane-head)')).map(n => ({
+    path: n.querySelector('.lens-pack-name').textContent,
+    outer: n.querySelector('.lens-pack-outer').textContent,
+    inner: n.querySelector('.lens-pack-inner').textContent,
+    visible: n.getBoundingClientRect().width > 0
+  }));
+  return { width: Math.round(r.width), overflow, lanes, boxes: root.querySelectorAll('.lens-pack-box').length };
+}
+
 const browser = await chromium.launch({
   executablePath,
   args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
          '--disable-component-update', '--disable-sync']
 });
-const report = {};
+const report = { golden: {}, fallback: {} };
 const VISIBLE = '.jp-NotebookPanel:not(.lm-mod-hidden)';
 try {
   const page = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
@@ -48,21 +83,59 @@ try {
   const first = page.locator(`${VISIBLE} .lens-pack-renderer`).first();
   await first.scrollIntoViewIfNeeded();
   report.renderers = await page.locator(`${VISIBLE} .lens-pack-renderer`).count();
-  report.stages = await first.locator('.lens-pack-stage').evaluateAll(ns => ns.map(n => n.dataset.stage));
-  report.paramsRows = await first.locator('[data-collection="params"]').count();
-  report.groupTexts = await first.locator('[data-stage="groups"] .lens-pack-text').allTextContents();
-  report.title = await first.locator('.lens-pack-crumb').first().textContent();
-  // Hover a variable in the repack column: it lights up in the commit column too.
-  await first.locator('[data-stage="repack"] .lens-pack-item').first().hover();
-  report.highlighted = await first.locator('.lens-pack-hl').evaluateAll(ns => ns.map(n => n.parentElement.dataset.stage));
+  report.summary = await first.locator('.lens-pack-summary').first().textContent();
+  report.groupTitles = await first.locator('.lens-pack-group-head').allTextContents();
+  report.paramsLanes = await first.locator('.lens-pack-lane[data-collection="params"]').count();
+  // Click a lane: the details panel shows its full path.
+  await first.locator('.lens-pack-lane[data-collection="params"]').first().click();
+  report.details = await first.locator('.lens-pack-details dd').allTextContents();
   report.htmlFallbackShown = await page.locator(`${VISIBLE} .jp-OutputArea-output.jp-RenderedHTMLCommon`).count();
-  await first.screenshot({ path: shot });
+  await first.screenshot({ path: `${shots}/02_lifting_first.png` });
 
   await openAndRun(page, 'e2e_extra.ipynb', 2);
   report.errorText = await page.locator(`${VISIBLE} .lens-pack-error`).first().textContent();
   const scan = page.locator(`${VISIBLE} .lens-pack-renderer`).last();
   report.scanRenderMs = Number(await scan.getAttribute('data-render-ms'));
-  report.scanStages = await scan.locator('.lens-pack-stage').count();
+  report.scanLanes = await scan.locator('.lens-pack-lane:not(.lens-pack-lane-head)').count();
+
+  // The golden payloads (stored outputs, no kernel needed) at two widths, light and dark.
+  for (const [width, theme] of [[600, 'light'], [1200, 'light'], [1200, 'dark']]) {
+    await page.setViewportSize({ width, height: 1000 });
+    if (theme === 'dark') {
+      await page.evaluate(() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Dark' }));
+      await page.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
+    }
+    await openNotebook(page, 'golden.ipynb');
+    // The notebook alone across the window, as a user reading at this width has it.
+    await page.evaluate(() => {
+      window.jupyterapp.shell.collapseLeft();
+      window.jupyterapp.shell.collapseRight();
+    });
+    await page.waitForFunction(n => window.jupyterapp.shell.currentWidget.node.querySelectorAll('.lens-pack-renderer .lens-pack').length >= n, goldenNames.length, { timeout: 60000 });
+    await page.screenshot({ path: `${shots}/lab-${width}${theme === 'dark' ? '-dark' : ''}.png` });
+    const renderers = page.locator(`${VISIBLE} .lens-pack-renderer`);
+    for (let i = 0; i < goldenNames.length; i++) {
+      const r = renderers.nth(i);
+      await r.scrollIntoViewIfNeeded();
+      const key = `${goldenNames[i]}@${width}${theme === 'dark' ? '-dark' : ''}`;
+      report.golden[key] = await r.locator('.lens-pack').evaluate(measure);
+      await r.screenshot({ path: `${shots}/${goldenNames[i].replace('.json', '')}-${width}${theme === 'dark' ? '-dark' : ''}.png` });
+    }
+  }
+
+  // The script-free HTML alone, as GitHub or nbviewer would show it (no extension, no stylesheet).
+  if (fallbackPage) {
+    for (const width of [600, 1200]) {
+      await page.setViewportSize({ width, height: 1000 });
+      await page.setContent(readFileSync(fallbackPage, 'utf8'));
+      report.fallback[width] = await page.evaluate(() => ({
+        scripts: document.querySelectorAll('script').length,
+        overflow: document.documentElement.scrollWidth > document.documentElement.clientWidth,
+        text: document.body.innerText
+      }));
+      await page.screenshot({ path: `${shots}/html-fallback-${width}.png`, fullPage: true });
+    }
+  }
 } finally {
   await browser.close();
 }

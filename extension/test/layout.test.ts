@@ -4,18 +4,26 @@ import { describe, expect, it } from 'vitest';
 
 import {
   allRecords,
-  axisText,
   collectionColor,
-  layoutRecord,
+  filterNames,
+  groupTitle,
+  laneDetails,
+  laneGroups,
+  laneMatches,
   MAX_NESTING,
+  outerOf,
   parsePayload,
+  PackRecord,
   recordAt,
   recordTitle,
+  shapeParts,
   shapeText,
-  STAGES
+  startsOpen
 } from '../src/layout';
 
 const fixture = (name: string) => JSON.parse(readFileSync(join(__dirname, 'fixtures', name), 'utf8'));
+const GOLDEN = ['vmap_scan.json', 'vmap_apply.json', 'scan_carry.json', 'nested.json', 'multi_scope.json', 'two_transforms.json'];
+const lanesOf = (rec: PackRecord) => Object.fromEntries(rec.lanes.map(l => [`${l.collection} ${l.relative}`, l]));
 
 describe('parsePayload', () => {
   it('accepts a real trace from lens', () => {
@@ -31,9 +39,10 @@ describe('parsePayload', () => {
     [null, 'not a JSON object'],
     ['{not json', 'not JSON'],
     [{ schema: 'other', version: 1, packs: [] }, 'unknown schema'],
-    [{ schema: 'lens.pack-trace', version: 2, packs: [] }, 'version 2 is not supported'],
-    [{ schema: 'lens.pack-trace', version: 1 }, 'no "packs" list'],
-    [{ schema: 'lens.pack-trace', version: 1, packs: 'vmap' }, 'no "packs" list (got a string)']
+    [{ schema: 'lens.pack-trace', version: 3, packs: [] }, 'version 3 is not supported'],
+    [{ schema: 'lens.pack-trace', version: 1, packs: [] }, 'drawn by an older lens (trace version 1; this extension reads version 2): re-run the cell'],
+    [{ schema: 'lens.pack-trace', version: 2 }, 'no "packs" list'],
+    [{ schema: 'lens.pack-trace', version: 2, packs: 'vmap' }, 'no "packs" list (got a string)']
   ])('rejects %j with a readable error', (payload, message) => {
     const parsed = parsePayload(payload);
     expect(parsed.ok).toBe(false);
@@ -51,13 +60,13 @@ describe('parsePayload', () => {
   };
 
   it('accepts the fixtures with no problems', () => {
-    for (const name of ['vmap_scan.json', 'two_transforms.json', 'vmap_apply.json']) {
+    for (const name of GOLDEN) {
       expect(problemsOf(fixture(name)).text).toBe('');
     }
   });
 
   it('leaves out a malformed record, says where, and keeps the rest', () => {
-    const payload = { schema: 'lens.pack-trace', version: 1, packs: [{ transform: 'vmap' }, fixture('vmap_scan.json').packs[0]] };
+    const payload = { schema: 'lens.pack-trace', version: 2, packs: [{ transform: 'vmap' }, fixture('vmap_scan.json').packs[0]] };
     const { trace, text } = problemsOf(payload);
     expect(trace.packs.map(p => p.transform)).toEqual(['vmap']);
     expect(trace.packs[0].children.length).toBe(1);
@@ -95,7 +104,7 @@ describe('parsePayload', () => {
     for (let i = 0; i < 20000; i++) {
       rec = { ...leaf, id: i, children: [rec] };
     }
-    const { trace, text } = problemsOf({ schema: 'lens.pack-trace', version: 1, packs: [rec] });
+    const { trace, text } = problemsOf({ schema: 'lens.pack-trace', version: 2, packs: [rec] });
     expect(allRecords(trace).length).toBe(MAX_NESTING);
     expect(text).toContain(`transforms nested deeper than ${MAX_NESTING} levels are not drawn`);
 
@@ -115,66 +124,103 @@ describe('parsePayload', () => {
   });
 });
 
-describe('layoutRecord', () => {
-  const trace = fixture('vmap_scan.json');
-  const vmap = trace.packs[0];
-  const scan = vmap.children[0];
-
-  it('has the five stage columns in order', () => {
-    expect(layoutRecord(vmap).map(c => c.stage)).toEqual(STAGES);
+describe('lanes', () => {
+  it('puts outer and inner side by side with the mapped axis, its size and name (vmap init)', () => {
+    const vmap = fixture('vmap_scan.json').packs[0];
+    const kernel = lanesOf(vmap)['params ScanBlock_0/Dense_0/kernel'];
+    expect(shapeText(outerOf(kernel))).toBe("f32[2,3,4,4] ('ens','layers','embed','mlp')");
+    expect(shapeText(kernel.inner)).toBe("f32[3,4,4] ('layers','embed','mlp')");
+    expect([kernel.axis, kernel.size, kernel.axis_name]).toEqual([0, 2, 'ens']);
+    expect(kernel.note).toBe("vmap axis 0, size 2 ('ens')");
+    expect(kernel.fate).toBe('created');
+    expect(kernel.path).toBe('/<img src=x onerror=alert(1)>/ScanBlock_0/Dense_0/kernel');
+    // Created inside: the outer value is the one committed.
+    expect(kernel.outer).toBeNull();
+    expect(outerOf(kernel)).toEqual(kernel.out);
   });
 
-  it('labels each lifted collection with its axis', () => {
-    const groups = layoutRecord(scan).find(c => c.stage === 'groups')!;
-    const texts = groups.items.map(i => i.text);
-    expect(texts).toContain('params: 0');
-    expect(texts).toContain('batch_stats: 0');
-    expect(texts.some(t => t.startsWith('broadcast'))).toBe(false); // variable_broadcast=False
+  it('marks only the mapped dimension', () => {
+    const parts = shapeParts({ shape: [8, 4, 3], dtype: 'float32' }, 0);
+    expect(parts.filter(p => p.mapped).map(p => p.text)).toEqual(['8']);
+    expect(parts.map(p => p.text).join('')).toBe('f32[8,4,3]');
+    expect(shapeParts({ shape: [4, 8], dtype: 'int32' }, 1).find(p => p.mapped)!.text).toBe('8');
+    expect(shapeParts(null).map(p => p.text)).toEqual(['-']);
   });
 
-  it('gives a variable the same key, and its collection the same colour, in every stage', () => {
-    const cols = layoutRecord(vmap);
-    const repack = cols.find(c => c.stage === 'repack')!.items;
-    const commit = cols.find(c => c.stage === 'commit')!.items;
-    expect(repack.length).toBeGreaterThan(0);
-    for (const item of repack) {
-      const twin = commit.find(c => c.key === item.key);
-      expect(twin).toBeDefined();
-      expect(twin!.color).toBe(item.color);
-      expect(item.color).toBe(collectionColor(item.collection));
-    }
+  it('tells scanned, broadcast and carry apart (scan init)', () => {
+    const scan = fixture('scan_carry.json').packs[0];
+    const l = lanesOf(scan);
+    expect(l['params Dense_0/kernel'].note).toBe('scan axis 0, length 3');
+    expect(l['batch_stats BatchNorm_0/mean'].role).toBe('broadcast');
+    expect(shapeText(outerOf(l['batch_stats BatchNorm_0/mean']))).toBe('f32[4]');
+    expect(l['counter steps'].role).toBe('carry');
+    expect(laneDetails(l['counter steps'])).toContainEqual(['carry out', 'i32[]']);
+    expect(scan.lanes.filter(x => x.relative === 'steps').length).toBe(1); // listed once
+    expect(laneGroups(scan).map(g => g.title)).toEqual(['batch_stats: broadcast', 'counter: carry', 'params: axis 0']);
+    expect(scan.summary).toMatch(/^scan over 3 steps at \/steps_with_a_long_descriptive_name_to_check_wrapping: batch_stats broadcast, counter carry, params on axis 0; rngs params split; 7 created$/);
   });
 
-  it('shows inner shapes at repack and outer shapes at commit', () => {
-    const cols = layoutRecord(vmap);
-    const kernelIn = cols.find(c => c.stage === 'repack')!.items.find(i => i.text.includes('kernel'))!;
-    const kernelOut = cols.find(c => c.stage === 'commit')!.items.find(i => i.key === kernelIn.key)!;
-    expect(kernelIn.text).toContain("f32[3,4,4] ('layers','embed','mlp')");
-    expect(kernelOut.text).toContain("f32[2,3,4,4] ('ens','layers','embed','mlp')");
+  it('says what came back in apply: params unchanged, batch_stats updated and where committed', () => {
+    const vmap = fixture('vmap_apply.json').packs[0];
+    const l = lanesOf(vmap);
+    expect(l['params ScanBlock_0/Dense_0/kernel'].fate).toBe('unchanged');
+    const mean = l['batch_stats ScanBlock_0/BatchNorm_0/mean'];
+    expect(mean.fate).toBe('updated');
+    expect(mean.committed).toBe('/<img src=x onerror=alert(1)>');
+    expect(shapeText(mean.outer)).toBe('f32[2,3,4]');
+    expect(shapeText(mean.inner)).toBe('f32[3,4]');
   });
 
-  it('marks split and shared rng streams', () => {
-    const inside = layoutRecord(vmap).find(c => c.stage === 'inside')!;
-    expect(inside.items.map(i => i.text)).toContain('rng params: split');
+  it('nests jit(scan(vmap)) three levels deep, each with its own lanes', () => {
+    const trace = fixture('nested.json');
+    expect(allRecords(trace).map(r => r.transform)).toEqual(['jit', 'scan', 'vmap']);
+    const vmap = recordAt(trace, 0, [0, 0])!;
+    expect(vmap.summary).toBe('vmap over 3 at /ScanBody_0/VmapMember_0: params on axis 0; rngs params split, dropout shared; 2 created');
+    expect(vmap.rng_lanes.map(r => [r.stream, r.text])).toEqual([
+      ['params', 'split into 3 keys'],
+      ['dropout', 'shared (the same key inside)']
+    ]);
+    const scan = recordAt(trace, 0, [0])!;
+    expect(scan.rng_lanes.map(r => r.keys)).toEqual([2, 2]);
   });
-});
 
-describe('relativePath', () => {
-  it('strips the lifted scope', async () => {
-    const { relativePath } = await import('../src/layout');
-    expect(relativePath('/mlp/hidden/kernel', '/mlp')).toBe('hidden/kernel');
-    expect(relativePath('/kernel', '/')).toBe('kernel');
-    expect(relativePath('/other/k', '/mlp')).toBe('/other/k');
+  it('says which scopes were merged in a multi-scope pack', () => {
+    const rec = fixture('multi_scope.json').packs[0];
+    expect(rec.scope_notes).toEqual([
+      { path: '/a', root: true, text: 'lifted' },
+      { path: '/a/inner', root: false, text: 'merged into /a (reached by path inner)' },
+      { path: '/b', root: true, text: 'lifted' }
+    ]);
+    expect(rec.lanes.map((l: { path: string; committed: string }) => [l.path, l.committed])).toEqual([
+      ['/a/w', '/a'],
+      ['/a/inner/v', '/a'],
+      ['/b/u', '/b']
+    ]);
   });
-});
 
-describe('filterNames', () => {
-  it('reads the recorded filter forms', async () => {
-    const { filterNames } = await import('../src/layout');
-    expect(filterNames('params')).toEqual(['params']);
-    expect(filterNames(['a', 'b'])).toEqual(['a', 'b']);
+  it('names groups by filter and label, empty filters included', () => {
+    const vmap = fixture('vmap_scan.json').packs[0];
+    expect(groupTitle(vmap, 0)).toBe('params: axis 0');
+    expect(groupTitle(vmap, 7)).toBe('no group');
     expect(filterNames(true)).toEqual(['all']);
     expect(filterNames(false)).toEqual([]);
+  });
+
+  it('filters lanes by every word of the query', () => {
+    const scan = fixture('scan_carry.json').packs[0];
+    const hits = (q: string) => scan.lanes.filter((l: never) => laneMatches(l, q)).map((l: { relative: string }) => l.relative);
+    expect(hits('batchnorm_0/mean')).toEqual(['BatchNorm_0/mean']);
+    expect(hits('params dense')).toEqual(['Dense_0/kernel', 'Dense_0/bias']);
+    expect(hits('carry')).toEqual(['steps']);
+    expect(hits('')).toHaveLength(scan.lanes.length);
+  });
+
+  it('opens the first levels, and only the first few of many transforms', () => {
+    expect(startsOpen(0, 0, 1)).toBe(true);
+    expect(startsOpen(2, 0, 1)).toBe(true);
+    expect(startsOpen(3, 0, 1)).toBe(false);
+    expect(startsOpen(0, 2, 64)).toBe(true);
+    expect(startsOpen(0, 3, 64)).toBe(false);
   });
 });
 
@@ -187,12 +233,10 @@ describe('navigation and text helpers', () => {
     expect(allRecords(trace).map(r => r.transform)).toEqual(['vmap', 'scan']);
   });
 
-  it('formats shapes and axes', () => {
+  it('formats shapes', () => {
     expect(shapeText({ shape: [2, 3], dtype: 'float32' })).toBe('f32[2,3]');
     expect(shapeText({ shape: [4], dtype: 'bfloat16', names: [null] })).toBe('bf16[4] (None)');
-    expect(shapeText(null)).toBe('?');
-    expect(axisText('axis 1')).toBe('1');
-    expect(axisText('broadcast')).toBe('broadcast');
+    expect(shapeText(null)).toBe('-');
   });
 
   it('colours collections named like Object.prototype members as any other name', () => {

@@ -1,13 +1,23 @@
-"""Writes the pack-trace fixtures the extension's unit tests read (run by make test)."""
+"""Writes the golden pack-trace payloads the extension's tests read.
+
+Run with ``.venv/bin/python extension/test/make_fixtures.py`` after changing the trace
+format; ``tests/display/test_pack_fixtures.py`` checks that lens still writes them
+(shapes, paths and notes are exact: no float values are stored).
+"""
+
+from __future__ import annotations
 
 import json
 import pathlib
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 import lens
 from lens import nn
+from lens.core import init, lift
 
 HERE = pathlib.Path(__file__).parent / "fixtures"
 
@@ -15,42 +25,151 @@ HERE = pathlib.Path(__file__).parent / "fixtures"
 class Block(nn.Module):
     @nn.compact
     def __call__(self, c, _):
-        h = nn.Dense(4, kernel_init=nn.with_partitioning(nn.initializers.lecun_normal(), ("embed", "mlp")))(c)
+        kinit = nn.with_partitioning(nn.initializers.lecun_normal(), ("embed", "mlp"))
+        h = nn.Dense(4, kernel_init=kinit)(c)
         return nn.BatchNorm(use_running_average=False)(h), None
 
 
 class Stack(nn.Module):
     @nn.compact
     def __call__(self, x):
-        S = nn.scan(Block, variable_axes={"params": 0, "batch_stats": 0}, split_rngs={"params": True}, length=3,
-                    metadata_params={nn.PARTITION_NAME: "layers"})
+        S = nn.scan(
+            Block,
+            variable_axes={"params": 0, "batch_stats": 0},
+            split_rngs={"params": True},
+            length=3,
+            metadata_params={nn.PARTITION_NAME: "layers"},
+        )
         return S()(x, None)[0]
 
 
 class Ensemble(nn.Module):
     @nn.compact
     def __call__(self, x):
-        V = nn.vmap(Stack, variable_axes={"params": 0, "batch_stats": 0}, split_rngs={"params": True},
-                    metadata_params={nn.PARTITION_NAME: "ens"})
+        V = nn.vmap(
+            Stack,
+            variable_axes={"params": 0, "batch_stats": 0},
+            split_rngs={"params": True},
+            metadata_params={nn.PARTITION_NAME: "ens"},
+        )
         return V(name="<img src=x onerror=alert(1)>")(x)
+
+
+class Step(nn.Module):
+    """A scan body with all three kinds of state: scanned, broadcast and carry."""
+
+    @nn.compact
+    def __call__(self, c, x):
+        h = nn.Dense(4)(c) + x
+        nn.BatchNorm(use_running_average=False)(h)
+        steps = self.variable("counter", "steps", lambda: jnp.zeros((), jnp.int32))
+        steps.value += 1
+        return h, h
+
+
+class Loop(nn.Module):
+    @nn.compact
+    def __call__(self, c, xs):
+        S = nn.scan(
+            Step,
+            variable_axes={"params": 0},
+            variable_broadcast="batch_stats",
+            variable_carry="counter",
+            split_rngs={"params": True},
+            length=3,
+        )
+        return S(name="steps_with_a_long_descriptive_name_to_check_wrapping")(c, xs)
+
+
+class Member(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = nn.Dense(4, name="hidden_projection_with_a_very_long_name")(x)
+        return nn.Dropout(0.5, deterministic=False)(x)
+
+
+class Nested(nn.Module):
+    """jit(scan(vmap(...))): three levels."""
+
+    @nn.compact
+    def __call__(self, c, xs):
+        class Body(nn.Module):
+            @nn.compact
+            def __call__(self, c, x):
+                V = nn.vmap(
+                    Member,
+                    variable_axes={"params": 0},
+                    split_rngs={"params": True, "dropout": False},
+                    in_axes=0,
+                )
+                return V()(c) + x, None
+
+        S = nn.scan(
+            Body,
+            variable_axes={"params": 0},
+            split_rngs={"params": True, "dropout": True},
+            length=2,
+        )
+        J = nn.jit(lambda mdl, c, xs: S()(c, xs)[0])
+        return J(self, c, xs)
+
+
+def multi_scope(scope: Any, x: jax.Array) -> jax.Array:
+    """One vmap over three scopes: /a, /a/inner (merged into /a) and /b."""
+
+    def body(scopes: Any, x: jax.Array) -> jax.Array:
+        a, a_inner, b = scopes
+        w = a.param("w", nn.initializers.ones, (2,))
+        v = a_inner.param("v", nn.initializers.ones, (2,))
+        u = b.param("u", nn.initializers.ones, (2,))
+        return x * w + v * u
+
+    a = scope.push("a")
+    vf = lift.vmap(body, variable_axes={"params": 0}, split_rngs={"params": True})
+    return vf((a, a.push("inner"), scope.push("b")), x)
+
+
+def _trace(fn: Callable[[], Any]) -> dict[str, Any]:
+    with lens.trace() as t:
+        fn()
+    return t.to_json()
+
+
+def payloads() -> dict[str, dict[str, Any]]:
+    """Every golden payload by file name (built without random values in them)."""
+    x = jnp.ones((2, 5, 4))
+    key = jax.random.key(0)
+    ens = Ensemble()
+    ens_vars = jax.eval_shape(lambda: ens.init(key, x))
+    ens_vars = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), ens_vars)
+    loop, c, xs = Loop(), jnp.ones((2, 4)), jnp.ones((3, 2, 4))
+    nested, nc, nxs = Nested(), jnp.ones((3, 4)), jnp.ones((2, 3, 4))
+    keys = {"params": key, "dropout": jax.random.key(1)}
+    return {
+        "vmap_scan.json": _trace(lambda: jax.eval_shape(lambda: ens.init(key, x))),
+        "vmap_apply.json": _trace(
+            lambda: ens.apply(ens_vars, x, mutable=["batch_stats"])
+        ),
+        "scan_carry.json": _trace(
+            lambda: jax.eval_shape(lambda: loop.init(key, c, xs))
+        ),
+        "nested.json": _trace(
+            lambda: jax.eval_shape(lambda: nested.init(keys, nc, nxs))
+        ),
+        "multi_scope.json": _trace(lambda: init(multi_scope)(key, jnp.ones((3, 2)))),
+        "two_transforms.json": _trace(
+            lambda: (
+                jax.eval_shape(lambda: ens.init(key, x)),
+                jax.eval_shape(lambda: Stack().init(key, x[0])),
+            )
+        ),
+    }
 
 
 def main() -> None:
     HERE.mkdir(exist_ok=True)
-    x = jnp.ones((2, 5, 4))
-    trace = lens.show_lifting(Ensemble(), x)
-    (HERE / "vmap_scan.json").write_text(json.dumps(trace.to_json(), indent=1))
-    two = lens.show_lifting(nn.vmap(Stack, variable_axes={"params": 0, "batch_stats": 0},
-                                    split_rngs={"params": True}, metadata_params={nn.PARTITION_NAME: "ens"})(), x)
-    with lens.trace() as both:
-        jax.eval_shape(lambda: Ensemble().init(jax.random.key(0), x))
-        jax.eval_shape(lambda: Stack().init(jax.random.key(0), x[0]))
-    (HERE / "two_transforms.json").write_text(json.dumps(both.to_json(), indent=1))
-    del two
-    variables = Ensemble().init(jax.random.key(0), x)
-    with lens.trace() as applied:  # apply: groups hold variables, batch_stats mutated
-        Ensemble().apply(variables, x, mutable=["batch_stats"])
-    (HERE / "vmap_apply.json").write_text(json.dumps(applied.to_json(), indent=1))
+    for name, doc in payloads().items():
+        (HERE / name).write_text(json.dumps(doc, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -8,12 +8,31 @@ import { optionText, renderPayload } from '../src/render';
 const fixture = (name: string) => JSON.parse(readFileSync(join(__dirname, 'fixtures', name), 'utf8'));
 
 describe('renderPayload', () => {
-  it('draws the stage columns and collection rows', () => {
+  it('draws one lane per variable, with full path and both shapes', () => {
     const host = document.createElement('div');
-    renderPayload(host, fixture('vmap_scan.json'));
-    expect(host.querySelectorAll('.lens-pack-stage').length).toBe(5);
-    expect(host.querySelectorAll('[data-collection="params"]').length).toBeGreaterThan(0);
-    expect(host.textContent).toContain('params: 0');
+    const doc = fixture('vmap_scan.json');
+    renderPayload(host, doc);
+    const rows = Array.from(host.querySelectorAll('.lens-pack-lane:not(.lens-pack-lane-head)')) as HTMLElement[];
+    const lanes = doc.packs[0].lanes.length + doc.packs[0].children[0].lanes.length;
+    expect(rows.length).toBe(lanes);
+    const kernel = rows.find(r => r.textContent!.includes('/<img src=x onerror=alert(1)>/ScanBlock_0/Dense_0/kernel'))!;
+    expect(kernel.querySelector('.lens-pack-outer')!.textContent).toBe("f32[2,3,4,4] ('ens','layers','embed','mlp')");
+    expect(kernel.querySelector('.lens-pack-axis')!.textContent).toBe('2');
+    expect(kernel.querySelector('.lens-pack-inner')!.textContent).toBe("f32[3,4,4] ('layers','embed','mlp')");
+    expect(kernel.querySelector('.lens-pack-how')!.textContent).toContain("vmap axis 0, size 2 ('ens')");
+    expect(kernel.dataset.fate).toBe('created');
+    expect(kernel.title).toContain('path: /<img src=x onerror=alert(1)>/ScanBlock_0/Dense_0/kernel');
+  });
+
+  it('heads each box with the one-line summary', () => {
+    const host = document.createElement('div');
+    const doc = fixture('scan_carry.json');
+    renderPayload(host, doc);
+    expect(host.querySelector('.lens-pack-summary')!.textContent).toBe(doc.packs[0].summary);
+    expect(host.querySelector('.lens-pack-badge')!.textContent).toBe('scan');
+    const groups = Array.from(host.querySelectorAll('.lens-pack-group-head')).map(n => n.textContent);
+    expect(groups).toEqual(['batch_stats: broadcast · 2 variables', 'counter: carry · 1 variable', 'params: axis 0 · 4 variables']);
+    expect(host.querySelector('.lens-pack-rng')!.textContent).toBe('rng params: split into 3 keys');
   });
 
   it('keeps user strings as text (no HTML injection)', () => {
@@ -23,35 +42,69 @@ describe('renderPayload', () => {
     expect(host.textContent).toContain('<img src=x onerror=alert(1)>');
   });
 
-  it('highlights a variable in every stage on hover', () => {
+  it('highlights a variable in every box on hover', () => {
     const host = document.createElement('div');
-    renderPayload(host, fixture('vmap_scan.json'));
-    const item = host.querySelector('[data-stage="repack"] .lens-pack-item') as HTMLElement;
-    item.dispatchEvent(new MouseEvent('mouseover', { bubbles: true }));
+    renderPayload(host, fixture('vmap_apply.json'));
+    const inner = host.querySelector('.lens-pack-box .lens-pack-box [data-collection="batch_stats"]') as HTMLElement;
+    inner.dispatchEvent(new MouseEvent('mouseover', { bubbles: true }));
     const lit = Array.from(host.querySelectorAll('.lens-pack-hl')) as HTMLElement[];
-    expect(lit.length).toBeGreaterThanOrEqual(2);
-    expect(new Set(lit.map(n => n.dataset.key))).toEqual(new Set([item.dataset.key]));
-    expect(new Set(lit.map(n => (n.parentElement as HTMLElement).dataset.stage))).toEqual(new Set(['repack', 'commit']));
+    // The same variable in the vmap's box and in the scan's box nested in it.
+    expect(lit.map(n => (n.closest('.lens-pack-box') as HTMLElement).dataset.transform)).toEqual(['vmap', 'scan']);
+    expect(new Set(lit.map(n => n.dataset.key))).toEqual(new Set([inner.dataset.key]));
   });
 
-  it('drills into a nested transform and back', () => {
+  it('nests transforms as boxes, with a breadcrumb back out', () => {
+    const host = document.createElement('div');
+    const view = renderPayload(host, fixture('nested.json'))!;
+    const boxes = Array.from(host.querySelectorAll('.lens-pack-box')) as HTMLDetailsElement[];
+    expect(boxes.map(b => [b.dataset.transform, b.dataset.depth])).toEqual([['jit', '0'], ['scan', '1'], ['vmap', '2']]);
+    expect(boxes[2].parentElement).toBe(boxes[1]);
+    const crumbs = boxes[2].querySelector(':scope > .lens-pack-crumbs')!;
+    expect(crumbs.textContent).toBe('in jit at / › scan at /ScanBody_0 › vmap at /ScanBody_0/VmapMember_0');
+    (crumbs.querySelector('.lens-pack-crumb') as HTMLElement).click(); // back out to jit
+    expect([boxes[0].open, boxes[1].open, boxes[2].open]).toEqual([true, false, false]);
+    expect(view.boxOf(view.trace.packs[0])).toBe(boxes[0]);
+  });
+
+  it('shows everything about a lane in the details panel on click', () => {
+    const host = document.createElement('div');
+    renderPayload(host, fixture('scan_carry.json'));
+    const row = host.querySelector('[data-collection="counter"]') as HTMLElement;
+    row.click();
+    const panel = host.querySelector('.lens-pack-details')!;
+    const pairs = Array.from(panel.querySelectorAll('dt')).map(dt => `${dt.textContent}=${dt.nextElementSibling!.textContent}`);
+    expect(pairs).toContain('path=/steps_with_a_long_descriptive_name_to_check_wrapping/steps');
+    expect(pairs).toContain('lifted=carry: in -> out, threaded through the steps');
+    expect(pairs).toContain('carry out=i32[]');
+    expect(row.classList.contains('lens-pack-selected')).toBe(true);
+  });
+
+  it('filters lanes and counts the matches per group', () => {
     const host = document.createElement('div');
     const view = renderPayload(host, fixture('vmap_scan.json'))!;
-    (host.querySelector('.lens-pack-child') as HTMLElement).click();
-    expect(view.current()!.transform).toBe('scan');
-    expect(host.querySelectorAll('.lens-pack-crumb').length).toBe(2);
-    (host.querySelector('.lens-pack-crumb') as HTMLElement).click();
-    expect(view.current()!.transform).toBe('vmap');
+    expect(host.querySelector('.lens-pack-filter')).not.toBeNull(); // 12 lanes > 10
+    view.filter('kernel');
+    const shown = Array.from(host.querySelectorAll('.lens-pack-lane:not(.lens-pack-lane-head)')).filter(
+      n => !(n as HTMLElement).hidden
+    );
+    expect(shown.map(n => n.querySelector('.lens-pack-name')!.textContent!.split('/').pop())).toEqual(['kernel', 'kernel']);
+    expect(host.querySelector('.lens-pack-count')!.textContent).toBe(' · 1 of 4 variables');
+    view.filter('');
+    expect(host.querySelector('.lens-pack-count')!.textContent).toBe(' · 4 variables');
   });
 
-  it('picks among several transforms', () => {
+  it('collapses large groups and boxes beyond the first few', () => {
     const host = document.createElement('div');
-    const view = renderPayload(host, fixture('two_transforms.json'))!;
-    const picker = host.querySelector('.lens-pack-picker') as HTMLSelectElement;
-    expect(picker.options.length).toBe(2);
-    picker.value = '1';
-    picker.dispatchEvent(new Event('change'));
-    expect(view.current()!.transform).toBe('scan');
+    const one = fixture('scan_carry.json').packs[0];
+    const many = Array.from({ length: 64 }, (_, i) => ({ ...one, id: i }));
+    const big = { ...one, lanes: Array.from({ length: 250 }, (_, i) => ({ ...one.lanes[0], key: `k${i}`, path: `/layer_${i}/kernel` })) };
+    renderPayload(host, { schema: 'lens.pack-trace', version: 2, packs: [big, ...many] });
+    const boxes = Array.from(host.querySelectorAll('.lens-pack-box')) as HTMLDetailsElement[];
+    expect(boxes.length).toBe(65);
+    expect(boxes.filter(b => b.open).length).toBe(3);
+    const firstGroup = boxes[0].querySelector('.lens-pack-group') as HTMLDetailsElement;
+    expect(firstGroup.open).toBe(false);
+    expect(firstGroup.querySelector('.lens-pack-count')!.textContent).toBe(' · 250 variables');
   });
 
   it('formats recorded options', () => {
@@ -69,13 +122,12 @@ describe('renderPayload', () => {
   it('draws the valid records and lists what was left out', () => {
     const host = document.createElement('div');
     const good = fixture('vmap_scan.json').packs[0];
-    const view = renderPayload(host, {
+    renderPayload(host, {
       schema: 'lens.pack-trace',
-      version: 1,
+      version: 2,
       packs: [{ transform: 'scan', groups: 'params' }, good]
     })!;
-    expect(view.current()!.transform).toBe('vmap');
-    expect(host.querySelectorAll('.lens-pack-stage').length).toBe(5);
+    expect(Array.from(host.querySelectorAll('.lens-pack-box')).map(b => (b as HTMLElement).dataset.transform)).toEqual(['vmap', 'scan']);
     const warning = host.querySelector('.lens-pack-warning')!;
     expect(warning.textContent).toContain('1 part of this trace could not be drawn');
     expect(warning.textContent).toContain('packs[0] (scan): left out');
@@ -113,7 +165,7 @@ describe('renderPayload', () => {
       const host = document.createElement('div');
       expect(() => renderPayload(host, doc)).not.toThrow();
       expect(host.textContent!.length).toBeGreaterThan(0);
-      drawn += host.querySelector('.lens-pack-stages') ? 1 : 0;
+      drawn += host.querySelector('.lens-pack-box') ? 1 : 0;
     }
     expect(drawn).toBeGreaterThan(0); // corruption in one record leaves the others drawn
   });

@@ -23,10 +23,10 @@ import jax
 import numpy as np
 
 from lens._views import install as install_views
-from lens.core import _meta
+from lens.core import _lanes, _meta
 
 SCHEMA_ID = "lens.pack-trace"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MIME_TYPE = "application/vnd.lens.pack+json"
 
 
@@ -106,8 +106,16 @@ class PackTrace:
         self.records: list[dict[str, Any]] = []
 
     def to_json(self) -> dict[str, Any]:
-        """The whole trace as a JSON-serialisable dict (schema ``lens.pack-trace``)."""
-        return {"schema": SCHEMA_ID, "version": SCHEMA_VERSION, "packs": self.records}
+        """The whole trace as a JSON-serialisable dict (schema ``lens.pack-trace``).
+
+        Each record carries what ``pack`` saw at each stage, and what that means per
+        variable (``lanes``), per rng stream and per scope, and a one-line ``summary``.
+        """
+        return {
+            "schema": SCHEMA_ID,
+            "version": SCHEMA_VERSION,
+            "packs": [_lanes.describe(r) for r in self.records],
+        }
 
     def dumps(self) -> str:
         """The trace as a JSON string."""

@@ -1,19 +1,27 @@
-"""Pack traces: a text summary, a static HTML diagram, and the extension's MIME type.
+"""Pack traces: a text summary, a script-free HTML picture, and the extension's MIME type.
 
 The bundle carries ``application/vnd.lens.pack+json`` (drawn interactively by the
-JupyterLab extension), ``text/html`` (this module's static diagram: the six stages
-of ``pack`` as columns, nested transforms nested) and ``text/plain``.
+JupyterLab extension), ``text/html`` and ``text/plain``. Both static forms draw the
+same lanes (``lens.core._lanes``): one per variable, grouped by filter group, outer
+and inner value side by side with the mapped axis marked, what came back and where
+it was committed; each rng stream; nested transforms as nested boxes.
+
+The HTML uses inline styles only (no ``<style>``, no scripts, no external assets),
+so it reads the same where no extension runs and stylesheets are stripped (GitHub,
+nbviewer, VS Code); colours are mid-tones and borders translucent, so it reads on
+light and dark backgrounds alike.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lens.core import _lanes
 from lens.core._trace import MIME_TYPE, PackTrace
 from lens.display._base import View, e
-from lens.display._leaf import printable
+from lens.display._leaf import printable, short_dtype
 
 PALETTE = [
     "#1f77b4",
@@ -25,22 +33,9 @@ PALETTE = [
     "#8c564b",
     "#e377c2",
 ]
-STAGES = [
-    "1 scopes",
-    "2 filter: groups",
-    "3-4 inside the transform",
-    "5 repack",
-    "6 commit",
-]
 
-DIAGRAM_CSS = """<style>
-.lens-pack{border:1px solid #ccc;border-radius:4px;margin:4px 0;padding:4px}
-.lens-pack .t{font-weight:bold}.lens-pack .stages{display:flex;gap:6px;align-items:stretch}
-.lens-pack .st{flex:1;min-width:120px;border-left:3px solid #ddd;padding:0 4px}
-.lens-pack .sh{font-size:11px;color:#777;text-transform:uppercase}
-.lens-pack .v{white-space:nowrap}.lens-pack .ar{color:#aaa;align-self:center}
-.lens-pack .kids{margin-left:16px}
-</style>"""
+TEXT_LANES = 24
+"""Lanes listed per transform in the text form before the rest are counted."""
 
 
 def color(collection: str) -> str:
@@ -57,39 +52,105 @@ def color(collection: str) -> str:
     return PALETTE[4 + h % 4]
 
 
-def _shape(spec: Any) -> str:
+def shape_text(spec: Mapping[str, Any] | None, axis: int | None = None) -> str:
+    """``f32[8,4,3]``; with ``axis``, that dimension in asterisks: ``f32[*8*,4,3]``."""
+    return "".join(t for t, _ in _shape_parts(spec, axis))
+
+
+def _shape_parts(
+    spec: Mapping[str, Any] | None, axis: int | None
+) -> list[tuple[str, bool]]:
+    """The pieces of a shape's text, each flagged when it is the mapped axis."""
     if not spec:
-        return "?"
-    from lens.display._leaf import short_dtype
-
-    s = f"{short_dtype(spec.get('dtype', '?'))}[{','.join(str(d) for d in spec.get('shape', []))}]"
-    if spec.get("names"):
-        s += (
-            " ("
-            + ",".join("None" if n is None else repr(n) for n in spec["names"])
-            + ")"
+        return [("-", False)]
+    if spec.get("dtype") == "pytree":
+        n = len(spec.get("leaves", []))
+        return [(f"pytree of {n} leaves", False)]
+    dims = [str(d) for d in spec.get("shape", [])]
+    parts: list[tuple[str, bool]] = [(f"{short_dtype(spec.get('dtype', '?'))}[", False)]
+    for i, d in enumerate(dims):
+        if i:
+            parts.append((",", False))
+        parts.append((f"*{d}*", True) if i == axis else (d, False))
+    parts.append(("]", False))
+    names = spec.get("names")
+    if names:
+        parts.append(
+            (
+                " (" + ",".join("None" if n is None else repr(n) for n in names) + ")",
+                False,
+            )
         )
-    return s
+    return parts
 
 
-def _options(rec: dict[str, Any]) -> str:
-    opts = rec.get("options", {})
-    keys = [
-        k
-        for k in (
-            "variable_axes",
-            "variable_broadcast",
-            "variable_carry",
-            "split_rngs",
-            "length",
-            "axis_size",
-        )
-        if opts.get(k) not in (None, False, [], {})
-    ]
-    return " · ".join(f"{k}={_opt(opts[k])}" for k in keys)
+def _records(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The records, described (lanes, summary) when the payload predates them."""
+    return [r if "lanes" in r else _lanes.describe(r) for r in doc.get("packs", [])]
+
+
+def _group_title(rec: Mapping[str, Any], gi: int) -> str:
+    groups = rec.get("groups", [])
+    if not 0 <= gi < len(groups):
+        return "no group"
+    g = groups[gi]
+    filt = g.get("filter")
+    if filt is True and g.get("label") in ("all", "", None):
+        return "all collections"
+    names = (
+        "all"
+        if filt is True
+        else ", ".join(map(str, filt))
+        if isinstance(filt, list)
+        else str(filt)
+    )
+    return f"{names}: {g.get('label') or 'lifted'}"
+
+
+def _grouped(rec: Mapping[str, Any]) -> list[tuple[int, list[dict[str, Any]]]]:
+    by: dict[int, list[dict[str, Any]]] = {}
+    for lane in rec.get("lanes", []):
+        by.setdefault(lane["group"], []).append(lane)
+    return sorted(by.items(), key=lambda kv: (kv[0] < 0, kv[0]))
+
+
+def _roots(rec: Mapping[str, Any]) -> list[str]:
+    return [s["path"] for s in rec.get("scopes", []) if s.get("root")]
+
+
+def fate_text(lane: Mapping[str, Any], many_roots: bool) -> str:
+    """``created``; with several lifted scopes, also where: ``created -> /b``."""
+    where = lane.get("committed")
+    return lane["fate"] + (f" -> {where}" if many_roots and where else "")
+
+
+def _commits_to(rec: Mapping[str, Any]) -> str | None:
+    """``commits back to /mlp`` when one scope is lifted and something is written back."""
+    roots = _roots(rec)
+    if len(roots) == 1 and any(lane.get("committed") for lane in rec.get("lanes", [])):
+        return f"commits back to {roots[0]}"
+    return None
+
+
+def _outer_inner(lane: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The outer value shown: what came in, else what was committed."""
+    return lane.get("outer") or lane.get("out"), lane.get("inner")
+
+
+# --- text ----------------------------------------------------------------------
+
+_OPTION_KEYS = (
+    "variable_axes",
+    "variable_broadcast",
+    "variable_carry",
+    "split_rngs",
+    "length",
+    "axis_size",
+)
 
 
 def _opt(v: Any) -> str:
+    """A recorded option: mappings were recorded as ``[[key, value], ...]``."""
     if (
         isinstance(v, list)
         and v
@@ -99,208 +160,170 @@ def _opt(v: Any) -> str:
     return str(v)
 
 
-def _where(rec: dict[str, Any]) -> str:
-    roots = [s["path"] for s in rec.get("scopes", []) if s.get("root")]
-    return printable(", ".join(roots) or "/")
-
-
-def _mapped_size(rec: dict[str, Any]) -> int | None:
-    """The size of the mapped (vmap) or scanned axis, from the options or from
-    a variable's outer and inner shapes."""
+def options_text(rec: Mapping[str, Any]) -> str:
+    """``variable_axes={params: 0} · split_rngs={params: True}``"""
     opts = rec.get("options", {})
-    for k in ("axis_size", "length"):
-        if isinstance(opts.get(k), int):
-            return opts[k]
-    created = {
-        (c["collection"], c["path"]): c
-        for c in rec.get("repack", {}).get("created", [])
-    }
-    for g in rec.get("groups", []):
-        label = str(g.get("label") or "")
-        if not label.startswith("axis "):
-            continue
-        try:
-            axis = int(label.split()[1])
-        except ValueError:
-            continue
-        pairs = [(v.get("outer"), v.get("inner")) for v in g.get("variables", [])]
-        for c in rec.get("commit", []):
-            if c["collection"] in g.get("collections", []) or c["collection"] == g.get(
-                "filter"
-            ):
-                made = created.get((c["collection"], c["path"]))
-                if made:
-                    pairs.append((c.get("outer"), made.get("inner")))
-        for outer, inner in pairs:
-            o = (outer or {}).get("shape")
-            i = (inner or {}).get("shape")
-            if (
-                o is not None
-                and i is not None
-                and len(o) == len(i) + 1
-                and axis < len(o)
-            ):
-                return int(o[axis])
-    return None
+    return " · ".join(
+        f"{k}={_opt(opts[k])}"
+        for k in _OPTION_KEYS
+        if opts.get(k) not in (None, False, [], {})
+    )
 
 
-def _group_phrase(g: dict[str, Any]) -> str | None:
-    """``params on axis 0``, ``batch_stats broadcast``: what one filter group did."""
-    filt = g.get("filter")
-    if filt is False or filt is None:
-        return None
-    names = "all collections" if filt is True else printable(str(filt))
-    label = str(g.get("label") or "")
-    if label.startswith("axis "):
-        return f"{names} on {label}"
-    return f"{names} {label}" if label else names
-
-
-def summary(rec: dict[str, Any]) -> str:
-    """One line for one transform: ``vmap over 8 at /: params on axis 0,
-    batch_stats broadcast; rngs params split; 4 created``."""
-    size = _mapped_size(rec)
-    unit = " steps" if rec.get("transform") == "scan" else ""
-    head = f"{rec['transform']}" + (f" over {size}{unit}" if size is not None else "")
-    parts = [p for p in (_group_phrase(g) for g in rec.get("groups", [])) if p]
-    text = f"{head} at {_where(rec)}" + (": " + ", ".join(parts) if parts else "")
-    rngs = rec.get("rngs", [])
-    if rngs:
-        text += "; rngs " + printable(
-            ", ".join(f"{r['stream']} {r['label']}" for r in rngs)
-        )
-    rp = rec.get("repack", {})
-    counts = []
-    if rp.get("created"):
-        counts.append(f"{len(rp['created'])} created")
-    if rp.get("mutated"):
-        counts.append(f"{len(rp['mutated'])} updated")
-    if counts:
-        text += "; " + ", ".join(counts)
-    return text
-
-
-def text_lines(records: Sequence[dict[str, Any]], depth: int = 0) -> list[str]:
-    """One block of lines per pack record, children indented."""
-    pad = "  " * depth
+def text_lines(records: Sequence[Mapping[str, Any]], depth: int = 0) -> list[str]:
+    """One summary line per pack record, then its lanes; children indented."""
     out: list[str] = []
-    for rec in records:
-        out.append(pad + summary(rec))
-        if _options(rec):
-            out.append(f"{pad}  options: {_options(rec)}")
-        for g in rec.get("groups", []):
-            if not g["collections"] and not g["variables"]:
-                continue
-            vs = g["variables"]
-            ex = (
-                f"; e.g. {printable(vs[0]['path'])} {_shape(vs[0]['outer'])} -> {_shape(vs[0]['inner'])}"
-                if vs
-                else ""
-            )
+    stack = [(r, depth) for r in reversed(records)]
+    while stack:
+        rec, d = stack.pop()
+        pad = "  " * d
+        out.append(pad + printable(rec.get("summary", rec.get("transform", "?"))))
+        if options_text(rec):
+            out.append(f"{pad}  options: {printable(options_text(rec))}")
+        for note in rec.get("scope_notes", []):
+            if not note["root"]:
+                out.append(f"{pad}  scope {printable(note['path'])}: {note['text']}")
+        many = len(_roots(rec)) > 1
+        if _commits_to(rec):
+            out.append(f"{pad}  {printable(_commits_to(rec))}")
+        shown = 0
+        total = len(rec.get("lanes", []))
+        for gi, lanes in _grouped(rec):
             out.append(
-                f"{pad}  [{g['label'] or g['index']}] {printable(', '.join(g['collections']))}: {len(vs)} variables{ex}"
+                f"{pad}  [{printable(_group_title(rec, gi))}] {len(lanes)} variable{'s' if len(lanes) != 1 else ''}"
             )
-        rngs = rec.get("rngs", [])
-        if rngs:
-            out.append(
-                f"{pad}  rngs: "
-                + printable(", ".join(f"{r['stream']} {r['label']}" for r in rngs))
-            )
-        hidden = rec.get("hidden_collections", []) + [
+            for lane in lanes:
+                if shown >= TEXT_LANES:
+                    break
+                shown += 1
+                outer, inner = _outer_inner(lane)
+                out.append(
+                    f"{pad}    {printable(lane['collection'])} {printable(lane['relative'])}  "
+                    f"{shape_text(outer, lane['axis'])} -> {shape_text(inner)}  "
+                    f"{printable(lane['note'])}; {printable(fate_text(lane, many))}"
+                )
+        if total > shown:
+            out.append(f"{pad}    ... {total - shown} more variables")
+        for r in rec.get("rng_lanes", []):
+            out.append(f"{pad}  rng {printable(r['stream'])}: {r['text']}")
+        hidden = list(rec.get("hidden_collections", [])) + [
             f"rng {r}" for r in rec.get("hidden_rngs", [])
         ]
         if hidden:
             out.append(f"{pad}  not lifted: {printable(', '.join(hidden))}")
-        rp = rec.get("repack", {})
-        created = rp.get("created", [])
-        commits = {c["path"]: c for c in rec.get("commit", [])}
-        ex = ""
-        if created:
-            c0 = created[0]
-            outer = commits.get(c0["path"], {}).get("outer")
-            ex = f"; e.g. {printable(c0['collection'] + ':' + c0['path'])} inner {_shape(c0['inner'])} -> outer {_shape(outer)}"
-        out.append(
-            f"{pad}  repack: {len(created)} created, {len(rp.get('mutated', []))} mutated · "
-            f"commit: {len(rec.get('commit', []))} variables{ex}"
-        )
-        out += text_lines(rec.get("children", []), depth + 1)
+        for child in reversed(rec.get("children", [])):
+            stack.append((child, d + 1))
     return out
 
 
-def _var_html(v: dict[str, Any], shape_key: str, extra: str = "") -> str:
-    c = color(v["collection"])
+# --- script-free HTML ----------------------------------------------------------
+
+_BOX = (
+    "border:1px solid rgba(128,128,128,.45);border-radius:4px;margin:4px 0;"
+    "padding:2px 6px;max-width:100%;box-sizing:border-box"
+)
+_MUTED = "opacity:.72"
+_WRAP = "white-space:normal;overflow-wrap:anywhere;word-break:break-word"
+_FATE_STYLE = {
+    "created": "color:#2e7d32",
+    "updated": "color:#b26a00",
+    "dropped": "color:#c62828",
+    "unchanged": _MUTED,
+}
+
+
+def _shape_html(spec: Mapping[str, Any] | None, axis: int | None = None) -> str:
+    return "".join(
+        f"<b style='text-decoration:underline'>{e(t.strip('*'))}</b>"
+        if mapped
+        else e(t)
+        for t, mapped in _shape_parts(spec, axis)
+    )
+
+
+def _lane_html(lane: Mapping[str, Any], many_roots: bool) -> str:
+    outer, inner = _outer_inner(lane)
+    c = color(lane["collection"])
+    full = f"{lane['collection']} {lane['path']}"
     return (
-        f"<div class='v' title='{e(v['collection'])}'><span style='color:{c}'>&#9632;</span> "
-        f"{e(v['path'])} {e(_shape(v.get(shape_key)))}{extra}</div>"
+        f"<tr title='{e(full)}' style='vertical-align:top'>"
+        f"<td style='{_WRAP};padding:1px 8px 1px 0'>"
+        f"<span style='color:{c}'>&#9632;</span> <span style='{_MUTED}'>"
+        f"{e(lane['collection'])}</span> {'/<wbr>'.join(e(p) for p in lane['path'].split('/'))}</td>"
+        f"<td style='{_WRAP};padding:1px 4px'>{_shape_html(outer, lane['axis'])}</td>"
+        f"<td style='{_MUTED};padding:1px 2px'>&#8594;</td>"
+        f"<td style='{_WRAP};padding:1px 4px'>{_shape_html(inner)}</td>"
+        f"<td style='{_WRAP};padding:1px 0 1px 8px'>{e(lane['note'])}; "
+        f"<span style='{_FATE_STYLE[lane['fate']]}' title='{e(lane['fate_text'])}'>"
+        f"{e(fate_text(lane, many_roots))}</span></td></tr>"
     )
 
 
-def _record_html(rec: dict[str, Any]) -> str:
-    head = f"<div class='t'>{e(rec['transform'])} at {e(_where(rec))}</div>"
-    if _options(rec):
-        head += f"<div class='m'>{e(_options(rec))}</div>"
-    scopes = "".join(
-        f"<div class='v'>{e(s['path'])}{'' if s['root'] else ' <span class=m>(rebuilt by path)</span>'}</div>"
-        for s in rec.get("scopes", [])
+def _record_html(rec: Mapping[str, Any], crumbs: list[str]) -> str:
+    trail = crumbs + [f"{rec.get('transform', '?')}"]
+    head = (
+        f"<summary style='cursor:pointer;{_WRAP}'><b>{e(rec.get('transform', '?'))}</b> "
+        f"<span>{e(rec.get('summary', ''))}</span></summary>"
     )
-    groups = "".join(
-        f"<div><b>{e(g['label'] or g['index'])}</b> <span class='m'>{e(_opt(g['filter']))}</span>: "
-        + ", ".join(
-            f"<span style='color:{color(c)}'>{e(c)}</span>" for c in g["collections"]
+    body = []
+    if options_text(rec):
+        body.append(f"<div style='{_MUTED};{_WRAP}'>{e(options_text(rec))}</div>")
+    if len(trail) > 1:
+        body.append(f"<div style='{_MUTED};{_WRAP}'>in: {e(' › '.join(trail))}</div>")
+    for note in rec.get("scope_notes", []):
+        if not note["root"] or len(rec.get("scope_notes", [])) > 1:
+            body.append(
+                f"<div style='{_WRAP}'>scope {e(note['path'])}: {e(note['text'])}</div>"
+            )
+    if _commits_to(rec):
+        body.append(f"<div style='{_MUTED};{_WRAP}'>{e(_commits_to(rec))}</div>")
+    many = len(_roots(rec)) > 1
+    for gi, lanes in _grouped(rec):
+        rows = "".join(_lane_html(lane, many) for lane in lanes)
+        body.append(
+            f"<details open style='margin:0 0 0 4px'><summary style='cursor:pointer'>{e(_group_title(rec, gi))} "
+            f"<span style='{_MUTED}'>· {len(lanes)} variable{'s' if len(lanes) != 1 else ''}"
+            f"</span></summary><table style='border-collapse:collapse;width:100%;"
+            f"margin:0;table-layout:auto'>{rows}</table></details>"
         )
-        + "</div>"
-        for g in rec.get("groups", [])
-    )
-    hidden = rec.get("hidden_collections", [])
+    for r in rec.get("rng_lanes", []):
+        body.append(f"<div>rng <b>{e(r['stream'])}</b>: {e(r['text'])}</div>")
+    hidden = list(rec.get("hidden_collections", [])) + [
+        f"rng {r}" for r in rec.get("hidden_rngs", [])
+    ]
     if hidden:
-        groups += f"<div class='m'>not lifted: {e(', '.join(hidden))}</div>"
-    inside = "".join(
-        _var_html(v, "inner", f" <span class='m'>({e(g['label'])})</span>")
-        for g in rec.get("groups", [])
-        for v in g["variables"]
-    )
-    inside += "".join(
-        f"<div class='v'>rng {e(r['stream'])}: {e(r['label'])}</div>"
-        for r in rec.get("rngs", [])
-    )
-    rp = rec.get("repack", {})
-    repack = "".join(
-        _var_html(v, "inner", " <span class='add'>created</span>")
-        for v in rp.get("created", [])
-    )
-    repack += "".join(
-        _var_html(v, "inner", " <span class='sh'>mutated</span>")
-        for v in rp.get("mutated", [])
-    )
-    commit = "".join(_var_html(v, "outer") for v in rec.get("commit", []))
-    cols = [scopes, groups, inside, repack, commit]
-    stages = "<span class='ar'>&#8594;</span>".join(
-        f"<div class='st'><div class='sh'>{e(name)}</div>{body or '<span class=m>none</span>'}</div>"
-        for name, body in zip(STAGES, cols)
-    )
-    kids = "".join(_record_html(k) for k in rec.get("children", []))
-    kids_html = f"<div class='kids'>{kids}</div>" if kids else ""
-    return f"<div class='lens-pack'>{head}<div class='stages'>{stages}</div>{kids_html}</div>"
+        body.append(f"<div style='{_MUTED}'>not lifted: {e(', '.join(hidden))}</div>")
+    kids = "".join(_record_html(k, trail) for k in rec.get("children", []))
+    return f"<details open style='{_BOX};margin-left:0'>{head}{''.join(body)}{kids}</details>"
+
+
+LEGEND = (
+    "<div style='opacity:.72;overflow-wrap:anywhere'>outer value &#8594; inner value; "
+    "<b style='text-decoration:underline'>underlined</b>: the axis the transform maps "
+    "or scans over · <span style='color:#2e7d32'>created</span> · "
+    "<span style='color:#b26a00'>updated</span> · "
+    "<span style='color:#c62828'>dropped</span></div>"
+)
 
 
 class PackTraceView(View):
     """Displays a :class:`~lens.core.PackTrace` (or its JSON)."""
 
     def __init__(self, trace: PackTrace | dict[str, Any]):
-        self.doc = trace.to_json() if isinstance(trace, PackTrace) else trace
+        doc = trace.to_json() if isinstance(trace, PackTrace) else trace
+        self.doc = {**doc, "packs": _records(doc)}
 
     def text(self) -> str:
-        """One summary line per pack call (nested calls indented), each with its
-        details below."""
+        """One summary line per pack call (nested calls indented), its lanes below."""
         recs = self.doc.get("packs", [])
         return "\n".join([f"PackTrace: {len(recs)} pack call(s)"] + text_lines(recs))
 
     def html_body(self) -> str:
-        """The static diagram."""
+        """The static picture: nested boxes, lanes per filter group, a legend."""
         recs = self.doc.get("packs", [])
         if not recs:
             return "<div class='m'>PackTrace: no pack calls were recorded.</div>"
-        return DIAGRAM_CSS + "".join(_record_html(r) for r in recs)
+        return LEGEND + "".join(_record_html(r, []) for r in recs)
 
     def _repr_mimebundle_(
         self, include: Any = None, exclude: Any = None

@@ -219,13 +219,26 @@ def test_pack_trace_text_html_and_mime(variables):
         "on axis 0; rngs params split; 8 created\n"
         "  options: variable_axes={params: 0, batch_stats: 0}"
     )
+    # One lane per variable: outer -> inner with the mapped axis marked, its axis
+    # name from metadata_params, and what came back.
     assert (
-        "inner f32[3,4] (None,'model') -> outer f32[3,3,4] ('ens',None,'model')" in text
+        "    params Dense_0/kernel  f32[*3*,3,4] ('ens',None,'model') -> "
+        "f32[3,4] (None,'model')  vmap axis 0, size 3 ('ens'); created"
+        in text.splitlines()
     )
+    assert "  rng params: split into 3 keys" in text.splitlines()
+    assert "  commits back to /" in text.splitlines()
     bundle = trace._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "text/html", "application/vnd.lens.pack+json"}
     html = bundle["text/html"]
-    assert len(re.findall(r"class='st'", html)) == 5 and "<script" not in html
+    assert "<script" not in html and "<style" not in html.split("</style>", 1)[1]
+    # Every variable's full path and both shapes, in one row each.
+    rows = re.findall(r"<tr title='(\w+) ([^']+)'", html)
+    assert sorted(p for _, p in rows) == sorted(
+        [f"/{m}/{n}" for m in ("Dense_0", "Dense_1") for n in ("kernel", "bias")]
+        + ["/BatchNorm_0/" + n for n in ("bias", "mean", "scale", "var")]
+    )
+    assert "f32[<b style='text-decoration:underline'>3</b>,3,4]" in html
 
 
 def test_diff_after_an_update(variables):

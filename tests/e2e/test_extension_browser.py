@@ -1,9 +1,14 @@
 """In a real browser: JupyterLab draws pack traces with the lens extension.
 
 Starts JupyterLab (with --allow-root, token off, on a free local port) on a copy of
-notebooks/02_lifting.ipynb plus a small extra notebook, then drives Debian's Chromium
-with Playwright (extension/test/e2e.mjs). Needs the extension built and linked
-(`make test` does it) and /usr/bin/chromium (`make test` installs it when missing).
+notebooks/02_lifting.ipynb, a small extra notebook and a notebook holding the golden
+payloads of extension/test/fixtures as stored outputs, then drives Debian's Chromium
+with Playwright (extension/test/e2e.mjs): each golden trace is drawn at 600 and 1200
+px (and in the dark theme), every variable's full path and both shapes must be there
+and no label may be wider than its box. The script-free HTML of the same traces is
+opened alone, as GitHub or nbviewer would show it. Screenshots are written to
+extension/test/screenshots/ (test artifacts, not committed). Needs the extension built
+and linked (`make test` does it) and /usr/bin/chromium (`make test` installs it).
 """
 
 import json
@@ -18,6 +23,8 @@ import urllib.request
 
 import nbformat
 import pytest
+
+from lens.display import PackTraceView
 
 ROOT = pathlib.Path(__file__).parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -37,6 +44,21 @@ EXTRA = [
     "        return nn.scan(Block, variable_axes={'params': 0}, split_rngs={'params': True}, length=64)()(x, None)[0]\n"
     "lens.show_lifting(Deep(), jnp.ones((1, 32)))",
 ]
+
+
+FIXTURES = ROOT / "extension" / "test" / "fixtures"
+GOLDEN = [
+    "vmap_scan.json",
+    "vmap_apply.json",
+    "scan_carry.json",
+    "nested.json",
+    "multi_scope.json",
+    "two_transforms.json",
+]
+
+
+def _fixture(name: str) -> dict:
+    return json.loads((FIXTURES / name).read_text())
 
 
 def _free_port() -> int:
@@ -65,6 +87,16 @@ def lab(tmp_path_factory):
     }
     nb.cells = [nbformat.v4.new_code_cell(src) for src in EXTRA]
     nbformat.write(nb, root / "e2e_extra.ipynb")
+    golden = nbformat.v4.new_notebook(metadata=nb.metadata)
+    for name in GOLDEN:
+        cell = nbformat.v4.new_code_cell(f"# {name}")
+        cell.outputs = [
+            nbformat.v4.new_output(
+                "display_data", data=PackTraceView(_fixture(name))._repr_mimebundle_()
+            )
+        ]
+        golden.cells.append(cell)
+    nbformat.write(golden, root / "golden.ipynb")
     # Render every cell (no windowing) and skip the news prompt.
     settings = root / ".settings"
     (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
@@ -120,28 +152,95 @@ def lab(tmp_path_factory):
 
 def test_extension_draws_pack_traces_in_jupyterlab(lab, tmp_path):
     url, _ = lab
-    shot = ROOT / "extension" / "test" / "e2e-screenshot.png"
+    shots = ROOT / "extension" / "test" / "screenshots"
+    shots.mkdir(exist_ok=True)
+    fallback = tmp_path / "fallback.html"
+    fallback.write_text(
+        "<!doctype html><meta charset=utf-8><body style='margin:8px'>"
+        + "".join(PackTraceView(_fixture(n)).html() for n in GOLDEN)
+    )
     out = subprocess.run(
         ["node", str(ROOT / "extension" / "test" / "e2e.mjs")],
         cwd=ROOT / "extension",
         capture_output=True,
         text=True,
         timeout=540,
-        env=dict(os.environ, LAB_URL=url, SCREENSHOT=str(shot), CHROMIUM=CHROMIUM),
+        env=dict(
+            os.environ,
+            LAB_URL=url,
+            SHOTS=str(shots),
+            CHROMIUM=CHROMIUM,
+            GOLDEN=json.dumps(GOLDEN),
+            FALLBACK_HTML=str(fallback),
+        ),
     )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     print(
-        "browser report:", json.dumps(report)
-    )  # shown with -s; the render time is noted
-    assert report["renderers"] >= 3  # the notebook's three pack traces, re-run live
-    assert report["stages"] == ["scopes", "groups", "inside", "repack", "commit"]
-    assert report["paramsRows"] > 0
-    assert "params: 0" in report["groupTexts"]
-    assert report["title"].startswith("vmap at /mlp")
-    assert set(report["highlighted"]) == {"repack", "commit"}
+        "browser report:",
+        json.dumps({k: v for k, v in report.items() if k != "golden"}),
+    )
+
+    # notebooks/02_lifting.ipynb, re-run live.
+    assert report["renderers"] >= 3
+    assert report["summary"].startswith("vmap over 3 at /mlp: params on axis 0")
+    assert report["groupTitles"][0].startswith("params: axis 0 · ")
+    assert report["paramsLanes"] > 0
+    assert any(d.startswith("/mlp/") for d in report["details"]), report["details"]
     assert report["htmlFallbackShown"] == 0  # the extension wins over text/html
-    assert shot.exists() and shot.stat().st_size > 10_000
     assert "unknown schema" in report["errorText"]
-    assert report["scanStages"] == 5
+    assert report["scanLanes"] == 2  # a 64-step scan: kernel and bias, once each
     assert report["scanRenderMs"] < 500, report["scanRenderMs"]
+
+    # Golden payloads: every lane in full, nothing wider than its box.
+    for name in GOLDEN:
+        doc = _fixture(name)
+        want = []
+        stack = list(doc["packs"])
+        while stack:
+            rec = stack.pop(0)
+            stack[:0] = rec["children"]
+            for lane in rec["lanes"]:
+                outer = lane["outer"] or lane["out"]
+                want.append((lane["path"], _shape(outer), _shape(lane["inner"])))
+        for variant in ("600", "1200", "1200-dark"):
+            got = report["golden"][f"{name}@{variant}"]
+            drawn = sorted((x["path"], x["outer"], x["inner"]) for x in got["lanes"])
+            assert drawn == sorted(want), (
+                name,
+                variant,
+            )
+            assert all(x["visible"] for x in got["lanes"]), (name, variant)
+            assert got["overflow"] == [], (name, variant, got["overflow"])
+        assert report["golden"][f"{name}@600"]["width"] < 600
+        assert report["golden"][f"{name}@1200"]["width"] > 900
+        assert (shots / f"{name[:-5]}-600.png").stat().st_size > 5_000
+
+    # The script-free HTML: no scripts, no horizontal scroll, every path present.
+    for width in ("600", "1200"):
+        fb = report["fallback"][width]
+        assert fb["scripts"] == 0 and not fb["overflow"], (
+            f"HTML fallback scrolls at {width}px"
+        )
+        for name in GOLDEN:
+            for rec in _fixture(name)["packs"]:
+                assert rec["summary"] in fb["text"]
+
+
+def _shape(spec) -> str:
+    """The shape text the extension draws (layout.ts shapeText)."""
+    if spec is None:
+        return "-"
+    dtype = spec["dtype"]
+    for long, short in (("bfloat", "bf"), ("float", "f"), ("uint", "u"), ("int", "i")):
+        if dtype.startswith(long):
+            dtype = short + dtype[len(long) :]
+            break
+    s = f"{dtype}[{','.join(map(str, spec['shape']))}]"
+    if spec.get("names"):
+        s += (
+            " ("
+            + ",".join("None" if n is None else f"'{n}'" for n in spec["names"])
+            + ")"
+        )
+    return s

@@ -451,6 +451,11 @@ def pack(
                         continue
                     merge_into(root._mutable_collection(col), tree)
                     recorder.commit(ri, root.path, col, tree)
+                    track = root._shared.track
+                    if track is not None:  # an enclosing traced pack: updated there
+                        track.update(
+                            (col, root.path + p) for p, _ in _trace.flatten_vars(tree)
+                        )
         return y
 
     return wrapper
