@@ -19,6 +19,7 @@ import jax.numpy as jnp
 
 from lens import errors
 from lens.nnx._graph import Walker, check_graph_modes, frame, path_str
+from lens.nnx._picture import Picture, axis_label, without_axis
 from lens.nnx._transforms import (
     _axes_resolver,
     _check_structure,
@@ -435,15 +436,33 @@ def scan(
                     scanned_state.append(e_new.value)
             return new_carry, (scanned_state, ys)
 
-        carry_out, (scanned_out, ys) = jax.lax.scan(
-            body,
-            init,
-            xs,
-            length=sizes.pop(),
-            reverse=reverse,
-            unroll=unroll,
-            _split_transpose=_split_transpose,
+        picture = Picture(
+            "scan",
+            {
+                "in_axes": in_axes,
+                "out_axes": out_axes,
+                "length": length,
+                "reverse": reverse,
+            },
         )
+        with picture:
+            picture.inputs(
+                entries,
+                [
+                    k if k != "scan" else axis_label(e.spec)
+                    for e, k in zip(entries, kinds)
+                ],
+                without_axis(lambda e: e.spec if e.spec is not Carry else None),
+            )
+            carry_out, (scanned_out, ys) = jax.lax.scan(
+                body,
+                init,
+                xs,
+                length=sizes.pop(),
+                reverse=reverse,
+                unroll=unroll,
+                _split_transpose=_split_transpose,
+            )
         # write back: carry objects from the final carry, scanned ones restacked
         it_c, it_s = iter(carry_out), iter(scanned_out)
         new_values = []
@@ -454,9 +473,9 @@ def scan(
                 new_values.append(jnp.moveaxis(next(it_s), 0, e.spec))
             else:
                 new_values.append(e.value)
-        _write_back(
-            entries, [v for e, v in zip(entries, new_values, strict=True) if e.leaf]
-        )
+        graph_values = [v for e, v in zip(entries, new_values, strict=True) if e.leaf]
+        _write_back(entries, graph_values)
+        picture.outputs(graph_values)  # the record is closed; it is filled in place
         y_specs = [s for i, s in enumerate(outs_spec) if i not in out_carry]
         ys = tuple(
             jax.tree.map(lambda a, ax=ax: jnp.moveaxis(a, 0, ax), y) if ax else y

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 
 from lens.core._freeze import FrozenDict
 from lens.nnx._graph import Walker, check_graph_modes, frame, path_str
+from lens.nnx._picture import Picture, axis_label, without_axis
 from lens.nnx._spmd import PARTITION_NAME, add_axis, remove_axis
 from lens.nnx._transforms import (
     StateAxes,
@@ -159,13 +160,23 @@ def _mapped_call(
         _check_ranks(entries)
         if check_sizes:
             _check_sizes(entries)
-        new_values, outs = jax_map(
-            _mapped_body(name, f, skel, specs, out_axes, _describe_axes, axis_names),
-            in_axes=(_Carrier([e.spec for e in entries], None),),
-            out_axes=(graph_axes, _strip_state_axes(out_axes)),
-            **map_kwargs,
-        )(_Carrier([e.value for e in entries], None))
-        _write_back(entries, new_values)
+        options = {"in_axes": in_axes, "out_axes": out_axes, **map_kwargs}
+        with Picture(name, options) as picture:
+            picture.inputs(
+                entries,
+                [axis_label(e.spec) for e in entries],
+                without_axis(lambda e: e.spec),
+            )
+            new_values, outs = jax_map(
+                _mapped_body(
+                    name, f, skel, specs, out_axes, _describe_axes, axis_names
+                ),
+                in_axes=(_Carrier([e.spec for e in entries], None),),
+                out_axes=(graph_axes, _strip_state_axes(out_axes)),
+                **map_kwargs,
+            )(_Carrier([e.value for e in entries], None))
+            _write_back(entries, new_values)
+            picture.outputs(new_values)
         return _merge_outputs(_place_state_axes(outs), walker.nodes)
 
     return wrapper

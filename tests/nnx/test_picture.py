@@ -1,0 +1,85 @@
+"""lens.nnx transforms in pack traces: lanes per variable, like lens.core's packs."""
+
+import jax
+import jax.numpy as jnp
+import jsonschema
+
+import lens
+from lens import nnx
+from lens.core import _trace
+
+
+class Member(nnx.Module):
+    def __init__(self, rngs):
+        self.lin = nnx.Linear(3, 4, rngs=rngs)
+        self.bn = nnx.BatchNorm(4, rngs=rngs)
+
+
+@nnx.split_rngs(splits=5)
+@nnx.vmap(in_axes=(0,), out_axes=0)
+def make_ensemble(rngs):
+    return Member(rngs)
+
+
+def _lanes(rec):
+    return {f"{x['collection']} {x['relative']}": x for x in rec["lanes"]}
+
+
+def test_vmap_records_mapped_state_and_what_came_back():
+    ensemble = make_ensemble(nnx.Rngs(0))
+    forward = nnx.vmap(lambda m, x: m.bn(m.lin(x)), in_axes=(0, None))
+    with lens.trace() as t:
+        forward(ensemble, jnp.ones((2, 3)))
+    doc = t.to_json()
+    jsonschema.validate(doc, _trace.schema())
+    (rec,) = doc["packs"]
+    assert (
+        rec["summary"]
+        == "vmap over 5 at /args[0]: Param, BatchStat on axis 0; 2 updated"
+    )
+    lanes = _lanes(rec)
+    kernel = lanes["Param lin/kernel"]
+    assert (kernel["outer"]["shape"], kernel["inner"]["shape"]) == ([5, 3, 4], [3, 4])
+    assert (kernel["axis"], kernel["size"], kernel["fate"]) == (0, 5, "unchanged")
+    mean = lanes["BatchStat bn/mean"]
+    assert mean["fate"] == "updated" and mean["inner"]["shape"] == [4]
+    assert mean["committed"] == "/args[0]"
+
+
+def test_scan_records_carry_and_scanned_state_with_nested_vmap_as_child():
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(4, 4, rngs=rngs)
+
+    @nnx.split_rngs(splits=3)
+    @nnx.vmap
+    def make(rngs):
+        return Block(rngs)
+
+    stack = make(nnx.Rngs(1))
+
+    @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+    def run(x, blk):
+        inner = nnx.vmap(lambda b, r: b.lin(r), in_axes=(None, 0))
+        return inner(blk, x)
+
+    with lens.trace() as t:
+        y = run(jnp.ones((2, 4)), stack)
+    assert y.shape == (2, 4)
+    (scan,) = t.to_json()["packs"]
+    assert scan["summary"] == "scan over 3 steps at /args[1]: Param on axis 0"
+    assert _lanes(scan)["Param lin/kernel"]["note"] == "scan axis 0, length 3"
+    (child,) = scan["children"]
+    assert child["transform"] == "vmap"
+    assert _lanes(child)["Param lin/kernel"]["role"] == "broadcast"
+
+
+def test_nothing_is_recorded_without_a_trace():
+    ensemble = make_ensemble(nnx.Rngs(0))
+    forward = nnx.vmap(lambda m, x: m.lin(x), in_axes=(0, None))
+    assert not _trace.active()
+    out = forward(ensemble, jnp.ones((2, 3)))
+    assert out.shape == (5, 2, 4)
+    with lens.trace() as t:
+        jax.block_until_ready(forward(ensemble, jnp.ones((2, 3))))
+    assert t.transforms() == ["vmap"]
