@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import jax
 
+from lens._argnums import argnums
 from lens.core import _meta, lift
 from lens.core._filters import Filter
 from lens.core._freeze import FrozenDict
@@ -125,8 +126,7 @@ def checkpoint(
     ``static_argnums`` count ``self`` as 0 (a ``train`` flag at position 2 of
     ``__call__(self, x, train)`` is ``static_argnums=(2,)``).
     """
-    if isinstance(static_argnums, int):
-        static_argnums = (static_argnums,)
+    static_argnums = argnums(static_argnums, "nn.checkpoint: static_argnums")
     for i in static_argnums:
         if i < 1:
             raise ValueError(

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lens._argnums import combine, partition
 from lens.nnx._graph import Object, Walker, check_graph_modes, frame, path_str
 from lens.nnx._state import State
 from lens.nnx._transforms import (
@@ -158,17 +159,15 @@ class CustomVjp:
         )
         walker = Walker(_diff_resolver, transform="custom_vjp")
         skel, entries = _split_inputs(args, specs, walker)
-        is_diff = [e.spec is not None for e in entries]
+        held = [e.spec is None for e in entries]  # not differentiated
         avals = [_aval(e.value) for e in entries]
-        diff_vals = [e.value for e, d in zip(entries, is_diff, strict=True) if d]
-        rest_vals = [e.value for e, d in zip(entries, is_diff, strict=True) if not d]
+        diff_vals, rest_vals = partition([e.value for e in entries], held)
         fun, fwd_fn, bwd_fn = self.fun, self.fwd, self.bwd
         int_nondiff = self.int_nondiff
         diff_args = [i for i in range(n) if i not in int_nondiff]
 
         def merged(dv: list[Any], rv: list[Any]) -> list[Any]:
-            it_d, it_r = iter(dv), iter(rv)
-            return [next(it_d) if d else next(it_r) for d in is_diff]
+            return combine(dv, rv, held)
 
         def run(f: Callable[..., Any], values: list[Any]) -> Any:
             with frame("custom_vjp") as fr:
@@ -223,15 +222,13 @@ class CustomVjp:
                 )
                 for k, v in zip(idx, vals, strict=True):
                     by_entry[k] = v
-            dct = [
-                _cotangent_like(avals[k], by_entry[k])
-                for k in range(len(entries))
-                if is_diff[k]
-            ]
-            rct = [
-                _zero_cotangent(avals[k]) for k in range(len(entries)) if not is_diff[k]
-            ]
-            return dct, rct
+            return partition(
+                [
+                    _zero_cotangent(a) if h else _cotangent_like(a, by_entry[k])
+                    for k, (a, h) in enumerate(zip(avals, held, strict=True))
+                ],
+                held,
+            )
 
         pure.defvjp(pure_fwd, pure_bwd)
         new_graph, out = pure(diff_vals, rest_vals)

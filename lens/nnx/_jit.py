@@ -18,6 +18,7 @@ import jax
 import numpy as np
 
 from lens import errors
+from lens._argnums import argnames, argnums, out_of_range
 from lens.nnx._graph import (
     Object,
     Variable,
@@ -41,17 +42,6 @@ from lens.nnx._transforms import (
 from lens.traceback_util import api_boundary
 
 # ------------------------------------------------------------------------- jit
-
-
-def _argnums(x: int | Sequence[int] | None, what: str) -> tuple[int, ...]:
-    out = () if x is None else (x,) if isinstance(x, int) else tuple(x)
-    if not all(isinstance(i, int) for i in out):
-        raise TypeError(f"nnx.jit: {what} must be ints, got {x!r}.")
-    return out
-
-
-def _argnames(x: str | Sequence[str] | None) -> tuple[str, ...]:
-    return () if x is None else (x,) if isinstance(x, str) else tuple(x)
 
 
 def _check_static(value: Any, where: str) -> None:
@@ -107,10 +97,10 @@ def jit(
     f = fun
     if f is None:
         return functools.partial(jit, **options)
-    static = frozenset(_argnums(static_argnums, "static_argnums"))
-    static_names = frozenset(_argnames(static_argnames))
-    donate = frozenset(_argnums(donate_argnums, "donate_argnums"))
-    donate_names = frozenset(_argnames(donate_argnames))
+    static = frozenset(argnums(static_argnums, "nnx.jit: static_argnums"))
+    static_names = frozenset(argnames(static_argnames))
+    donate = frozenset(argnums(donate_argnums, "nnx.jit: donate_argnums"))
+    donate_names = frozenset(argnames(donate_argnames))
     try:
         sig = inspect.signature(f)
     except (TypeError, ValueError):
@@ -208,12 +198,12 @@ def jit(
     @api_boundary
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         n = len(args)
+        if out_of_range(static, n):
+            raise ValueError(
+                f"jitted function has static_argnums={tuple(sorted(static))}, but "
+                f"was called with only {n} positional arguments."
+            )
         for i in static:
-            if i >= n or i < -n:
-                raise ValueError(
-                    f"jitted function has static_argnums={tuple(sorted(static))}, but "
-                    f"was called with only {n} positional arguments."
-                )
             _check_static(args[i], f"positional argument {i}")
         static_kw = []
         dyn_kw = {}

@@ -13,6 +13,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from lens._argnums import combine, held_mask, partition
 from lens.core._filters import Filter
 from lens.core.lift._pack import pack
 from lens.core.lift._util import filter_hint
@@ -59,15 +60,12 @@ def custom_vjp(
     def inner(scope_fn, repack_fn, variable_groups, rng_groups, *args):
         grad_variables, other_variables = variable_groups
         n = len(grad_variables)
-        positions = {i - 1 for i in nondiff}
-        nd_vals = {i: a for i, a in enumerate(args) if i in positions}
-        diff_args = tuple(a for i, a in enumerate(args) if i not in positions)
+        mask = held_mask(len(args), (i - 1 for i in nondiff))
+        diff_args, nd_args = partition(args, mask)
+        diff_args = tuple(diff_args)
 
         def full_args(dargs: tuple) -> list:
-            it = iter(dargs)
-            return [
-                nd_vals[i] if i in positions else next(it) for i in range(len(args))
-            ]
+            return combine(dargs, nd_args, mask)
 
         @jax.custom_vjp
         def f(grad_variables, other_variables, rng_groups, dargs):
@@ -84,7 +82,7 @@ def custom_vjp(
         def f_bwd(residuals, g):
             res, other_variables, rng_groups = residuals
             y_t, _ = g
-            nd = [nd_vals[i - 1] for i in nondiff]
+            nd = [args[i - 1] for i in nondiff]
             var_t, *args_t = backward_fn(*nd, res, y_t)
             var_t = (var_t,) if n == 1 else tuple(var_t)
             return (
@@ -134,15 +132,12 @@ def custom_jvp(
     def inner(scope_fn, repack_fn, variable_groups, rng_groups, *args):
         grad_variables, other_variables = variable_groups
         n = len(grad_variables)
-        positions = {i - 1 for i in nondiff}
-        nd_vals = {i: a for i, a in enumerate(args) if i in positions}
-        diff_args = tuple(a for i, a in enumerate(args) if i not in positions)
+        mask = held_mask(len(args), (i - 1 for i in nondiff))
+        diff_args, nd_args = partition(args, mask)
+        diff_args = tuple(diff_args)
 
         def full_args(dargs: tuple) -> list:
-            it = iter(dargs)
-            return [
-                nd_vals[i] if i in positions else next(it) for i in range(len(args))
-            ]
+            return combine(dargs, nd_args, mask)
 
         @jax.custom_jvp
         def f(grad_variables, dargs):

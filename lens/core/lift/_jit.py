@@ -19,19 +19,12 @@ from typing import Any
 
 import jax
 
+from lens._argnums import argnames, argnums
 from lens.core import _trace
 from lens.core._filters import Filter, canonical_filter
 from lens.core._rng import LazyRng
 from lens.core.lift._pack import pack
 from lens.core.lift._util import TransformContext, filter_hint
-
-
-def _as_tuple(x: Any) -> tuple:
-    if x is None:
-        return ()
-    if isinstance(x, Iterable) and not isinstance(x, str):
-        return tuple(x)
-    return (x,)
 
 
 def _clear_suffixes(rng_groups: Any) -> Any:
@@ -184,9 +177,9 @@ def jit(
     Calls with the same scope structure, hash key, static arguments and input
     shapes do not retrace.
     """
-    static_argnums = tuple(i + 2 for i in _as_tuple(static_argnums) if i > 0)
-    donate_argnums = tuple(i + 2 for i in _as_tuple(donate_argnums) if i > 0)
-    static_argnames = _as_tuple(static_argnames)
+    static_argnums = tuple(i + 2 for i in argnums(static_argnums) if i > 0)
+    donate_argnums = tuple(i + 2 for i in argnums(donate_argnums) if i > 0)
+    static_argnames = argnames(static_argnames)
     jit_kwargs: dict[str, Any] = dict(
         static_argnums=(0,) + static_argnums,
         static_argnames=static_argnames,

@@ -8,6 +8,7 @@ from typing import Any
 
 import jax
 
+from lens._argnums import argnums, out_of_range
 from lens.core._filters import Filter
 from lens.core.lift._pack import pack
 from lens.core.lift._util import filter_hint
@@ -37,9 +38,7 @@ def checkpoint(
       NotImplementedError: for ``concrete=True``.
       ValueError: if a static position is beyond the arguments given.
     """
-    if isinstance(static_argnums, int):
-        static_argnums = (static_argnums,)
-    static = tuple(static_argnums)
+    static = argnums(static_argnums, "remat: static_argnums")
     if concrete:
         raise NotImplementedError(
             "The concrete argument is deprecated. Use static_argnums instead. for "
@@ -48,7 +47,7 @@ def checkpoint(
         )
 
     def inner(scope_fn, repack_fn, variable_groups, rng_groups, *args, **kwargs):
-        bad = [i for i in static if not -len(args) <= i < len(args)]
+        bad = out_of_range(static, len(args))
         if bad:
             raise ValueError(
                 f"remat: static_argnums {bad} refer to arguments the function was not "
