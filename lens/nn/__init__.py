@@ -4,6 +4,8 @@ Public names, signatures and variable layout follow Flax Linen, so porting a mod
 is an import change and the same key gives the same initial parameters.
 """
 
+from lens._kernels.dtypes import merge_param as merge_param
+from lens._kernels.dtypes import promote_dtype as promote_dtype
 from lens.core import DenyList as DenyList
 from lens.core import FrozenDict as FrozenDict
 from lens.core import Scope as Scope
@@ -80,11 +82,9 @@ from lens.nn._combinators import Sequential as Sequential
 from lens.nn._context import disable_named_call as disable_named_call
 from lens.nn._context import enable_named_call as enable_named_call
 from lens.nn._context import override_named_call as override_named_call
-from lens.nn._dtypes import merge_param as merge_param
-from lens.nn._dtypes import promote_dtype as promote_dtype
-from lens.nn._linear import Conv as Conv
-from lens.nn._linear import ConvLocal as ConvLocal
-from lens.nn._linear import ConvTranspose as ConvTranspose
+from lens.nn._conv import Conv as Conv
+from lens.nn._conv import ConvLocal as ConvLocal
+from lens.nn._conv import ConvTranspose as ConvTranspose
 from lens.nn._linear import Dense as Dense
 from lens.nn._linear import DenseGeneral as DenseGeneral
 from lens.nn._linear import Einsum as Einsum

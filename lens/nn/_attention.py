@@ -16,9 +16,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax, random
 
+from lens._kernels.dtypes import merge_param, promote_dtype
 from lens.core.nn import initializers
 from lens.core.nn.initializers import default_kernel_init
-from lens.nn._dtypes import merge_param, promote_dtype
 from lens.nn._linear import DenseGeneral
 from lens.nn._module import Module
 from lens.nn._module_support import compact

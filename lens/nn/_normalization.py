@@ -15,8 +15,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from lens._kernels import norm
+from lens._kernels.dtypes import canonicalize_dtype, merge_param
 from lens.core.nn import initializers
-from lens.nn._dtypes import canonicalize_dtype, merge_param
 from lens.nn._module import Module
 from lens.nn._module_support import compact
 
@@ -24,72 +25,6 @@ Array = Any
 Dtype = Any
 Initializer = Callable[..., Array]
 Axes = int | Sequence[int]
-
-
-def _axes(axes: Axes, ndim: int) -> tuple[int, ...]:
-    axes = (axes,) if isinstance(axes, int) else tuple(axes)
-    return tuple(sorted(a % ndim for a in axes))
-
-
-def _abs_sq(x: Array) -> Array:
-    """``|x|^2`` elementwise (real for complex ``x``)."""
-    if jnp.iscomplexobj(x):
-        return lax.square(lax.real(x)) + lax.square(lax.imag(x))
-    return lax.square(x)
-
-
-def _stats_dtype(x: Array, dtype: Any, force_float32_reductions: bool) -> Any:
-    """The dtype statistics are computed in: ``dtype`` (or x's), at least float32."""
-    dtype = jnp.result_type(x) if dtype is None else dtype
-    if force_float32_reductions:
-        dtype = jnp.promote_types(dtype, jnp.float32)
-    return jnp.dtype(dtype)
-
-
-def _stats(
-    x: Array,
-    axes: tuple[int, ...],
-    use_mean: bool,
-    axis_name: str | None,
-    axis_index_groups: Any = None,
-    mask: Array | None = None,
-    keepdims: bool = True,
-    fast_variance: bool = True,
-    stats_dtype: Any = jnp.float32,
-) -> tuple[Array, Array]:
-    """Mean and variance over ``axes``, in ``stats_dtype``.
-
-    The fast variance is ``E[|x|^2] - |E[x]|^2`` (one pass, both means reduced
-    together across devices); otherwise ``E[|x - E[x]|^2]``, like Flax's
-    ``use_fast_variance=False``. Negative round-off variances are clipped to 0.
-
-    With ``keepdims`` (the default) the statistics broadcast against ``x`` without a
-    reshape: a reshape between the reduction and its uses stops XLA from fusing
-    them, which made a 4-block transformer compile ~1.7x slower.
-    """
-    x = jnp.asarray(x, stats_dtype)
-    if mask is not None:
-        mask = jnp.asarray(mask, bool)
-
-    def pmean(v: Any) -> Any:
-        if axis_name is None:
-            return v
-        return lax.pmean(v, axis_name, axis_index_groups=axis_index_groups)
-
-    if not use_mean:
-        mean2 = pmean(jnp.mean(_abs_sq(x), axes, keepdims=keepdims, where=mask))
-        return jnp.zeros_like(mean2), mean2
-    if fast_variance:
-        mean, mean2 = pmean(
-            (
-                jnp.mean(x, axes, keepdims=keepdims, where=mask),
-                jnp.mean(_abs_sq(x), axes, keepdims=keepdims, where=mask),
-            )
-        )
-        return mean, jnp.maximum(0.0, mean2 - _abs_sq(mean))
-    mean = pmean(jnp.mean(x, axes, keepdims=True, where=mask))
-    var = pmean(jnp.mean(_abs_sq(x - mean), axes, keepdims=keepdims, where=mask))
-    return (mean if keepdims else jnp.squeeze(mean, axes)), var
 
 
 def _norm_params(
@@ -107,155 +42,6 @@ def _norm_params(
     scale = mdl.param("scale", scale_init, shape, param_dtype) if use_scale else None
     bias = mdl.param("bias", bias_init, shape, param_dtype) if use_bias else None
     return scale, bias
-
-
-def _normalize(
-    x: Array,
-    mean: Array,
-    var: Array,
-    scale: Array | None,
-    bias: Array | None,
-    reduction: tuple[int, ...],
-    feature_axes: tuple[int, ...],
-    dtype: Any,
-    epsilon: float,
-    params_dtype: Any = None,
-) -> Array:
-    """``(x - mean) * rsqrt(var + epsilon) * scale + bias`` in the promoted dtype.
-
-    ``params_dtype`` (with ``force_float32_reductions=False``) casts scale and bias.
-    """
-    if mean.ndim != x.ndim:  # feature-shaped statistics (BatchNorm's running averages)
-        stats_shape = list(x.shape)
-        for a in reduction:
-            stats_shape[a] = 1
-        mean = mean.reshape(stats_shape)
-        var = var.reshape(stats_shape)
-    feature_shape = [1] * x.ndim
-    for a in feature_axes:
-        feature_shape[a] = x.shape[a]
-    y = x - mean
-    mul = lax.rsqrt(var + epsilon)
-    args = [x]
-    if scale is not None:
-        s = scale.reshape(feature_shape)
-        if params_dtype is not None:
-            s = jnp.asarray(s, params_dtype)
-        mul *= s
-        args.append(s)
-    y *= mul
-    if bias is not None:
-        bias = bias.reshape(feature_shape)
-        if params_dtype is not None:
-            bias = jnp.asarray(bias, params_dtype)
-        y += bias
-        args.append(bias)
-    return jnp.asarray(y, canonicalize_dtype(*args, dtype=dtype))
-
-
-def _layer_norm(
-    x: Array,
-    scale: Array | None,
-    bias: Array | None,
-    mask: Array | None,
-    *,
-    reduction: tuple[int, ...],
-    feature_axes: tuple[int, ...],
-    use_mean: bool,
-    epsilon: float,
-    dtype: Any,
-    fast_variance: bool,
-    stats_dtype: Any,
-    params_dtype: Any,
-    axis_name: str | None = None,
-    axis_index_groups: Any = None,
-) -> Array:
-    """LayerNorm, RMSNorm (``use_mean=False``) and InstanceNorm given their params."""
-    mean, var = _stats(
-        x,
-        reduction,
-        use_mean,
-        axis_name,
-        axis_index_groups,
-        mask,
-        True,
-        fast_variance,
-        stats_dtype,
-    )
-    return _normalize(
-        x, mean, var, scale, bias, reduction, feature_axes, dtype, epsilon, params_dtype
-    )
-
-
-def _group_norm(
-    x: Array,
-    scale: Array | None,
-    bias: Array | None,
-    mask: Array | None,
-    *,
-    num_groups: int,
-    reduction: tuple[int, ...],
-    epsilon: float,
-    dtype: Any,
-    fast_variance: bool,
-    stats_dtype: Any,
-    params_dtype: Any,
-    axis_name: str | None = None,
-    axis_index_groups: Any = None,
-) -> Array:
-    """GroupNorm given its params: statistics per group of channels."""
-    group_size = x.shape[-1] // num_groups
-    g = x.reshape(x.shape[:-1] + (num_groups, group_size))
-    g_red = tuple(a if a < x.ndim - 1 else a + 1 for a in reduction if a != x.ndim - 1)
-    g_red += (g.ndim - 1,)
-    gmask = mask.reshape(g.shape) if mask is not None else None
-    mean, var = _stats(
-        g,
-        g_red,
-        True,
-        axis_name,
-        axis_index_groups,
-        gmask,
-        False,
-        fast_variance,
-        stats_dtype,
-    )
-    mean = jnp.repeat(mean, group_size, axis=-1)
-    var = jnp.repeat(var, group_size, axis=-1)
-    return _normalize(
-        x,
-        mean,
-        var,
-        scale,
-        bias,
-        reduction[:-1],
-        (x.ndim - 1,),
-        dtype,
-        epsilon,
-        params_dtype,
-    )
-
-
-# Each layer's arithmetic as one jitted function: traced once per shape, so every
-# further layer of that shape (a deep stack, a re-run cell, a fresh train step) and
-# its derivatives come from JAX's caches, and un-jitted calls run one executable
-# instead of a dozen dispatches. Collectives over ``axis_name`` stay un-jitted.
-_DT = ("dtype", "stats_dtype", "params_dtype")
-_STATIC = ("reduction", "feature_axes", "use_mean", "epsilon", "fast_variance") + _DT
-_layer_norm_jit = jax.jit(_layer_norm, static_argnames=_STATIC)
-_group_norm_jit = jax.jit(
-    _group_norm,
-    static_argnames=("num_groups", "reduction", "epsilon", "fast_variance") + _DT,
-)
-_normalize_jit = jax.jit(
-    _normalize,
-    static_argnames=("reduction", "feature_axes", "dtype", "epsilon", "params_dtype"),
-)
-
-
-def _param_cast(force_float32_reductions: bool, param_dtype: Any) -> Any:
-    """The dtype scale and bias are cast to (None: left as stored)."""
-    return None if force_float32_reductions else jnp.dtype(param_dtype)
 
 
 class LayerNorm(Module):
@@ -303,7 +89,7 @@ class LayerNorm(Module):
     @compact
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
         """Normalizes ``x`` (``mask``: positions that count in the statistics)."""
-        feature_axes = _axes(self.feature_axes, x.ndim)
+        feature_axes = norm.axes(self.feature_axes, x.ndim)
         scale, bias = _norm_params(
             self,
             x,
@@ -314,19 +100,19 @@ class LayerNorm(Module):
             self.bias_init,
             self.scale_init,
         )
-        return _call_layer_norm(
+        return norm.call_layer_norm(
             x,
             scale,
             bias,
             mask,
-            _axes(self.reduction_axes, x.ndim),
+            norm.axes(self.reduction_axes, x.ndim),
             feature_axes,
             True,
             self.epsilon,
             self.dtype,
             self.use_fast_variance,
-            _stats_dtype(x, self.dtype, self.force_float32_reductions),
-            _param_cast(self.force_float32_reductions, self.param_dtype),
+            norm.stats_dtype(x, self.dtype, self.force_float32_reductions),
+            norm.param_cast(self.force_float32_reductions, self.param_dtype),
             self.axis_name,
             self.axis_index_groups,
         )
@@ -356,7 +142,7 @@ class RMSNorm(Module):
     @compact
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
         """Normalizes ``x`` by its root mean square."""
-        feature_axes = _axes(self.feature_axes, x.ndim)
+        feature_axes = norm.axes(self.feature_axes, x.ndim)
         scale, _ = _norm_params(
             self,
             x,
@@ -367,19 +153,19 @@ class RMSNorm(Module):
             initializers.zeros,
             self.scale_init,
         )
-        return _call_layer_norm(
+        return norm.call_layer_norm(
             x,
             scale,
             None,
             mask,
-            _axes(self.reduction_axes, x.ndim),
+            norm.axes(self.reduction_axes, x.ndim),
             feature_axes,
             False,
             self.epsilon,
             self.dtype,
             self.use_fast_variance,
-            _stats_dtype(x, self.dtype, self.force_float32_reductions),
-            _param_cast(self.force_float32_reductions, self.param_dtype),
+            norm.stats_dtype(x, self.dtype, self.force_float32_reductions),
+            norm.param_cast(self.force_float32_reductions, self.param_dtype),
             self.axis_name,
             self.axis_index_groups,
         )
@@ -439,7 +225,7 @@ class BatchNorm(Module):
         use_ra = merge_param(
             "use_running_average", self.use_running_average, use_running_average
         )
-        feature_axes = _axes(self.axis, x.ndim)
+        feature_axes = norm.axes(self.axis, x.ndim)
         reduction = tuple(i for i in range(x.ndim) if i not in feature_axes)
         feature_shape = tuple(x.shape[a] for a in feature_axes)
         force32 = self.force_float32_reductions
@@ -465,7 +251,7 @@ class BatchNorm(Module):
             # Like Flax: no cross-device mean while initializing, so init works even
             # where the axis is not bound (e.g. the lifting seed's StatefulMLP).
             axis_name = None if self.is_initializing() else self.axis_name
-            mean, var = _stats(
+            mean, var = norm.stats(
                 x,
                 reduction,
                 True,
@@ -474,7 +260,7 @@ class BatchNorm(Module):
                 mask,
                 True,
                 self.use_fast_variance,
-                _stats_dtype(x, self.dtype, force32),
+                norm.stats_dtype(x, self.dtype, force32),
             )
             if not self.is_initializing():
                 # raises if batch_stats is immutable, like Flax
@@ -491,7 +277,7 @@ class BatchNorm(Module):
             self.bias_init,
             self.scale_init,
         )
-        return _normalize_jit(
+        return norm.normalize_jit(
             x,
             mean,
             var,
@@ -501,7 +287,7 @@ class BatchNorm(Module):
             feature_axes=feature_axes,
             dtype=self.dtype,
             epsilon=self.epsilon,
-            params_dtype=_param_cast(force32, self.param_dtype),
+            params_dtype=norm.param_cast(force32, self.param_dtype),
         )
 
 
@@ -538,7 +324,7 @@ class GroupNorm(Module):
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
         """Normalizes ``x`` per group of channels."""
         if self.reduction_axes is not None:
-            reduction = _axes(self.reduction_axes, x.ndim)
+            reduction = norm.axes(self.reduction_axes, x.ndim)
         else:
             reduction = tuple(range(1, x.ndim))
         if reduction[-1] != x.ndim - 1:
@@ -590,12 +376,14 @@ class GroupNorm(Module):
             epsilon=self.epsilon,
             dtype=self.dtype,
             fast_variance=self.use_fast_variance,
-            stats_dtype=_stats_dtype(x, self.dtype, self.force_float32_reductions),
-            params_dtype=_param_cast(self.force_float32_reductions, self.param_dtype),
+            stats_dtype=norm.stats_dtype(x, self.dtype, self.force_float32_reductions),
+            params_dtype=norm.param_cast(
+                self.force_float32_reductions, self.param_dtype
+            ),
         )
         if self.axis_name is None:
-            return _group_norm_jit(x, scale, bias, mask, **kw)
-        return _group_norm(
+            return norm.group_norm_jit(x, scale, bias, mask, **kw)
+        return norm.group_norm(
             x,
             scale,
             bias,
@@ -641,7 +429,7 @@ class InstanceNorm(Module):
     @compact
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
         """Normalizes ``x`` per example and channel."""
-        feature_axes = _axes(self.feature_axes, x.ndim)
+        feature_axes = norm.axes(self.feature_axes, x.ndim)
         if 0 in feature_axes:
             raise ValueError(
                 "The channel axes cannot include the leading dimension as this is "
@@ -659,7 +447,7 @@ class InstanceNorm(Module):
             self.bias_init,
             self.scale_init,
         )
-        return _call_layer_norm(
+        return norm.call_layer_norm(
             x,
             scale,
             bias,
@@ -670,8 +458,8 @@ class InstanceNorm(Module):
             self.epsilon,
             self.dtype,
             self.use_fast_variance,
-            _stats_dtype(x, self.dtype, self.force_float32_reductions),
-            _param_cast(self.force_float32_reductions, self.param_dtype),
+            norm.stats_dtype(x, self.dtype, self.force_float32_reductions),
+            norm.param_cast(self.force_float32_reductions, self.param_dtype),
             self.axis_name,
             self.axis_index_groups,
         )
@@ -869,7 +657,7 @@ class WeightNorm(Module):
             feature_axes: tuple[int, ...] = ()
             reduction = tuple(range(value.ndim))
         else:
-            feature_axes = _axes(self.feature_axes, value.ndim)
+            feature_axes = norm.axes(self.feature_axes, value.ndim)
             reduction = tuple(i for i in range(value.ndim) if i not in feature_axes)
         feature_shape = [1] * value.ndim
         reduced_shape = []
@@ -885,42 +673,3 @@ class WeightNorm(Module):
             value_bar *= scale
             args.append(scale)
         return jnp.asarray(value_bar, canonicalize_dtype(*args, dtype=self.dtype))
-
-
-def _call_layer_norm(
-    x: Array,
-    scale: Array | None,
-    bias: Array | None,
-    mask: Array | None,
-    reduction: tuple[int, ...],
-    feature_axes: tuple[int, ...],
-    use_mean: bool,
-    epsilon: float,
-    dtype: Any,
-    fast_variance: bool,
-    stats_dtype: Any,
-    params_dtype: Any,
-    axis_name: str | None,
-    axis_index_groups: Any,
-) -> Array:
-    kw: dict[str, Any] = dict(
-        reduction=reduction,
-        feature_axes=feature_axes,
-        use_mean=use_mean,
-        epsilon=epsilon,
-        dtype=dtype,
-        fast_variance=fast_variance,
-        stats_dtype=stats_dtype,
-        params_dtype=params_dtype,
-    )
-    if axis_name is None:
-        return _layer_norm_jit(x, scale, bias, mask, **kw)
-    return _layer_norm(
-        x,
-        scale,
-        bias,
-        mask,
-        **kw,
-        axis_name=axis_name,
-        axis_index_groups=axis_index_groups,
-    )

@@ -17,12 +17,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import random
 
+from lens._kernels.dtypes import promote_dtype
 from lens.core._filters import CollectionFilter, PRNGSequenceFilter
 from lens.core._freeze import FrozenDict
 from lens.core.nn import initializers
 from lens.core.nn.initializers import default_kernel_init
-from lens.nn._dtypes import promote_dtype
-from lens.nn._linear import Conv, Dense
+from lens.nn._conv import Conv
+from lens.nn._linear import Dense
 from lens.nn._module import Module
 from lens.nn._module_support import compact, nowrap
 from lens.nn._transforms import scan

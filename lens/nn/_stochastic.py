@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from lens.nn._dtypes import merge_param
+from lens._kernels.dtypes import merge_param
 from lens.nn._module import Module
 from lens.nn._module_support import compact
 

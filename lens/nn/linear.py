@@ -1,18 +1,15 @@
 """Linear layers (``lens.nn.linear``, like ``flax.linen.linear``)."""
 
-from lens.nn._dtypes import promote_dtype as promote_dtype
-from lens.nn._linear import Conv as Conv
-from lens.nn._linear import ConvLocal as ConvLocal
-from lens.nn._linear import ConvTranspose as ConvTranspose
+from lens._kernels.dtypes import promote_dtype as promote_dtype
+from lens._kernels.linear import canonicalize_padding as canonicalize_padding
+from lens.nn._conv import Conv as Conv
+from lens.nn._conv import ConvLocal as ConvLocal
+from lens.nn._conv import ConvTranspose as ConvTranspose
+from lens.nn._conv import _Conv as _Conv
 from lens.nn._linear import Dense as Dense
 from lens.nn._linear import DenseGeneral as DenseGeneral
 from lens.nn._linear import Einsum as Einsum
 from lens.nn._linear import Embed as Embed
-from lens.nn._linear import _canonicalize_tuple as _canonicalize_tuple
-from lens.nn._linear import _Conv as _Conv
-from lens.nn._linear import _conv_dimension_numbers as _conv_dimension_numbers
-from lens.nn._linear import _normalize_axes as _normalize_axes
-from lens.nn._linear import canonicalize_padding as canonicalize_padding
 from lens.nn._linear import default_embed_init as default_embed_init
 from lens.nn._linear import default_kernel_init as default_kernel_init
 from lens.typing import PaddingLike as PaddingLike

@@ -7,5 +7,4 @@ from lens.nn._normalization import LayerNorm as LayerNorm
 from lens.nn._normalization import RMSNorm as RMSNorm
 from lens.nn._normalization import SpectralNorm as SpectralNorm
 from lens.nn._normalization import WeightNorm as WeightNorm
-from lens.nn._normalization import _abs_sq as _abs_sq
 from lens.nn._normalization import _l2_normalize as _l2_normalize

@@ -9,8 +9,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from lens._kernels import norm
 from lens.core.nn import initializers
-from lens.nn._normalization import _call_layer_norm, _stats_dtype
 from lens.nnx._graph import Param
 from lens.nnx._layers import (
     _NO_META,
@@ -115,7 +115,7 @@ class InstanceNorm(Module):
         bias = self.bias.value if self.bias is not None else None
         if self.promote_dtype is not promote_dtype:
             x, scale, bias = self.promote_dtype((x, scale, bias), dtype=self.dtype)
-        return _call_layer_norm(
+        return norm.call_layer_norm(
             x,
             scale,
             bias,
@@ -126,7 +126,7 @@ class InstanceNorm(Module):
             self.epsilon,
             self.dtype,
             self.use_fast_variance,
-            _stats_dtype(x, self.dtype, True),
+            norm.stats_dtype(x, self.dtype, True),
             None,
             self.axis_name,
             self.axis_index_groups,

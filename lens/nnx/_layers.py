@@ -18,15 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from lens._kernels import linear as ops
+from lens._kernels import norm
+from lens._kernels.dtypes import canonicalize_dtype
 from lens.core.nn import initializers
-from lens.nn._dtypes import canonicalize_dtype
-from lens.nn._linear import _dense_jit, _static
-from lens.nn._normalization import (
-    _call_layer_norm,
-    _normalize_jit,
-    _stats,
-    _stats_dtype,
-)
 from lens.nnx._graph import (
     BatchStat,
     Object,
@@ -121,7 +116,9 @@ class Linear(Module):
             and self.dot_general is lax.dot_general
             and self.promote_dtype is promote_dtype
         ):
-            return _dense_jit(inputs, kernel, bias, self.dtype, _static(self.precision))
+            return ops.dense_jit(
+                inputs, kernel, bias, self.dtype, ops.static(self.precision)
+            )
         inputs, kernel, bias = self.promote_dtype(
             (inputs, kernel, bias), dtype=self.dtype
         )
@@ -192,7 +189,7 @@ class LayerNorm(Module):
         bias = self.bias.value if self.bias is not None else None
         if self.promote_dtype is not promote_dtype:
             x, scale, bias = self.promote_dtype((x, scale, bias), dtype=self.dtype)
-        return _call_layer_norm(
+        return norm.call_layer_norm(
             x,
             scale,
             bias,
@@ -203,7 +200,7 @@ class LayerNorm(Module):
             self.epsilon,
             self.dtype,
             self.use_fast_variance,
-            _stats_dtype(x, self.dtype, True),
+            norm.stats_dtype(x, self.dtype, True),
             None,
             self.axis_name,
             self.axis_index_groups,
@@ -276,7 +273,7 @@ class BatchNorm(Module):
         if use_ra:
             mean, var = self.mean.value, self.var.value
         else:
-            mean, var = _stats(
+            mean, var = norm.stats(
                 x,
                 reduction,
                 True,
@@ -285,7 +282,7 @@ class BatchNorm(Module):
                 mask,
                 True,
                 self.use_fast_variance,
-                _stats_dtype(x, self.dtype, True),
+                norm.stats_dtype(x, self.dtype, True),
             )
             m = self.momentum
             self.mean.value = m * self.mean.value + (1 - m) * mean.reshape(-1)
@@ -296,7 +293,7 @@ class BatchNorm(Module):
             x, mean, var, scale, bias = self.promote_dtype(
                 (x, mean, var, scale, bias), dtype=self.dtype
             )
-        return _normalize_jit(
+        return norm.normalize_jit(
             x,
             mean,
             var,
