@@ -1,0 +1,62 @@
+"""The base of every lens error: the docs pointer, pickling, Flax's name."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def path_text(path: Sequence[Any] | str) -> str:
+    """Renders a scope path as ``/a/b`` (``/`` for the root); strings pass through."""
+    if isinstance(path, str):
+        return path
+    return "/" + "/".join(str(p) for p in path)
+
+
+def _doc_pointer(cls: type) -> str:
+    return (
+        f"(docs: help(lens.errors.{cls.__name__}), "
+        f"docs/errors.md#{cls.__name__.lower()})"
+    )
+
+
+def _rebuild(cls: type[Exception], message: str) -> Exception:
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)
+    return err
+
+
+class LensError(Exception):
+    """Base class of every error lens raises on purpose.
+
+    The message is built by each subclass's constructor; ``__reduce__`` rebuilds
+    an error from its message, so errors pickle whatever their constructor takes.
+    """
+
+    def __init__(self, message: str = ""):
+        # Like Flax's "<message> (<link>)": the pointer ends the first line, so a
+        # pattern written for Flax's first line still matches; lens's lines on
+        # where and how to fix follow.
+        pointer = _doc_pointer(type(self))
+        if pointer not in message:
+            first, sep, rest = message.partition("\n")
+            message = f"{first} {pointer}{sep}{rest}" if first else pointer + sep + rest
+        super().__init__(message)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.__module__ = "lens.errors"  # where users find it (help(lens.errors.X))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), str(self)))
+
+    def __str__(self) -> str:  # LookupError subclasses would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+FlaxError = LensError
+"""Flax's name for the base class: ``except errors.FlaxError`` keeps working."""
+
+
+def _join(*parts: str) -> str:
+    return "\n".join(p for p in parts if p)

@@ -1,0 +1,432 @@
+"""Errors of modules, checkpoints and serialization, and lens.nnx."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lens.errors._base import LensError, _join
+
+# ------------------------------------------------------------------------ modules
+
+
+class SetAttributeInModuleSetupError(LensError, AttributeError):
+    """A construction attribute (a dataclass field) was assigned in ``setup``.
+
+    Construction attributes are fixed; ``setup`` may add new attributes only.
+    Wrong::
+
+        def setup(self):
+            self.features = 3      # a field
+
+    Right: compute into a new attribute (``self.width = self.features * 2``).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            _join(
+                "Module construction attributes are frozen.",
+                "setup() may add attributes but not change the dataclass fields; "
+                "store the derived value under a new name.",
+            )
+        )
+
+
+class SetAttributeFrozenModuleError(LensError, AttributeError):
+    """A module attribute was set outside ``setup``.
+
+    Modules are frozen dataclasses: construction attributes are fixed, and new
+    attributes (submodules, variables) are assigned in ``setup`` only. Wrong::
+
+        def __call__(self, x):
+            self.count = 1
+
+    Right: keep state in a variable (``self.variable("state", "count", ...)``),
+    or assign in ``setup``.
+    """
+
+    def __init__(self, module_cls: str, attr_name: str, attr_val: Any):
+        super().__init__(
+            _join(
+                f"Can't set {attr_name}={attr_val} for Module of type {module_cls}: "
+                "Module instance is frozen outside of setup method.",
+                "Assign submodules and derived attributes in setup(), and keep "
+                "changing state in variables (self.variable(...)).",
+            )
+        )
+
+
+class AssignSubModuleError(LensError, AttributeError):
+    """A submodule was created outside ``setup`` and outside a ``@compact`` method.
+
+    Wrong::
+
+        def __call__(self, x):            # not @compact
+            return Dense(3)(x)
+
+    Right: decorate the method with ``@nn.compact``, or create the submodule in
+    ``setup``.
+    """
+
+    def __init__(self, cls: str, *, parent: str | None = None):
+        where = f" of {parent}" if parent else ""
+        super().__init__(
+            _join(
+                f"Submodule {cls} must be defined in `setup()` or in a method "
+                "wrapped in `@compact`",
+                f"Decorate the method{where} with @nn.compact, or assign the "
+                "submodule in setup().",
+            )
+        )
+
+
+class MultipleMethodsCompactError(LensError, TypeError):
+    """A module has more than one ``@compact`` method.
+
+    Wrong::
+
+        class M(nn.Module):
+            @nn.compact
+            def __call__(self, x): ...
+            @nn.compact
+            def encode(self, x): ...
+
+    Right: one ``@compact`` method; put other submodules in ``setup``.
+    """
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(_join("Only one method per class can be @compact", detail))
+
+
+class ReservedModuleAttributeError(LensError, TypeError):
+    """A module declared a field whose name is reserved (``parent``, ``name``).
+
+    Wrong::
+
+        class M(nn.Module):
+            name: str
+
+    Right: pick another field name (``label: str``).
+    """
+
+    def __init__(self, annotations: Any):
+        super().__init__(
+            _join(
+                f"properties `parent` and `name` are reserved: {annotations}",
+                "Rename the field (e.g. name -> label).",
+            )
+        )
+
+
+class ApplyModuleInvalidMethodError(LensError, TypeError):
+    """``method=`` in ``init``/``apply`` is not a method of the module.
+
+    Wrong: ``model.apply(v, x, method="encdoe")``. Right: ``method="encode"``, a
+    function ``Model.encode``, or ``lambda m, x: m.encoder(x)``.
+    """
+
+    def __init__(self, method: Any, *, detail: str = ""):
+        super().__init__(
+            _join(
+                f"Cannot call apply(): {method} is not a valid function for apply().",
+                detail
+                or "Pass the name of a method, a function f(module, *args), or a "
+                "method of the module.",
+            )
+        )
+
+
+class CallCompactUnboundModuleError(LensError, RuntimeError):
+    """A compact method of a module with no variables (unbound) was called.
+
+    Wrong::
+
+        Dense(3)(x)
+
+    Right::
+
+        variables = Dense(3).init(key, x)
+        y = Dense(3).apply(variables, x)        # or Dense(3).bind(variables)(x)
+    """
+
+    def __init__(self, module: str | None = None, method: str | None = None):
+        what = f" ({module}.{method})" if module and method else ""
+        super().__init__(
+            _join(
+                "Can't call compact methods on unbound modules",
+                f"The module{what} has no variables: use init/apply "
+                "(variables = m.init(key, x); m.apply(variables, x)) or "
+                "m.bind(variables).",
+            )
+        )
+
+
+class CallSetupUnboundModuleError(LensError, RuntimeError):
+    """``setup`` was called by hand on an unbound module.
+
+    ``setup`` runs lazily once the module is bound (by init, apply or bind). Wrong::
+
+        MyModule().setup()
+
+    Right::
+
+        MyModule().bind(variables).submodule     # setup runs on access
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            _join(
+                "Can't call compact methods on unbound modules",
+                "setup() runs by itself once the module is bound: use "
+                "m.bind(variables) or init/apply.",
+            )
+        )
+
+
+class CallUnbindOnUnboundModuleError(LensError, RuntimeError):
+    """``unbind()`` was called on a module that is not bound.
+
+    Wrong: ``MyModule().unbind()``. Right: ``MyModule().bind(variables).unbind()``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            _join(
+                "Can't call `unbind()` on unbound modules",
+                "Only a bound module (from bind, or inside init/apply) has variables "
+                "to unbind.",
+            )
+        )
+
+
+class CallShareScopeOnUnboundModuleError(LensError, RuntimeError):
+    """``nn.share_scope`` was called with an unbound module.
+
+    Call it in ``setup`` (or a compact method) of the parent of both modules.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            _join(
+                "Can't call `share_scope` on unbound modules",
+                "Call nn.share_scope(self, other) from setup() of a bound module.",
+            )
+        )
+
+
+class InvalidInstanceModuleError(LensError, TypeError):
+    """``init``/``apply`` was called on the Module class instead of an instance.
+
+    Wrong: ``MLP.init(key, x)``. Right: ``MLP().init(key, x)``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            _join(
+                "Can only call init, init_with_output or apply methods on an "
+                "instance of the Module class, not the Module class itself",
+                "Construct the module first: MLP(...).init(key, x).",
+            )
+        )
+
+
+class IncorrectPostInitOverrideError(LensError, TypeError):
+    """A module overrides ``__post_init__`` without calling ``super().__post_init__()``.
+
+    Right::
+
+        def __post_init__(self):
+            super().__post_init__()
+            ...
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            _join(
+                "Overrode `.__post_init__()` without calling `super().__post_init__()`",
+                "Call super().__post_init__() first in your __post_init__.",
+            )
+        )
+
+
+class DescriptorAttributeError(LensError):
+    """A property of a module read an attribute that does not exist.
+
+    The property's own ``AttributeError`` would otherwise look like the property
+    itself is missing. (Not an ``AttributeError``, so that Python does not fall
+    back to ``__getattr__`` and hide it.)
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            _join(
+                "Trying to access a property that is accessing a non-existent "
+                "attribute.",
+                "See the chained exception for the attribute the property read.",
+            )
+        )
+
+
+class ImmutableVariableError(LensError, ValueError):
+    """A variable marked immutable was written."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+
+
+# -------------------------------------------------------------- checkpoints, io
+
+
+class InvalidCheckpointError(LensError, ValueError):
+    """A checkpoint older than the newest one was about to be saved."""
+
+    def __init__(self, path: Any, step: Any):
+        super().__init__(
+            f'Trying to save an outdated checkpoint at step: "{step}" and path: '
+            f'"{path}".'
+        )
+
+
+class MPACheckpointingRequiredError(LensError, ValueError):
+    """A multi-process array must be saved with a multi-process checkpointer."""
+
+    def __init__(self, path: Any, step: Any):
+        super().__init__(
+            f'Checkpoint failed at step: "{step}" and path: "{path}": Target '
+            "contains a multiprocess array should be saved/restored with a "
+            "GlobalAsyncCheckpointManager."
+        )
+
+
+class MPARestoreTargetRequiredError(LensError, ValueError):
+    """A multi-process array can only be restored into a target of pre-made arrays."""
+
+    def __init__(self, path: Any, step: Any, key: Any = None):
+        at = f' at key "{key}"' if key is not None else ""
+        super().__init__(
+            f'Restore checkpoint failed at step: "{step}" and path: "{path}": '
+            "Checkpoints containing a multiprocess array need to be restored with "
+            f"a target with pre-created arrays{at}."
+        )
+
+
+class MPARestoreDataCorruptedError(LensError, ValueError):
+    """The saved multi-process array has no commit marker (its save was cut off)."""
+
+    def __init__(self, step: Any, path: Any):
+        super().__init__(
+            f'Restore checkpoint failed at step: "{step}" on multiprocess array at '
+            f' "{path}": No "commit_success.txt" found on this "_gda" directory. '
+            "Was its save halted before completion?"
+        )
+
+
+class AlreadyExistsError(LensError, FileExistsError):
+    """A file was about to be overwritten."""
+
+    def __init__(self, path: Any):
+        super().__init__(f'Trying overwrite an existing file: "{path}".')
+
+
+class CursorFindError(LensError, ValueError):
+    """A cursor search found no object, or more than one."""
+
+    def __init__(self, cursor: Any = None, cursor2: Any = None):
+        if cursor is not None and cursor2 is not None:
+            msg = (
+                "More than one object found given the conditions of the cond_fn. "
+                "The first two objects found have the following paths: "
+                f"{getattr(cursor, '_path', cursor)} and "
+                f"{getattr(cursor2, '_path', cursor2)}"
+            )
+        else:
+            msg = "No object found given the conditions of the cond_fn."
+        super().__init__(msg)
+
+
+class TraverseTreeError(LensError, ValueError):
+    """Exactly one of ``update_fn`` and ``cond_fn`` must be given."""
+
+    def __init__(self, update_fn: Any, cond_fn: Any):
+        if update_fn is None and cond_fn is None:
+            msg = (
+                "Both update_fn and cond_fn are None. Exactly one of them must be None."
+            )
+        else:
+            msg = (
+                "Both update_fn and cond_fn are not None. Exactly one of them must be "
+                "not None."
+            )
+        super().__init__(msg)
+
+
+class SerializationError(LensError, ValueError):
+    """Bytes or a state dict could not be restored into the target.
+
+    The target gives the structure (e.g. ``model.init(...)`` or the variables
+    saved earlier). Wrong: restoring bytes of another model, or truncated bytes.
+    Right: ``from_bytes(variables_like_the_saved_ones, data)``.
+    """
+
+
+# ---------------------------------------------------------------------- lens.nnx
+
+
+class InconsistentAliasingError(LensError, ValueError):
+    """One object reached a ``lens.nnx`` transform with two different specifications.
+
+    Objects have reference semantics, so every alias of one object (the same module
+    passed twice, a submodule shared by two arguments, an input returned as an
+    output) must be lifted the same way. Wrong::
+
+        @nnx.vmap(in_axes=(0, 1))
+        def f(m1, m2): ...
+        f(m, m)                       # m is mapped on axis 0 and on axis 1
+
+        @nnx.vmap(in_axes=0, out_axes=1)
+        def g(m): return m            # m goes in on axis 0 and out on axis 1
+
+    Right: give every alias the same axes (``in_axes=(0, 0)``, ``out_axes=0``), or
+    pass the object once.
+    """
+
+
+class CapturedOutputError(LensError, ValueError):
+    """A ``lens.nnx`` transform returned an object it captured from outside.
+
+    Only arguments are split and tracked; returning a captured object would hand
+    back a silent copy. Wrong::
+
+        m = Linear(2, 3, rngs=rngs)
+
+        @nnx.vmap(axis_size=5)
+        def f():
+            return m
+
+    Right: pass ``m`` as an argument (it comes back as itself), or create the object
+    inside the function.
+    """
+
+
+class TraceContextError(LensError, RuntimeError):
+    """An object created outside a ``lens.nnx`` transform was mutated inside it.
+
+    Inside the transform the values are tracers; writing them into a captured object
+    would leak them. Wrong::
+
+        count = Counter()
+
+        @nnx.jit
+        def f(x):
+            count.n.value += 1        # count was captured, not passed
+
+    Right: pass the object as an argument, ``f(count, x)``; its changes come back.
+    """
+
+
+class GraphStructureError(LensError, ValueError):
+    """The object graph of a ``lens.nnx`` argument changed shape inside a transform,
+    or a split/merge was given states that do not fit its graph.
+
+    Transforms carry values across, not structure: create submodules and variables
+    before the transform (e.g. in ``__init__``), and only update their values in it.
+    """
