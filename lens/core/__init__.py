@@ -18,6 +18,10 @@ from lens.core import partial_eval as partial_eval  # noqa: E402
 from lens.core import scope as scope  # noqa: E402
 from lens.core import spmd as spmd  # noqa: E402
 from lens.core import tracers as tracers  # noqa: E402
+from lens.core._entry import apply as apply
+from lens.core._entry import bind as bind
+from lens.core._entry import init as init
+from lens.core._entry import lazy_init as lazy_init
 from lens.core._filters import CollectionFilter as CollectionFilter
 from lens.core._filters import DenyList as DenyList
 from lens.core._filters import PRNGSequenceFilter as PRNGSequenceFilter
@@ -37,15 +41,11 @@ from lens.core._meta import AxisMetadata as AxisMetadata
 from lens.core._meta import map_axis_meta as map_axis_meta
 from lens.core._meta import unbox as unbox
 from lens.core._scope import Scope as Scope
-from lens.core._scope import Variable as Variable
-from lens.core._scope import apply as apply
-from lens.core._scope import bind as bind
-from lens.core._scope import init as init
-from lens.core._scope import lazy_init as lazy_init
 from lens.core._trace import PackTrace as PackTrace
 from lens.core._trace import trace_packs as trace_packs
 from lens.core._tracers import check_trace_level as check_trace_level
 from lens.core._tracers import current_trace as current_trace
+from lens.core._variable import Variable as Variable
 from lens.core.lift import broadcast as broadcast
 from lens.core.lift import custom_vjp as custom_vjp
 from lens.core.lift import jit as jit

@@ -1,4 +1,4 @@
-"""``Scope``: the variables and rng streams of one module, and ``init``/``apply``.
+"""``Scope``: the variables and rng streams of one module (entry points: ``_entry``).
 
 Variables are plain nested dicts ``{collection: {name or child: ...}}``. A root
 scope holds the variable dict; a child scope (``push``) is a cursor into it at a
@@ -16,18 +16,23 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import jax
-import numpy as np
 
 from lens import errors
 from lens.configurations import config
-from lens.core import _meta
-from lens.core._filters import Filter, in_filter, is_filter_empty
-from lens.core._freeze import FrozenDict, freeze, unfreeze
-from lens.core._rng import LazyRng, RngCounters, fold_path, is_valid_rng
+from lens.core._filters import Filter, in_filter
+from lens.core._freeze import FrozenDict, freeze
+from lens.core._rng import LazyRng, RngCounters, fold_path
 from lens.core._tree import copy_tree
+from lens.core._variable import (
+    Variable,
+    expected_shapes,
+    leaf_shape,
+    put_variable,
+    unbox_value,
+)
 
 T = TypeVar("T")
 Array = Any
@@ -130,97 +135,6 @@ class DuplicateScopeNameError(errors.LensError, ValueError):
             f'Duplicate use of scope name: "{name}"\n'
             f"In scope {errors.path_text(path)} a child or variable already has this "
             "name; pick another, or push(name, reuse=True) to reuse the child."
-        )
-
-
-# Expected parameter shapes, keyed by (init_fn, args, kwargs); saves an eval_shape
-# per parameter per apply. Bounded: cleared when full.
-_SHAPE_CACHE: dict[Any, tuple[tuple[int, ...], ...]] = {}
-_SHAPE_CACHE_MAX = 8192
-
-
-def _leaf_shape(x: Any) -> tuple[int, ...]:
-    s = getattr(x, "shape", None)
-    return tuple(s) if s is not None else np.shape(x)
-
-
-def _expected_shapes(init_fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-    try:
-        key: Any = (init_fn, args, tuple(sorted(kwargs.items())) if kwargs else ())
-        hash(key)
-    except TypeError:
-        key = None
-    if key is not None:
-        hit = _SHAPE_CACHE.get(key)
-        if hit is not None:
-            return hit
-    abstract = jax.eval_shape(lambda: init_fn(jax.random.key(0), *args, **kwargs))
-    shapes = tuple(_leaf_shape(x) for x in jax.tree_util.tree_leaves(abstract))
-    if key is not None:
-        if len(_SHAPE_CACHE) >= _SHAPE_CACHE_MAX:
-            _SHAPE_CACHE.clear()
-        _SHAPE_CACHE[key] = shapes
-    return shapes
-
-
-def _unbox(v: Any) -> Any:
-    """``meta.unbox`` with a fast path for the common case (a plain array)."""
-    if isinstance(v, jax.Array | np.ndarray):
-        return v
-    return _meta.unbox(v)
-
-
-def _put_variable(target: dict[str, Any], key: str, value: Any) -> None:
-    """Writes ``target[key] = value``, merging into an existing dict in place.
-
-    Child scopes hold references to their sub-dicts; replacing a dict by a new one
-    would leave them looking at the old one.
-    """
-    old = target.get(key)
-    if isinstance(old, dict) and isinstance(value, Mapping):
-        for k, v in value.items():
-            _put_variable(old, k, v)
-    else:
-        target[key] = value
-
-
-class Variable(Generic[T]):
-    """A handle on one variable: read and write it through ``.value``.
-
-    With ``unbox=True`` (the default) ``.value`` is the plain array even when the
-    stored value is an :class:`~lens.core.meta.AxisMetadata` box, and writing keeps
-    the box around the new value.
-    """
-
-    __slots__ = ("scope", "collection", "name", "unbox")
-
-    def __init__(self, scope: Scope, collection: str, name: str, unbox: bool = True):
-        self.scope = scope
-        self.collection = collection
-        self.name = name
-        self.unbox = unbox
-
-    @property
-    def value(self) -> T:
-        """The current value (unboxed unless ``unbox=False``)."""
-        v = self.scope.get_variable(self.collection, self.name)
-        return _unbox(v) if self.unbox else v
-
-    @value.setter
-    def value(self, value: T) -> None:
-        if self.unbox:
-            old = self.scope.get_variable(self.collection, self.name)
-            value = _meta.replace_boxed(old, value)
-        self.scope.put_variable(self.collection, self.name, value)
-
-    def is_mutable(self) -> bool:
-        """Whether the variable's collection is mutable in its scope."""
-        return self.scope.is_mutable_collection(self.collection)
-
-    def __repr__(self) -> str:
-        return (
-            f"Variable(collection={self.collection!r}, name={self.name!r}, "
-            f"path={self.scope.path_text!r})"
         )
 
 
@@ -577,7 +491,7 @@ class Scope:
         if d is None or name not in d:
             return default
         v = d[name]
-        return _unbox(v) if unbox else v
+        return unbox_value(v) if unbox else v
 
     def put_variable(self, col: str, name: str, value: Any) -> None:
         """Writes a variable; its collection must be mutable here.
@@ -592,7 +506,7 @@ class Scope:
         shared = self._shared
         if shared.created is not None and name not in d:
             shared.created.append((col, self.path + (name,), value))
-        _put_variable(d, name, value)
+        put_variable(d, name, value)
         if shared.track is not None:
             shared.track.add((col, self.path + (name,)))
 
@@ -641,12 +555,12 @@ class Scope:
         if d is not None and name in d:
             value = d[name]
             if unbox:
-                value = _unbox(value)
+                value = unbox_value(value)
             if init_fn is not None:
-                expected = _expected_shapes(init_fn, init_args, init_kwargs)
+                expected = expected_shapes(init_fn, init_args, init_kwargs)
                 leaves = jax.tree_util.tree_leaves(value)
                 for leaf, shape in zip(leaves, expected):
-                    actual = _leaf_shape(leaf)
+                    actual = leaf_shape(leaf)
                     if actual != shape:
                         raise errors.ScopeParamShapeError(
                             name, self.path_text, actual, shape
@@ -656,7 +570,7 @@ class Scope:
             raise self._missing_error("params", name)
         value = init_fn(self.make_rng("params"), *init_args, **init_kwargs)
         self.put_variable("params", name, value)
-        return _unbox(value) if unbox else value
+        return unbox_value(value) if unbox else value
 
     def variables(self) -> VariableDict:
         """All collections as seen from this scope (a shallow view, do not mutate)."""
@@ -754,176 +668,3 @@ class Scope:
             f"{self.path_text} but was not given; pass it to init/apply: "
             f'rngs={{"{name}": jax.random.key(0)}}.'
         )
-
-
-# ----------------------------------------------------------------------- helpers
-
-
-def _is_valid_collection(col: Any) -> bool:
-    return isinstance(col, dict | FrozenDict) and all(isinstance(k, str) for k in col)
-
-
-def _is_valid_variables(variables: Any) -> bool:
-    return isinstance(variables, Mapping) and all(
-        isinstance(name, str) and _is_valid_collection(col)
-        for name, col in variables.items()
-    )
-
-
-def _is_valid_rng(rng: Any) -> bool:
-    return is_valid_rng(rng)
-
-
-def _is_valid_rngs(rngs: Any) -> bool:
-    return isinstance(rngs, dict | FrozenDict) and all(
-        isinstance(k, str) and is_valid_rng(v) for k, v in rngs.items()
-    )
-
-
-def _check_rngs(rngs: Any, what: str) -> dict[str, Any]:
-    """``{stream: key}`` from a key or a dict of keys, or a clear error."""
-    if rngs is None:
-        return {}
-    if _is_valid_rng(rngs):
-        return {"params": rngs}
-    if _is_valid_rngs(rngs):
-        return dict(rngs)
-    bad = ""
-    if isinstance(rngs, Mapping):
-        bad = ", ".join(
-            f'"{k}" ({type(v).__name__}{getattr(v, "shape", "")})'
-            for k, v in rngs.items()
-            if not (isinstance(k, str) and is_valid_rng(v))
-        )
-        bad = f" Not keys: {bad}."
-    raise errors.InvalidRngError(
-        f"{what} should be a ``jax.PRNGKey`` or a dictionary mapping strings to "
-        f"``jax.PRNGKey``.\nGot {type(rngs).__name__}.{bad} Make keys with "
-        'jax.random.key(seed), e.g. rngs={"params": jax.random.key(0), '
-        '"dropout": jax.random.key(1)}.'
-    )
-
-
-def _prepare_variables(variables: Any, mutable: Filter) -> dict[str, Any]:
-    if not _is_valid_variables(variables):
-        raise errors.ApplyScopeInvalidVariablesTypeError(variables)
-    out: dict[str, Any] = {}
-    for col, d in variables.items():
-        out[col] = unfreeze(d) if in_filter(mutable, col) else d
-    return out
-
-
-def bind(
-    variables: VariableDict,
-    rngs: Any = None,
-    mutable: Filter = False,
-    flags: Mapping[str, Any] | None = None,
-) -> Scope:
-    """Returns a root :class:`Scope` over ``variables`` with an unlimited lifetime.
-
-    Useful for exploring in a notebook; it cannot cross a JAX transform.
-    """
-    new_vars = _prepare_variables(variables, mutable)
-    if rngs is not None and not _is_valid_rngs(rngs):
-        raise errors.InvalidRngError(
-            "rngs should be a dictionary mapping strings to `jax.PRNGKey`.\n"
-            'Pass e.g. rngs={"params": jax.random.key(0)}.'
-        )
-    return Scope(new_vars, rngs=rngs, mutable=mutable, flags=flags)
-
-
-def apply(
-    fn: Callable[..., Any],
-    mutable: Filter = False,
-    flags: Mapping[str, Any] | None = None,
-) -> Callable[..., Any]:
-    """Functionalizes ``fn(scope, *args, **kwargs)`` into ``(variables, *args)``.
-
-    Args:
-      fn: a function whose first argument is a :class:`Scope`.
-      mutable: the collections that may be written (a filter).
-      flags: flags visible as ``scope.flags``.
-
-    Returns:
-      ``wrapper(variables, *args, rngs=None, **kwargs)`` returning ``y``, or
-      ``(y, mutated_collections)`` when ``mutable`` is not False. The input
-      variables are never mutated.
-
-    Example:
-        >>> import jax, jax.numpy as jnp
-        >>> def f(scope, x):
-        ...     return x * scope.param("w", lambda rng: jnp.ones(()))
-        >>> y, v = init(f)(jax.random.key(0), 2.0)
-        >>> float(apply(f)(v, 3.0))
-        3.0
-    """
-    is_filter_empty(mutable)  # validates the filter early
-
-    @functools.wraps(fn)
-    def wrapper(
-        variables: VariableDict, *args: Any, rngs: Any = None, **kwargs: Any
-    ) -> Any:
-        rngs = _check_rngs(rngs, "The ``rngs`` argument passed to an apply function")
-        params = variables.get("params") if isinstance(variables, Mapping) else None
-        if isinstance(params, Mapping) and "params" in params:
-            raise errors.ApplyScopeInvalidVariablesStructureError(variables)
-        root = Scope(
-            _prepare_variables(variables, mutable),
-            rngs=rngs,
-            mutable=mutable,
-            flags=flags,
-        )
-        try:
-            y = fn(root, *args, **kwargs)
-        finally:
-            root.invalidate()
-        if mutable is not False:
-            return y, root.mutable_variables()
-        return y
-
-    return wrapper
-
-
-def init(
-    fn: Callable[..., Any],
-    mutable: Filter = True,
-    flags: Mapping[str, Any] | None = None,
-) -> Callable[..., Any]:
-    """Functionalizes ``fn(scope, *args)`` for initialization.
-
-    ``init`` is ``apply`` with empty variables, every collection mutable and the
-    ``initializing`` flag: a bare key ``k`` means ``{'params': k}``.
-
-    Returns:
-      ``wrapper(rngs, *args, **kwargs)`` returning ``(y, variables)``.
-    """
-
-    @functools.wraps(fn)
-    def wrapper(rngs: Any, *args: Any, **kwargs: Any) -> Any:
-        rngs = _check_rngs(rngs, "First argument passed to an init function")
-        init_flags = {**(flags or {}), "initializing": True}
-        return apply(fn, mutable=mutable, flags=init_flags)(
-            {}, *args, rngs=rngs, **kwargs
-        )
-
-    return wrapper
-
-
-def lazy_init(
-    fn: Callable[..., Any],
-    mutable: Filter = True,
-    flags: Mapping[str, Any] | None = None,
-) -> Callable[..., Any]:
-    """``init`` that takes ``jax.ShapeDtypeStruct`` inputs and returns the variables.
-
-    Nothing that depends on the inputs is computed, so inputs of any size cost
-    nothing; variables whose initial value needs an input's value raise.
-
-    Raises:
-      LazyInitError: if a variable depends on an input given only by its shape.
-    """
-    from lens.core._partial_eval import lazy_init as partial_lazy_init
-
-    return partial_lazy_init(
-        lambda *args, **kwargs: init(fn, mutable, flags)(*args, **kwargs)[1]
-    )

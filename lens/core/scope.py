@@ -1,5 +1,12 @@
 """Scopes (``lens.core.scope``, like ``flax.core.scope``)."""
 
+from lens.core._entry import _is_valid_rng as _is_valid_rng
+from lens.core._entry import _is_valid_rngs as _is_valid_rngs
+from lens.core._entry import _is_valid_variables as _is_valid_variables
+from lens.core._entry import apply as apply
+from lens.core._entry import bind as bind
+from lens.core._entry import init as init
+from lens.core._entry import lazy_init as lazy_init
 from lens.core._filters import CollectionFilter as CollectionFilter
 from lens.core._filters import DenyList as DenyList
 from lens.core._filters import Filter as Filter
@@ -16,16 +23,9 @@ from lens.core._freeze import freeze as freeze
 from lens.core._freeze import unfreeze as unfreeze
 from lens.core._rng import LazyRng as LazyRng
 from lens.core._scope import Scope as Scope
-from lens.core._scope import Variable as Variable
-from lens.core._scope import _is_valid_rng as _is_valid_rng
-from lens.core._scope import _is_valid_rngs as _is_valid_rngs
-from lens.core._scope import _is_valid_variables as _is_valid_variables
-from lens.core._scope import apply as apply
-from lens.core._scope import bind as bind
 from lens.core._scope import child_rng_token as child_rng_token
-from lens.core._scope import init as init
-from lens.core._scope import lazy_init as lazy_init
 from lens.core._scope import no_flag as no_flag
+from lens.core._variable import Variable as Variable
 from lens.typing import Array as Array
 from lens.typing import PRNGKey as PRNGKey
 from lens.typing import VariableDict as VariableDict

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from lens import errors
 from lens._views import install as install_views
+from lens.core._entry import _is_valid_rng
+from lens.core._entry import apply as core_apply
+from lens.core._entry import bind as core_bind
+from lens.core._entry import init as core_init
 from lens.core._filters import DenyList, Filter, union_filters
-from lens.core._scope import _is_valid_rng
-from lens.core._scope import apply as core_apply
-from lens.core._scope import bind as core_bind
-from lens.core._scope import init as core_init
 from lens.nn import _context
 from lens.nn._module_support import _get_unbound_fn, capture_call_intermediates
 from lens.traceback_util import api_boundary

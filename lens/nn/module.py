@@ -1,7 +1,7 @@
 """The Module system (``lens.nn.module``, like ``flax.linen.module``)."""
 
 from lens._kernels.dtypes import merge_param as merge_param
-from lens.core._scope import Variable as Variable
+from lens.core._variable import Variable as Variable
 from lens.ids import FlaxId as FlaxId
 from lens.nn._context import disable_named_call as disable_named_call
 from lens.nn._context import enable_named_call as enable_named_call
