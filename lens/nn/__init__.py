@@ -110,8 +110,6 @@ from lens.nn._pooling import avg_pool as avg_pool
 from lens.nn._pooling import max_pool as max_pool
 from lens.nn._pooling import min_pool as min_pool
 from lens.nn._pooling import pool as pool
-from lens.nn._recurrent import RNN as RNN
-from lens.nn._recurrent import Bidirectional as Bidirectional
 from lens.nn._recurrent import ConvLSTMCell as ConvLSTMCell
 from lens.nn._recurrent import GRUCell as GRUCell
 from lens.nn._recurrent import LSTMCell as LSTMCell
@@ -119,6 +117,8 @@ from lens.nn._recurrent import MGUCell as MGUCell
 from lens.nn._recurrent import OptimizedLSTMCell as OptimizedLSTMCell
 from lens.nn._recurrent import RNNCellBase as RNNCellBase
 from lens.nn._recurrent import SimpleCell as SimpleCell
+from lens.nn._rnn import RNN as RNN
+from lens.nn._rnn import Bidirectional as Bidirectional
 from lens.nn._stochastic import Dropout as Dropout
 from lens.nn._summary import tabulate as tabulate
 from lens.nn._transforms import add_metadata_axis as add_metadata_axis

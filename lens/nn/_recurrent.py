@@ -8,9 +8,8 @@ the draws of ``initialize_carry`` follow Flax Linen.
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -18,15 +17,12 @@ import numpy as np
 from jax import random
 
 from lens._kernels.dtypes import promote_dtype
-from lens.core._filters import CollectionFilter, PRNGSequenceFilter
-from lens.core._freeze import FrozenDict
 from lens.core.nn import initializers
 from lens.core.nn.initializers import default_kernel_init
 from lens.nn._conv import Conv
 from lens.nn._linear import Dense
 from lens.nn._module import Module
 from lens.nn._module_support import compact, nowrap
-from lens.nn._transforms import scan
 from lens.typing import Array, Dtype, Initializer, PrecisionLike, PRNGKey
 
 A = TypeVar("A")
@@ -34,17 +30,14 @@ Carry = Any
 Output = Any
 
 __all__ = [
-    "Bidirectional",
     "ConvLSTMCell",
     "DenseParams",
     "GRUCell",
     "LSTMCell",
     "MGUCell",
     "OptimizedLSTMCell",
-    "RNN",
     "RNNCellBase",
     "SimpleCell",
-    "flip_sequences",
 ]
 
 sigmoid = jax.nn.sigmoid
@@ -539,260 +532,3 @@ class ConvLSTMCell(RNNCellBase):
     @property
     def num_feature_axes(self) -> int:
         return len(self.kernel_size) + 1
-
-
-class RNN(Module):
-    """Runs a cell over the time axis with :func:`lens.nn.scan`.
-
-    Inputs are ``(*batch, time, *features)`` (``time_major=True``:
-    ``(time, *batch, *features)``). The cell's parameters are shared over time
-    (``variable_broadcast='params'``) and live under ``cell``.
-
-    Example:
-        >>> import jax, jax.numpy as jnp
-        >>> x = jnp.ones((10, 50, 32))  # (batch, time, features)
-        >>> lstm = RNN(LSTMCell(64))
-        >>> variables = lstm.init(jax.random.key(0), x)
-        >>> lstm.apply(variables, x).shape
-        (10, 50, 64)
-
-    Attributes:
-      cell: the cell (an :class:`RNNCellBase`).
-      time_major: time is the first axis.
-      return_carry: also return the final carry: ``(carry, outputs)``.
-      reverse: run from the last step to the first (outputs reversed unless
-        ``keep_order``). With ``seq_lengths``, padding stays at the end.
-      keep_order: with ``reverse``, return outputs in the input order.
-      unroll: loop iterations unrolled per scan step.
-      variable_axes, variable_broadcast, variable_carry, split_rngs: the
-        :func:`lens.nn.scan` options for the cell's variables and rngs.
-    """
-
-    cell: RNNCellBase
-    time_major: bool = False
-    return_carry: bool = False
-    reverse: bool = False
-    keep_order: bool = False
-    unroll: int = 1
-    variable_axes: Mapping[CollectionFilter, Any] = FrozenDict()
-    variable_broadcast: CollectionFilter = "params"
-    variable_carry: CollectionFilter = False
-    split_rngs: Mapping[PRNGSequenceFilter, bool] = FrozenDict({"params": False})
-
-    def __call__(
-        self,
-        inputs: Array,
-        *,
-        initial_carry: Carry | None = None,
-        init_key: PRNGKey | None = None,
-        seq_lengths: Array | None = None,
-        return_carry: bool | None = None,
-        time_major: bool | None = None,
-        reverse: bool | None = None,
-        keep_order: bool | None = None,
-    ) -> Output | tuple[Carry, Output]:
-        """Runs the cell over ``inputs``; call arguments override the attributes.
-
-        Args:
-          inputs: the input sequence.
-          initial_carry: the initial carry (default: the cell's
-            ``initialize_carry(init_key, ...)``).
-          init_key: the key for ``initialize_carry`` (default
-            ``jax.random.key(0)``; most cells ignore it).
-          seq_lengths: ``(*batch)`` ints; steps past a sequence's length are
-            padding. The returned carry is the one after each sequence's last
-            real step.
-          return_carry, time_major, reverse, keep_order: override the attributes.
-        """
-        return_carry = self.return_carry if return_carry is None else return_carry
-        time_major = self.time_major if time_major is None else time_major
-        reverse = self.reverse if reverse is None else reverse
-        keep_order = self.keep_order if keep_order is None else keep_order
-        n_feat = self.cell.num_feature_axes
-        time_axis = 0 if time_major else inputs.ndim - (n_feat + 1)
-        if time_axis < 0:
-            time_axis += inputs.ndim
-        if time_major:
-            batch_dims = inputs.shape[1:-n_feat]
-        else:
-            batch_dims = inputs.shape[:time_axis]
-
-        def flip(x: Array) -> Array:
-            return flip_sequences(
-                x, seq_lengths, num_batch_dims=len(batch_dims), time_major=time_major
-            )
-
-        if reverse:
-            inputs = jax.tree_util.tree_map(flip, inputs)
-        if initial_carry is None:
-            if init_key is None:
-                init_key = random.key(0)
-            input_shape = inputs.shape[:time_axis] + inputs.shape[time_axis + 1 :]
-            carry = self.cell.initialize_carry(init_key, input_shape)
-        else:
-            carry = initial_carry
-        slice_carry = seq_lengths is not None and return_carry
-
-        def scan_fn(cell: RNNCellBase, carry: Carry, x: Array) -> Any:
-            carry, y = cell(carry, x)
-            return carry, ((carry, y) if slice_carry else y)
-
-        scanned = scan(
-            scan_fn,
-            in_axes=time_axis,
-            out_axes=(0, time_axis) if slice_carry else time_axis,
-            unroll=self.unroll,
-            variable_axes=self.variable_axes,
-            variable_broadcast=self.variable_broadcast,
-            variable_carry=self.variable_carry,
-            split_rngs=self.split_rngs,
-        )
-        out = scanned(self.cell, carry, inputs)
-        if slice_carry:
-            _, (carries, outputs) = out
-            carry = _select_last_carry(carries, seq_lengths)
-        else:
-            carry, outputs = out
-        if reverse and keep_order:
-            outputs = jax.tree_util.tree_map(flip, outputs)
-        return (carry, outputs) if return_carry else outputs
-
-
-def _select_last_carry(sequence: A, seq_lengths: Array) -> A:
-    """The carry after each sequence's last real step (carries stacked on axis 0)."""
-    last = jnp.asarray(seq_lengths) - 1
-
-    def pick(x: Array) -> Array:
-        return x[last, jnp.arange(x.shape[1])]
-
-    return jax.tree_util.tree_map(pick, sequence)
-
-
-def _expand_dims_like(x: Array, target: Array) -> Array:
-    return x.reshape(list(x.shape) + [1] * (target.ndim - x.ndim))
-
-
-def flip_sequences(
-    inputs: Array,
-    seq_lengths: Array | None,
-    num_batch_dims: int,
-    time_major: bool,
-) -> Array:
-    """Reverses each sequence's first ``seq_length`` steps; padding stays at the end.
-
-    Example:
-        >>> import jax.numpy as jnp
-        >>> x = jnp.array([[1, 0, 0], [2, 3, 0], [4, 5, 6]])
-        >>> flip_sequences(x, jnp.array([1, 2, 3]), 1, False).tolist()
-        [[1, 0, 0], [3, 2, 0], [6, 5, 4]]
-    """
-    time_axis = 0 if time_major else num_batch_dims
-    steps = inputs.shape[time_axis]
-    if seq_lengths is None:
-        return jnp.flip(inputs, axis=time_axis)
-    seq_lengths = jnp.expand_dims(seq_lengths, axis=time_axis)
-    idxs = jnp.arange(steps - 1, -1, -1)
-    if time_major:
-        idxs = jnp.reshape(idxs, [steps] + [1] * num_batch_dims)
-    else:
-        idxs = jnp.reshape(idxs, [1] * num_batch_dims + [steps])
-    idxs = (idxs + seq_lengths) % steps
-    return jnp.take_along_axis(inputs, _expand_dims_like(idxs, inputs), axis=time_axis)
-
-
-def _concatenate(a: Array, b: Array) -> Array:
-    return jnp.concatenate([a, b], axis=-1)
-
-
-class RNNBase(Protocol):
-    """What :class:`Bidirectional` needs of each direction (an :class:`RNN`)."""
-
-    def __call__(
-        self,
-        inputs: Array,
-        *,
-        initial_carry: Carry | None = None,
-        init_key: PRNGKey | None = None,
-        seq_lengths: Array | None = None,
-        return_carry: bool | None = None,
-        time_major: bool | None = None,
-        reverse: bool | None = None,
-        keep_order: bool | None = None,
-    ) -> Output | tuple[Carry, Output]: ...
-
-
-class Bidirectional(Module):
-    """Runs ``forward_rnn`` forwards and ``backward_rnn`` backwards; merges outputs.
-
-    Example:
-        >>> import jax, jax.numpy as jnp
-        >>> layer = Bidirectional(RNN(GRUCell(4)), RNN(GRUCell(4)))
-        >>> x = jnp.ones((2, 3, 5))
-        >>> variables = layer.init(jax.random.key(0), x)
-        >>> layer.apply(variables, x).shape
-        (2, 3, 8)
-
-    Attributes:
-      forward_rnn, backward_rnn: the two directions (RNNs).
-      merge_fn: combines the outputs (default: concatenate features).
-      time_major, return_carry: as in :class:`RNN`; the carry is
-        ``(forward carry, backward carry)``.
-    """
-
-    forward_rnn: RNNBase
-    backward_rnn: RNNBase
-    merge_fn: Callable[[Array, Array], Array] = _concatenate
-    time_major: bool = False
-    return_carry: bool = False
-
-    def __call__(
-        self,
-        inputs: Array,
-        *,
-        initial_carry: Carry | None = None,
-        init_key: PRNGKey | None = None,
-        seq_lengths: Array | None = None,
-        return_carry: bool | None = None,
-        time_major: bool | None = None,
-        reverse: bool | None = None,
-        keep_order: bool | None = None,
-    ) -> Output | tuple[Carry, Output]:
-        """Runs both directions (``reverse``/``keep_order`` are ignored)."""
-        time_major = self.time_major if time_major is None else time_major
-        return_carry = self.return_carry if return_carry is None else return_carry
-        if init_key is not None:
-            key_fwd, key_bwd = random.split(init_key)
-        else:
-            key_fwd = key_bwd = None
-        if initial_carry is not None:
-            carry_fwd, carry_bwd = initial_carry
-        else:
-            carry_fwd = carry_bwd = None
-        if self.forward_rnn is self.backward_rnn:
-            logging.warning(
-                "forward_rnn and backward_rnn is the same object, so they will share "
-                "parameters."
-            )
-        carry_fwd, out_fwd = self.forward_rnn(
-            inputs,
-            initial_carry=carry_fwd,
-            init_key=key_fwd,
-            seq_lengths=seq_lengths,
-            return_carry=True,
-            time_major=time_major,
-            reverse=False,
-        )
-        carry_bwd, out_bwd = self.backward_rnn(
-            inputs,
-            initial_carry=carry_bwd,
-            init_key=key_bwd,
-            seq_lengths=seq_lengths,
-            return_carry=True,
-            time_major=time_major,
-            reverse=True,
-            keep_order=True,
-        )
-        outputs = jax.tree_util.tree_map(self.merge_fn, out_fwd, out_bwd)
-        if return_carry:
-            return (carry_fwd, carry_bwd), outputs
-        return outputs
