@@ -164,7 +164,7 @@ describe('renderPayload', () => {
       node[p[p.length - 1]] = values[rand(values.length)];
       const host = document.createElement('div');
       expect(() => renderPayload(host, doc)).not.toThrow();
-      expect(host.textContent!.length).toBeGreaterThan(0);
+      expect(host.querySelector('.lens-pack-error, .lens-pack')).not.toBeNull(); // drawn, or said why not
       drawn += host.querySelector('.lens-pack-box') ? 1 : 0;
     }
     expect(drawn).toBeGreaterThan(0); // corruption in one record leaves the others drawn

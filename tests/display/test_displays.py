@@ -288,14 +288,15 @@ def test_rich_forms_render(variables):
 def test_treescope_renders_lens_objects(variables):
     import treescope
 
-    for obj in (
-        VariablesView(variables),
-        MLP().bind(variables),
-        nn.Partitioned(np.ones(2), ("x",)),
-    ):
-        html = treescope.render_to_html(obj)
-        assert isinstance(html, str) and len(html) > 100
-    assert "MLP" in treescope.render_to_text(MLP().bind(variables))
+    expected = [
+        (VariablesView(variables), ("VariablesView({", "'Dense_0': {", "'kernel'")),
+        (MLP().bind(variables), ("MLP(",)),
+        (nn.Partitioned(np.ones(2), ("x",)), ("Partitioned(", "names=('x',)")),
+    ]
+    for obj, parts in expected:
+        text = treescope.render_to_text(obj)
+        assert all(p in text for p in parts), (parts, text[:300])
+        assert "treescope" in treescope.render_to_html(obj)  # its own renderer ran
 
 
 def test_thousand_leaf_collection_html_size():
