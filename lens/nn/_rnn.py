@@ -9,9 +9,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 import jax
-import jax.numpy as jnp
 from jax import random
 
+from lens._kernels import sequences as seq
 from lens.core._filters import CollectionFilter, PRNGSequenceFilter
 from lens.core._freeze import FrozenDict
 from lens.nn._module import Module
@@ -102,7 +102,7 @@ class RNN(Module):
             batch_dims = inputs.shape[:time_axis]
 
         def flip(x: Array) -> Array:
-            return flip_sequences(
+            return seq.flip_sequences(
                 x, seq_lengths, num_batch_dims=len(batch_dims), time_major=time_major
             )
 
@@ -134,58 +134,12 @@ class RNN(Module):
         out = scanned(self.cell, carry, inputs)
         if slice_carry:
             _, (carries, outputs) = out
-            carry = _select_last_carry(carries, seq_lengths)
+            carry = seq.select_last_carry(carries, seq_lengths)
         else:
             carry, outputs = out
         if reverse and keep_order:
             outputs = jax.tree_util.tree_map(flip, outputs)
         return (carry, outputs) if return_carry else outputs
-
-
-def _select_last_carry(sequence: A, seq_lengths: Array) -> A:
-    """The carry after each sequence's last real step (carries stacked on axis 0)."""
-    last = jnp.asarray(seq_lengths) - 1
-
-    def pick(x: Array) -> Array:
-        return x[last, jnp.arange(x.shape[1])]
-
-    return jax.tree_util.tree_map(pick, sequence)
-
-
-def _expand_dims_like(x: Array, target: Array) -> Array:
-    return x.reshape(list(x.shape) + [1] * (target.ndim - x.ndim))
-
-
-def flip_sequences(
-    inputs: Array,
-    seq_lengths: Array | None,
-    num_batch_dims: int,
-    time_major: bool,
-) -> Array:
-    """Reverses each sequence's first ``seq_length`` steps; padding stays at the end.
-
-    Example:
-        >>> import jax.numpy as jnp
-        >>> x = jnp.array([[1, 0, 0], [2, 3, 0], [4, 5, 6]])
-        >>> flip_sequences(x, jnp.array([1, 2, 3]), 1, False).tolist()
-        [[1, 0, 0], [3, 2, 0], [6, 5, 4]]
-    """
-    time_axis = 0 if time_major else num_batch_dims
-    steps = inputs.shape[time_axis]
-    if seq_lengths is None:
-        return jnp.flip(inputs, axis=time_axis)
-    seq_lengths = jnp.expand_dims(seq_lengths, axis=time_axis)
-    idxs = jnp.arange(steps - 1, -1, -1)
-    if time_major:
-        idxs = jnp.reshape(idxs, [steps] + [1] * num_batch_dims)
-    else:
-        idxs = jnp.reshape(idxs, [1] * num_batch_dims + [steps])
-    idxs = (idxs + seq_lengths) % steps
-    return jnp.take_along_axis(inputs, _expand_dims_like(idxs, inputs), axis=time_axis)
-
-
-def _concatenate(a: Array, b: Array) -> Array:
-    return jnp.concatenate([a, b], axis=-1)
 
 
 class RNNBase(Protocol):
@@ -226,7 +180,7 @@ class Bidirectional(Module):
 
     forward_rnn: RNNBase
     backward_rnn: RNNBase
-    merge_fn: Callable[[Array, Array], Array] = _concatenate
+    merge_fn: Callable[[Array, Array], Array] = seq.concatenate
     time_major: bool = False
     return_carry: bool = False
 
@@ -249,35 +203,19 @@ class Bidirectional(Module):
             key_fwd, key_bwd = random.split(init_key)
         else:
             key_fwd = key_bwd = None
-        if initial_carry is not None:
-            carry_fwd, carry_bwd = initial_carry
-        else:
-            carry_fwd = carry_bwd = None
         if self.forward_rnn is self.backward_rnn:
             logging.warning(
                 "forward_rnn and backward_rnn is the same object, so they will share "
                 "parameters."
             )
-        carry_fwd, out_fwd = self.forward_rnn(
+        common = dict(seq_lengths=seq_lengths, time_major=time_major)
+        return seq.both_directions(
+            self.forward_rnn,
+            self.backward_rnn,
+            self.merge_fn,
             inputs,
-            initial_carry=carry_fwd,
-            init_key=key_fwd,
-            seq_lengths=seq_lengths,
-            return_carry=True,
-            time_major=time_major,
-            reverse=False,
+            initial_carry,
+            return_carry,
+            dict(common, init_key=key_fwd),
+            dict(common, init_key=key_bwd),
         )
-        carry_bwd, out_bwd = self.backward_rnn(
-            inputs,
-            initial_carry=carry_bwd,
-            init_key=key_bwd,
-            seq_lengths=seq_lengths,
-            return_carry=True,
-            time_major=time_major,
-            reverse=True,
-            keep_order=True,
-        )
-        outputs = jax.tree_util.tree_map(self.merge_fn, out_fwd, out_bwd)
-        if return_carry:
-            return (carry_fwd, carry_bwd), outputs
-        return outputs

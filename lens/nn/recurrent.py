@@ -1,5 +1,6 @@
 """Recurrent layers (``lens.nn.recurrent``, like ``flax.linen.recurrent``)."""
 
+from lens._kernels.sequences import flip_sequences as flip_sequences
 from lens.nn._recurrent import ConvLSTMCell as ConvLSTMCell
 from lens.nn._recurrent import DenseParams as DenseParams
 from lens.nn._recurrent import GRUCell as GRUCell
@@ -11,5 +12,3 @@ from lens.nn._recurrent import SimpleCell as SimpleCell
 from lens.nn._rnn import RNN as RNN
 from lens.nn._rnn import Bidirectional as Bidirectional
 from lens.nn._rnn import RNNBase as RNNBase
-from lens.nn._rnn import _select_last_carry as _select_last_carry
-from lens.nn._rnn import flip_sequences as flip_sequences

@@ -15,8 +15,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from lens._kernels import sequences as seq
 from lens.core.nn import initializers
-from lens.nn.recurrent import flip_sequences
 from lens.nnx._layers import _NO_META, Linear, Module, promote_dtype
 from lens.nnx._rngs import Rngs, RngStream
 
@@ -487,7 +487,7 @@ class RNN(Module):
         n_batch = inputs.ndim - n_feat - 1
 
         def flip(x: Array) -> Array:
-            return flip_sequences(x, seq_lengths, n_batch, time_major)
+            return seq.flip_sequences(x, seq_lengths, n_batch, time_major)
 
         if reverse:
             inputs = flip(inputs)
@@ -533,11 +533,6 @@ __all__ = [
 ]
 
 
-def _concatenate(a: Array, b: Array) -> Array:
-    """Concatenates two arrays along the last dimension."""
-    return jnp.concatenate([a, b], axis=-1)
-
-
 class Bidirectional(Module):
     """Runs ``forward_rnn`` over the sequence and ``backward_rnn`` over it
     reversed, and merges their outputs (``merge_fn``: concatenated by default)."""
@@ -547,7 +542,7 @@ class Bidirectional(Module):
         forward_rnn: RNN,
         backward_rnn: RNN,
         *,
-        merge_fn: Callable[[Array, Array], Array] = _concatenate,
+        merge_fn: Callable[[Array, Array], Array] = seq.concatenate,
         time_major: bool = False,
         return_carry: bool = False,
         rngs: Rngs | RngStream | bool = True,
@@ -587,25 +582,14 @@ class Bidirectional(Module):
         stream = self.rngs if rngs is None else rngs
         if isinstance(stream, Rngs):
             stream = stream["carry"]
-        fwd0, bwd0 = initial_carry if initial_carry is not None else (None, None)
-        carry_f, out_f = self.forward_rnn(
+        common = dict(rngs=stream, seq_lengths=seq_lengths, time_major=time_major)
+        return seq.both_directions(
+            self.forward_rnn,
+            self.backward_rnn,
+            self.merge_fn,
             inputs,
-            initial_carry=fwd0,
-            rngs=stream,
-            seq_lengths=seq_lengths,
-            return_carry=True,
-            time_major=time_major,
-            reverse=False,
+            initial_carry,
+            return_carry,
+            common,
+            common,
         )
-        carry_b, out_b = self.backward_rnn(
-            inputs,
-            initial_carry=bwd0,
-            rngs=stream,
-            seq_lengths=seq_lengths,
-            return_carry=True,
-            time_major=time_major,
-            reverse=True,
-            keep_order=True,
-        )
-        outputs = jax.tree.map(self.merge_fn, out_f, out_b)
-        return ((carry_f, carry_b), outputs) if return_carry else outputs
