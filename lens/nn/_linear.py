@@ -1,4 +1,4 @@
-"""Linear layers: Dense, DenseGeneral, Einsum, Conv, ConvLocal, ConvTranspose, Embed.
+"""Linear layers: Dense, DenseGeneral, Einsum and Embed (convolutions: ``_conv``).
 
 Fields (names, order, defaults), parameter names, shapes and initialisation follow
 Flax Linen, so the same key gives the same parameters and a model ports by changing
