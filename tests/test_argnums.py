@@ -14,7 +14,9 @@ from lens._argnums import (
 
 def test_argnums_reads_every_form_and_rejects_non_ints():
     assert argnums(None) == () and argnums(2) == (2,) and argnums([1, -1]) == (1, -1)
-    with pytest.raises(TypeError, match=r"nnx.jit: static_argnums must be ints, got \('a',\)"):
+    with pytest.raises(
+        TypeError, match=r"nnx.jit: static_argnums must be ints, got \('a',\)"
+    ):
         argnums(("a",), "nnx.jit: static_argnums")
     with pytest.raises(TypeError):
         argnums((True,))

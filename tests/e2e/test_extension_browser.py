@@ -185,7 +185,8 @@ def test_extension_draws_pack_traces_in_jupyterlab(lab, tmp_path):
     assert report["renderers"] >= 3
     assert report["summary"].startswith("vmap over 3 at /mlp: params on axis 0")
     assert report["groupTitles"][0].startswith("params: axis 0 · ")
-    assert report["paramsLanes"] == 4  # hidden/kernel, hidden/bias, out/kernel, out/bias
+    # hidden/kernel, hidden/bias, out/kernel and out/bias
+    assert report["paramsLanes"] == 4
     assert any(d.startswith("/mlp/") for d in report["details"]), report["details"]
     assert report["htmlFallbackShown"] == 0  # the extension wins over text/html
     assert "unknown schema" in report["errorText"]
