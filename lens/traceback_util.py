@@ -67,9 +67,12 @@ show_flax_in_tracebacks = show_lens_in_tracebacks
 _HERE = pathlib.Path(__file__).parent
 for _rel in (
     "core/_scope.py",
+    "core/_entry.py",
+    "core/_variable.py",
     "core/lift",
     "nn/_module.py",
     "nn/_module_entry.py",
+    "nn/_module_vars.py",
     "nn/_module_support.py",
     "nn/_lifting.py",
     "nn/_transforms.py",
@@ -80,6 +83,7 @@ for _rel in (
     "nnx/_state.py",
     "nnx/_transforms.py",
     "nnx/_vmap.py",
+    "nnx/_picture.py",
     "nnx/_shard.py",
     "nnx/_autodiff.py",
     "nnx/_misc.py",
