@@ -264,8 +264,8 @@ def _group_phrase(g: Mapping[str, Any]) -> str | None:
     label = str(g.get("label") or "")
     if label.startswith("axis "):
         return f"{names} on {label}"
-    if label == "all" and filt is True:
-        return "all collections passed in whole"
+    if label == "all":
+        return ("all collections" if filt is True else names) + " passed in whole"
     return f"{names} {label}" if label else names
 
 

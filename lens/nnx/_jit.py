@@ -19,6 +19,7 @@ import numpy as np
 
 from lens import errors
 from lens._argnums import argnames, argnums, out_of_range
+from lens.core import _trace
 from lens.nnx._graph import (
     Object,
     Variable,
@@ -28,6 +29,7 @@ from lens.nnx._graph import (
     frame,
     structure_epoch,
 )
+from lens.nnx._picture import Picture
 from lens.nnx._transforms import (
     _apply_graph_updates,
     _Carrier,
@@ -215,25 +217,65 @@ def jit(
                 dyn_kw[k] = v
         kw_names = tuple(dyn_kw)
         all_args = (*args, *dyn_kw.values())
-        total = len(all_args)
         stat = frozenset(i % n for i in static) if n else frozenset()
         signature = (kw_names, tuple(static_kw))
+        if _trace.active():  # traced again, so that nested transforms are recorded
+            return _traced_call(all_args, stat, n, kw_names, static_kw)
         hit = _cached_walk(cache, all_args, stat, signature)
         if hit is not None:
             return _call_cached(hit, all_args, jitted)
+        return _slow_call(all_args, stat, n, kw_names, static_kw, signature, jitted)
+
+    def donated_of(n: int, kw_names: tuple[str, ...]) -> tuple[int, ...]:
+        return tuple(
+            sorted(
+                {i % n for i in donate if n}
+                | {n + j for j, k in enumerate(kw_names) if k in donate_names}
+            )
+        )
+
+    def _traced_call(
+        all_args: tuple,
+        stat: frozenset[int],
+        n: int,
+        kw_names: tuple,
+        static_kw: list,
+    ) -> Any:
+        """An uncached call that records a pack-trace record (and its children)."""
+        options = {
+            "static_argnums": tuple(sorted(static)),
+            "donate_argnums": tuple(sorted(donate)),
+        }
+        with Picture("jit", options) as picture:
+            # A new function: jax.jit's cache is keyed on it, and the body must run.
+            fresh = jax.jit(
+                lambda *a: pure(*a), static_argnums=0, donate_argnums=1, **pass_through
+            )
+            return _slow_call(
+                all_args, stat, n, kw_names, static_kw, None, fresh, picture
+            )
+
+    def _slow_call(
+        all_args: tuple,
+        stat: frozenset[int],
+        n: int,
+        kw_names: tuple,
+        static_kw: list,
+        signature: Any,
+        call: Callable[..., Any],
+        picture: Picture | None = None,
+    ) -> Any:
+        total = len(all_args)
         epoch = structure_epoch()
         walker = Walker(transform="jit")
         skel, entries = _split_inputs(all_args, (None,) * total, walker, stat)
         per_arg: list[list[Any]] = [[] for _ in range(total)]
         for e in entries:
             per_arg[e.arg].append(e.value)
-        donated_args = tuple(
-            sorted(
-                {i % n for i in donate if n}
-                | {n + j for j, k in enumerate(kw_names) if k in donate_names}
-            )
-        )
+        donated_args = donated_of(n, kw_names)
         donated = [per_arg[i] for i in donated_args]
+        if picture is not None:
+            picture.inputs(entries, ["all"] * len(entries), lambda e, v: v)
         kept = [per_arg[i] for i in range(total) if i not in donated_args]
         key = _Static(
             (
@@ -243,10 +285,18 @@ def jit(
                 donated_args,
             )
         )
-        result = jitted(key, donated, kept)
+        result = call(key, donated, kept)
         new_values, outs = result.values
         if isinstance(result.aux, _Unchanged):
             _write_changed(entries, result.aux.same, new_values)
+            if picture is not None:
+                it = iter(new_values)
+                olds = [e.value for e in entries if e.leaf is not None]
+                picture.outputs(
+                    [o if same else next(it) for o, same in zip(olds, result.aux.same)]
+                )
+            if signature is None:  # a traced call: not cached
+                return _merge_outputs(outs, walker.nodes)
             _store_walk(
                 cache,
                 epoch,

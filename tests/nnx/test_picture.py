@@ -83,3 +83,34 @@ def test_nothing_is_recorded_without_a_trace():
     with lens.trace() as t:
         jax.block_until_ready(forward(ensemble, jnp.ones((2, 3))))
     assert t.transforms() == ["vmap"]
+
+
+def test_jit_is_traced_again_under_a_trace_and_records_nested_transforms():
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(3, 4, rngs=rngs)
+            self.bn = nnx.BatchNorm(4, rngs=rngs)
+
+    net = Net(nnx.Rngs(0))
+    calls = []
+
+    @nnx.jit
+    def step(m, x):
+        calls.append(1)
+        inner = nnx.vmap(lambda lin, r: lin(r), in_axes=(None, 0))
+        return m.bn(inner(m.lin, x))
+
+    x = jnp.ones((2, 3))
+    step(net, x)
+    step(net, x)
+    assert len(calls) == 1  # cached outside a trace
+    with lens.trace() as t:
+        y = step(net, x)
+    assert len(calls) == 2 and y.shape == (2, 4)
+    (jit,) = t.to_json()["packs"]
+    assert jit["summary"] == "jit at /args[0]: Param, BatchStat passed in whole; 2 updated"
+    assert {x["relative"]: x["fate"] for x in jit["lanes"]}["bn/mean"] == "updated"
+    (vmap,) = jit["children"]
+    assert [x["role"] for x in vmap["lanes"]] == ["broadcast", "broadcast"]
+    step(net, x)
+    assert len(calls) == 2  # the cache still serves calls after the trace
