@@ -30,6 +30,7 @@ from typing import Any
 import jax
 
 from lens import errors
+from lens._argnums import combine, partition
 from lens.nnx._filters import to_predicate
 from lens.nnx._graph import (
     Builder,
@@ -45,6 +46,7 @@ from lens.nnx._graph import (
     is_graph_node,
     path_str,
 )
+from lens.nnx._picture import Picture
 from lens.nnx._state import State
 from lens.traceback_util import api_boundary
 
@@ -453,13 +455,11 @@ def value_and_grad(
         )
         walker = Walker(_diff_resolver, describe=_describe_grad, transform="grad")
         skel, entries = _split_inputs(args, specs, walker)
-        is_diff = [e.spec is not None for e in entries]
-        diff_vals = [e.value for e in entries if e.spec is not None]
-        rest_vals = [e.value for e in entries if e.spec is None]
+        held = [e.spec is None for e in entries]  # not differentiated
+        diff_vals, rest_vals = partition([e.value for e in entries], held)
 
         def pure(diff_vals: list[Any], rest: _Carrier) -> Any:
-            it_d, it_r = iter(diff_vals), iter(rest.values)
-            merged = [next(it_d) if d else next(it_r) for d in is_diff]
+            merged = combine(diff_vals, rest.values, held)
             table: dict[int, Any] = {}
             with frame("grad") as fr:
                 args2 = _rebuild(skel, merged, table)
@@ -481,13 +481,24 @@ def value_and_grad(
             new_graph = [e.value for e in new_entries if e.leaf is not None]
             return value, (new_graph, aux_out, _Carrier([], changed))
 
-        (value, (new_graph, aux_out, changed)), grads = jax.value_and_grad(
-            pure, argnums=0, has_aux=True, holomorphic=holomorphic, allow_int=allow_int
-        )(diff_vals, _Carrier(rest_vals, None))
+        with Picture("grad", {"argnums": argnums, "has_aux": has_aux}) as picture:
+            picture.inputs(
+                entries,
+                ["constant" if h else "differentiated" for h in held],
+                lambda e, v: v,
+            )
+            (value, (new_graph, aux_out, changed)), grads = jax.value_and_grad(
+                pure,
+                argnums=0,
+                has_aux=True,
+                holomorphic=holomorphic,
+                allow_int=allow_int,
+            )(diff_vals, _Carrier(rest_vals, None))
         nodes = _apply_graph_updates(entries, new_graph, changed.aux, walker.nodes)
+        if changed.aux is None:
+            picture.outputs(new_graph)
         aux = _merge_outputs(aux_out, nodes)
-        g_it = iter(grads)
-        grad_of = [next(g_it) if d else None for d in is_diff]
+        grad_of = combine(grads, [None] * sum(held), held)
         g = [_arg_grads(args, skel, entries, grad_of, i) for i, _ in diff]
         g = g[0] if single else tuple(g)
         return ((value, aux), g) if has_aux else (value, g)

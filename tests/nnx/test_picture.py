@@ -114,3 +114,22 @@ def test_jit_is_traced_again_under_a_trace_and_records_nested_transforms():
     assert [x["role"] for x in vmap["lanes"]] == ["broadcast", "broadcast"]
     step(net, x)
     assert len(calls) == 2  # the cache still serves calls after the trace
+
+
+def test_grad_records_differentiated_and_constant_state():
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(3, 4, rngs=rngs)
+            self.bn = nnx.BatchNorm(4, rngs=rngs)
+
+    net = Net(nnx.Rngs(0))
+    with lens.trace() as t:
+        grads = nnx.grad(lambda m, x: m.bn(m.lin(x)).sum())(net, jnp.ones((2, 3)))
+    assert grads["lin"]["kernel"].value.shape == (3, 4)
+    (rec,) = t.to_json()["packs"]
+    assert rec["summary"] == (
+        "grad at /args[0]: Param differentiated, BatchStat constant; 2 updated"
+    )
+    fates = {x["relative"]: (x["role"], x["fate"]) for x in rec["lanes"]}
+    assert fates["lin/kernel"] == ("differentiated", "unchanged")
+    assert fates["bn/var"] == ("constant", "updated")
