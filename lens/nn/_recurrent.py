@@ -64,6 +64,30 @@ class RNNCellBase(Module):
         )
 
 
+def _dense_pair(
+    cell: Any, hidden: int, bias_on: str, bias_init: Initializer
+) -> tuple[Callable[..., Dense], Callable[..., Dense]]:
+    """``(dense_h, dense_i)``: Dense layers for a cell's hidden and input terms, with
+    its initializers and dtypes. The two terms are summed, so only one has a bias:
+    the ``bias_on`` side (``'h'`` or ``'i'``), initialised with ``bias_init``."""
+    common = dict(features=hidden, dtype=cell.dtype, param_dtype=cell.param_dtype)
+    dense_h = functools.partial(
+        Dense,
+        use_bias=bias_on == "h",
+        kernel_init=cell.recurrent_kernel_init,
+        bias_init=bias_init,
+        **common,
+    )
+    dense_i = functools.partial(
+        Dense,
+        use_bias=bias_on == "i",
+        kernel_init=cell.kernel_init,
+        bias_init=bias_init,
+        **common,
+    )
+    return dense_h, dense_i
+
+
 def _two_carries(
     carry_init: Initializer, rng: PRNGKey, shape: tuple[int, ...], dtype: Any
 ) -> tuple[Array, Array]:
@@ -120,23 +144,7 @@ class LSTMCell(RNNCellBase):
         c, h = carry
         hidden = h.shape[-1]
         # The input and hidden terms are summed, so only one needs a bias.
-        dense_h = functools.partial(
-            Dense,
-            features=hidden,
-            use_bias=True,
-            kernel_init=self.recurrent_kernel_init,
-            bias_init=self.bias_init,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-        )
-        dense_i = functools.partial(
-            Dense,
-            features=hidden,
-            use_bias=False,
-            kernel_init=self.kernel_init,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-        )
+        dense_h, dense_i = _dense_pair(self, hidden, "h", self.bias_init)
         i = self.gate_fn(dense_i(name="ii")(inputs) + dense_h(name="hi")(h))
         f = self.gate_fn(dense_i(name="if")(inputs) + dense_h(name="hf")(h))
         g = self.activation_fn(dense_i(name="ig")(inputs) + dense_h(name="hg")(h))
@@ -291,23 +299,7 @@ class SimpleCell(RNNCellBase):
     def __call__(self, carry: Array, inputs: Array) -> tuple[Array, Array]:
         """One step: returns ``(h', h')``."""
         hidden = carry.shape[-1]
-        dense_h = functools.partial(
-            Dense,
-            features=hidden,
-            use_bias=False,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-            kernel_init=self.recurrent_kernel_init,
-        )
-        dense_i = functools.partial(
-            Dense,
-            features=hidden,
-            use_bias=True,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-            kernel_init=self.kernel_init,
-            bias_init=self.bias_init,
-        )
+        dense_h, dense_i = _dense_pair(self, hidden, "i", self.bias_init)
         new_carry = dense_i(name="i")(inputs) + dense_h(name="h")(carry)
         if self.residual:
             new_carry += carry
@@ -352,24 +344,7 @@ class GRUCell(RNNCellBase):
         """One step: returns ``(h', h')``."""
         h = carry
         hidden = h.shape[-1]
-        dense_h = functools.partial(
-            Dense,
-            features=hidden,
-            use_bias=False,
-            kernel_init=self.recurrent_kernel_init,
-            bias_init=self.bias_init,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-        )
-        dense_i = functools.partial(
-            Dense,
-            features=hidden,
-            use_bias=True,
-            kernel_init=self.kernel_init,
-            bias_init=self.bias_init,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-        )
+        dense_h, dense_i = _dense_pair(self, hidden, "i", self.bias_init)
         r = self.gate_fn(dense_i(name="ir")(inputs) + dense_h(name="hr")(h))
         z = self.gate_fn(dense_i(name="iz")(inputs) + dense_h(name="hz")(h))
         # Add the bias after the hidden transform and before the reset gate.
@@ -423,23 +398,7 @@ class MGUCell(RNNCellBase):
         """One step: returns ``(h', h')``."""
         h = carry
         hidden = h.shape[-1]
-        dense_h = functools.partial(
-            Dense,
-            features=hidden,
-            use_bias=False,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-            kernel_init=self.recurrent_kernel_init,
-            bias_init=self.activation_bias_init,
-        )
-        dense_i = functools.partial(
-            Dense,
-            features=hidden,
-            use_bias=True,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-            kernel_init=self.kernel_init,
-        )
+        dense_h, dense_i = _dense_pair(self, hidden, "i", self.activation_bias_init)
         f = self.gate_fn(
             dense_i(name="if", bias_init=self.forget_bias_init)(inputs)
             + dense_h(name="hf")(h)
