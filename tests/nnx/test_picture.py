@@ -108,7 +108,9 @@ def test_jit_is_traced_again_under_a_trace_and_records_nested_transforms():
         y = step(net, x)
     assert len(calls) == 2 and y.shape == (2, 4)
     (jit,) = t.to_json()["packs"]
-    assert jit["summary"] == "jit at /args[0]: Param, BatchStat passed in whole; 2 updated"
+    assert (
+        jit["summary"] == "jit at /args[0]: Param, BatchStat passed in whole; 2 updated"
+    )
     assert {x["relative"]: x["fate"] for x in jit["lanes"]}["bn/mean"] == "updated"
     (vmap,) = jit["children"]
     assert [x["role"] for x in vmap["lanes"]] == ["broadcast", "broadcast"]
