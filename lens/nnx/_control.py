@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from lens import errors
+from lens._argnums import argnums, out_of_range
 from lens.nnx._graph import Walker, check_graph_modes, frame, path_str
 from lens.nnx._picture import Picture, axis_label, without_axis
 from lens.nnx._transforms import (
@@ -123,15 +124,12 @@ def remat(
         return functools.partial(
             remat, prevent_cse=prevent_cse, static_argnums=static_argnums, policy=policy
         )
-    static = frozenset(
-        (static_argnums,) if isinstance(static_argnums, int) else static_argnums
-    )
+    static = frozenset(argnums(static_argnums, "nnx.remat: static_argnums"))
 
     @functools.wraps(f)
     @api_boundary
     def wrapper(*args: Any) -> Any:
-        bad = [i for i in static if not -len(args) <= i < len(args)]
-        if bad:
+        if out_of_range(static, len(args)):
             raise ValueError(
                 f"nnx.remat: static_argnums {tuple(sorted(static))} but the function "
                 f"was called with {len(args)} positional arguments."
@@ -142,10 +140,13 @@ def remat(
         def pure(values: list[Any]) -> Any:
             return _inside("remat", f, skel, values, len(args), stat)
 
-        new, outs = jax.checkpoint(pure, prevent_cse=prevent_cse, policy=policy)(
-            [e.value for e in entries]
-        )
+        with Picture("remat", {"static_argnums": tuple(sorted(static))}) as picture:
+            picture.whole(entries, "all")
+            new, outs = jax.checkpoint(pure, prevent_cse=prevent_cse, policy=policy)(
+                [e.value for e in entries]
+            )
         _write_back(entries, new)
+        picture.outputs(new)
         return _merge_outputs(outs, walker.nodes)
 
     return wrapper
@@ -207,8 +208,11 @@ def _switch(
         )
         for fn in branches
     ]
-    new, outs = jax.lax.switch(index, fns, values)
+    with Picture(_name, {"branches": len(branches)}) as picture:
+        picture.whole(entries, "all")
+        new, outs = jax.lax.switch(index, fns, values)
     _write_back(entries, new)
+    picture.outputs(new)
     return _merge_outputs(outs, walker.nodes)
 
 
@@ -239,8 +243,12 @@ def while_loop(
             (val,) = _rebuild(skel, values)
             return cond_fun(val)
 
-    final = jax.lax.while_loop(test, body, [e.value for e in entries])
-    _write_back(entries, [v for e, v in zip(entries, final, strict=True) if e.leaf])
+    with Picture("while_loop", {}) as picture:
+        picture.whole(entries, "carry")
+        final = jax.lax.while_loop(test, body, [e.value for e in entries])
+    graph_values = [v for e, v in zip(entries, final, strict=True) if e.leaf]
+    _write_back(entries, graph_values)
+    picture.outputs(graph_values)
     return _same_tree((init_val,), entries, final)[0]
 
 
@@ -266,8 +274,12 @@ def fori_loop(
             return _loop_values("fori_loop", skel, body_fun(i, val))
 
     kw = {} if unroll is None else {"unroll": unroll}
-    final = jax.lax.fori_loop(lower, upper, body, [e.value for e in entries], **kw)
-    _write_back(entries, [v for e, v in zip(entries, final, strict=True) if e.leaf])
+    with Picture("fori_loop", {"lower": lower, "upper": upper}) as picture:
+        picture.whole(entries, "carry")
+        final = jax.lax.fori_loop(lower, upper, body, [e.value for e in entries], **kw)
+    graph_values = [v for e, v in zip(entries, final, strict=True) if e.leaf]
+    _write_back(entries, graph_values)
+    picture.outputs(graph_values)
     return _same_tree((init_val,), entries, final)[0]
 
 

@@ -106,6 +106,11 @@ class Picture:
         self.rec.groups(cols, groups, cols, outer, self._roots, [])
         self.rec.inner(seen_inside)
 
+    def whole(self, entries: Sequence[Any], label: str) -> None:
+        """Stages 1-4 for a transform that passes all state in whole (jit, remat,
+        cond/switch: ``'all'``; a loop's carry: ``'carry'``)."""
+        self.inputs(entries, [label] * len(entries), lambda e, v: v)
+
     def outputs(self, new_values: Sequence[Any]) -> None:
         """Stages 5-6: the values written back (one per graph entry, in order)."""
         if not self.active:

@@ -135,3 +135,37 @@ def test_grad_records_differentiated_and_constant_state():
     fates = {x["relative"]: (x["role"], x["fate"]) for x in rec["lanes"]}
     assert fates["lin/kernel"] == ("differentiated", "unchanged")
     assert fates["bn/var"] == ("constant", "updated")
+
+
+def test_remat_cond_and_loops_are_recorded_with_their_state():
+    class Counter(nnx.Module):
+        def __init__(self):
+            self.n = nnx.BatchStat(jnp.zeros(()))
+            self.w = nnx.Param(jnp.ones(()))
+
+    c = Counter()
+
+    def bump(m):
+        m.n.value = m.n.value + 1
+        return m
+
+    with lens.trace() as t:
+        nnx.remat(lambda m: bump(m).w.value)(c)
+        nnx.cond(True, bump, bump, c)
+        nnx.fori_loop(0, 3, lambda i, m: bump(m), c)
+        nnx.while_loop(lambda m: m.n.value < 10, bump, c)
+    assert float(c.n.value) == 10.0
+    recs = t.to_json()["packs"]
+    assert [r["transform"] for r in recs] == [
+        "remat",
+        "cond",
+        "fori_loop",
+        "while_loop",
+    ]
+    for rec in recs:
+        fates = {x["relative"]: x["fate"] for x in rec["lanes"]}
+        assert fates == {"n": "updated", "w": "unchanged"}, rec["transform"]
+    assert (
+        recs[2]["summary"] == "fori_loop at /args[0]: BatchStat, Param carry; 1 updated"
+    )
+    assert recs[0]["lanes"][0]["note"] == "passed in whole (the same value inside)"
