@@ -19,6 +19,7 @@ import numpy as np
 
 from lens._argnums import combine, partition
 from lens.nnx._graph import Object, Walker, check_graph_modes, frame, path_str
+from lens.nnx._picture import Picture
 from lens.nnx._state import State
 from lens.nnx._transforms import (
     DiffState,
@@ -231,8 +232,15 @@ class CustomVjp:
             )
 
         pure.defvjp(pure_fwd, pure_bwd)
-        new_graph, out = pure(diff_vals, rest_vals)
+        with Picture("custom_vjp", {"nondiff_argnums": int_nondiff}) as picture:
+            picture.inputs(
+                entries,
+                ["constant" if h else "differentiated" for h in held],
+                lambda e, v: v,
+            )
+            new_graph, out = pure(diff_vals, rest_vals)
         _write_back(entries, new_graph)
+        picture.outputs(new_graph)
         return out
 
 
@@ -324,8 +332,11 @@ def _vjp(f: Callable[..., Any], primals: tuple, has_aux: bool) -> Any:
         return out_c, (None, new_graph)
 
     values = [e.value for e in entries]
-    out, vjp_values, (aux, new_graph) = jax.vjp(split_aux, values, has_aux=True)
+    with Picture("vjp", {"has_aux": has_aux}) as picture:
+        picture.whole(entries, "differentiated")
+        out, vjp_values, (aux, new_graph) = jax.vjp(split_aux, values, has_aux=True)
     _write_back(entries, new_graph)
+    picture.outputs(new_graph)
 
     def vjp_fn(ct: Any) -> tuple[Any, ...]:
         (cts,) = vjp_values(ct)
@@ -389,10 +400,13 @@ def _jvp(f: Callable[..., Any], primals: tuple, tangents: tuple, has_aux: bool) 
         out, aux = out_c if has_aux else (out_c, None)
         return out, (aux, new_graph)
 
-    out, out_t, (aux, new_graph) = jax.jvp(
-        main, (values,), (tangent_values,), has_aux=True
-    )
+    with Picture("jvp", {"has_aux": has_aux}) as picture:
+        picture.whole(entries, "tangent")
+        out, out_t, (aux, new_graph) = jax.jvp(
+            main, (values,), (tangent_values,), has_aux=True
+        )
     _write_back(entries, new_graph)
+    picture.outputs(new_graph)
     out = _merge_outputs(out, walker.nodes)
     if has_aux:
         return out, out_t, _merge_outputs(aux, walker.nodes)

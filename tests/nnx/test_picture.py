@@ -169,3 +169,33 @@ def test_remat_cond_and_loops_are_recorded_with_their_state():
         recs[2]["summary"] == "fori_loop at /args[0]: BatchStat, Param carry; 1 updated"
     )
     assert recs[0]["lanes"][0]["note"] == "passed in whole (the same value inside)"
+
+
+def test_vjp_jvp_and_custom_vjp_are_recorded():
+    lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    x = jnp.ones((1, 2))
+
+    @nnx.custom_vjp
+    def f(m, x):
+        return m(x)
+
+    def f_fwd(m, x):
+        return m(x), (m, x)
+
+    def f_bwd(res, g):
+        m, x = res
+        _, out_g = g
+        return nnx.State(
+            {"kernel": x.T @ out_g, "bias": out_g.sum(0)}
+        ), out_g @ m.kernel.value.T
+
+    f.defvjp(f_fwd, f_bwd)
+    with lens.trace() as t:
+        nnx.vjp(lambda m: m(x), lin)
+        nnx.jvp(lambda m: m(x), (lin,), (jax.tree.map(jnp.zeros_like, nnx.state(lin)),))
+        f(lin, x)
+    recs = t.to_json()["packs"]
+    assert [r["transform"] for r in recs] == ["vjp", "jvp", "custom_vjp"]
+    assert {x["role"] for x in recs[0]["lanes"]} == {"differentiated"}
+    assert recs[1]["lanes"][0]["note"] == "differentiated: a tangent flows through it"
+    assert {x["relative"] for x in recs[2]["lanes"]} == {"kernel", "bias"}
