@@ -266,10 +266,10 @@ def test_sharded_optax_train_step_keeps_sharding():
 flinen = pytest.importorskip("flax.linen")
 
 
-def _flax_block():
-    fnn = flinen
+def _block(fnn):
+    """The same block written against ``fnn`` (flax.linen or lens.nn)."""
 
-    class FBlock(fnn.Module):
+    class Block(fnn.Module):
         @fnn.compact
         def __call__(self, x):
             lp = fnn.with_logical_partitioning
@@ -291,29 +291,11 @@ def _flax_block():
                 ),
             )(h)
 
-    class LBlock(nn.Module):
-        @nn.compact
-        def __call__(self, x):
-            lp = nn.with_logical_partitioning
-            h = nn.SelfAttention(
-                num_heads=4,
-                kernel_init=lp(
-                    nn.initializers.lecun_normal(), ("embed", "heads", "kv")
-                ),
-            )(x)
-            h = nn.Dense(
-                32,
-                kernel_init=lp(nn.initializers.lecun_normal(), ("embed", "mlp")),
-                bias_init=lp(nn.initializers.zeros, ("mlp",)),
-            )(x + h)
-            return nn.Dense(
-                16,
-                kernel_init=nn.with_partitioning(
-                    nn.initializers.lecun_normal(), ("model", None)
-                ),
-            )(h)
+    return Block
 
-    return FBlock, LBlock
+
+def _flax_block():
+    return _block(flinen), _block(nn)
 
 
 def test_same_partition_specs_as_flax():
