@@ -209,30 +209,14 @@ def _pure_state_fn(
 ) -> tuple[Callable[[list[Any]], Any], list[Any], Any]:
     """``f`` as a pure function of ``args``' state values: it returns the outputs
     (objects as carriers) and the arguments' new graph values."""
-    from lens.nnx._graph import Walker, frame
-    from lens.nnx._transforms import (
-        _check_structure,
-        _rebuild,
-        _split_inputs,
-        _split_outputs,
-    )
+    from lens.nnx._autodiff import _pure_of
+    from lens.nnx._graph import Walker
+    from lens.nnx._transforms import _split_inputs
 
     walker = Walker(transform=name)
     n = len(args)
     skel, entries = _split_inputs(args, (None,) * n, walker)
-
-    def pure(values: list[Any]) -> Any:
-        with frame(name) as fr:
-            args2 = _rebuild(skel, values)
-            out = f(*args2)
-            w2 = Walker(transform=name)
-            after, new_entries = _split_inputs(args2, (None,) * n, w2)
-            _check_structure(skel, after, name)
-            w2.frame = fr
-            out_c = _split_outputs(out, None, w2)
-        return out_c, [e.value for e in new_entries if e.leaf is not None]
-
-    return pure, entries, walker
+    return _pure_of(f, skel, entries, n, name), entries, walker
 
 
 def make_jaxpr(
