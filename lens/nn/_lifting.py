@@ -195,10 +195,13 @@ class _HashableProxy:
 
     module_ref: weakref.ReferenceType
     hash_key: int
+    # The naming state of this call's module, for the module rebuilt inside: a
+    # retrace (new fingerprint) must use its own call's state, not the first's.
+    state: Any = None
 
     @classmethod
-    def from_module(cls, module: Module) -> _HashableProxy:
-        return cls(weakref.ref(module), hash(_fingerprint(module, (), {})))
+    def from_module(cls, module: Module, state: Any = None) -> _HashableProxy:
+        return cls(weakref.ref(module), hash(_fingerprint(module, (), {})), state)
 
     def __hash__(self) -> int:
         return self.hash_key
@@ -337,7 +340,9 @@ def lifted_call(
     """
     state = self._state.export()
 
-    def rebuild(module: Module, scopes: Any, a: Any, k: Any) -> tuple[Module, Any, Any]:
+    def rebuild(
+        module: Module, state: Any, scopes: Any, a: Any, k: Any
+    ) -> tuple[Module, Any, Any]:
         if not multi_scope:
             scopes = [scopes]
         if clone_class is not None:
@@ -350,18 +355,18 @@ def lifted_call(
 
     def make_core(fn: Callable[..., Any], name: Any) -> Callable[..., Any]:
 
-        def run(outer: Module, scopes: Any, a: Any, k: Any) -> Any:
-            cloned, a, k = rebuild(outer, scopes, a, k)
+        def run(outer: Module, state: Any, scopes: Any, a: Any, k: Any) -> Any:
+            cloned, a, k = rebuild(outer, state, scopes, a, k)
             res = fn(cloned, *a, **k)
             outer._state.reimport(cloned._state)
             _test_transformed_return_values(res, name)
             return res
 
         def hashed_core_fn(scopes: Any, module_hash: Any, *a: Any, **k: Any) -> Any:
-            return run(module_hash.module, scopes, a, k)
+            return run(module_hash.module, module_hash.state, scopes, a, k)
 
         def core_fn(scopes: Any, *a: Any, **k: Any) -> Any:
-            return run(self, scopes, a, k)
+            return run(self, state, scopes, a, k)
 
         return functools.wraps(fn)(hashed_core_fn if cached is not None else core_fn)
 
@@ -377,7 +382,8 @@ def lifted_call(
             scopes, args, kwargs = get_module_scopes(self, args, kwargs)
             if not multi_scope:
                 scopes = _single_scope(scopes)
-            return trafo(scopes, _HashableProxy.from_module(self), *args, **kwargs)
+            proxy = _HashableProxy.from_module(self, state)
+            return trafo(scopes, proxy, *args, **kwargs)
         finally:
             restore_rngs(scope, old)
     trafo = transform(*[make_core(f, n) for f, n in zip(fns, names)])
@@ -412,7 +418,69 @@ def module_class_lift_transform(
     cached: bool = False,
     **trafo_kwargs: Any,
 ) -> Any:
-    """A subclass of ``module_class`` whose ``methods`` are lifted by ``transform``."""
+    """A subclass of ``module_class`` whose ``methods`` are lifted by ``transform``.
+
+    With ``cached`` (``nn.jit``), equal arguments give the same class, so a class
+    built per call (``nn.jit(Inner)()`` in a compact method or in ``setup``) shares
+    one compiled function across ``apply`` calls instead of retracing each time.
+    """
+    if not cached:
+        return _lifted_class(
+            transform, module_class, trafo_args, methods, False, trafo_kwargs
+        )
+    partial_object = None
+    if isinstance(module_class, functools.partial):
+        partial_object, module_class = module_class, module_class.func
+    key = _static_key((transform, methods, trafo_args, trafo_kwargs))
+    built = module_class.__dict__.get(_LIFTED_CLASSES)
+    cls = None if key is None or built is None else built.get(key)
+    if cls is None:
+        cls = _lifted_class(
+            transform, module_class, trafo_args, methods, True, trafo_kwargs
+        )
+        if key is not None:
+            if built is None:
+                built = {}
+                setattr(module_class, _LIFTED_CLASSES, built)
+            built[key] = cls
+    if partial_object is not None:
+        return functools.partial(cls, *partial_object.args, **partial_object.keywords)
+    return cls
+
+
+# Where a module class keeps the jit-lifted classes built from it (in its own
+# ``__dict__``, so they live and die with the class, and subclasses do not share).
+_LIFTED_CLASSES = "_lens_lifted_classes"
+
+
+def _static_key(x: Any) -> Any:
+    """``x`` as a hashable key (lists become tuples, dicts sorted items); None if
+    some part cannot be hashed (the caller then builds without caching)."""
+    try:
+        return _frozen(x)
+    except TypeError:
+        return None
+
+
+def _frozen(x: Any) -> Any:
+    if isinstance(x, list | tuple):
+        return (type(x).__name__, tuple(_frozen(v) for v in x))
+    if isinstance(x, dict):
+        items = [(k, _frozen(v)) for k, v in x.items()]
+        return ("dict", tuple(sorted(items, key=lambda kv: repr(kv[0]))))
+    hash(x)  # TypeError if it cannot be a key
+    return x
+
+
+def _lifted_class(
+    transform: Callable[..., Any],
+    module_class: Any,
+    trafo_args: tuple,
+    methods: Any,
+    cached: bool,
+    trafo_kwargs: dict[str, Any],
+) -> Any:
+    """Builds the subclass of :func:`module_class_lift_transform`."""
     if methods is None:
         per_method = {"__call__": (trafo_args, trafo_kwargs)}
     elif isinstance(methods, list | tuple):
