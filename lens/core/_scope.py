@@ -119,23 +119,7 @@ class _Shared:
         self.created: list[tuple[str, tuple[str, ...], Any]] | None = None
 
 
-class DuplicateScopeNameError(errors.LensError, ValueError):
-    """Two children or variables of one scope got the same name.
-
-    Wrong::
-
-        dense(scope.push("a"), x, 2)
-        dense(scope.push("a"), x, 2)      # "a" again
-
-    Right: ``scope.push("a", reuse=True)`` to reuse the child, or another name.
-    """
-
-    def __init__(self, name: str, path: tuple[Any, ...] | str = ()):
-        super().__init__(
-            f'Duplicate use of scope name: "{name}"\n'
-            f"In scope {errors.path_text(path)} a child or variable already has this "
-            "name; pick another, or push(name, reuse=True) to reuse the child."
-        )
+DuplicateScopeNameError = errors.DuplicateScopeNameError
 
 
 class Scope:

@@ -81,6 +81,7 @@ from lens.errors._scope import (
 from lens.errors._scope import (
     BranchStructureMismatchError as BranchStructureMismatchError,
 )
+from lens.errors._scope import DuplicateScopeNameError as DuplicateScopeNameError
 from lens.errors._scope import InvalidFilterError as InvalidFilterError
 from lens.errors._scope import InvalidRngError as InvalidRngError
 from lens.errors._scope import InvalidScopeError as InvalidScopeError

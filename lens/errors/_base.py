@@ -45,7 +45,11 @@ class LensError(Exception):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.__module__ = "lens.errors"  # where users find it (help(lens.errors.X))
+        # lens's own errors live in lens.errors' private files; name the public
+        # module, where users find them (help(lens.errors.X)) and pickle looks.
+        # A subclass defined elsewhere (a user's) keeps its own module.
+        if cls.__module__.startswith("lens.errors."):
+            cls.__module__ = "lens.errors"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), str(self)))

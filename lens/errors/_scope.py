@@ -37,6 +37,25 @@ class InvalidScopeError(LensError, RuntimeError):
         )
 
 
+class DuplicateScopeNameError(LensError, ValueError):
+    """Two children or variables of one scope got the same name.
+
+    Wrong::
+
+        dense(scope.push("a"), x, 2)
+        dense(scope.push("a"), x, 2)      # "a" again
+
+    Right: ``scope.push("a", reuse=True)`` to reuse the child, or another name.
+    """
+
+    def __init__(self, name: str, path: tuple[Any, ...] | str = ()):
+        super().__init__(
+            f'Duplicate use of scope name: "{name}"\n'
+            f"In scope {path_text(path)} a child or variable already has this "
+            "name; pick another, or push(name, reuse=True) to reuse the child."
+        )
+
+
 class ScopeParamShapeError(LensError, ValueError):
     """An existing parameter has a different shape than its initializer would make.
 
