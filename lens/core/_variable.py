@@ -6,17 +6,29 @@ would give (checked when a stored param is read back).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import jax
 import numpy as np
 
 from lens.core import _meta
 
-if TYPE_CHECKING:
-    from lens.core._scope import Scope
-
 T = TypeVar("T")
+
+
+class VariableStore(Protocol):
+    """What a :class:`Variable` reads and writes through: a
+    :class:`~lens.core.Scope` (a protocol, so this module stays below the scope
+    module that imports it)."""
+
+    @property
+    def path_text(self) -> str: ...
+
+    def get_variable(self, col: str, name: str, default: Any = None) -> Any: ...
+
+    def put_variable(self, col: str, name: str, value: Any) -> None: ...
+
+    def is_mutable_collection(self, col: str) -> bool: ...
 
 
 # Expected parameter shapes, keyed by (init_fn, args, kwargs); saves an eval_shape
@@ -80,7 +92,9 @@ class Variable(Generic[T]):
 
     __slots__ = ("scope", "collection", "name", "unbox")
 
-    def __init__(self, scope: Scope, collection: str, name: str, unbox: bool = True):
+    def __init__(
+        self, scope: VariableStore, collection: str, name: str, unbox: bool = True
+    ):
         self.scope = scope
         self.collection = collection
         self.name = name

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from lens import errors
 from lens._views import install as install_views
@@ -21,11 +21,9 @@ from lens.core._entry import bind as core_bind
 from lens.core._entry import init as core_init
 from lens.core._filters import DenyList, Filter, union_filters
 from lens.nn import _context
+from lens.nn._module_base import ModuleBase
 from lens.nn._module_support import _get_unbound_fn, capture_call_intermediates
 from lens.traceback_util import api_boundary
-
-if TYPE_CHECKING:
-    from lens.nn._module import Module
 
 M = TypeVar("M", bound="ModuleEntryPoints")
 
@@ -35,7 +33,7 @@ def _capture_filter(capture: Any) -> Any:
 
 
 def _scope_fn(
-    fn: Callable[..., Any], module: Module, capture: Any
+    fn: Callable[..., Any], module: ModuleBase, capture: Any
 ) -> Callable[..., Any]:
     @functools.wraps(fn)
     def scope_fn(scope: Any, *args: Any, **kwargs: Any) -> Any:
@@ -51,7 +49,7 @@ def _scope_fn(
 @api_boundary
 def apply(
     fn: Callable[..., Any],
-    module: Module,
+    module: ModuleBase,
     mutable: Filter = False,
     capture_intermediates: bool | Callable[..., bool] = False,
 ) -> Callable[..., Any]:
@@ -69,7 +67,7 @@ def apply(
 @api_boundary
 def init_with_output(
     fn: Callable[..., Any],
-    module: Module,
+    module: ModuleBase,
     mutable: Filter = DenyList("intermediates"),
     capture_intermediates: bool | Callable[..., bool] = False,
 ) -> Callable[..., tuple[Any, dict[str, Any]]]:
@@ -83,7 +81,7 @@ def init_with_output(
 @api_boundary
 def init(
     fn: Callable[..., Any],
-    module: Module,
+    module: ModuleBase,
     mutable: Filter = DenyList("intermediates"),
     capture_intermediates: bool | Callable[..., bool] = False,
 ) -> Callable[..., dict[str, Any]]:
@@ -98,9 +96,7 @@ def init(
 
 
 def _module_checks(module: Any) -> None:
-    from lens.nn._module import Module
-
-    if not isinstance(module, Module):
+    if not isinstance(module, ModuleBase):
         raise errors.InvalidInstanceModuleError()
     module._module_checks()
 
@@ -126,9 +122,7 @@ def _resolve_method(module: Any, method: Any, for_apply: bool) -> Callable[..., 
                 f"'{type(module).__name__}.{attribute_name}' must be a callable, got "
                 f"{type(method)}."
             )
-        from lens.nn._module import Module
-
-        if for_apply and isinstance(method, Module):
+        if for_apply and isinstance(method, ModuleBase):
             return lambda self, *args, **kwargs: getattr(self, attribute_name)(
                 *args, **kwargs
             )
@@ -144,9 +138,7 @@ def _resolve_method(module: Any, method: Any, for_apply: bool) -> Callable[..., 
 
 
 def _is_module(x: Any) -> bool:
-    from lens.nn._module import Module
-
-    return isinstance(x, Module)
+    return isinstance(x, ModuleBase)
 
 
 def _attributes(m: Any) -> list[tuple[str, Any]]:
@@ -202,7 +194,7 @@ def _follow(module: Any, path: tuple[Any, ...]) -> Any:
     return x
 
 
-class ModuleEntryPoints:
+class ModuleEntryPoints(ModuleBase):
     """The ways to run a module: ``init``, ``apply``, ``bind`` and friends."""
 
     @api_boundary
@@ -267,7 +259,7 @@ class ModuleEntryPoints:
         fn = _resolve_method(self, method, for_apply=True)
         return apply(
             fn,
-            cast("Module", self),
+            self,
             mutable=mutable,
             capture_intermediates=capture_intermediates,  # type: ignore[arg-type]
         )(variables, *args, **kwargs, rngs=rngs)
@@ -288,7 +280,7 @@ class ModuleEntryPoints:
         fn = _resolve_method(self, method, for_apply=False)
         return init_with_output(
             fn,
-            cast("Module", self),
+            self,
             mutable=mutable,
             capture_intermediates=capture_intermediates,  # type: ignore[arg-type]
         )(rngs, *args, **kwargs)
@@ -382,7 +374,7 @@ class ModuleEntryPoints:
         show_repeated: bool = False,
         mutable: Filter = DenyList("intermediates"),
         **kwargs: Any,
-    ) -> dict[str, Module]:
+    ) -> dict[str, ModuleBase]:
         """``{path: unbound copy of the module}`` for every module called.
 
         Runs ``init`` abstractly (``jax.eval_shape``): no compute, no memory.

@@ -20,6 +20,8 @@ from lens import errors
 from lens.ids import ModuleId as ModuleId
 from lens.ids import uuid as uuid
 from lens.nn import _context
+from lens.nn._module_base import ModuleBase as ModuleBase
+from lens.nn._module_base import module_field as module_field
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -115,9 +117,7 @@ class ParentDescriptor:
         return parent() if isinstance(parent, weakref.ReferenceType) else parent
 
     def __set__(self, obj: Any, value: Any) -> None:
-        from lens.nn._module import Module
-
-        ref = weakref.ref(value) if isinstance(value, Module) else value
+        ref = weakref.ref(value) if isinstance(value, ModuleBase) else value
         object.__setattr__(obj, "_parent_ref", ref)
 
 
@@ -141,9 +141,7 @@ def wrap_method_once(fun: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fun)
     def wrapped_module_method(*args: Any, **kwargs: Any) -> Any:
-        from lens.nn._module import Module
-
-        if args and isinstance(args[0], Module):
+        if args and isinstance(args[0], ModuleBase):
             self, args = args[0], args[1:]
             return self._call_wrapped_method(fun, args, kwargs)
         return fun(*args, **kwargs)
@@ -226,9 +224,7 @@ def _wrap_hash(hash_fn: Callable[..., int]) -> Callable[..., int]:
 
 def _get_unbound_fn(method_or_fn: Any) -> Callable[..., Any]:
     """The function behind ``method_or_fn`` that takes the module first."""
-    from lens.nn._module import Module
-
-    if inspect.ismethod(method_or_fn) and isinstance(method_or_fn.__self__, Module):
+    if inspect.ismethod(method_or_fn) and isinstance(method_or_fn.__self__, ModuleBase):
         method_or_fn = method_or_fn.__func__
     if not callable(method_or_fn):
         raise errors.ApplyModuleInvalidMethodError(method_or_fn)
@@ -401,19 +397,3 @@ class Descriptor(typing.Protocol):
     """The descriptor protocol (properties and the like on a Module)."""
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any: ...
-
-
-def module_field(*, kw_only: bool = False, default: Any = ...) -> Any:
-    """The field type of Module subclasses, for static analyzers (no runtime use)."""
-    return dataclasses.field()
-
-
-@typing.dataclass_transform(field_specifiers=(module_field,))
-class ModuleBase:
-    """A base that makes static analyzers treat Module subclasses as dataclasses."""
-
-    if typing.TYPE_CHECKING:
-        scope: Any
-        _state: Any
-        _parent_ref: Any
-        __dataclass_fields__: Any

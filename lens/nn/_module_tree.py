@@ -15,6 +15,7 @@ from typing import Any
 
 from lens import serialization, traverse_util
 from lens.core._freeze import FrozenDict
+from lens.nn._module_base import ModuleBase
 
 
 def _sorted_items(x: dict[Any, Any]) -> list[tuple[Any, Any]]:
@@ -96,21 +97,16 @@ def _indent(x: str, num_spaces: int) -> str:
 
 
 def _attr_repr(value: Any) -> str:
-    from lens.nn._module import Module
-
-    if callable(value) and (
-        (isinstance(value, Module) and value.__dict__.get("__name__", None))
-        or (not isinstance(value, Module) and getattr(value, "__name__", None))
-    ):
-        return value.__name__
-    return repr(value)
+    if isinstance(value, ModuleBase):
+        name = value.__dict__.get("__name__", None)
+    else:
+        name = getattr(value, "__name__", None)
+    return name if callable(value) and name else repr(value)
 
 
 def module_repr(module: Any, num_spaces: int = 4, depth: int | None = None) -> str:
     """The nested repr of a module: its attributes, then its children's reprs."""
     import dataclasses
-
-    from lens.nn._module import Module
 
     cls = type(module)
     try:
@@ -119,7 +115,7 @@ def module_repr(module: Any, num_spaces: int = 4, depth: int | None = None) -> s
         return object.__repr__(module)
     attributes = [f.name for f in fields if f.name not in ("parent", "name") and f.repr]
     children = {
-        k: v for k, v in module._state.children.items() if isinstance(v, Module)
+        k: v for k, v in module._state.children.items() if isinstance(v, ModuleBase)
     }
     if depth is not None and depth <= 0:
         return f"{cls.__name__}(...)" if attributes or children else f"{cls.__name__}()"

@@ -15,12 +15,13 @@ import jax.numpy as jnp
 from lens import errors
 from lens.core._scope import Scope
 from lens.core._variable import Variable
+from lens.nn._module_base import ModuleBase
 from lens.nn._module_support import tuple_init, tuple_reduce
 
 T = TypeVar("T")
 
 
-class ModuleVariables:
+class ModuleVariables(ModuleBase):
     """Variables, parameters and rng streams of a module."""
 
     if TYPE_CHECKING:  # provided by Module

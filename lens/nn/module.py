@@ -11,13 +11,14 @@ from lens.nn._module import Module as Module
 from lens.nn._module import TestScope as TestScope
 from lens.nn._module import _map_submodules as _map_submodules
 from lens.nn._module import share_scope as share_scope
+from lens.nn._module_base import ModuleBase as ModuleBase
+from lens.nn._module_base import module_field as module_field
 from lens.nn._module_entry import apply as apply
 from lens.nn._module_entry import init as init
 from lens.nn._module_entry import init_with_output as init_with_output
 from lens.nn._module_support import Descriptor as Descriptor
 from lens.nn._module_support import DescriptorWrapper as DescriptorWrapper
 from lens.nn._module_support import InterceptorContext as InterceptorContext
-from lens.nn._module_support import ModuleBase as ModuleBase
 from lens.nn._module_support import ParentDescriptor as ParentDescriptor
 from lens.nn._module_support import SetupState as SetupState
 from lens.nn._module_support import ThreadLocalStack as ThreadLocalStack
@@ -33,7 +34,6 @@ from lens.nn._module_support import (
     create_descriptor_wrapper as create_descriptor_wrapper,
 )
 from lens.nn._module_support import intercept_methods as intercept_methods
-from lens.nn._module_support import module_field as module_field
 from lens.nn._module_support import nowrap as nowrap
 from lens.nn._module_support import run_interceptors as run_interceptors
 from lens.nn._module_support import tuple_init as tuple_init
