@@ -19,7 +19,7 @@ import jax
 import numpy as np
 from jax import lax
 
-from lens.core._freeze import FrozenDict
+from lens._frozen_dict import FrozenDict
 
 Array = Union[jax.Array, Any]
 """An array (``jax.Array``, a numpy array or anything array-like)."""

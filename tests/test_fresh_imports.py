@@ -1,0 +1,77 @@
+"""Every public lens module imports as the first lens import of a fresh process.
+
+(``import lens.typing`` alone, which is what ``from flax.typing import Array``
+becomes under ``lens.alias_flax``, used to fail with a circular import.) One
+interpreter imports JAX and NumPy, then forks a child per module, so each child
+starts with no lens module loaded.
+"""
+
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+ROOT = pathlib.Path(__file__).parent.parent / "lens"
+
+
+def public_modules() -> list[str]:
+    """lens's modules with no ``_`` path component."""
+    out = []
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if any(p.startswith("_") for p in parts) or "labextension" in parts:
+            continue
+        out.append(".".join(parts))
+    return out
+
+
+CHILD = textwrap.dedent(
+    """
+    import os, sys, traceback
+    import jax, jax.numpy, numpy  # third-party only: no lens module is loaded
+    failed = []
+    for name in sys.argv[1:]:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read)
+            try:
+                __import__(name)
+                code = 0
+            except BaseException:
+                os.write(write, traceback.format_exc(limit=-3).encode())
+                code = 1
+            os._exit(code)
+        os.close(write)
+        with os.fdopen(read) as f:
+            text = f.read()
+        _, status = os.waitpid(pid, 0)
+        if status:
+            failed.append(name + ":\\n" + text)
+    print("\\n".join(failed))
+    """
+)
+
+
+def test_public_modules_are_found():
+    mods = public_modules()
+    assert {"lens", "lens.typing", "lens.training.dynamic_scale", "lens.nn"} <= set(
+        mods
+    )
+
+
+def test_every_public_module_imports_first_in_a_fresh_process():
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("LENS_AS_FLAX", None)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, *public_modules()],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert not out.stdout.strip(), "failed as a first import:\n" + out.stdout
