@@ -7,12 +7,18 @@ Submodules load lazily so that ``import lens`` stays cheap: ``lens.core`` (scope
 ``lens.traverse_util``, ``lens.training``, ``lens.typing``, ``lens.jax_utils`` and
 ``lens.config``. Displays: ``lens.show``, ``lens.trace``, ``lens.show_lifting``,
 ``lens.diff``, ``lens.explore``; ``%load_ext lens`` in a notebook.
+
+``lens.alias_flax()`` (or ``LENS_AS_FLAX=1`` in the environment before ``import
+lens``) makes ``import flax`` resolve to lens's modules (docs/porting.md).
 """
 
 from __future__ import annotations
 
 import importlib as _importlib
 from typing import Any as _Any
+
+from lens._flax_alias import alias_flax as alias_flax
+from lens._flax_alias import alias_flax_if_requested as _alias_flax_if_requested
 
 __version__ = "0.1.0"
 
@@ -60,6 +66,9 @@ def __getattr__(name: str) -> _Any:
 def __dir__() -> list[str]:
     public = {n for n in globals() if not n.startswith("_")} - {"annotations"}
     return sorted(public | _SUBMODULES | set(_ATTRS))
+
+
+_alias_flax_if_requested()
 
 
 def load_ipython_extension(ipython: _Any) -> None:
