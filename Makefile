@@ -9,7 +9,7 @@ export JAX_PLATFORMS ?= cpu
 # the venv: put it first on PATH for every recipe, as an activated venv would.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: lab test install lint bench notebooks docs clean
+.PHONY: lab test install lint bench notebooks docs clean flax-tests api-diff
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,20 +48,30 @@ lab: $(VENV)/.installed $(VENV)/.labextension
 ## Run every test: lint, unit and doctests.
 test: $(VENV)/.installed $(VENV)/.labextension $(CHROMIUM)
 	cd extension && npx vitest run
-	$(PY) -m ruff check lens tests benchmarks docs notebooks/build.py notebooks/cells.py
-	$(PY) -m ruff format --check lens tests benchmarks
+	$(PY) -m ruff check lens tests benchmarks compat docs notebooks/build.py notebooks/cells.py
+	$(PY) -m ruff format --check lens tests benchmarks compat
 	$(VENV)/bin/pyright
 	$(PY) -m pytest -n 2 --dist loadfile tests lens notebooks/*.ipynb \
 		--nbval --nbval-sanitize-with notebooks/sanitize.cfg
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check lens tests benchmarks docs notebooks/build.py notebooks/cells.py
-	$(PY) -m ruff format --check lens tests benchmarks
+	$(PY) -m ruff check lens tests benchmarks compat docs notebooks/build.py notebooks/cells.py
+	$(PY) -m ruff format --check lens tests benchmarks compat
 	$(VENV)/bin/pyright
 
 ## Benchmarks lens against flax (writes benchmarks/RESULTS.md).
 bench: $(VENV)/.installed
 	$(PY) -m benchmarks.run
+
+## Flax's own tests (tests/nnx by default) on real flax and on lens: writes docs/flax-tests.md.
+## SUITES="nnx linen core" for more; the flax (oracle) run is cached in compat/.cache.
+SUITES ?= nnx
+flax-tests: $(VENV)/.installed
+	$(PY) -m compat.flax_tests -n 2 $(foreach s,$(SUITES),--suite $(s))
+
+## Flax's public modules and names that lens lacks (the table tests/test_flax_surface.py checks).
+api-diff: $(VENV)/.installed
+	$(PY) -m compat.surface
 
 ## Re-run the notebooks and store their outputs (after changing notebooks/cells.py).
 notebooks: $(VENV)/.installed

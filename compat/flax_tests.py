@@ -1,0 +1,253 @@
+"""Flax's own tests, run unchanged on real flax and on lens; a per-file table.
+
+``make flax-tests`` (or ``python -m compat.flax_tests``) downloads the flax sdist
+(``pip download flax==0.12.8 --no-binary :all: --no-deps``) into ``compat/.cache``,
+unpacks its ``tests/`` and its pytest settings, and runs a suite (``tests/nnx`` by
+default) twice with pytest: once with the installed flax (the oracle; its results
+are cached per flax version, ``--rerun-flax`` runs it again) and once with ``flax``
+resolved to lens (``-p compat.lens_as_flax``, see ``lens.alias_flax``). Each run
+writes a junit XML; the per-file counts go to ``docs/flax-tests.md``.
+
+Example:
+    python -m compat.flax_tests --suite nnx --suite linen -n 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import os
+import pathlib
+import subprocess
+import sys
+import tarfile
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+
+FLAX_VERSION = "0.12.8"
+REPO = pathlib.Path(__file__).resolve().parent.parent
+CACHE = REPO / "compat" / ".cache"
+DEFAULT_OUT = REPO / "docs" / "flax-tests.md"
+SUITES = {"nnx": "tests/nnx", "linen": "tests/linen", "core": "tests/core"}
+BACKENDS = ("flax", "lens")
+
+
+def sdist_root(version: str = FLAX_VERSION) -> pathlib.Path:
+    """The unpacked sdist's ``tests/`` and ``pyproject.toml`` (downloaded once).
+
+    Only the tests and the pytest settings are unpacked: the sdist's ``flax/``
+    package stays in the archive, so neither run can import it by accident.
+    """
+    root = CACHE / f"flax-{version}"
+    if (root / "tests").is_dir():
+        return root
+    CACHE.mkdir(parents=True, exist_ok=True)
+    archive = CACHE / f"flax-{version}.tar.gz"
+    if not archive.exists():
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", f"flax=={version}"]
+            + ["--no-binary", ":all:", "--no-deps", "--quiet", "-d", str(CACHE)],
+            check=True,
+        )
+    prefix = f"flax-{version}/"
+    with tarfile.open(archive) as tar:
+        members = [
+            m
+            for m in tar.getmembers()
+            if m.name.startswith(prefix + "tests/")
+            or m.name == prefix + "pyproject.toml"
+        ]
+        tar.extractall(CACHE, members=members, filter="data")
+    return root
+
+
+def _installed_flax_version() -> str | None:
+    code = "import importlib.metadata as m; print(m.version('flax'))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    return out.stdout.strip() or None
+
+
+def xml_path(suite: str, backend: str, version: str = FLAX_VERSION) -> pathlib.Path:
+    """Where one run's junit XML is kept."""
+    return CACHE / f"results-{version}" / f"{suite}-{backend}.xml"
+
+
+def run_suite(
+    root: pathlib.Path, suite: str, backend: str, workers: int, timeout: float
+) -> pathlib.Path:
+    """Runs one suite under one backend; returns its junit XML."""
+    out = xml_path(suite, backend)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        SUITES[suite],
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    ]
+    cmd += ["-o", "junit_family=xunit1", f"--junitxml={out}", "--tb=line"]
+    if workers > 1:
+        cmd += ["-n", str(workers)]
+    env = dict(os.environ)
+    env.setdefault("JAX_PLATFORMS", "cpu")
+    # Flax's CI runs its tests with 4 host devices (tests/run_all_tests.sh).
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    env.pop("LENS_AS_FLAX", None)
+    if backend == "lens":
+        cmd += ["-p", "compat.lens_as_flax"]
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(REPO), env.get("PYTHONPATH", "")) if p
+        )
+    print(f"[flax-tests] {backend}: {' '.join(cmd[2:])}", flush=True)
+    try:
+        subprocess.run(cmd, cwd=root, env=env, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        print(f"[flax-tests] {backend} {suite}: stopped after {timeout:.0f} s")
+    return out
+
+
+@dataclasses.dataclass
+class FileCounts:
+    """Outcomes of one test file's tests (by test id)."""
+
+    outcomes: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def passed(self) -> set[str]:
+        return {t for t, o in self.outcomes.items() if o == "passed"}
+
+
+def _file_of(case: ET.Element, suite_dir: str) -> str:
+    file = case.get("file")
+    if file:
+        return file
+    classname = case.get("classname") or case.get("name") or "?"
+    parts = classname.split(".")
+    while (
+        parts and not parts[-1].endswith("test") and not parts[-1].startswith("test_")
+    ):
+        parts.pop()
+    return "/".join(parts) + ".py" if parts else classname
+
+
+def read_outcomes(xml: pathlib.Path, suite: str) -> dict[str, FileCounts]:
+    """``{test file: outcomes}`` from a junit XML (empty when the run wrote none)."""
+    files: dict[str, FileCounts] = {}
+    if not xml.exists():
+        return files
+    for case in ET.parse(xml).iter("testcase"):
+        file = _file_of(case, SUITES[suite])
+        test_id = f"{case.get('classname')}::{case.get('name')}"
+        tags = {child.tag for child in case}
+        if tags & {"failure", "error"}:
+            outcome = "failed"
+        elif "skipped" in tags:
+            outcome = "skipped"
+        else:
+            outcome = "passed"
+        files.setdefault(file, FileCounts()).outcomes[test_id] = outcome
+    return files
+
+
+def _relative(file: str, suite: str) -> str:
+    prefix = SUITES[suite] + "/"
+    return file[len(prefix) :] if file.startswith(prefix) else file
+
+
+def table(suite: str, flax: dict[str, FileCounts], lens: dict[str, FileCounts]) -> str:
+    """The markdown table of one suite: per file, passes under flax and under lens."""
+    lines = [
+        f"### `{SUITES[suite]}`",
+        "",
+        "| file | tests | flax passed | lens passed | lens passed of flax's | % |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    totals = [0, 0, 0, 0]
+    for file in sorted(set(flax) | set(lens)):
+        f = flax.get(file, FileCounts())
+        lo = lens.get(file, FileCounts())
+        both = len(f.passed() & lo.passed())
+        row = [len(f.outcomes), len(f.passed()), len(lo.passed()), both]
+        totals = [a + b for a, b in zip(totals, row)]
+        pct = f"{100 * both / row[1]:.0f}" if row[1] else "-"
+        cells = [f"`{_relative(file, suite)}`", *map(str, row), pct]
+        lines.append("| " + " | ".join(cells) + " |")
+    pct = f"{100 * totals[3] / totals[1]:.0f}" if totals[1] else "-"
+    cells = ["**total**", *(f"**{n}**" for n in totals), f"**{pct}**"]
+    lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _commit() -> str:
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=REPO, capture_output=True, text=True, check=False
+        ).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD")
+    dirty = git("status", "--porcelain", "--untracked-files=no", "lens")
+    return head + (" (lens/ has uncommitted changes)" if dirty else "")
+
+
+def report(suites: Sequence[str]) -> str:
+    """``docs/flax-tests.md``: the tables of the suites whose XMLs exist."""
+    parts = [
+        "# Flax's own tests on lens",
+        "",
+        f"Flax {FLAX_VERSION}'s test files, run unchanged: once with flax "
+        "(the oracle) and once with `flax` resolved to lens (`lens.alias_flax`). "
+        "*lens passed of flax's* counts the tests that pass under both; % is that "
+        "share of flax's passes. A file that fails to import under lens counts "
+        "no passes.",
+        "",
+        f"Generated by `make flax-tests` (`python -m compat.flax_tests`) on "
+        f"{datetime.date.today().isoformat()}, lens at {_commit()}.",
+        "",
+    ]
+    for suite in suites:
+        flax = read_outcomes(xml_path(suite, "flax"), suite)
+        lens = read_outcomes(xml_path(suite, "lens"), suite)
+        parts += [table(suite, flax, lens), ""]
+    return "\n".join(parts)
+
+
+def main(argv: Sequence[str] | None = None) -> str:
+    """Runs the suites asked for and writes the report; returns its text."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--suite", action="append", choices=sorted(SUITES))
+    parser.add_argument("-n", "--workers", type=int, default=2)
+    parser.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)
+    parser.add_argument("--timeout", type=float, default=3600.0)
+    parser.add_argument(
+        "--rerun-flax", action="store_true", help="run the oracle again"
+    )
+    parser.add_argument(
+        "--report-only", action="store_true", help="rewrite the table from the XMLs"
+    )
+    args = parser.parse_args(argv)
+    suites = args.suite or ["nnx"]
+    if not args.report_only:
+        root = sdist_root()
+        installed = _installed_flax_version()
+        for suite in suites:
+            if args.rerun_flax or not xml_path(suite, "flax").exists():
+                if installed != FLAX_VERSION:
+                    raise SystemExit(
+                        f"the oracle run needs flax=={FLAX_VERSION} installed "
+                        f"(found {installed})"
+                    )
+                run_suite(root, suite, "flax", args.workers, args.timeout)
+            run_suite(root, suite, "lens", args.workers, args.timeout)
+    text = report(suites)
+    args.out.write_text(text)
+    print(text)
+    return text
+
+
+if __name__ == "__main__":
+    main()
