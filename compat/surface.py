@@ -123,7 +123,12 @@ class Gap:
 
 
 def _subscriptable(obj: Any) -> bool:
-    return inspect.isclass(obj) and hasattr(obj, "__class_getitem__")
+    """A generic class with type parameters left open (``AxisMetadata[jax.Array]``).
+
+    A subclass of a generic class that does not re-declare its parameters has
+    ``__class_getitem__`` too, but subscripting it is a TypeError.
+    """
+    return inspect.isclass(obj) and bool(getattr(obj, "__parameters__", ()))
 
 
 def _signature(obj: Any) -> inspect.Signature | None:

@@ -12,17 +12,20 @@ import abc
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import jax
 
 from lens._views import install as install_views
 
-TAxisMetadata = TypeVar("TAxisMetadata", bound="AxisMetadata")
+A = TypeVar("A")
+TAxisMetadata = TypeVar("TAxisMetadata", bound="AxisMetadata[Any]")
 
 
-class AxisMetadata(abc.ABC):
-    """Abstract base class for boxed metadata.
+class AxisMetadata(Generic[A], metaclass=abc.ABCMeta):
+    """Abstract base class for boxed metadata; generic in the boxed value's type.
+
+    ``AxisMetadata[jax.Array]`` annotates a box holding an array.
 
     Subclasses must be pytree nodes whose leaves are the leaves of ``unbox()``, so
     ``jax.tree.map`` over a boxed tree maps over the values and keeps the boxes. The

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import jax
 import jax.core
@@ -13,11 +13,13 @@ from lens import errors
 from lens.core._meta import AxisMetadata
 from lens.struct import PyTreeNode, field
 
+A = TypeVar("A")
+
 PARTITION_NAME = "partition_name"
 """The ``metadata_params`` key that names the axis a ``vmap``/``scan`` adds."""
 
 
-class Partitioned(PyTreeNode, AxisMetadata):
+class Partitioned(PyTreeNode, AxisMetadata[A]):
     """A box holding a value and, per axis, the mesh axis it is sharded over.
 
     Example:
