@@ -139,9 +139,23 @@ class ModuleVariables(ModuleBase):
         """The variables of this module, ``{collection: tree}``."""
         return self._require("access variables").variables()
 
-    def get_variable(self, col: str, name: str, default: T | None = None) -> T:
-        """The stored value of a variable (boxes kept), or ``default``."""
-        return self._require("access variables").get_variable(col, name, default)
+    def get_variable(
+        self, col: str, name: str, default: T | None = None, unbox: bool = False
+    ) -> T:
+        """The stored value of a variable, or ``default`` if it does not exist.
+
+        Args:
+          col: the collection.
+          name: the variable name.
+          default: returned when the variable does not exist.
+          unbox: strip :class:`~lens.core.meta.AxisMetadata` boxes (seed 002 gives
+            ``unbox`` to ``param``, ``variable`` and ``get_variable``). Off by
+            default here, as in Flax, whose code reads the stored box from
+            ``get_variable``; ``param`` and ``variable`` unbox by default.
+        """
+        return self._require("access variables").get_variable(
+            col, name, default, unbox=unbox
+        )
 
     def put_variable(self, col: str, name: str, value: Any) -> None:
         """Writes a variable (its collection must be mutable)."""
