@@ -111,6 +111,11 @@ class FrozenDict(Mapping[K, V]):
         """A plain nested dict."""
         return unfreeze(self)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # ``(FrozenDict, (plain dict,))`` as in Flax: with __slots__ and no
+        # __getstate__, the default protocol-0/1 reduce fails.
+        return FrozenDict, (self.unfreeze(),)
+
     def tree_flatten_with_keys(self) -> tuple[tuple, tuple]:
         keys = tuple(sorted(self._dict))
         return tuple((jax.tree_util.DictKey(k), self._dict[k]) for k in keys), keys

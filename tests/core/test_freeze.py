@@ -30,3 +30,20 @@ def test_copy_and_pop_keep_the_type():
     rest, a = pop({"a": 1, "b": 2}, "a")
     assert rest == {"b": 2} and a == 1 and type(rest) is dict
     assert hash(fd) == hash(FrozenDict({"b": {"c": 2}, "a": 1}))
+
+
+def test_frozen_dict_reduce_rebuilds_an_equal_copy():
+    """``__reduce__`` gives ``(cls, args)`` (Flax's test calls it directly)."""
+    import copy as copy_module
+    import pickle
+
+    before = FrozenDict(a=FrozenDict(b=1, c=2))
+    cls, data = before.__reduce__()
+    after = cls(*data)
+    assert after is not before and after == before
+    assert after == {"a": {"b": 1, "c": 2}}
+    assert isinstance(after["a"], FrozenDict)
+    for proto in range(pickle.HIGHEST_PROTOCOL + 1):
+        assert pickle.loads(pickle.dumps(before, protocol=proto)) == before
+    assert copy_module.copy(before) == before
+    assert copy_module.deepcopy(before) == before
