@@ -19,8 +19,7 @@ from typing import Any as _Any
 
 from lens._flax_alias import alias_flax as alias_flax
 from lens._flax_alias import alias_flax_if_requested as _alias_flax_if_requested
-
-__version__ = "0.1.0"
+from lens.version import __version__ as __version__
 
 _SUBMODULES = {
     "compilation_cache",
@@ -29,9 +28,11 @@ _SUBMODULES = {
     "cursor",
     "display",
     "errors",
+    "experimental",
     "ids",
     "io",
     "jax_utils",
+    "metrics",
     "nn",
     "nnx",
     "serialization",
@@ -40,6 +41,7 @@ _SUBMODULES = {
     "traceback_util",
     "traverse_util",
     "typing",
+    "version",
 }
 _ATTRS = {
     "config": ("lens.configurations", "config"),

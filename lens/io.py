@@ -27,6 +27,8 @@ from typing import IO, Any
 __all__ = [
     "BackendMode",
     "GFile",
+    "NotFoundError",
+    "gfile",
     "io_mode",
     "copy",
     "exists",
@@ -52,6 +54,12 @@ class BackendMode(Enum):
 
 io_mode = BackendMode.DEFAULT
 """The backend in use (always ``BackendMode.DEFAULT`` in lens)."""
+
+gfile = None
+"""TensorFlow's ``tf.io.gfile`` in Flax when TensorFlow is installed; lens has none."""
+
+NotFoundError = FileNotFoundError
+"""What a missing file raises (Flax's name; TensorFlow's error under its backend)."""
 
 
 def _check(mode: BackendMode) -> None:

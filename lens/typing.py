@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Generic, Optional, Protocol, TypeGuard, TypeVar, Union
@@ -228,7 +229,26 @@ class HashableMapping(Mapping[HA, HB], Hashable):
 
 
 class BaseConfigContext(abc.ABC):
-    """A configuration kept on a stack, with a default (Flax's nnx helper base)."""
+    """A setting kept on a stack, with a default (the base of nnx's mode switches).
+
+    ``Setting(value)`` on its own sets the value from then on (it replaces the top
+    of the stack); ``with Setting(value):`` sets it for the block only, and
+    ``@Setting(value)`` for every call of the decorated function. Subclasses say
+    where the stack lives and what the default is.
+
+    Example:
+        >>> class Mode(BaseConfigContext):
+        ...     stack = []
+        ...     @classmethod
+        ...     def get_default(cls): return "graph"
+        ...     @classmethod
+        ...     def get_stack(cls): return cls.stack
+        >>> with Mode("tree"):
+        ...     Mode.current_value()
+        'tree'
+        >>> Mode.current_value()
+        'graph'
+    """
 
     @classmethod
     @abc.abstractmethod
@@ -239,3 +259,48 @@ class BaseConfigContext(abc.ABC):
     @abc.abstractmethod
     def get_stack(cls) -> list:
         """The stack of pushed values."""
+
+    def __init__(self, value: Any, /) -> None:
+        stack = self.get_stack()
+        self._had_value = bool(stack)
+        self.prev_value = stack[-1] if stack else None
+        if stack:
+            stack[-1] = value
+        else:
+            stack.append(value)
+        self.new_value = value
+
+    @classmethod
+    def current_value(cls) -> Any:
+        """The value in force: the top of the stack, else the default."""
+        stack = cls.get_stack()
+        return stack[-1] if stack else cls.get_default()
+
+    def __enter__(self) -> None:
+        # Construction set the value for good; inside ``with`` it is one level
+        # above the previous value, which comes back on exit.
+        if self._had_value:
+            self.get_stack().insert(-1, self.prev_value)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.get_stack().pop()
+
+    def __call__(self, f: F) -> F:
+        self._undo()
+
+        @functools.wraps(f)
+        def with_value(*args: Any, **kwargs: Any) -> Any:
+            self.get_stack().append(self.new_value)
+            try:
+                return f(*args, **kwargs)
+            finally:
+                self.get_stack().pop()
+
+        return with_value  # type: ignore[return-value]
+
+    def _undo(self) -> None:
+        """Takes back what construction set (a decorator sets per call instead)."""
+        stack = self.get_stack()
+        stack.pop()
+        if self._had_value:
+            stack.append(self.prev_value)

@@ -24,6 +24,9 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 M = TypeVar("M")
+FieldName = str
+Annotation = Any
+Default = Any
 
 
 class _KwOnlyType:

@@ -1,5 +1,8 @@
 """The Module system (``lens.nn.module``, like ``flax.linen.module``)."""
 
+from collections.abc import Callable
+from typing import Any
+
 from lens._kernels.dtypes import merge_param as merge_param
 from lens.core._variable import Variable as Variable
 from lens.ids import FlaxId as FlaxId
@@ -46,6 +49,15 @@ from lens.nn._module_tree import _get_suffix_value_pairs as _get_suffix_value_pa
 from lens.nn._module_tree import (
     _map_over_modules_in_tree as _map_over_modules_in_tree,
 )
+
+Args = tuple[Any]
+"""The positional arguments an interceptor sees."""
+Kwargs = dict[str, Any]
+"""The keyword arguments an interceptor sees."""
+NextGetter = Callable[..., Any]
+"""What an interceptor calls to run the method (or the next interceptor)."""
+Interceptor = Callable[[NextGetter, Args, Kwargs, InterceptorContext], Any]
+"""A function given to :func:`intercept_methods`."""
 
 
 class _ContextView:

@@ -51,6 +51,22 @@ MODULE_NUM_RE = re.compile(r"(.*)_\d+$")
 SCHEME_RE = re.compile("^(?P<scheme>[a-z][a-z0-9.+-]+://)?(?P<path>.*)", re.I)
 _TMP = "tmp"
 
+# Flax's file-name constants, for code that looks for checkpoint files by name.
+MP_ARRAY_POSTFIX = "_gda"
+"""Suffix Flax gave the names of arrays saved apart from the main file."""
+MP_ARRAY_PH = "//GDAPlaceholder:"
+"""Placeholder Flax wrote in the main file where such an array was."""
+COMMIT_SUCCESS_FILE = "commit_success.txt"
+"""File a finished multi-process save leaves in its directory."""
+ORBAX_CKPT_FILENAME = "checkpoint"
+"""The file name of an Orbax checkpoint's single file."""
+ORBAX_MANIFEST_OCDBT = "manifest.ocdbt"
+"""The manifest of an Orbax OCDBT checkpoint."""
+ORBAX_METADATA_FILENAME = "_METADATA"
+"""The metadata file of an Orbax checkpoint."""
+PyTree = Any
+MultiprocessArrayType = Any
+
 
 class AsyncManager:
     """Runs checkpoint writes in a background thread, one at a time.
