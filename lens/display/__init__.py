@@ -27,7 +27,7 @@ from lens.display._variables import VariablesView as VariablesView
 
 
 def _nnx_view(obj: object) -> VariablesView:
-    from lens.nnx._state import view_title
+    from lens.nnx.visualization import view_title
 
     variables, title = view_title(obj)
     return VariablesView(variables, title=title)
@@ -42,8 +42,8 @@ def _register_views() -> None:
     register("lens.core._trace.PackTrace", PackTraceView)
     register("lens.core._scope.Scope", ScopeView)
     register("lens.nn._module_entry.ModuleEntryPoints", ModuleView)
-    register("lens.nnx._graph.Object", _nnx_view)
-    register("lens.nnx._state.State", _nnx_view)
+    register("lens.nnx.pytreelib.Object", _nnx_view)
+    register("lens.nnx.statelib.State", _nnx_view)
 
 
 _register_views()

@@ -57,49 +57,21 @@ from lens.nnx import (
     filterlib,
     graph,
     graphlib,
-    metrics,
+    helpers,
     module,
-    optimizer,
+    nn,
+    pytreelib,
     rnglib,
     spmd,
     statelib,
+    summary,
     training,
+    transforms,
     traversals,
     variablelib,
+    visualization,
 )
-from lens.nnx._attention import MultiHeadAttention, dot_product_attention
-from lens.nnx._autodiff import CustomVjp, custom_vjp, jvp, vjp
-from lens.nnx._containers import (
-    Dict,
-    FlatState,
-    List,
-    data,
-    from_flat_state,
-    replace_by_pure_dict,
-    static,
-    to_flat_state,
-    to_pure_dict,
-)
-from lens.nnx._control import (
-    Carry,
-    checkpoint,
-    cond,
-    eval_shape,
-    fori_loop,
-    remat,
-    scan,
-    switch,
-    while_loop,
-)
-from lens.nnx._extra import (
-    InstanceNorm,
-    LoRA,
-    LoRALinear,
-    LoRAParam,
-    PReLU,
-    identity,
-)
-from lens.nnx._filters import (
+from lens.nnx.filterlib import (
     All,
     Any,
     Everything,
@@ -109,70 +81,30 @@ from lens.nnx._filters import (
     PathContains,
     WithTag,
 )
-from lens.nnx._graph import (
-    BatchStat,
-    Cache,
-    GraphDef,
-    Intermediate,
-    Object,
-    OptState,
-    Param,
-    RngCount,
-    RngKey,
-    RngState,
-    Variable,
-)
-from lens.nnx._graph import (
-    Object as Pytree,
-)
-from lens.nnx._helpers import (
+from lens.nnx.graphlib import (
     A,
-    ApplyCaller,
-    TrainState,
     cached_partial,
     call,
-    filter_state,
+    clone,
     find_duplicates,
-    map_state,
-    merge_state,
+    flatten,
+    graphdef,
+    iter_graph,
+    merge,
     pop,
     recursive_map,
-    set_metadata,
-    split_state,
-    variables,
-)
-from lens.nnx._jit import jit
-from lens.nnx._layers import (
-    BatchNorm,
-    Dropout,
-    LayerNorm,
-    Linear,
-    ModelAndOptimizer,
-    OptArray,
-    Optimizer,
-    OptVariable,
-    Sequential,
-    to_opt_state,
-)
-from lens.nnx._misc import (
-    Data,
-    Static,
-    checkify,
-    dataclass,
-    flatten,
-    fork_rngs,
-    has_data,
-    is_data,
-    make_jaxpr,
-    register_data_type,
-    reseed,
-    restore_rngs,
     set_graph_mode,
     set_graph_updates,
+    set_metadata,
+    split,
+    state,
     unflatten,
-    with_rngs,
+    update,
+    variables,
 )
-from lens.nnx._module import (
+from lens.nnx.graphwalk import GraphDef
+from lens.nnx.helpers import Dict, List, Sequential, TrainState
+from lens.nnx.module import (
     Module,
     capture,
     iter_children,
@@ -182,16 +114,18 @@ from lens.nnx._module import (
     view_info,
     with_attributes,
 )
-from lens.nnx._nn import (
-    Conv,
-    ConvTranspose,
-    Einsum,
-    Embed,
+from lens.nnx.nn.activations import PReLU, identity
+from lens.nnx.nn.attention import MultiHeadAttention, dot_product_attention
+from lens.nnx.nn.linear import Conv, ConvTranspose, Einsum, Embed, Linear, LinearGeneral
+from lens.nnx.nn.lora import LoRA, LoRALinear, LoRAParam
+from lens.nnx.nn.normalization import (
+    BatchNorm,
     GroupNorm,
-    LinearGeneral,
+    InstanceNorm,
+    LayerNorm,
     RMSNorm,
 )
-from lens.nnx._recurrent import (
+from lens.nnx.nn.recurrent import (
     RNN,
     Bidirectional,
     GRUCell,
@@ -200,9 +134,30 @@ from lens.nnx._recurrent import (
     RNNCellBase,
     SimpleCell,
 )
-from lens.nnx._rngs import Rngs, RngStream, split_rngs
-from lens.nnx._shard import StateSharding, shard_map
-from lens.nnx._spmd import (
+from lens.nnx.nn.stochastic import Dropout
+from lens.nnx.proxy_caller import ApplyCaller
+from lens.nnx.pytreelib import (
+    Data,
+    Object,
+    Static,
+    data,
+    dataclass,
+    has_data,
+    is_data,
+    register_data_type,
+    static,
+)
+from lens.nnx.pytreelib import Object as Pytree
+from lens.nnx.rnglib import (
+    Rngs,
+    RngStream,
+    fork_rngs,
+    reseed,
+    restore_rngs,
+    split_rngs,
+    with_rngs,
+)
+from lens.nnx.spmd import (
     PARTITION_NAME,
     as_abstract,
     get_abstract_model,
@@ -210,20 +165,60 @@ from lens.nnx._spmd import (
     get_partition_spec,
     with_partitioning,
 )
-from lens.nnx._state import (
+from lens.nnx.statelib import (
+    FlatState,
     State,
-    clone,
-    graphdef,
-    iter_graph,
-    merge,
-    split,
-    state,
-    update,
+    filter_state,
+    from_flat_state,
+    map_state,
+    merge_state,
+    replace_by_pure_dict,
+    split_state,
+    to_flat_state,
+    to_pure_dict,
 )
-from lens.nnx._summary import tabulate
-from lens.nnx._transforms import DiffState, StateAxes, grad, value_and_grad
-from lens.nnx._variables import (
+from lens.nnx.summary import tabulate
+from lens.nnx.training import metrics, optimizer
+from lens.nnx.training.metrics import Metric, MultiMetric
+from lens.nnx.training.optimizer import (
+    ModelAndOptimizer,
+    OptArray,
+    Optimizer,
+    OptVariable,
+    to_opt_state,
+)
+from lens.nnx.transforms.autodiff import (
+    checkpoint,
+    grad,
+    jvp,
+    remat,
+    value_and_grad,
+    vjp,
+)
+from lens.nnx.transforms.compilation import jit
+from lens.nnx.transforms.custom_gradients import CustomVjp, custom_vjp
+from lens.nnx.transforms.general import DiffState, StateAxes
+from lens.nnx.transforms.iteration import pmap, vmap
+from lens.nnx.transforms.loops import Carry, fori_loop, scan, while_loop
+from lens.nnx.transforms.sharding import StateSharding, shard_map
+from lens.nnx.transforms.transforms import (
+    checkify,
+    cond,
+    eval_shape,
+    make_jaxpr,
+    switch,
+)
+from lens.nnx.variablelib import (
+    BatchStat,
+    Cache,
+    Intermediate,
+    OptState,
+    Param,
     Perturbation,
+    RngCount,
+    RngKey,
+    RngState,
+    Variable,
     VariableMetadata,
     register_variable_name,
     use_eager_sharding,
@@ -232,8 +227,6 @@ from lens.nnx._variables import (
     variable_type_from_name,
     with_metadata,
 )
-from lens.nnx._vmap import pmap, vmap
-from lens.nnx.metrics import Metric, MultiMetric
 from lens.typing import Initializer
 
 __all__ = [

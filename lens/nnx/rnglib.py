@@ -1,18 +1,397 @@
-"""flax.nnx's ``rnglib`` module: RNG streams."""
+"""Named RNG streams for eager modules, and ``split_rngs``.
 
-from lens.nnx._misc import fork_rngs, reseed, restore_rngs, with_rngs
-from lens.nnx._rngs import Rngs, RngStream, split_rngs
-from lens.nnx._variables import RngCount, RngKey, RngState
+``Rngs(0, dropout=1)`` holds one :class:`RngStream` per name (``0`` is the
+``default`` stream). Each stream is a key and a counter; calling it returns
+``fold_in(key, count)`` and advances the counter, as in Flax NNX, so the same seed
+gives the same parameters. A stream that was not given falls back to ``default``.
 
-__all__ = [
-    "RngCount",
-    "RngKey",
-    "RngState",
-    "RngStream",
-    "Rngs",
-    "fork_rngs",
-    "reseed",
-    "restore_rngs",
-    "split_rngs",
-    "with_rngs",
-]
+``split_rngs(splits=n)`` replaces streams' keys by ``n`` keys (and their counters by
+``n`` zeros) for the duration of a call, so a ``vmap`` over the Rngs gives each
+member its own key; the outer keys are restored after, advanced by one.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from lens.core._rng import is_key
+from lens.nnx.filterlib import to_predicate
+from lens.nnx.graphlib import iter_graph
+from lens.nnx.graphwalk import check_graph_modes
+from lens.nnx.pytreelib import Object
+from lens.nnx.variablelib import RngCount, RngKey
+from lens.traceback_util import api_boundary
+
+
+def _random_method(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``stream.normal(shape)`` = ``jax.random.normal(stream(), shape)``."""
+
+    @functools.wraps(fn)
+    def method(self: Any, *args: Any, **kwargs: Any) -> jax.Array:
+        return fn(self(), *args, **kwargs)
+
+    return method
+
+
+def _initializer_method(make: Callable[..., Any]) -> Callable[..., Any]:
+    """``stream.lecun_normal()(shape)``: the initializer with this stream's key."""
+
+    @functools.wraps(make)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Callable[..., jax.Array]:
+        init = make(*args, **kwargs)
+        return lambda *a, **k: init(self(), *a, **k)
+
+    return method
+
+
+_RANDOM = (
+    "bits uniform randint permutation choice normal multivariate_normal "
+    "truncated_normal bernoulli beta cauchy dirichlet exponential gamma loggamma "
+    "poisson gumbel categorical laplace logistic pareto t chisquare f rademacher "
+    "maxwell double_sided_maxwell weibull_min orthogonal generalized_normal ball "
+    "rayleigh wald geometric triangular lognormal binomial multinomial"
+).split()
+
+
+_INITIALIZERS = (
+    "delta_orthogonal glorot_normal glorot_uniform he_normal he_uniform "
+    "kaiming_normal kaiming_uniform lecun_normal lecun_uniform variance_scaling "
+    "xavier_normal xavier_uniform"
+).split()
+
+
+class _Sampling:
+    """``jax.random``'s samplers and ``jax.nn.initializers``'s initializers as
+    methods that draw from this stream (``rngs.normal((2, 3))``)."""
+
+
+for _name in _RANDOM:
+    if hasattr(jax.random, _name):
+        setattr(_Sampling, _name, _random_method(getattr(jax.random, _name)))
+
+
+for _name in _INITIALIZERS:
+    setattr(_Sampling, _name, _initializer_method(getattr(jax.nn.initializers, _name)))
+
+
+class RngStream(Object, _Sampling):
+    """One named stream: ``stream()`` returns a new key."""
+
+    def __init__(self, key: Any, *, tag: str):
+        if not is_key(key):
+            key = jax.random.key(key)
+        self.tag = tag
+        self.key = RngKey(key, tag=tag)
+        self.count = RngCount(jnp.zeros((), jnp.uint32), tag=tag)
+
+    def __call__(self) -> jax.Array:
+        key = jax.random.fold_in(self.key.value, self.count.value)
+        self.count.value = self.count.value + 1
+        return key
+
+    def split(self, k: int | tuple[int, ...]) -> RngStream:
+        """A new stream of ``k`` keys (for a vmap over it)."""
+        return RngStream(jax.random.split(self(), k), tag=self.tag)
+
+    def fork(self, *, split: int | tuple[int, ...] | None = None) -> RngStream:
+        """A new stream seeded from this one (advances this one by one)."""
+        key = self()
+        if split is not None:
+            key = jax.random.split(key, split)
+        return RngStream(key, tag=self.tag)
+
+    def broadcast(self, k: int | tuple[int, ...]) -> RngStream:
+        """A new stream whose one new key is repeated to shape ``k``."""
+        key = self()
+        shape = (k,) if isinstance(k, int) else tuple(k)
+        return RngStream(jnp.broadcast_to(key, shape + key.shape), tag=self.tag)
+
+
+class Rngs(Object, _Sampling):
+    """Named RNG streams: ``Rngs(0)``, ``Rngs(params=0, dropout=1)``.
+
+    ``rngs.params()`` (or ``rngs['params']()``) returns a new key of stream
+    ``params``, or of ``default`` when there is no such stream; ``rngs()`` uses
+    ``default``.
+    """
+
+    def __init__(self, default: Any = None, **rngs: Any):
+        if default is not None:
+            rngs = {"default": default, **rngs}
+        if not rngs:
+            raise ValueError("Rngs needs a seed or key: Rngs(0), Rngs(params=0, ...).")
+        for name, seed in rngs.items():
+            if isinstance(seed, RngStream):  # Rngs(**other.items()): its stream
+                seed = seed.key.value
+            setattr(self, name, RngStream(seed, tag=name))
+
+    def __getattr__(self, name: str) -> RngStream:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        d = self.__dict__
+        if "default" in d:
+            return d["default"]
+        names = [k for k, v in d.items() if isinstance(v, RngStream)]
+        raise AttributeError(
+            f"Rngs has no stream {name!r} and no 'default' stream to fall back on "
+            f"(streams: {names}). Add it: Rngs({name}=0, ...), or give a default "
+            "seed: Rngs(0, ...)."
+        )
+
+    def __getitem__(self, name: str) -> RngStream:
+        return getattr(self, name)
+
+    def __contains__(self, name: str) -> bool:
+        return isinstance(self.__dict__.get(name), RngStream)
+
+    def __call__(self) -> jax.Array:
+        return self.default()
+
+    def streams(self) -> dict[str, RngStream]:
+        return {k: v for k, v in self.__dict__.items() if isinstance(v, RngStream)}
+
+    def items(self) -> Any:
+        """``(name, stream)`` pairs."""
+        return iter(self.streams().items())
+
+    def _per_stream(
+        self, how: Any, make: Callable[[RngStream, Any], RngStream]
+    ) -> Rngs:
+        if how is None:
+            how = {}
+        elif not isinstance(how, dict):
+            how = {...: how}
+        preds = [(to_predicate(f), n) for f, n in how.items()]
+        out = {}
+        for name, stream in self.items():
+            n = next((n for p, n in preds if p((), stream)), None)
+            out[name] = make(stream, n)
+        new = Rngs.__new__(Rngs)
+        for name, stream in out.items():
+            object.__setattr__(new, name, stream)
+        return new
+
+    def split(self, k: Any) -> Rngs:
+        """New Rngs whose streams hold ``k`` keys each (a dict of filter -> k splits
+        only those streams; the others are kept)."""
+        return self._per_stream(k, lambda s, n: s.split(n) if n is not None else s)
+
+    def fork(self, /, *, split: Any = None) -> Rngs:
+        """New Rngs with a new key per stream (advances each stream by one)."""
+        return self._per_stream(split, lambda s, n: s.fork(split=n))
+
+
+class SplitBackups:
+    """What ``split_rngs`` replaced; ``restore()`` (or leaving the ``with``) puts
+    it back."""
+
+    def __init__(self, backups: list[tuple[RngStream, Any, Any]]):
+        self.backups = backups
+
+    def restore(self) -> None:
+        for stream, key, count in self.backups:
+            object.__setattr__(stream.key, "_value", key)
+            object.__setattr__(stream.count, "_value", count)
+        self.backups = []
+
+    def __iter__(self) -> Any:
+        return iter(list(self.backups))
+
+    def __enter__(self) -> SplitBackups:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.restore()
+
+
+def _split(nodes: list[Any], splits: int, only: Any, squeeze: bool) -> SplitBackups:
+    pred = to_predicate(only)
+    backups = []
+    seen: set[int] = set()
+    for node in nodes:
+        for path, x in iter_graph(node):
+            if not isinstance(x, RngStream) or id(x) in seen:
+                continue
+            seen.add(id(x))
+            if not (pred(path, x.key) or pred(path + ("key",), x.key)):
+                continue
+            key = x()
+            backups.append((x, x.key.value, x.count.value))
+            keys = jax.random.split(key, splits)
+            object.__setattr__(x.key, "_value", keys[0] if squeeze else keys)
+            shape = () if squeeze else (splits,)
+            object.__setattr__(x.count, "_value", jnp.zeros(shape, jnp.uint32))
+    return SplitBackups(backups)
+
+
+def split_rngs(
+    node: Any = None,
+    /,
+    *,
+    splits: int,
+    only: Any = ...,
+    squeeze: bool = False,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> Any:
+    """Splits RNG streams into ``splits`` keys, for a transform that maps over them.
+
+    ``split_rngs(rngs, splits=5)`` splits now and returns a handle to use as a
+    context manager (the keys are restored when the ``with`` ends).
+    ``@split_rngs(splits=5)`` decorates a function: the streams in its arguments
+    are split for each call and restored after. ``only`` filters the streams (a
+    stream name, a tuple of names, ...).
+    """
+    check_graph_modes("split_rngs", graph, graph_updates)
+    if not isinstance(splits, int) or splits < 1:
+        raise ValueError(f"split_rngs: splits must be a positive int, got {splits!r}.")
+    if node is not None and not callable(node) or isinstance(node, Object):
+        return _split([node], splits, only, squeeze)
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(f)
+        @api_boundary
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            nodes = [
+                x
+                for x in jax.tree.leaves(
+                    (args, kwargs), is_leaf=lambda x: isinstance(x, Object)
+                )
+                if isinstance(x, Object)
+            ]
+            with _split(nodes, splits, only, squeeze):
+                return f(*args, **kwargs)
+
+        return wrapper
+
+    return decorate if node is None else decorate(node)
+
+
+def _streams(node: Any, only: Any = ...) -> list[tuple[tuple, RngStream]]:
+    pred = to_predicate(only)
+    return [
+        (p, x) for p, x in iter_graph(node) if isinstance(x, RngStream) and pred(p, x)
+    ]
+
+
+def _scalars_only(path: tuple, key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    if shape != ():
+        raise ValueError(
+            f"Cannot reseed stream at path {path!r} becuase it has a non-scalar key, "
+            f"found key with shape {shape}.\nIf every member's key should differ, "
+            "pass policy='match_shape' (the new key is split to that shape)."
+        )
+    return key
+
+
+def _match_shape(path: tuple, key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    return key if shape == () else jax.random.split(key, shape)
+
+
+def reseed(
+    node: Any,
+    /,
+    *,
+    graph: bool | None = None,
+    policy: Any = "scalars_only",
+    **stream_keys: Any,
+) -> None:
+    """Gives the named streams of ``node`` new keys, counting from 0:
+    ``nnx.reseed(model, dropout=42)`` (the key ``nnx.Rngs(dropout=42)`` draws
+    first). A vmapped stream (a key per member) needs ``policy='match_shape'``."""
+    pass
+
+    check_graph_modes("reseed", graph, None)
+    if policy == "scalars_only":
+        policy = _scalars_only
+    elif policy == "match_shape":
+        policy = _match_shape
+    elif not callable(policy):
+        raise ValueError(
+            'policy must be "scalars_only", "match_shape" or a callable, got '
+            f"{policy!r}"
+        )
+    rngs = Rngs(**stream_keys)
+    for path, stream in _streams(node):
+        if stream.tag in stream_keys:
+            key: Any = policy(path, rngs[stream.tag](), stream.key.value.shape)
+            stream.key.value = key
+            stream.count.value = jnp.zeros(key.shape, jnp.uint32)
+
+
+def fork_rngs(
+    node: Any = None,
+    /,
+    *,
+    split: Any = None,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> Any:
+    """Replaces every stream of ``node`` by a fork of it (new keys; ``split``
+    gives several, e.g. for a vmap), and returns the backups to restore (also a
+    context manager). Without ``node``, a decorator doing so around each call."""
+    check_graph_modes("fork_rngs", graph, graph_updates)
+    if node is None:
+
+        def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(f)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                with fork_rngs(args, split=split):
+                    return f(*args, **kwargs)
+
+            return wrapper
+
+        return decorate
+    how = {} if split is None else split if isinstance(split, dict) else {...: split}
+    preds = [(to_predicate(f), n) for f, n in how.items()]
+    backups = []
+    seen: set[int] = set()
+    for path, stream in _streams(node):
+        if id(stream) in seen:
+            continue
+        seen.add(id(stream))
+        n = next((n for p, n in preds if p(path, stream)), None)
+        key = stream()  # the stream advances, and is restored advanced (as Flax)
+        backups.append((stream, stream.key.value, stream.count.value))
+        if n is not None:
+            key = jax.random.split(key, n)
+        object.__setattr__(stream.key, "_value", key)
+        object.__setattr__(stream.count, "_value", jnp.zeros(key.shape, jnp.uint32))
+    return SplitBackups(backups)
+
+
+def restore_rngs(backups: Any, /) -> None:
+    """Puts back the keys ``fork_rngs``/``split_rngs`` replaced."""
+    if isinstance(backups, SplitBackups):
+        backups.restore()
+        return
+    for stream, key, *count in backups:
+        object.__setattr__(stream.key, "_value", key)
+        if count:
+            object.__setattr__(stream.count, "_value", count[0])
+
+
+def with_rngs(
+    node: Any = None,
+    /,
+    *,
+    split: Any = None,
+    fork: Any = None,
+    broadcast: Any = None,
+    only: Any = True,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> Any:
+    """``split`` (or ``fork``) the streams of ``node`` for a transformed call;
+    see :func:`fork_rngs` and :func:`split_rngs`."""
+    if broadcast is not None:
+        raise NotImplementedError(
+            "nnx.with_rngs(broadcast=...) is not supported by lens.nnx; use "
+            "stream.broadcast(n) on the streams you need."
+        )
+    return fork_rngs(node, split=split, graph=graph, graph_updates=graph_updates)

@@ -1,16 +1,294 @@
-"""flax.nnx's ``statelib`` module: :class:`State` and its helpers."""
+"""Variables as data (flax.nnx's ``statelib``): :class:`State`, a nested mapping of a
+graph's variables (a pytree whose leaves are the values), :class:`FlatState`, and
+the helpers that filter, split, merge and convert States (``to_pure_dict``,
+``replace_by_pure_dict``, ``to_flat_state``/``from_flat_state``).
+"""
 
-from lens.nnx._containers import from_flat_state, to_flat_state
-from lens.nnx._helpers import filter_state, map_state, merge_state, split_state
-from lens.nnx._state import FlatState, State
+from __future__ import annotations
 
-__all__ = [
-    "FlatState",
-    "State",
-    "filter_state",
-    "from_flat_state",
-    "map_state",
-    "merge_state",
-    "split_state",
-    "to_flat_state",
-]
+from collections.abc import (
+    Callable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+)
+from typing import Any
+
+import jax
+
+from lens import errors
+from lens.nnx.filterlib import to_predicate
+from lens.nnx.graphwalk import Path, path_str
+from lens.nnx.variablelib import Variable
+
+
+def _path_key(path: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple((0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in path)
+
+
+class FlatState(list):
+    """``[(path, variable), ...]`` of a State, in path order (``to_flat_state``,
+    ``State.flat_state``). ``paths`` and ``leaves`` give the two halves."""
+
+    def __init__(self, items: Any = (), /, *, sort: bool = True):
+        items = list(items)
+        if sort:
+            items.sort(key=lambda kv: _path_key(kv[0]))
+        super().__init__(items)
+
+    @property
+    def paths(self) -> tuple[tuple[Any, ...], ...]:
+        return tuple(p for p, _ in self)
+
+    @property
+    def leaves(self) -> list[Any]:
+        return [v for _, v in self]
+
+    @staticmethod
+    def from_sorted_keys_values(keys: Any, values: Any) -> FlatState:
+        return FlatState(zip(keys, values, strict=True), sort=False)
+
+
+class State(MutableMapping):
+    """Variables as a nested mapping: ``state['encoder']['kernel']`` or
+    ``state.encoder.kernel``. A pytree whose leaves are the variables' values."""
+
+    def __init__(self, mapping: Mapping[Any, Any] | None = None):
+        object.__setattr__(self, "_mapping", {})
+        for k, v in (mapping or {}).items():
+            self._mapping[k] = (
+                State(v) if isinstance(v, Mapping) and not isinstance(v, State) else v
+            )
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._mapping[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._mapping[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self._mapping[key]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._mapping[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        try:
+            del self._mapping[name]
+        except KeyError:
+            raise AttributeError(f"State has no key {name!r}") from None
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return object.__getattribute__(self, "_mapping")[name]
+        except KeyError:
+            raise AttributeError(f"State has no key {name!r}") from None
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._mapping)
+
+    def __len__(self) -> int:
+        return len(self._mapping)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return dict(self.items()) == dict(other.items())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return _repr_state(self, 0)
+
+    # flat views
+    def flat_state(self) -> FlatState:
+        """``[(path, variable), ...]`` for every leaf, in path order (flax.nnx's
+        FlatState; ``dict(state.flat_state())`` gives a mapping)."""
+        return FlatState(self._flat_dict().items())
+
+    def _flat_dict(self) -> dict[Path, Any]:
+        out: dict[Path, Any] = {}
+
+        def go(m: Mapping, prefix: Path) -> None:
+            for k, v in m.items():
+                if isinstance(v, State):
+                    go(v, prefix + (k,))
+                else:
+                    out[prefix + (k,)] = v
+
+        go(self, ())
+        return out
+
+    @classmethod
+    def from_flat_state(cls, flat: Mapping[Path, Any] | Any) -> State:
+        root: dict[Any, Any] = {}
+        for path, v in flat.items() if isinstance(flat, Mapping) else flat:
+            d = root
+            for k in path[:-1]:
+                d = d.setdefault(k, {})
+            d[path[-1]] = v
+        return cls(root)
+
+    def filter(self, *filters: Any) -> Any:
+        """The sub-state each filter selects (one State per filter)."""
+        parts = partition_flat(self._flat_dict(), filters, exhaustive=False)
+        states = tuple(State.from_flat_state(p) for p in parts)
+        return states[0] if len(states) == 1 else states
+
+    def split(self, *filters: Any) -> Any:
+        """Like ``filter``, but every variable must be selected by some filter."""
+        parts = partition_flat(self._flat_dict(), filters, exhaustive=True)
+        states = tuple(State.from_flat_state(p) for p in parts)
+        return states[0] if len(states) == 1 else states
+
+    @staticmethod
+    def merge(state: State, *states: State) -> State:
+        flat = state._flat_dict()
+        for s in states:
+            flat.update(s._flat_dict())
+        return State.from_flat_state(flat)
+
+    def to_pure_dict(self) -> dict[Any, Any]:
+        """Nested plain dicts of raw values (no Variable boxes)."""
+        return {
+            k: v.to_pure_dict()
+            if isinstance(v, State)
+            else (v.value if isinstance(v, Variable) else v)
+            for k, v in self.items()
+        }
+
+
+def partition_flat(
+    flat: Mapping[Path, Any], filters: tuple[Any, ...], exhaustive: bool
+) -> list[dict[Path, Any]]:
+    preds = [to_predicate(f) for f in filters] or [to_predicate(...)]
+    parts: list[dict[Path, Any]] = [{} for _ in preds]
+    left = []
+    for path, v in flat.items():
+        for part, pred in zip(parts, preds, strict=True):
+            if pred(path, v):
+                part[path] = v
+                break
+        else:
+            left.append(path)
+    if exhaustive and left:
+        raise errors.GraphStructureError(
+            f"The filters {filters!r} do not select every variable; left over: "
+            + ", ".join(path_str(p) for p in left[:5])
+            + (" ..." if len(left) > 5 else "")
+            + ".\nAdd a last filter ... to collect the rest."
+        )
+    return parts
+
+
+def _repr_state(s: State, depth: int) -> str:
+    if not len(s):
+        return "State({})"
+    pad = "  " * (depth + 1)
+    rows = []
+    for k, v in s.items():
+        shown = _repr_state(v, depth + 1) if isinstance(v, State) else repr(v)
+        rows.append(f"{pad}{k!r}: {shown}")
+    return "State({\n" + ",\n".join(rows) + "\n" + "  " * depth + "})"
+
+
+def _state_flatten(s: State) -> Any:
+    keys = tuple(sorted(s._mapping, key=lambda k: (str(type(k)), k)))
+    return [(jax.tree_util.DictKey(k), s._mapping[k]) for k in keys], keys
+
+
+jax.tree_util.register_pytree_with_keys(
+    State,
+    _state_flatten,
+    lambda keys, children: State(dict(zip(keys, children, strict=True))),
+)
+
+
+def to_pure_dict(state: Mapping[Any, Any]) -> dict[Any, Any]:
+    """Nested plain dicts of raw values (no Variable boxes): what checkpointing
+    libraries and ``jax.tree`` utilities expect."""
+    return {
+        k: to_pure_dict(v)
+        if isinstance(v, Mapping)
+        else (v.value if isinstance(v, Variable) else v)
+        for k, v in state.items()
+    }
+
+
+def replace_by_pure_dict(state: State, pure_dict: Mapping[Any, Any]) -> None:
+    """Writes the values of ``pure_dict`` (as from :func:`to_pure_dict`) into
+    ``state``'s variables, in place. Every path must exist in ``state`` (keys that
+    were integers may come back as strings, as after a JSON round trip)."""
+    flat = dict(to_flat_state(state))
+
+    def go(d: Mapping[Any, Any], prefix: tuple[Any, ...]) -> None:
+        for k, v in d.items():
+            path = prefix + (k,)
+            if isinstance(v, Mapping):
+                go(v, path)
+                continue
+            target = path if path in flat else _int_path(path)
+            if target not in flat:
+                raise errors.GraphStructureError(
+                    f"replace_by_pure_dict: the state has no variable at "
+                    f"{path_str(path)}; is the dict from a different model?"
+                )
+            _set_path(state, target, v)
+
+    go(pure_dict, ())
+
+
+def _int_path(path: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(int(p) if isinstance(p, str) and p.isdigit() else p for p in path)
+
+
+def _set_path(state: Any, path: tuple[Any, ...], value: Any) -> None:
+    node = state
+    for p in path[:-1]:
+        node = node[p]
+    cur = node[path[-1]]
+    if isinstance(cur, Variable):
+        shape = getattr(cur.value, "shape", None)
+        if shape is not None and getattr(value, "shape", shape) != shape:
+            raise ValueError(
+                f"replace_by_pure_dict: {path_str(path)} has shape {shape}, the "
+                f"new value {value.shape}."
+            )
+        object.__setattr__(cur, "_value", value)
+    else:
+        node[path[-1]] = value
+
+
+def to_flat_state(state: State) -> FlatState:
+    """``state`` as a flat list of ``(path, variable)`` pairs."""
+    s = state if isinstance(state, State) else State(state)
+    return s.flat_state()
+
+
+def from_flat_state(flat: Any) -> State:
+    """The inverse of :func:`to_flat_state` (also takes a ``{path: value}`` dict)."""
+    items = flat.items() if isinstance(flat, Mapping) else flat
+    return State.from_flat_state(dict(items))
+
+
+def split_state(state: State, first: Any, /, *filters: Any) -> Any:
+    """``state`` split by filters; every variable must match one of them."""
+    return state.split(first, *filters)
+
+
+def filter_state(state: State, first: Any, /, *filters: Any) -> Any:
+    """The parts of ``state`` matching each filter (the rest is dropped)."""
+    return state.filter(first, *filters)
+
+
+def merge_state(state: Mapping, /, *states: Mapping, cls: type = State) -> State:
+    """One State with the variables of all ``states`` (later ones win)."""
+    flat: dict[Path, Any] = {}
+    for s in (state, *states):
+        flat.update((s if isinstance(s, State) else State(s))._flat_dict())
+    return cls.from_flat_state(flat)
+
+
+def map_state(f: Callable[[tuple, Any], Any], state: State) -> State:
+    """``state`` with each variable replaced by ``f(path, variable)``."""
+    return State.from_flat_state({p: f(p, v) for p, v in state.flat_state()})

@@ -1,5 +1,5 @@
-"""flax.nnx's ``training`` package: ``metrics`` and ``optimizer``."""
+"""flax.nnx's ``training`` package: ``metrics``, ``optimizer`` and ``ema``."""
 
-from lens.nnx import metrics, optimizer
+from lens.nnx.training import metrics, optimizer
 
 __all__ = ["metrics", "optimizer"]

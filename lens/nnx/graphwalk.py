@@ -22,107 +22,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import Any, Self, cast
+from typing import Any, cast
 
 import jax
 import numpy as np
 
 from lens import errors
-from lens.nnx._frames import (  # noqa: F401 - re-exported for the transforms
-    _check_mutable,
-    _Frame,
-    current_frame,
-    frame,
-    structure_changed,
-    structure_epoch,
-)
-from lens.nnx._variables import (  # noqa: F401 - re-exported
-    BatchStat,
-    Cache,
-    Intermediate,
-    OptState,
-    Param,
-    RngCount,
-    RngKey,
-    RngState,
-    Variable,
-    _freeze,
-    _new_variable,
-    _Static,
-)
+from lens.nnx.pytreelib import Object, node_items
+from lens.nnx.tracers import Frame, structure_changed
+from lens.nnx.variablelib import StaticValue, Variable, freeze_metadata, new_variable
 
 Path = tuple[Any, ...]
-
-
-class Object:
-    """A node with reference semantics: attributes hold variables, other objects,
-    lists/tuples/dicts of them, arrays and static values."""
-
-    def __init_subclass__(cls, pytree: bool = True, **kwargs: Any) -> None:
-        # flax.nnx's ``class M(nnx.Module, pytree=False)``: lens objects are
-        # always graph nodes (not JAX pytrees), so both spellings mean the same.
-        super().__init_subclass__(**kwargs)
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
-        obj = object.__new__(cls)
-        object.__setattr__(obj, "_lens_frame", current_frame())
-        return obj
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        _check_mutable(self, f"set {name!r}")
-        current = self.__dict__.get(name)
-        if isinstance(current, Variable) and not isinstance(value, Variable):
-            current.value = value  # assigning an array to a variable updates it
-            return
-        object.__setattr__(self, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        _check_mutable(self, f"delete {name!r}")
-        object.__delattr__(self, name)
-
-    def __repr__(self) -> str:
-        return _repr_node(self, 0, set())
-
-    # How the graph walk sees an object: its (key, value) children, and how a
-    # rebuilt one gets them back. Containers (nnx.List) override both.
-    def _graph_items(self) -> list[tuple[Any, Any]]:
-        return sorted(
-            (k, v) for k, v in vars(self).items() if k not in _PRIVATE_ATTRIBUTES
-        )
-
-    def _graph_set(self, key: Any, value: Any) -> None:
-        object.__setattr__(self, key, value)
-
-    def _graph_clear(self) -> None:
-        for k in [k for k in vars(self) if k not in _PRIVATE_ATTRIBUTES]:
-            object.__delattr__(self, k)
-
-
-_PRIVATE_ATTRIBUTES = frozenset({"_lens_frame", "_items"})
-
-
-def _node_items(obj: Object) -> list[tuple[Any, Any]]:
-    return obj._graph_items()
-
-
-def _repr_node(x: Any, depth: int, seen: set[int]) -> str:
-    pad = "  " * (depth + 1)
-    if isinstance(x, Object):
-        if id(x) in seen:
-            return f"<shared {type(x).__name__}>"
-        seen.add(id(x))
-        items = _node_items(x)
-        if not items:
-            return f"{type(x).__name__}()"
-        body = ",\n".join(
-            f"{pad}{k}={_repr_node(v, depth + 1, seen)}" for k, v in items
-        )
-        return f"{type(x).__name__}(\n{body}\n{'  ' * depth})"
-    if isinstance(x, list | tuple) and any(isinstance(e, Object) for e in x):
-        body = ",\n".join(f"{pad}{_repr_node(e, depth + 1, seen)}" for e in x)
-        o, c = ("[", "]") if isinstance(x, list) else ("(", ")")
-        return f"{o}\n{body}\n{'  ' * depth}{c}"
-    return repr(x)
 
 
 def _is_array(x: Any) -> bool:
@@ -131,9 +41,6 @@ def _is_array(x: Any) -> bool:
 
 def is_graph_node(x: Any) -> bool:
     return isinstance(x, Object | Variable)
-
-
-# ----------------------------------------------------------------------- graphdef
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,7 +89,7 @@ class PytreeDef:
 
 @dataclasses.dataclass(frozen=True)
 class StaticDef:
-    value: _Static
+    value: StaticValue
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,7 +141,6 @@ class Leaf:
             self.owner._graph_set(self.key, value)
         elif isinstance(self.owner, list | dict):
             self.owner[self.key] = value
-        # arrays inside tuples are immutable: nothing to write back
 
 
 class Walker:
@@ -251,7 +157,7 @@ class Walker:
         resolve: Any = None,
         *,
         describe: Any = repr,
-        frame: _Frame | None = None,  # noqa: F811 - a parameter, not the import
+        frame: Frame | None = None,  # noqa: F811 - a parameter, not the import
         transform: str = "",
     ):
         self.resolve = resolve or (lambda spec, path, x: spec)
@@ -318,7 +224,7 @@ class Walker:
                 return Ref(i)
             i = self._register(x, spec, path)
             attrs = tuple(
-                (k, self.node(v, path + (k,), spec, x, k)) for k, v in _node_items(x)
+                (k, self.node(v, path + (k,), spec, x, k)) for k, v in node_items(x)
             )
             return NodeDef(type(x), i, attrs)
         if isinstance(x, Variable):
@@ -328,7 +234,7 @@ class Walker:
                 return Ref(i)
             i = self._register(x, vspec, path)
             self.leaves.append(Leaf(path, x._value, x, spec=vspec))
-            return VariableDef(type(x), i, _freeze(x.metadata))
+            return VariableDef(type(x), i, freeze_metadata(x.metadata))
         if _is_array(x):
             self.leaves.append(
                 Leaf(
@@ -364,7 +270,7 @@ class Walker:
                     for k, v in zip(keys, values)
                 ),
             )
-        return StaticDef(_Static(x))
+        return StaticDef(StaticValue(x))
 
 
 def _key_of(entry: Any) -> Any:
@@ -431,7 +337,7 @@ class Builder:
         if isinstance(d, Ref):
             return self.nodes[d.index]
         if isinstance(d, VariableDef):
-            v = _new_variable(
+            v = new_variable(
                 d.type, next(self.values), {k: s.value for k, s in d.metadata}
             )
             self.nodes[d.index] = v

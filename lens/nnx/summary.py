@@ -1,5 +1,6 @@
 """``nnx.tabulate``: a table of a model's modules, the shapes each call saw, and
-its variables per type, as flax.nnx prints it."""
+its variables per type, as flax.nnx prints it.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from lens.nnx._graph import Object, Variable, _node_items
-from lens.nnx._module import iter_modules
-from lens.nnx._state import clone
+from lens.nnx.graphlib import clone
+from lens.nnx.module import iter_modules
+from lens.nnx.pytreelib import Object, node_items
+from lens.nnx.variablelib import Variable
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -101,7 +103,7 @@ def tabulate(
         patched.append((cls, original))
         cls.__call__ = make(original)  # type: ignore[method-assign]
     try:
-        from lens.nnx._control import eval_shape
+        from lens.nnx.transforms.transforms import eval_shape
 
         def run(m: Any, a: tuple, k: dict) -> Any:
             # the transform rebuilds the model: find paths on the copy it calls
@@ -123,11 +125,11 @@ def tabulate(
         if deep:
             items: list[tuple[str, Any]] = []
             for p, sub in iter_modules(m):
-                for k, v in _node_items(sub):
+                for k, v in node_items(sub):
                     if isinstance(v, Variable):
                         items.append(("/".join(map(str, p + (k,))), v))
         else:
-            items = [(str(k), v) for k, v in _node_items(m) if isinstance(v, Variable)]
+            items = [(str(k), v) for k, v in node_items(m) if isinstance(v, Variable)]
         for name, v in items:
             by_type.setdefault(type(v).__name__, []).append((name, v.value))
         return by_type
@@ -174,6 +176,3 @@ def tabulate(
     kwargs = {"force_terminal": True, "width": 120, **dict(console_kwargs)}
     rich.console.Console(file=buf, **kwargs).print(table)
     return buf.getvalue()
-
-
-__all__ = ["tabulate"]

@@ -11,80 +11,31 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
-from lens.core._freeze import FrozenDict
-from lens.nnx._graph import Walker, check_graph_modes, frame, path_str
-from lens.nnx._picture import Picture, axis_label, without_axis
-from lens.nnx._spmd import PARTITION_NAME, add_axis, remove_axis
-from lens.nnx._transforms import (
-    StateAxes,
-    _axes_resolver,
-    _Carrier,
-    _check_structure,
-    _Entry,
-    _merge_outputs,
-    _rebuild,
-    _Skeleton,
-    _split_inputs,
-    _split_outputs,
-    _write_back,
+from lens.nnx.graphwalk import Walker, check_graph_modes, path_str
+from lens.nnx.tracers import frame
+from lens.nnx.transforms.axes import (
+    NO_AXIS_METADATA,
+    AxisNames,
+    describe_axes,
+    place_state_axes,
+    strip_state_axes,
 )
+from lens.nnx.transforms.general import (
+    Carrier,
+    Entry,
+    Skeleton,
+    StateAxes,
+    axes_resolver,
+    check_structure,
+    merge_outputs,
+    rebuild,
+    split_args,
+    split_outputs,
+    write_back,
+)
+from lens.nnx.transforms.pack_trace import Picture, axis_label, without_axis
 from lens.traceback_util import api_boundary
-
-_NO_METADATA: Mapping[str, Any] = FrozenDict({})
-
-
-class _AxisNames:
-    """``transform_metadata={nnx.PARTITION_NAME: name}``: inside the transform,
-    ``name`` is taken out of the ``out_sharding`` of every variable mapped on an
-    axis; on the way out it is put back, and put into new objects' variables at
-    their out axis (so a stack built by vmap says which axis is the stack)."""
-
-    def __init__(self, name: str, transform_metadata: Mapping[str, Any]):
-        self.name = name
-        self.meta = transform_metadata if PARTITION_NAME in transform_metadata else None
-        if transform_metadata and self.meta is None:
-            raise ValueError(
-                f"nnx.{name}(transform_metadata={dict(transform_metadata)!r}) names no "
-                "axis.\nGive transform_metadata={nnx.PARTITION_NAME: 'axis name'}."
-            )
-
-    def enter(self, args: tuple, specs: tuple) -> list[tuple[Any, int]]:
-        if self.meta is None:
-            return []
-        w = Walker(_axes_resolver, transform=self.name)
-        _, entries = _split_inputs(args, specs, w)
-        done = []
-        for e in entries:
-            if e.leaf is None or e.leaf.variable is None or not _is_axis(e.spec):
-                continue
-            v = e.leaf.variable
-            remove_axis(v, e.spec, self.meta, path_str(e.leaf.path))
-            done.append((v, e.spec))
-        return done
-
-    def exit(
-        self, done: list[tuple[Any, int]], out: Any, out_spec: Any, fr: Any
-    ) -> None:
-        if self.meta is None:
-            return
-        seen = set()
-        for v, axis in done:
-            add_axis(v, axis, self.meta)
-            seen.add(id(v))
-        w = Walker(_axes_resolver, transform=self.name)
-        w.frame = fr
-        _split_outputs(out, out_spec, w)
-        for lf in w.leaves:
-            if lf.variable is not None and id(lf.variable) not in seen:
-                if _is_axis(lf.spec):
-                    add_axis(lf.variable, lf.spec, self.meta)
-                seen.add(id(lf.variable))
-
-
-def _is_axis(spec: Any) -> bool:
-    return isinstance(spec, int) and not isinstance(spec, bool)
 
 
 def vmap(
@@ -95,7 +46,7 @@ def vmap(
     axis_name: Any = None,
     axis_size: int | None = None,
     spmd_axis_name: Any = None,
-    transform_metadata: Mapping[str, Any] = _NO_METADATA,
+    transform_metadata: Mapping[str, Any] = NO_AXIS_METADATA,
     graph: bool | None = None,
     graph_updates: bool | None = None,
 ) -> Any:
@@ -109,7 +60,7 @@ def vmap(
     (:class:`~lens.errors.InconsistentAliasingError`).
     """
     check_graph_modes("vmap", graph, graph_updates)
-    axis_names = _AxisNames("vmap", transform_metadata)
+    axis_names = AxisNames("vmap", transform_metadata)
     if f is None:
         return functools.partial(
             vmap,
@@ -141,7 +92,7 @@ def _mapped_call(
     f: Callable[..., Any],
     in_axes: Any,
     out_axes: Any,
-    axis_names: _AxisNames,
+    axis_names: AxisNames,
     *,
     check_sizes: bool,
     **map_kwargs: Any,
@@ -153,9 +104,9 @@ def _mapped_call(
     @functools.wraps(f)
     @api_boundary
     def wrapper(*args: Any) -> Any:
-        specs = _per_argument(name, "in_axes", in_axes, args)
-        walker = Walker(_axes_resolver, describe=_describe_axes, transform=name)
-        skel, entries = _split_inputs(args, specs, walker)
+        specs = per_argument(name, "in_axes", in_axes, args)
+        walker = Walker(axes_resolver, describe=describe_axes, transform=name)
+        skel, entries = split_args(args, specs, walker)
         graph_axes = [e.spec for e in entries if e.leaf is not None]
         _check_ranks(entries)
         if check_sizes:
@@ -168,16 +119,14 @@ def _mapped_call(
                 without_axis(lambda e: e.spec),
             )
             new_values, outs = jax_map(
-                _mapped_body(
-                    name, f, skel, specs, out_axes, _describe_axes, axis_names
-                ),
-                in_axes=(_Carrier([e.spec for e in entries], None),),
-                out_axes=(graph_axes, _strip_state_axes(out_axes)),
+                mapped_body(name, f, skel, specs, out_axes, describe_axes, axis_names),
+                in_axes=(Carrier([e.spec for e in entries], None),),
+                out_axes=(graph_axes, strip_state_axes(out_axes)),
                 **map_kwargs,
-            )(_Carrier([e.value for e in entries], None))
-            _write_back(entries, new_values)
+            )(Carrier([e.value for e in entries], None))
+            write_back(entries, new_values)
             picture.outputs(new_values)
-        return _merge_outputs(_place_state_axes(outs), walker.nodes)
+        return merge_outputs(place_state_axes(outs), walker.nodes)
 
     return wrapper
 
@@ -194,7 +143,7 @@ def pmap(
     axis_size: int | None = None,
     donate_argnums: int | Sequence[int] = (),
     global_arg_shapes: Any = None,
-    transform_metadata: Mapping[str, Any] = _NO_METADATA,
+    transform_metadata: Mapping[str, Any] = NO_AXIS_METADATA,
     graph: bool | None = None,
     graph_updates: bool | None = None,
 ) -> Any:
@@ -202,7 +151,7 @@ def pmap(
     each object's variables are split over the devices on their axis (``None``:
     replicated), and updates come back the same way."""
     check_graph_modes("pmap", graph, graph_updates)
-    axis_names = _AxisNames("pmap", transform_metadata)
+    axis_names = AxisNames("pmap", transform_metadata)
     if global_arg_shapes is not None:
         raise TypeError("nnx.pmap: global_arg_shapes was removed from jax.pmap.")
     if static_broadcasted_argnums or donate_argnums:
@@ -245,7 +194,7 @@ def pmap(
     )
 
 
-def _per_argument(name: str, option: str, spec: Any, args: tuple) -> tuple:
+def per_argument(name: str, option: str, spec: Any, args: tuple) -> tuple:
     """One spec per positional argument: a tuple as given, or one spec for all."""
     specs = spec if isinstance(spec, tuple) else (spec,) * len(args)
     if len(specs) != len(args):
@@ -256,37 +205,37 @@ def _per_argument(name: str, option: str, spec: Any, args: tuple) -> tuple:
     return specs
 
 
-def _mapped_body(
+def mapped_body(
     name: str,
     f: Callable[..., Any],
-    skel: _Skeleton,
+    skel: Skeleton,
     specs: tuple,
     out_spec: Any,
     describe: Callable[[Any], str],
-    axis_names: _AxisNames | None = None,
-) -> Callable[[_Carrier], Any]:
+    axis_names: AxisNames | None = None,
+) -> Callable[[Carrier], Any]:
     """The pure function a transform with per-argument specs (vmap, shard_map)
     maps: it rebuilds the arguments, calls ``f``, and returns the arguments' new
     graph values and the outputs (new objects as carriers)."""
 
-    def pure(carrier: _Carrier) -> Any:
+    def pure(carrier: Carrier) -> Any:
         with frame(name) as fr:
-            args = _rebuild(skel, carrier.values)
+            args = rebuild(skel, carrier.values)
             done = axis_names.enter(args, specs) if axis_names else []
             out = f(*args)
             if axis_names:
                 axis_names.exit(done, out, out_spec, fr)
-            w = Walker(_axes_resolver, describe=describe, transform=name)
-            after, entries = _split_inputs(args, specs, w)
-            _check_structure(skel, after, name)
+            w = Walker(axes_resolver, describe=describe, transform=name)
+            after, entries = split_args(args, specs, w)
+            check_structure(skel, after, name)
             w.frame = fr
-            outs = _split_outputs(out, out_spec, w)
+            outs = split_outputs(out, out_spec, w)
         return [e.value for e in entries if e.leaf is not None], outs
 
     return pure
 
 
-def _check_ranks(entries: list[_Entry]) -> None:
+def _check_ranks(entries: list[Entry]) -> None:
     for e in entries:
         if e.leaf is None or not isinstance(e.spec, int):
             continue
@@ -305,7 +254,7 @@ def _check_ranks(entries: list[_Entry]) -> None:
             )
 
 
-def _entry_name(e: _Entry) -> str:
+def _entry_name(e: Entry) -> str:
     if e.leaf is not None:
         kind = (
             type(e.leaf.variable).__name__ if e.leaf.variable is not None else "array"
@@ -314,9 +263,9 @@ def _entry_name(e: _Entry) -> str:
     return f"an array in args[{e.arg}]"
 
 
-def _check_sizes(entries: list[_Entry]) -> None:
+def _check_sizes(entries: list[Entry]) -> None:
     """All mapped values must agree on the mapped size; name two that do not."""
-    first: tuple[int, _Entry] | None = None
+    first: tuple[int, Entry] | None = None
     for e in entries:
         if not isinstance(e.spec, int) or not hasattr(e.value, "shape"):
             continue
@@ -335,34 +284,3 @@ def _check_sizes(entries: list[_Entry]) -> None:
                 "of one size; give broadcast ones the axis None (in_axes, or a "
                 "StateAxes for a module's variables)."
             )
-
-
-def _describe_axes(spec: Any) -> str:
-    return f"axis {spec!r}"
-
-
-def _place_state_axes(out: Any) -> Any:
-    """Moves the values of new objects returned under a StateAxes to their axes
-    (they left ``jax.vmap`` on axis 0; a ``None`` axis keeps one copy)."""
-
-    def place(c: Any) -> Any:
-        if not isinstance(c, _Carrier) or c.axes is None:
-            return c
-        values = [
-            v[0] if ax is None else jnp.moveaxis(v, 0, ax)
-            for v, ax in zip(c.values, c.axes, strict=True)
-        ]
-        return _Carrier(values, c.aux)
-
-    return jax.tree.map(place, out, is_leaf=lambda x: isinstance(x, _Carrier))
-
-
-def _strip_state_axes(tree: Any) -> Any:
-    return jax.tree.map(
-        lambda x: 0 if isinstance(x, StateAxes) else x,
-        tree,
-        is_leaf=lambda x: x is None or isinstance(x, StateAxes),
-    )
-
-
-__all__ = ["pmap", "vmap"]

@@ -17,7 +17,8 @@ import jax
 import jax.numpy as jnp
 
 from lens import struct
-from lens.nnx._graph import Object, Variable
+from lens.nnx.pytreelib import Object
+from lens.nnx.variablelib import Variable
 
 
 class MetricState(Variable):
@@ -176,14 +177,3 @@ class MultiMetric(Metric):
 
     def compute(self) -> dict[str, Any]:
         return {n: m.compute() for n, m in self._metrics().items()}
-
-
-__all__ = [
-    "Accuracy",
-    "Average",
-    "Metric",
-    "MetricState",
-    "MultiMetric",
-    "Statistics",
-    "Welford",
-]

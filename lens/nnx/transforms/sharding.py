@@ -15,16 +15,16 @@ from typing import Any
 
 import jax
 
-from lens.nnx._graph import Walker
-from lens.nnx._transforms import (
+from lens.nnx.graphwalk import Walker
+from lens.nnx.transforms.general import (
+    Carrier,
     StateAxes,
-    _axes_resolver,
-    _Carrier,
-    _merge_outputs,
-    _split_inputs,
-    _write_back,
+    axes_resolver,
+    merge_outputs,
+    split_args,
+    write_back,
 )
-from lens.nnx._vmap import _mapped_body, _per_argument
+from lens.nnx.transforms.iteration import mapped_body, per_argument
 from lens.traceback_util import api_boundary
 
 
@@ -84,23 +84,20 @@ def shard_map(
     @functools.wraps(f)
     @api_boundary
     def wrapper(*args: Any) -> Any:
-        specs = _per_argument("shard_map", "in_specs", in_specs, args)
-        walker = Walker(_axes_resolver, describe=_describe, transform="shard_map")
-        skel, entries = _split_inputs(args, specs, walker)
+        specs = per_argument("shard_map", "in_specs", in_specs, args)
+        walker = Walker(axes_resolver, describe=_describe, transform="shard_map")
+        skel, entries = split_args(args, specs, walker)
         graph_specs = [e.spec for e in entries if e.leaf is not None]
 
         new_values, outs = jax.shard_map(
-            _mapped_body("shard_map", f, skel, specs, out_specs, _describe),
+            mapped_body("shard_map", f, skel, specs, out_specs, _describe),
             mesh=mesh,
-            in_specs=(_Carrier([e.spec for e in entries], None),),
+            in_specs=(Carrier([e.spec for e in entries], None),),
             out_specs=(graph_specs, out_specs),
             axis_names=axis_names,
             check_vma=check_vma,
-        )(_Carrier([e.value for e in entries], None))
-        _write_back(entries, new_values)
-        return _merge_outputs(outs, walker.nodes)
+        )(Carrier([e.value for e in entries], None))
+        write_back(entries, new_values)
+        return merge_outputs(outs, walker.nodes)
 
     return wrapper
-
-
-__all__ = ["StateSharding", "shard_map"]

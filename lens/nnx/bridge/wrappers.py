@@ -23,17 +23,13 @@ import jax
 from lens import nn as linen
 from lens.core._freeze import FrozenDict
 from lens.core.meta import AxisMetadata, Partitioned
-from lens.nnx._filters import Not
-from lens.nnx._graph import Variable
-from lens.nnx._module import Module
-from lens.nnx._rngs import Rngs
-from lens.nnx._spmd import with_partitioning as _nnx_with_partitioning
-from lens.nnx._state import State, iter_graph, state, update
-from lens.nnx._variables import (
-    RngState,
-    variable_name_from_type,
-    variable_type_from_name,
-)
+from lens.nnx.bridge.variables import to_linen_var, to_nnx_var
+from lens.nnx.filterlib import Not
+from lens.nnx.graphlib import iter_graph, state, update
+from lens.nnx.module import Module
+from lens.nnx.rnglib import Rngs
+from lens.nnx.statelib import State
+from lens.nnx.variablelib import RngState, Variable, variable_name_from_type
 
 # Which ToNNX modules are inside a lazy_init call (per thread / task).
 _INITIALIZING: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
@@ -60,30 +56,6 @@ def lazy_init(fn: Any, *args: Any, **kwargs: Any) -> Any:
     finally:
         _INITIALIZING.reset(token)
     return fn
-
-
-def _to_nnx_variable(collection: str, x: Any) -> Variable:
-    vtype = variable_type_from_name(collection, allow_register=True)
-    if isinstance(x, Partitioned):
-        return vtype(
-            x.value,
-            out_sharding=tuple(x.names),
-            mesh=x.mesh,
-            eager_sharding=False,
-            linen_meta_type=Partitioned,
-        )
-    if isinstance(x, AxisMetadata):
-        return vtype(x.unbox(), linen_meta_type=type(x))
-    return vtype(x)
-
-
-def to_linen_var(v: Variable) -> Any:
-    """An nnx Variable as a Linen value: boxed in ``nn.Partitioned`` when it has
-    ``out_sharding`` metadata, else its plain value."""
-    names = v.metadata.get("out_sharding")
-    if names:
-        return Partitioned(v.value, names=tuple(names), mesh=v.metadata.get("mesh"))
-    return v.value
 
 
 def _flatten(tree: Mapping, prefix: tuple = ()) -> dict[tuple, Any]:
@@ -198,7 +170,7 @@ class ToNNX(Module):
         for col, tree in updates.items():
             leaves = _flatten(tree) if isinstance(tree, Mapping) else {(): tree}
             for path, x in leaves.items():
-                flat[path] = _to_nnx_variable(col, x)
+                flat[path] = to_nnx_var(col, x)
         for attr, value in _unflatten(flat).items():
             current = vars(self).get(attr)
             if isinstance(current, dict) and isinstance(value, dict):
@@ -317,14 +289,3 @@ def to_linen(
         skip_rng=skip_rng,
         name=name,
     )
-
-
-def with_partitioning(
-    fn: Callable[..., Any], names: Any, mesh: jax.sharding.Mesh | None = None
-) -> Callable[..., Any]:
-    """An initializer whose nnx variables are annotated with ``names`` and come
-    back to Linen as ``nn.Partitioned``."""
-    return _nnx_with_partitioning(fn, names, mesh, linen_meta_type=Partitioned)
-
-
-__all__ = ["ToLinen", "ToNNX", "lazy_init", "to_linen", "with_partitioning"]

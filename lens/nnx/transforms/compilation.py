@@ -20,30 +20,23 @@ import numpy as np
 from lens import errors
 from lens._argnums import argnames, argnums, out_of_range
 from lens.core import _trace
-from lens.nnx._graph import (
-    Object,
-    Variable,
-    Walker,
-    _Static,
-    check_graph_modes,
-    frame,
-    structure_epoch,
+from lens.nnx.graphwalk import Walker, check_graph_modes
+from lens.nnx.pytreelib import Object
+from lens.nnx.tracers import frame, structure_epoch
+from lens.nnx.transforms.general import (
+    Carrier,
+    Entry,
+    Skeleton,
+    apply_graph_updates,
+    changed_structure,
+    merge_outputs,
+    rebuild,
+    split_args,
+    split_outputs,
 )
-from lens.nnx._picture import Picture
-from lens.nnx._transforms import (
-    _apply_graph_updates,
-    _Carrier,
-    _changed_structure,
-    _Entry,
-    _merge_outputs,
-    _rebuild,
-    _Skeleton,
-    _split_inputs,
-    _split_outputs,
-)
+from lens.nnx.transforms.pack_trace import Picture
+from lens.nnx.variablelib import StaticValue, Variable
 from lens.traceback_util import api_boundary
-
-# ------------------------------------------------------------------------- jit
 
 
 def _check_static(value: Any, where: str) -> None:
@@ -153,8 +146,8 @@ def jit(
     # Arguments travel as plain lists of leaves (JAX flattens those in C++; a
     # custom pytree node would cost a Python call per argument per call).
     def pure(
-        statics: _Static, donated: list[list[Any]], kept: list[list[Any]]
-    ) -> _Carrier:
+        statics: StaticValue, donated: list[list[Any]], kept: list[list[Any]]
+    ) -> Carrier:
         skel, static_kw, kw_names, donated_args = statics.value
         by_arg = dict(zip(donated_args, donated, strict=True))
         rest = iter(kept)
@@ -163,23 +156,21 @@ def jit(
             values += by_arg[i] if i in by_arg else next(rest)
         table: dict[int, Any] = {}
         with frame("jit") as fr:
-            args = _rebuild(skel.skeleton, values, table)
+            args = rebuild(skel.skeleton, values, table)
             n_pos = len(args) - len(kw_names)
             kw = dict(zip(kw_names, args[n_pos:], strict=True))
             out = f(*args[:n_pos], **kw, **dict(static_kw))
             walker = Walker(transform="jit")
-            after, entries = _split_inputs(
-                args, (None,) * len(args), walker, skel.static
-            )
+            after, entries = split_args(args, (None,) * len(args), walker, skel.static)
             # A changed structure (a new attribute or submodule) is applied
             # outside: it goes out as static data, with which old node each new
             # node is, so the caller's objects are updated in place.
-            changed = _changed_structure(skel.skeleton, after, table, walker.nodes)
+            changed = changed_structure(skel.skeleton, after, table, walker.nodes)
             walker.frame = fr
-            outs = _split_outputs(out, None, walker)
+            outs = split_outputs(out, None, walker)
         if changed is not None:
             graph_values = [e.value for e in entries if e.leaf is not None]
-            return _Carrier([graph_values, outs], changed)
+            return Carrier([graph_values, outs], changed)
         # Only the state the function changed leaves the compiled program: an
         # unchanged variable would be copied to a new buffer on every call.
         same = tuple(
@@ -190,7 +181,7 @@ def jit(
             for e, v in zip(entries, values, strict=True)
             if e.leaf is not None and e.value is not v
         ]
-        return _Carrier([graph_values, outs], _Unchanged(same))
+        return Carrier([graph_values, outs], _Unchanged(same))
 
     jitted = jax.jit(pure, static_argnums=0, donate_argnums=1, **pass_through)
     # The last call's graph walk, reused while nothing changed structure.
@@ -268,7 +259,7 @@ def jit(
         total = len(all_args)
         epoch = structure_epoch()
         walker = Walker(transform="jit")
-        skel, entries = _split_inputs(all_args, (None,) * total, walker, stat)
+        skel, entries = split_args(all_args, (None,) * total, walker, stat)
         per_arg: list[list[Any]] = [[] for _ in range(total)]
         for e in entries:
             per_arg[e.arg].append(e.value)
@@ -277,7 +268,7 @@ def jit(
         if picture is not None:
             picture.inputs(entries, ["all"] * len(entries), lambda e, v: v)
         kept = [per_arg[i] for i in range(total) if i not in donated_args]
-        key = _Static(
+        key = StaticValue(
             (
                 _JitSkeleton(skel, stat, total),
                 tuple(static_kw),
@@ -296,7 +287,7 @@ def jit(
                     [o if same else next(it) for o, same in zip(olds, result.aux.same)]
                 )
             if signature is None:  # a traced call: not cached
-                return _merge_outputs(outs, walker.nodes)
+                return merge_outputs(outs, walker.nodes)
             _store_walk(
                 cache,
                 epoch,
@@ -308,9 +299,9 @@ def jit(
                 key,
                 donated_args,
             )
-            return _merge_outputs(outs, walker.nodes)
-        nodes = _apply_graph_updates([], new_values, result.aux, walker.nodes)
-        return _merge_outputs(outs, nodes)
+            return merge_outputs(outs, walker.nodes)
+        nodes = apply_graph_updates([], new_values, result.aux, walker.nodes)
+        return merge_outputs(outs, nodes)
 
     return wrapper
 
@@ -324,7 +315,7 @@ class _Unchanged:
 
 
 def _write_changed(
-    entries: list[_Entry], same: tuple[bool, ...], new_values: list[Any]
+    entries: list[Entry], same: tuple[bool, ...], new_values: list[Any]
 ) -> None:
     leaves = [e.leaf for e in entries if e.leaf is not None]
     it = iter(new_values)
@@ -347,9 +338,9 @@ class _CachedWalk:
     signature: Any
     static: frozenset[int]
     containers: list[tuple[Any, Any]]  # (container, snapshot of its items)
-    entries: list[_Entry]
+    entries: list[Entry]
     nodes: list[Any]
-    key: _Static
+    key: StaticValue
     donated_args: tuple[int, ...]
     # derived once: per entry (argument, leaf or None), and the graph leaves
     reads: list[tuple[int, Any]] = dataclasses.field(default_factory=list)
@@ -372,7 +363,7 @@ def _arg_kinds(args: tuple[Any, ...], static: frozenset[int]) -> tuple[Any, ...]
     kinds: list[Any] = []
     for i, a in enumerate(args):
         if i in static:
-            kinds.append(("static", _Static(a)))
+            kinds.append(("static", StaticValue(a)))
         elif isinstance(a, Object | Variable):
             kinds.append(a)
         elif isinstance(a, jax.Array | np.ndarray):
@@ -400,9 +391,9 @@ def _store_walk(
     args: tuple[Any, ...],
     static: frozenset[int],
     signature: Any,
-    entries: list[_Entry],
+    entries: list[Entry],
     walker: Walker,
-    key: _Static,
+    key: StaticValue,
     donated_args: tuple[int, ...],
 ) -> None:
     kinds = _arg_kinds(args, static)
@@ -459,14 +450,11 @@ def _call_cached(hit: _CachedWalk, args: tuple[Any, ...], jitted: Any) -> Any:
         for leaf, unchanged in zip(hit.leaves, result.aux.same, strict=True):
             if not unchanged:
                 leaf.write(next(it))
-    return _merge_outputs(outs, hit.nodes)
+    return merge_outputs(outs, hit.nodes)
 
 
 @dataclasses.dataclass(frozen=True)
 class _JitSkeleton:
-    skeleton: _Skeleton
+    skeleton: Skeleton
     static: frozenset[int]
     n_args: int
-
-
-__all__ = ["jit"]

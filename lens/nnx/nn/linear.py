@@ -1,9 +1,6 @@
-"""More eager layers: convolutions, embeddings, einsum, RMS/group norms, attention.
-
-Each keeps flax.nnx's constructor (sizes up front, ``rngs`` to initialise from),
-variable names and key order, so the same ``Rngs`` gives the same parameters. The
-arithmetic is lens.nn's (the Linen layer of the same name, applied to this layer's
-variables), so an eager layer computes exactly what its Linen twin computes.
+"""Linear layers (flax.nnx's ``nn.linear``): ``Linear``, ``LinearGeneral``,
+``Einsum``, ``Conv``, ``ConvTranspose`` and ``Embed``, with flax.nnx's constructors,
+variable names and initial values.
 """
 
 from __future__ import annotations
@@ -15,47 +12,104 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from lens import nn as linen
+from lens._kernels import linear as ops
 from lens.core._freeze import FrozenDict
 from lens.core.nn import initializers
-from lens.core.spmd import shard_value
-from lens.nnx._graph import Param
-from lens.nnx._layers import (
-    _NO_META,
-    Module,
-    _dot_kwargs,
-    _optional_param,
-    _param,
-    promote_dtype,
+from lens.nnx.module import Module
+from lens.nnx.nn.dtypes import promote_dtype
+from lens.nnx.nn.parameters import (
+    NO_META,
+    as_tuple,
+    as_tuple_or_none,
+    dot_kwargs,
+    init_reshaped,
+    make_param,
+    promoted,
+    with_out_sharding,
 )
-from lens.nnx._rngs import Rngs
-from lens.nnx._variables import VariableMetadata
+from lens.nnx.rnglib import Rngs
+from lens.nnx.variablelib import Param
+
+
+class Linear(Module):
+    """``inputs @ kernel + bias`` with ``kernel`` of shape ``(in_features, out_features)``."""
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        *,
+        use_bias: bool = True,
+        dtype: Any = None,
+        param_dtype: Any = jnp.float32,
+        precision: Any = None,
+        kernel_init: Callable[..., Array] = initializers.default_kernel_init,
+        bias_init: Callable[..., Array] = initializers.zeros_init(),
+        dot_general: Callable[..., Array] = lax.dot_general,
+        promote_dtype: Callable[..., Any] = promote_dtype,
+        preferred_element_type: Any = None,
+        rngs: Rngs,
+        kernel_metadata: Mapping[str, Any] = NO_META,
+        bias_metadata: Mapping[str, Any] = NO_META,
+    ):
+        self.kernel = make_param(
+            kernel_init, rngs, (in_features, out_features), param_dtype, kernel_metadata
+        )
+        self.bias = (
+            make_param(bias_init, rngs, (out_features,), param_dtype, bias_metadata)
+            if use_bias
+            else None
+        )
+        self.in_features = in_features
+        self.out_features = out_features
+        self.use_bias = use_bias
+        self.dtype = dtype
+        self.param_dtype = param_dtype
+        self.precision = precision
+        self.dot_general = dot_general
+        self.promote_dtype = promote_dtype
+        self.preferred_element_type = preferred_element_type
+
+    def __call__(self, inputs: Array, out_sharding: Any = None) -> Array:
+        kernel = self.kernel.value
+        bias = self.bias.value if self.bias is not None else None
+        if (
+            out_sharding is None
+            and self.preferred_element_type is None
+            and self.dot_general is lax.dot_general
+            and self.promote_dtype is promote_dtype
+        ):
+            return ops.dense_jit(
+                inputs, kernel, bias, self.dtype, ops.static(self.precision)
+            )
+        inputs, kernel, bias = self.promote_dtype(
+            (inputs, kernel, bias), dtype=self.dtype
+        )
+        y = self.dot_general(
+            inputs,
+            kernel,
+            (((inputs.ndim - 1,), (0,)), ((), ())),
+            precision=self.precision,
+            **dot_kwargs(out_sharding, self.preferred_element_type),
+        )
+        if bias is not None:
+            y += jnp.reshape(bias, (1,) * (y.ndim - 1) + (-1,))
+        return y
+
 
 Array = Any
+
+
 _default_kernel_init = initializers.default_kernel_init
+
+
 _zeros = initializers.zeros_init()
+
+
 _ones = initializers.ones
-
-
-def _tuple(x: int | Sequence[int], n: int | None = None) -> tuple[int, ...]:
-    if isinstance(x, int):
-        return (x,) * (n or 1)
-    return tuple(x)
-
-
-def _tuple_or_none(x: int | Sequence[int] | None, n: int) -> tuple[int, ...] | None:
-    return None if x is None else _tuple(x, n)
-
-
-def _sharded(y: Array, out_sharding: Any) -> Array:
-    """``y`` laid out as ``out_sharding`` (on the current mesh), when given."""
-    return y if out_sharding is None else shard_value(y, out_sharding, None, None)
-
-
-def _promoted(fn: Any, *arrays: Any, dtype: Any) -> tuple[Any, ...]:
-    """A user's ``promote_dtype`` applied (the default one is the layer's own)."""
-    return arrays if fn is promote_dtype else tuple(fn(arrays, dtype=dtype))
 
 
 class Conv(Module):
@@ -83,15 +137,15 @@ class Conv(Module):
         promote_dtype: Callable[..., Any] = promote_dtype,
         preferred_element_type: Any = None,
         rngs: Rngs,
-        kernel_metadata: Mapping[str, Any] = _NO_META,
-        bias_metadata: Mapping[str, Any] = _NO_META,
+        kernel_metadata: Mapping[str, Any] = NO_META,
+        bias_metadata: Mapping[str, Any] = NO_META,
     ):
         if in_features % feature_group_count:
             raise ValueError(
                 f"Conv: in_features ({in_features}) must be divisible by "
                 f"feature_group_count ({feature_group_count})."
             )
-        self.kernel_size = _tuple(kernel_size)
+        self.kernel_size = as_tuple(kernel_size)
         self.in_features = in_features
         self.out_features = out_features
         self.strides = strides
@@ -108,9 +162,9 @@ class Conv(Module):
         self.promote_dtype = promote_dtype
         self.preferred_element_type = preferred_element_type
         shape = self.kernel_size + (in_features // feature_group_count, out_features)
-        self.kernel = _param(kernel_init, rngs, shape, param_dtype, kernel_metadata)
+        self.kernel = make_param(kernel_init, rngs, shape, param_dtype, kernel_metadata)
         self.bias = (
-            _param(bias_init, rngs, (out_features,), param_dtype, bias_metadata)
+            make_param(bias_init, rngs, (out_features,), param_dtype, bias_metadata)
             if use_bias
             else None
         )
@@ -138,12 +192,12 @@ class Conv(Module):
                 )
             ),
         )
-        return _sharded(self._apply(layer, inputs), out_sharding)
+        return with_out_sharding(self._apply(layer, inputs), out_sharding)
 
     def _apply(self, layer: Any, inputs: Array) -> Array:
         kernel = self.kernel.value
         bias = self.bias.value if self.bias is not None else None
-        inputs, kernel, bias = _promoted(
+        inputs, kernel, bias = promoted(
             self.promote_dtype, inputs, kernel, bias, dtype=self.dtype
         )
         params = (
@@ -175,10 +229,10 @@ class ConvTranspose(Module):
         promote_dtype: Callable[..., Any] = promote_dtype,
         preferred_element_type: Any = None,
         rngs: Rngs,
-        kernel_metadata: Mapping[str, Any] = _NO_META,
-        bias_metadata: Mapping[str, Any] = _NO_META,
+        kernel_metadata: Mapping[str, Any] = NO_META,
+        bias_metadata: Mapping[str, Any] = NO_META,
     ):
-        self.kernel_size = _tuple(kernel_size)
+        self.kernel_size = as_tuple(kernel_size)
         self.in_features = in_features
         self.out_features = out_features
         self.strides = strides
@@ -198,9 +252,9 @@ class ConvTranspose(Module):
             else (in_features, out_features)
         )
         shape = self.kernel_size + io
-        self.kernel = _param(kernel_init, rngs, shape, param_dtype, kernel_metadata)
+        self.kernel = make_param(kernel_init, rngs, shape, param_dtype, kernel_metadata)
         self.bias = (
-            _param(bias_init, rngs, (out_features,), param_dtype, bias_metadata)
+            make_param(bias_init, rngs, (out_features,), param_dtype, bias_metadata)
             if use_bias
             else None
         )
@@ -209,9 +263,11 @@ class ConvTranspose(Module):
         layer = linen.ConvTranspose(
             self.out_features,
             self.kernel_size,
-            strides=_tuple_or_none(self.strides, len(self.kernel_size)),
+            strides=as_tuple_or_none(self.strides, len(self.kernel_size)),
             padding=self.padding,
-            kernel_dilation=_tuple_or_none(self.kernel_dilation, len(self.kernel_size)),
+            kernel_dilation=as_tuple_or_none(
+                self.kernel_dilation, len(self.kernel_size)
+            ),
             use_bias=self.use_bias,
             mask=self.mask,
             dtype=self.dtype,
@@ -241,9 +297,9 @@ class Embed(Module):
         embedding_init: Callable[..., Array] = linen.linear.default_embed_init,
         promote_dtype: Callable[..., Any] = promote_dtype,
         rngs: Rngs,
-        embedding_metadata: Mapping[str, Any] = _NO_META,
+        embedding_metadata: Mapping[str, Any] = NO_META,
     ):
-        self.embedding = _param(
+        self.embedding = make_param(
             embedding_init,
             rngs,
             (num_embeddings, features),
@@ -301,16 +357,16 @@ class Einsum(Module):
         einsum_op: Callable[..., Array] = jnp.einsum,
         preferred_element_type: Any = None,
         rngs: Rngs,
-        kernel_metadata: Mapping[str, Any] = _NO_META,
-        bias_metadata: Mapping[str, Any] = _NO_META,
+        kernel_metadata: Mapping[str, Any] = NO_META,
+        bias_metadata: Mapping[str, Any] = NO_META,
     ):
         einsum_str = einsum_str.replace(" ", "")
         self._check(einsum_str)
-        self.kernel = _param(
+        self.kernel = make_param(
             kernel_init, rngs, tuple(kernel_shape), param_dtype, kernel_metadata
         )
         self.bias = (
-            _param(bias_init, rngs, tuple(bias_shape), param_dtype, bias_metadata)
+            make_param(bias_init, rngs, tuple(bias_shape), param_dtype, bias_metadata)
             if bias_shape is not None
             else None
         )
@@ -341,162 +397,11 @@ class Einsum(Module):
         inputs, kernel, bias = self.promote_dtype(
             (inputs, self.kernel.value, bias), dtype=self.dtype
         )
-        kw = _dot_kwargs(out_sharding, self.preferred_element_type)
+        kw = dot_kwargs(out_sharding, self.preferred_element_type)
         y = self.einsum_op(spec, inputs, kernel, precision=self.precision, **kw)
         if bias is not None:
             y = y + bias.reshape((1,) * (y.ndim - bias.ndim) + bias.shape)
         return y
-
-
-class RMSNorm(Module):
-    """Root-mean-square normalisation with a ``scale``."""
-
-    def __init__(
-        self,
-        num_features: int,
-        *,
-        epsilon: float = 1e-6,
-        dtype: Any = None,
-        param_dtype: Any = jnp.float32,
-        use_scale: bool = True,
-        scale_init: Callable[..., Array] = _ones,
-        reduction_axes: int | Sequence[int] = -1,
-        feature_axes: int | Sequence[int] = -1,
-        axis_name: str | None = None,
-        axis_index_groups: Any = None,
-        use_fast_variance: bool = True,
-        promote_dtype: Callable[..., Any] = promote_dtype,
-        rngs: Rngs,
-        scale_metadata: Mapping[str, Any] = _NO_META,
-    ):
-        self.num_features = num_features
-        self.epsilon = epsilon
-        self.dtype = dtype
-        self.param_dtype = param_dtype
-        self.use_scale = use_scale
-        self.reduction_axes = reduction_axes
-        self.feature_axes = feature_axes
-        self.axis_name = axis_name
-        self.axis_index_groups = axis_index_groups
-        self.use_fast_variance = use_fast_variance
-        self.promote_dtype = promote_dtype
-        self.scale = (
-            _param(scale_init, rngs, (num_features,), param_dtype, scale_metadata)
-            if use_scale
-            else None
-        )
-
-    def __call__(self, x: Array, mask: Array | None = None) -> Array:
-        layer = linen.RMSNorm(
-            epsilon=self.epsilon,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-            use_scale=self.use_scale,
-            reduction_axes=self.reduction_axes,
-            feature_axes=self.feature_axes,
-            axis_name=self.axis_name,
-            axis_index_groups=self.axis_index_groups,
-            use_fast_variance=self.use_fast_variance,
-        )
-        scale = self.scale.value if self.scale is not None else None
-        x, scale = _promoted(self.promote_dtype, x, scale, dtype=self.dtype)
-        params = {} if scale is None else {"params": {"scale": scale}}
-        return layer.apply(params, x, mask=mask)
-
-
-class GroupNorm(Module):
-    """Group normalisation (``num_groups`` groups of channels, or ``group_size``)."""
-
-    def __init__(
-        self,
-        num_features: int,
-        num_groups: int | None = 32,
-        group_size: int | None = None,
-        *,
-        epsilon: float = 1e-6,
-        dtype: Any = None,
-        param_dtype: Any = jnp.float32,
-        use_bias: bool = True,
-        use_scale: bool = True,
-        bias_init: Callable[..., Array] = _zeros,
-        scale_init: Callable[..., Array] = _ones,
-        reduction_axes: int | Sequence[int] | None = None,
-        axis_name: str | None = None,
-        axis_index_groups: Any = None,
-        use_fast_variance: bool = True,
-        promote_dtype: Callable[..., Any] = promote_dtype,
-        rngs: Rngs,
-        bias_metadata: Mapping[str, Any] = _NO_META,
-        scale_metadata: Mapping[str, Any] = _NO_META,
-    ):
-        if (num_groups is None) == (group_size is None):
-            raise ValueError(
-                "GroupNorm: give exactly one of num_groups and group_size "
-                f"(got num_groups={num_groups}, group_size={group_size})."
-            )
-        if num_groups is None:
-            assert group_size is not None  # exactly one was given
-            if num_features % group_size:
-                raise ValueError(
-                    f"GroupNorm: num_features ({num_features}) must be a multiple "
-                    f"of group_size ({group_size})."
-                )
-            num_groups = num_features // group_size
-        elif num_features % num_groups:
-            raise ValueError(
-                f"GroupNorm: num_features ({num_features}) must be a multiple of "
-                f"num_groups ({num_groups})."
-            )
-        self.num_features = num_features
-        self.num_groups = num_groups
-        self.epsilon = epsilon
-        self.dtype = dtype
-        self.param_dtype = param_dtype
-        self.use_bias = use_bias
-        self.use_scale = use_scale
-        self.reduction_axes = reduction_axes
-        self.axis_name = axis_name
-        self.axis_index_groups = axis_index_groups
-        self.use_fast_variance = use_fast_variance
-        self.promote_dtype = promote_dtype
-        shape = (num_features,)
-        self.scale = _optional_param(
-            use_scale, scale_init, rngs, shape, param_dtype, scale_metadata
-        )
-        self.bias = _optional_param(
-            use_bias, bias_init, rngs, shape, param_dtype, bias_metadata
-        )
-
-    def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
-        layer = linen.GroupNorm(
-            num_groups=self.num_groups,
-            epsilon=self.epsilon,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-            use_bias=self.use_bias,
-            use_scale=self.use_scale,
-            reduction_axes=self.reduction_axes,
-            axis_name=self.axis_name,
-            axis_index_groups=self.axis_index_groups,
-            use_fast_variance=self.use_fast_variance,
-        )
-        scale = self.scale.value if self.scale is not None else None
-        bias = self.bias.value if self.bias is not None else None
-        x, scale, bias = _promoted(self.promote_dtype, x, scale, bias, dtype=self.dtype)
-        params = {k: v for k, v in (("scale", scale), ("bias", bias)) if v is not None}
-        return layer.apply({"params": params}, x, mask=mask)
-
-
-def _reshaped(
-    init: Callable[..., Any], key: Any, flat: tuple, shape: tuple, dtype: Any
-) -> Any:
-    """``init`` drawn at the 2-D ``flat`` shape (so fans are those of the flat
-    matrix), reshaped to ``shape`` (through a VariableMetadata box)."""
-    out = init(key, flat, dtype)
-    if isinstance(out, VariableMetadata):
-        out.raw_value = jnp.reshape(out.raw_value, shape)
-        return out
-    return jnp.reshape(out, shape)
 
 
 class LinearGeneral(Module):
@@ -522,12 +427,12 @@ class LinearGeneral(Module):
         dot_general_cls: Any = None,
         preferred_element_type: Any = None,
         rngs: Rngs,
-        kernel_metadata: Mapping[str, Any] = _NO_META,
-        bias_metadata: Mapping[str, Any] = _NO_META,
+        kernel_metadata: Mapping[str, Any] = NO_META,
+        bias_metadata: Mapping[str, Any] = NO_META,
     ):
-        self.in_features = _tuple(in_features)
-        self.out_features = _tuple(out_features)
-        self.axis = _tuple(axis)
+        self.in_features = as_tuple(in_features)
+        self.out_features = as_tuple(out_features)
+        self.axis = as_tuple(axis)
         self.batch_axis = FrozenDict(batch_axis)
         if len(self.axis) != len(self.in_features):
             raise ValueError(
@@ -554,14 +459,16 @@ class LinearGeneral(Module):
         n_out = int(np.prod(self.out_features))
         shape = batch + self.in_features + self.out_features
         self.kernel = Param(
-            _reshaped(kernel_init, rngs.params(), (n_in, n_out), shape, param_dtype),
+            init_reshaped(
+                kernel_init, rngs.params(), (n_in, n_out), shape, param_dtype
+            ),
             **dict(kernel_metadata),
         )
         self.bias = None
         if use_bias:
             bshape = batch + self.out_features
             self.bias = Param(
-                _reshaped(
+                init_reshaped(
                     bias_init,
                     rngs.params(),
                     (int(np.prod(bshape)),),
@@ -595,19 +502,8 @@ class LinearGeneral(Module):
             kernel,
             ((axis, contract), (batch_axis, tuple(range(n_batch)))),
             precision=self.precision,
-            **_dot_kwargs(out_sharding, self.preferred_element_type),
+            **dot_kwargs(out_sharding, self.preferred_element_type),
         )
         if bias is not None:
             y = y + jnp.reshape(bias, expanded_batch + self.out_features)
         return y
-
-
-__all__ = [
-    "Conv",
-    "ConvTranspose",
-    "Einsum",
-    "Embed",
-    "GroupNorm",
-    "LinearGeneral",
-    "RMSNorm",
-]

@@ -1,39 +1,36 @@
-"""Loops, branches, rematerialisation and shape evaluation over eager objects:
-``scan`` (with ``Carry``), ``while_loop``, ``fori_loop``, ``cond``, ``switch``,
-``remat``, ``eval_shape``.
+"""Loops over objects: ``scan`` (with ``Carry``), ``while_loop`` and ``fori_loop``.
 
-They follow the recipe of :mod:`lens.nnx._transforms`: walk the object arguments
-once, run the JAX primitive on a pure function of their values (which rebuilds the
-objects, calls the user function and walks them again), then write the new values
-back into the caller's objects.
+They follow the recipe of :mod:`lens.nnx.transforms.general`: object state is
+carried (or, for ``scan``, scanned or broadcast per ``in_axes``/``StateAxes``).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from lens import errors
-from lens._argnums import argnums, out_of_range
-from lens.nnx._graph import Walker, check_graph_modes, frame, path_str
-from lens.nnx._picture import Picture, axis_label, without_axis
-from lens.nnx._transforms import (
-    _axes_resolver,
-    _check_structure,
-    _Entry,
-    _Graph,
-    _merge_outputs,
-    _rebuild,
-    _split_inputs,
-    _split_outputs,
-    _wrap,
-    _write_back,
+from lens.nnx.graphwalk import Walker, check_graph_modes, path_str
+from lens.nnx.tracers import frame
+from lens.nnx.transforms.axes import NO_AXIS_METADATA, AxisNames
+from lens.nnx.transforms.general import (
+    Entry,
+    GraphArg,
+    axes_resolver,
+    check_structure,
+    lift_args,
+    merge_outputs,
+    rebuild,
+    split_args,
+    split_outputs,
+    wrap_objects,
+    write_back,
 )
-from lens.nnx._vmap import _NO_METADATA, _AxisNames
+from lens.nnx.transforms.pack_trace import Picture, axis_label, without_axis
 from lens.traceback_util import api_boundary
 
 
@@ -45,47 +42,15 @@ class Carry:
         raise TypeError("nnx.Carry is a marker: use the class itself, not Carry().")
 
 
-# ------------------------------------------------------------------ plumbing
-
-
-def _inside(
-    name: str,
-    f: Callable[..., Any],
-    skel: Any,
-    values: Sequence[Any],
-    n_args: int,
-    static: frozenset[int] = frozenset(),
-    out_spec: Any = None,
-) -> tuple[list[Any], Any]:
-    """Rebuilds the arguments from ``values``, calls ``f``, and returns the new
-    values of their graph leaves and the outputs (objects as carriers)."""
-    specs = (None,) * n_args
-    with frame(name) as fr:
-        args = _rebuild(skel, list(values))
-        out = f(*args)
-        w = Walker(transform=name)
-        after, entries = _split_inputs(args, specs, w, static)
-        _check_structure(skel, after, name)
-        w.frame = fr
-        outs = _split_outputs(out, out_spec, w)
-    return [e.value for e in entries if e.leaf is not None], outs
-
-
-def _lift(
-    name: str, args: tuple[Any, ...], static: frozenset[int] = frozenset()
-) -> tuple[Any, list[_Entry], Walker]:
-    walker = Walker(transform=name)
-    skel, entries = _split_inputs(args, (None,) * len(args), walker, static)
-    return skel, entries, walker
-
-
-def _same_tree(args: Any, entries: list[_Entry], new_values: list[Any]) -> Any:
+def _same_tree(args: Any, entries: list[Entry], new_values: list[Any]) -> Any:
     """``args`` with its plain leaves replaced by ``new_values`` (graph objects are
     kept: their values are written back separately)."""
     plain = iter(v for e, v in zip(entries, new_values, strict=True) if e.leaf is None)
-    wrapped = _wrap(args)
-    leaves, treedef = jax.tree.flatten(wrapped, is_leaf=lambda x: isinstance(x, _Graph))
-    out = [x.node if isinstance(x, _Graph) else next(plain) for x in leaves]
+    wrapped = wrap_objects(args)
+    leaves, treedef = jax.tree.flatten(
+        wrapped, is_leaf=lambda x: isinstance(x, GraphArg)
+    )
+    out = [x.node if isinstance(x, GraphArg) else next(plain) for x in leaves]
     return jax.tree.unflatten(treedef, out)
 
 
@@ -94,7 +59,7 @@ def _loop_values(
 ) -> list[Any]:
     """The values of ``value`` (a loop carry), checked to keep ``skel``'s structure."""
     w = Walker(transform=name)
-    after, entries = _split_inputs((value,), (None,), w, static)
+    after, entries = split_args((value,), (None,), w, static)
     if after != skel:
         raise errors.GraphStructureError(
             f"nnx.{name}: the loop body must return a value with the structure of "
@@ -103,120 +68,6 @@ def _loop_values(
             "submodules and variables before the loop."
         )
     return [e.value for e in entries]
-
-
-# --------------------------------------------------------------------- remat
-
-
-def remat(
-    f: Callable[..., Any] | None = None,
-    *,
-    prevent_cse: bool = True,
-    static_argnums: int | tuple[int, ...] = (),
-    policy: Callable[..., bool] | None = None,
-    graph: bool | None = None,
-    graph_updates: bool | None = None,
-) -> Any:
-    """``jax.checkpoint`` for functions of objects: activations are recomputed in
-    the backward pass; updates to argument objects come back."""
-    check_graph_modes("remat", graph, graph_updates)
-    if f is None:
-        return functools.partial(
-            remat, prevent_cse=prevent_cse, static_argnums=static_argnums, policy=policy
-        )
-    static = frozenset(argnums(static_argnums, "nnx.remat: static_argnums"))
-
-    @functools.wraps(f)
-    @api_boundary
-    def wrapper(*args: Any) -> Any:
-        if out_of_range(static, len(args)):
-            raise ValueError(
-                f"nnx.remat: static_argnums {tuple(sorted(static))} but the function "
-                f"was called with {len(args)} positional arguments."
-            )
-        stat = frozenset(i % len(args) for i in static)
-        skel, entries, walker = _lift("remat", args, stat)
-
-        def pure(values: list[Any]) -> Any:
-            return _inside("remat", f, skel, values, len(args), stat)
-
-        with Picture("remat", {"static_argnums": tuple(sorted(static))}) as picture:
-            picture.whole(entries, "all")
-            new, outs = jax.checkpoint(pure, prevent_cse=prevent_cse, policy=policy)(
-                [e.value for e in entries]
-            )
-        _write_back(entries, new)
-        picture.outputs(new)
-        return _merge_outputs(outs, walker.nodes)
-
-    return wrapper
-
-
-checkpoint = remat
-
-
-# ------------------------------------------------------------------ branches
-
-
-@api_boundary
-def cond(
-    pred: Any,
-    true_fun: Callable[..., Any],
-    false_fun: Callable[..., Any],
-    *operands: Any,
-    graph: bool | None = None,
-    graph_updates: bool | None = None,
-) -> Any:
-    """``jax.lax.cond`` with objects among the operands: the branch taken updates
-    them. Both branches must return the same structure."""
-    check_graph_modes("cond", graph, graph_updates)
-    return _switch(
-        "cond",
-        jnp.asarray(pred, bool).astype(jnp.int32),
-        (false_fun, true_fun),
-        operands,
-    )
-
-
-@api_boundary
-def switch(
-    index: Any,
-    branches: Sequence[Callable[..., Any]],
-    *operands: Any,
-    graph: bool | None = None,
-    graph_updates: bool | None = None,
-) -> Any:
-    """``jax.lax.switch`` with objects among the operands (see :func:`cond`)."""
-    check_graph_modes("switch", graph, graph_updates)
-    return _switch("switch", index, branches, operands)
-
-
-def _switch(
-    _name: str,
-    index: Any,
-    branches: Sequence[Callable[..., Any]],
-    operands: tuple[Any, ...],
-) -> Any:
-    branches = tuple(branches)
-    if not branches:
-        raise ValueError(f"nnx.{_name} needs at least one branch.")
-    skel, entries, walker = _lift(_name, operands)
-    values = [e.value for e in entries]
-    fns = [
-        functools.partial(
-            lambda fn, vals: _inside(_name, fn, skel, vals, len(operands)), fn
-        )
-        for fn in branches
-    ]
-    with Picture(_name, {"branches": len(branches)}) as picture:
-        picture.whole(entries, "all")
-        new, outs = jax.lax.switch(index, fns, values)
-    _write_back(entries, new)
-    picture.outputs(new)
-    return _merge_outputs(outs, walker.nodes)
-
-
-# --------------------------------------------------------------------- loops
 
 
 @api_boundary
@@ -231,23 +82,23 @@ def while_loop(
     """``jax.lax.while_loop`` whose carry may hold objects: ``body_fun`` updates
     them (in place or by returning them); their final values come back."""
     check_graph_modes("while_loop", graph, graph_updates)
-    skel, entries, _ = _lift("while_loop", (init_val,))
+    skel, entries, _ = lift_args("while_loop", (init_val,))
 
     def body(values: list[Any]) -> list[Any]:
         with frame("while_loop"):
-            (val,) = _rebuild(skel, values)
+            (val,) = rebuild(skel, values)
             return _loop_values("while_loop", skel, body_fun(val))
 
     def test(values: list[Any]) -> Any:
         with frame("while_loop"):
-            (val,) = _rebuild(skel, values)
+            (val,) = rebuild(skel, values)
             return cond_fun(val)
 
     with Picture("while_loop", {}) as picture:
         picture.whole(entries, "carry")
         final = jax.lax.while_loop(test, body, [e.value for e in entries])
     graph_values = [v for e, v in zip(entries, final, strict=True) if e.leaf]
-    _write_back(entries, graph_values)
+    write_back(entries, graph_values)
     picture.outputs(graph_values)
     return _same_tree((init_val,), entries, final)[0]
 
@@ -266,11 +117,11 @@ def fori_loop(
     """``jax.lax.fori_loop`` whose carry may hold objects (see :func:`while_loop`);
     with static bounds it is reverse-differentiable, as JAX's is."""
     check_graph_modes("fori_loop", graph, graph_updates)
-    skel, entries, _ = _lift("fori_loop", (init_val,))
+    skel, entries, _ = lift_args("fori_loop", (init_val,))
 
     def body(i: Any, values: list[Any]) -> list[Any]:
         with frame("fori_loop"):
-            (val,) = _rebuild(skel, values)
+            (val,) = rebuild(skel, values)
             return _loop_values("fori_loop", skel, body_fun(i, val))
 
     kw = {} if unroll is None else {"unroll": unroll}
@@ -278,12 +129,9 @@ def fori_loop(
         picture.whole(entries, "carry")
         final = jax.lax.fori_loop(lower, upper, body, [e.value for e in entries], **kw)
     graph_values = [v for e, v in zip(entries, final, strict=True) if e.leaf]
-    _write_back(entries, graph_values)
+    write_back(entries, graph_values)
     picture.outputs(graph_values)
     return _same_tree((init_val,), entries, final)[0]
-
-
-# ---------------------------------------------------------------------- scan
 
 
 def _describe(spec: Any) -> str:
@@ -299,7 +147,7 @@ def scan(
     _split_transpose: bool = False,
     in_axes: Any = (Carry, 0),
     out_axes: Any = (Carry, 0),
-    transform_metadata: Mapping[str, Any] = _NO_METADATA,
+    transform_metadata: Mapping[str, Any] = NO_AXIS_METADATA,
     graph: bool | None = None,
     graph_updates: bool | None = None,
 ) -> Any:
@@ -319,7 +167,7 @@ def scan(
             return block(x)
     """
     check_graph_modes("scan", graph, graph_updates)
-    axis_names = _AxisNames("scan", transform_metadata)
+    axis_names = AxisNames("scan", transform_metadata)
     if f is None:
         return functools.partial(
             scan,
@@ -356,8 +204,8 @@ def scan(
                 raise ValueError(
                     f"nnx.scan: out_axes entries are nnx.Carry or ints, got {s!r}."
                 )
-        walker = Walker(_axes_resolver, describe=_describe, transform="scan")
-        skel, entries = _split_inputs(args, specs, walker)
+        walker = Walker(axes_resolver, describe=_describe, transform="scan")
+        skel, entries = split_args(args, specs, walker)
         kinds = []
         sizes: set[int] = set()
         for e in entries:
@@ -390,7 +238,7 @@ def scan(
         carry_skel = None
         if carry_pos:
             w = Walker(transform="scan")
-            carry_skel, _ = _split_inputs((args[carry_pos[0]],), (None,), w)
+            carry_skel, _ = split_args((args[carry_pos[0]],), (None,), w)
         bcast = [
             e.value for e, k in zip(entries, kinds, strict=True) if k == "broadcast"
         ]
@@ -406,7 +254,7 @@ def scan(
             it = {"carry": iter(carry), "scan": iter(x), "broadcast": iter(bcast)}
             values = [next(it[k]) for k in kinds]
             with frame("scan") as fr:
-                args2 = _rebuild(skel, values)
+                args2 = rebuild(skel, values)
                 done = axis_names.enter(args2, specs)
                 out = f(*args2)
                 if axis_names.meta is not None:
@@ -417,9 +265,9 @@ def scan(
                         tuple(a for i, a in enumerate(outs_spec) if i not in out_carry),
                         fr,
                     )
-                w2 = Walker(_axes_resolver, describe=_describe, transform="scan")
-                after, new_entries = _split_inputs(args2, specs, w2)
-                _check_structure(skel, after, "scan")
+                w2 = Walker(axes_resolver, describe=_describe, transform="scan")
+                after, new_entries = split_args(args2, specs, w2)
+                check_structure(skel, after, "scan")
                 outs = out if out_is_tuple else (out,)
                 if out_is_tuple and not (
                     isinstance(out, tuple) and len(out) == len(outs_spec)
@@ -433,7 +281,7 @@ def scan(
                     new_carry = _loop_values("scan", carry_skel, outs[out_carry[0]])
                 ys = [o for i, o in enumerate(outs) if i not in out_carry]
                 w2.frame = fr
-                ys = _split_outputs(tuple(ys), None, w2)
+                ys = split_outputs(tuple(ys), None, w2)
             scanned_state = []
             for e, e_new, k in zip(entries, new_entries, kinds, strict=True):
                 if e.leaf is None:
@@ -486,14 +334,14 @@ def scan(
             else:
                 new_values.append(e.value)
         graph_values = [v for e, v in zip(entries, new_values, strict=True) if e.leaf]
-        _write_back(entries, graph_values)
+        write_back(entries, graph_values)
         picture.outputs(graph_values)  # the record is closed; it is filled in place
         y_specs = [s for i, s in enumerate(outs_spec) if i not in out_carry]
         ys = tuple(
             jax.tree.map(lambda a, ax=ax: jnp.moveaxis(a, 0, ax), y) if ax else y
             for y, ax in zip(ys, y_specs, strict=True)
         )
-        ys = _merge_outputs(ys, walker.nodes)
+        ys = merge_outputs(ys, walker.nodes)
         del y_axes
         if not out_is_tuple:
             if carry_pos:
@@ -511,48 +359,7 @@ def scan(
 
 
 def _carry_result(
-    args: tuple[Any, ...], pos: int, entries: list[_Entry], new_values: list[Any]
+    args: tuple[Any, ...], pos: int, entries: list[Entry], new_values: list[Any]
 ) -> Any:
     mine = [(e, v) for e, v in zip(entries, new_values, strict=True) if e.arg == pos]
     return _same_tree((args[pos],), [e for e, _ in mine], [v for _, v in mine])[0]
-
-
-# ---------------------------------------------------------------- eval_shape
-
-
-@api_boundary
-def eval_shape(
-    f: Callable[..., Any],
-    *args: Any,
-    graph: bool | None = None,
-    graph_updates: bool | None = None,
-    **kwargs: Any,
-) -> Any:
-    """``jax.eval_shape`` for functions of (and returning) objects: an object
-    created inside comes back with ``jax.ShapeDtypeStruct`` values, nothing is
-    computed, and the arguments are not changed."""
-    check_graph_modes("eval_shape", graph, graph_updates)
-    skel, entries, walker = _lift("eval_shape", (*args, kwargs))
-
-    def call(*a: Any) -> Any:
-        *pos, kw = a
-        return f(*pos, **kw)
-
-    def pure(values: list[Any]) -> Any:
-        return _inside("eval_shape", call, skel, values, len(args) + 1)
-
-    _, outs = jax.eval_shape(pure, [e.value for e in entries])
-    return _merge_outputs(outs, walker.nodes)
-
-
-__all__ = [
-    "Carry",
-    "checkpoint",
-    "cond",
-    "eval_shape",
-    "fori_loop",
-    "remat",
-    "scan",
-    "switch",
-    "while_loop",
-]

@@ -17,12 +17,21 @@ import jax.numpy as jnp
 
 from lens._kernels import sequences as seq
 from lens.core.nn import initializers
-from lens.nnx._layers import _NO_META, Linear, Module, promote_dtype
-from lens.nnx._rngs import Rngs, RngStream
+from lens.nnx.module import Module
+from lens.nnx.nn.dtypes import promote_dtype
+from lens.nnx.nn.linear import Linear
+from lens.nnx.nn.parameters import NO_META
+from lens.nnx.rnglib import Rngs, RngStream
 
 Array = Any
+
+
 _lecun = initializers.lecun_normal()
+
+
 _orth = initializers.orthogonal()
+
+
 _zeros = initializers.zeros_init()
 
 
@@ -176,9 +185,9 @@ class LSTMCell(RNNCellBase):
         promote_dtype: Callable[..., Any] = promote_dtype,
         keep_rngs: bool = False,
         rngs: Rngs,
-        kernel_metadata: Mapping[str, Any] = _NO_META,
-        recurrent_kernel_metadata: Mapping[str, Any] = _NO_META,
-        bias_metadata: Mapping[str, Any] = _NO_META,
+        kernel_metadata: Mapping[str, Any] = NO_META,
+        recurrent_kernel_metadata: Mapping[str, Any] = NO_META,
+        bias_metadata: Mapping[str, Any] = NO_META,
     ):
         meta_i, meta_h = _metadata(
             kernel_metadata, recurrent_kernel_metadata, bias_metadata
@@ -258,9 +267,9 @@ class OptimizedLSTMCell(LSTMCell):
         promote_dtype: Callable[..., Any] = promote_dtype,
         keep_rngs: bool = False,
         rngs: Rngs,
-        kernel_metadata: Mapping[str, Any] = _NO_META,
-        recurrent_kernel_metadata: Mapping[str, Any] = _NO_META,
-        bias_metadata: Mapping[str, Any] = _NO_META,
+        kernel_metadata: Mapping[str, Any] = NO_META,
+        recurrent_kernel_metadata: Mapping[str, Any] = NO_META,
+        bias_metadata: Mapping[str, Any] = NO_META,
     ):
         meta_i, meta_h = _metadata(
             kernel_metadata, recurrent_kernel_metadata, bias_metadata
@@ -318,9 +327,9 @@ class GRUCell(RNNCellBase):
         promote_dtype: Callable[..., Any] = promote_dtype,
         keep_rngs: bool = False,
         rngs: Rngs,
-        kernel_metadata: Mapping[str, Any] = _NO_META,
-        recurrent_kernel_metadata: Mapping[str, Any] = _NO_META,
-        bias_metadata: Mapping[str, Any] = _NO_META,
+        kernel_metadata: Mapping[str, Any] = NO_META,
+        recurrent_kernel_metadata: Mapping[str, Any] = NO_META,
+        bias_metadata: Mapping[str, Any] = NO_META,
     ):
         meta_i, meta_h = _metadata(
             kernel_metadata, recurrent_kernel_metadata, bias_metadata
@@ -388,9 +397,9 @@ class SimpleCell(RNNCellBase):
         promote_dtype: Callable[..., Any] = promote_dtype,
         keep_rngs: bool = False,
         rngs: Rngs,
-        kernel_metadata: Mapping[str, Any] = _NO_META,
-        recurrent_kernel_metadata: Mapping[str, Any] = _NO_META,
-        bias_metadata: Mapping[str, Any] = _NO_META,
+        kernel_metadata: Mapping[str, Any] = NO_META,
+        recurrent_kernel_metadata: Mapping[str, Any] = NO_META,
+        bias_metadata: Mapping[str, Any] = NO_META,
     ):
         meta_i, meta_h = _metadata(
             kernel_metadata, recurrent_kernel_metadata, bias_metadata
@@ -520,17 +529,6 @@ class RNN(Module):
         if reverse and keep_order:
             outputs = flip(outputs)
         return (carry, outputs) if return_carry else outputs
-
-
-__all__ = [
-    "GRUCell",
-    "LSTMCell",
-    "OptimizedLSTMCell",
-    "RNN",
-    "RNNCellBase",
-    "SimpleCell",
-    "modified_orthogonal",
-]
 
 
 class Bidirectional(Module):

@@ -1,9 +1,9 @@
-"""Transform frames and the structure epoch.
+"""Transform frames and the structure epoch (flax.nnx's ``tracers``).
 
-Objects and variables remember the transform level ("frame") they were made in:
-one made outside a transform cannot be mutated inside it
-(:class:`lens.errors.TraceContextError`). Every structural change bumps one
-epoch counter, so a transform that cached a graph walk knows when to redo it.
+Objects and variables remember the transform level ("frame") they were made in: one
+made outside a transform cannot be mutated inside it
+(:class:`lens.errors.TraceContextError`). The structure epoch counts structural
+changes, so cached graph walks know when to walk again.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from lens import errors
 
 
-class _Frame:
+class Frame:
     """One level of a lens.nnx transform (a fresh token per transformed call)."""
 
     __slots__ = ("name",)
@@ -29,18 +29,18 @@ class _Frame:
 # The innermost transform frame of this thread / task (None outside transforms).
 # A context variable, so that a transform running in one thread never makes another
 # thread's eager objects look captured.
-_FRAME: contextvars.ContextVar[_Frame | None] = contextvars.ContextVar(
+_FRAME: contextvars.ContextVar[Frame | None] = contextvars.ContextVar(
     "lens_nnx_frame", default=None
 )
 
 
-def current_frame() -> _Frame | None:
+def current_frame() -> Frame | None:
     return _FRAME.get()
 
 
 @contextlib.contextmanager
-def frame(name: str) -> Iterator[_Frame]:
-    f = _Frame(name)
+def frame(name: str) -> Iterator[Frame]:
+    f = Frame(name)
     token = _FRAME.set(f)
     try:
         yield f
@@ -53,6 +53,8 @@ def frame(name: str) -> Iterator[_Frame]:
 # transform that cached a graph walk reuses it while the epoch is unchanged. This is
 # a cache-invalidation counter (not per-call context), shared by all threads.
 _EPOCH = [0]
+
+
 _EPOCH_LOCK = threading.Lock()
 
 
@@ -65,7 +67,7 @@ def structure_changed() -> None:
         _EPOCH[0] += 1
 
 
-def _check_mutable(owner: Any, what: str, structural: bool = True) -> None:
+def check_mutable(owner: Any, what: str, structural: bool = True) -> None:
     if structural:
         structure_changed()
     here = current_frame()

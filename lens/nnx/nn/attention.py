@@ -1,6 +1,7 @@
 """Attention for eager modules: ``dot_product_attention`` (grouped-query,
 causal, sown weights) and ``MultiHeadAttention`` with its decode cache, with
-flax.nnx's constructor, variable names and key order."""
+flax.nnx's constructor, variable names and key order.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +14,20 @@ import numpy as np
 
 from lens.core.nn import initializers
 from lens.nn import combine_masks, dot_product_attention_weights
-from lens.nnx._graph import Cache, Intermediate
-from lens.nnx._layers import _NO_META, LayerNorm, Module, promote_dtype
-from lens.nnx._nn import LinearGeneral
-from lens.nnx._rngs import Rngs, RngStream
+from lens.nnx.module import Module
+from lens.nnx.nn.dtypes import promote_dtype
+from lens.nnx.nn.linear import LinearGeneral
+from lens.nnx.nn.normalization import LayerNorm
+from lens.nnx.nn.parameters import NO_META
+from lens.nnx.rnglib import Rngs, RngStream
+from lens.nnx.variablelib import Cache, Intermediate
 
 Array = Any
+
+
 _default_kernel_init = initializers.default_kernel_init
+
+
 _zeros = initializers.zeros_init()
 
 
@@ -133,12 +141,12 @@ class MultiHeadAttention(Module):
         out_dot_general_cls: Any = None,
         rngs: Rngs,
         keep_rngs: bool = True,
-        kernel_metadata: Mapping[str, Any] = _NO_META,
-        out_kernel_metadata: Mapping[str, Any] = _NO_META,
-        bias_metadata: Mapping[str, Any] = _NO_META,
-        out_bias_metadata: Mapping[str, Any] = _NO_META,
-        query_ln_scale_metadata: Mapping[str, Any] = _NO_META,
-        key_ln_scale_metadata: Mapping[str, Any] = _NO_META,
+        kernel_metadata: Mapping[str, Any] = NO_META,
+        out_kernel_metadata: Mapping[str, Any] = NO_META,
+        bias_metadata: Mapping[str, Any] = NO_META,
+        out_bias_metadata: Mapping[str, Any] = NO_META,
+        query_ln_scale_metadata: Mapping[str, Any] = NO_META,
+        key_ln_scale_metadata: Mapping[str, Any] = NO_META,
     ):
         self.num_heads = num_heads
         self.in_features = in_features
@@ -373,6 +381,3 @@ class MultiHeadAttention(Module):
             **kw,
         )
         return self.out(x, out_sharding=out_sharding)
-
-
-__all__ = ["MultiHeadAttention", "dot_product_attention"]

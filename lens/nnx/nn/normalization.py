@@ -1,0 +1,421 @@
+"""Normalization layers (flax.nnx's ``nn.normalization``): ``BatchNorm``,
+``LayerNorm``, ``RMSNorm``, ``GroupNorm`` and ``InstanceNorm``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import jax.numpy as jnp
+
+from lens import nn as linen
+from lens._kernels import norm
+from lens.core.nn import initializers
+from lens.nnx.module import Module
+from lens.nnx.nn.dtypes import promote_dtype
+from lens.nnx.nn.parameters import NO_META, make_optional_param, make_param, promoted
+from lens.nnx.rnglib import Rngs
+from lens.nnx.variablelib import BatchStat
+
+Array = Any
+
+
+def _axes(ndim: int, axes: int | Sequence[int]) -> tuple[int, ...]:
+    axes = (axes,) if isinstance(axes, int) else axes
+    return tuple(sorted({a % ndim for a in axes}))
+
+
+class LayerNorm(Module):
+    """Layer normalisation over ``reduction_axes`` (the last by default), with
+    ``scale`` and ``bias`` of shape ``(num_features,)``."""
+
+    def __init__(
+        self,
+        num_features: int,
+        *,
+        epsilon: float = 1e-6,
+        dtype: Any = None,
+        param_dtype: Any = jnp.float32,
+        use_bias: bool = True,
+        use_scale: bool = True,
+        bias_init: Callable[..., Array] = initializers.zeros,
+        scale_init: Callable[..., Array] = initializers.ones,
+        reduction_axes: int | Sequence[int] = -1,
+        feature_axes: int | Sequence[int] = -1,
+        axis_name: str | None = None,
+        axis_index_groups: Any = None,
+        use_fast_variance: bool = True,
+        promote_dtype: Callable[..., Any] = promote_dtype,
+        rngs: Rngs,
+        bias_metadata: Mapping[str, Any] = NO_META,
+        scale_metadata: Mapping[str, Any] = NO_META,
+    ):
+        shape = (num_features,)
+        self.scale = make_optional_param(
+            use_scale, scale_init, rngs, shape, param_dtype, scale_metadata
+        )
+        self.bias = make_optional_param(
+            use_bias, bias_init, rngs, shape, param_dtype, bias_metadata
+        )
+        self.num_features = num_features
+        self.epsilon = epsilon
+        self.dtype = dtype
+        self.param_dtype = param_dtype
+        self.use_bias = use_bias
+        self.use_scale = use_scale
+        self.reduction_axes = reduction_axes
+        self.feature_axes = feature_axes
+        self.axis_name = axis_name
+        self.axis_index_groups = axis_index_groups
+        self.use_fast_variance = use_fast_variance
+        self.promote_dtype = promote_dtype
+
+    def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
+        scale = self.scale.value if self.scale is not None else None
+        bias = self.bias.value if self.bias is not None else None
+        if self.promote_dtype is not promote_dtype:
+            x, scale, bias = self.promote_dtype((x, scale, bias), dtype=self.dtype)
+        return norm.call_layer_norm(
+            x,
+            scale,
+            bias,
+            mask,
+            _axes(x.ndim, self.reduction_axes),
+            _axes(x.ndim, self.feature_axes),
+            True,
+            self.epsilon,
+            self.dtype,
+            self.use_fast_variance,
+            norm.stats_dtype(x, self.dtype, True),
+            None,
+            self.axis_name,
+            self.axis_index_groups,
+        )
+
+
+class BatchNorm(Module):
+    """Batch normalisation over every axis but ``axis`` (the last); running
+    averages in ``mean`` and ``var`` (``BatchStat``)."""
+
+    def __init__(
+        self,
+        num_features: int,
+        *,
+        use_running_average: bool | None = False,
+        axis: int = -1,
+        momentum: float = 0.99,
+        epsilon: float = 1e-5,
+        dtype: Any = None,
+        param_dtype: Any = jnp.float32,
+        use_bias: bool = True,
+        use_scale: bool = True,
+        bias_init: Callable[..., Array] = initializers.zeros,
+        scale_init: Callable[..., Array] = initializers.ones,
+        axis_name: str | None = None,
+        axis_index_groups: Any = None,
+        use_fast_variance: bool = True,
+        promote_dtype: Callable[..., Any] = promote_dtype,
+        rngs: Rngs,
+        bias_metadata: Mapping[str, Any] = NO_META,
+        scale_metadata: Mapping[str, Any] = NO_META,
+    ):
+        shape = (num_features,)
+        self.mean = BatchStat(jnp.zeros(shape, jnp.float32))
+        self.var = BatchStat(jnp.ones(shape, jnp.float32))
+        self.scale = make_optional_param(
+            use_scale, scale_init, rngs, shape, param_dtype, scale_metadata
+        )
+        self.bias = make_optional_param(
+            use_bias, bias_init, rngs, shape, param_dtype, bias_metadata
+        )
+        self.num_features = num_features
+        self.use_running_average = use_running_average
+        self.axis = axis
+        self.momentum = momentum
+        self.epsilon = epsilon
+        self.dtype = dtype
+        self.param_dtype = param_dtype
+        self.use_bias = use_bias
+        self.use_scale = use_scale
+        self.axis_name = axis_name
+        self.axis_index_groups = axis_index_groups
+        self.use_fast_variance = use_fast_variance
+        self.promote_dtype = promote_dtype
+
+    def __call__(
+        self,
+        x: Array,
+        use_running_average: bool | None = None,
+        *,
+        mask: Array | None = None,
+    ) -> Array:
+        use_ra = (
+            self.use_running_average
+            if use_running_average is None
+            else use_running_average
+        )
+        feature = _axes(x.ndim, self.axis)
+        reduction = tuple(i for i in range(x.ndim) if i not in feature)
+        if use_ra:
+            mean, var = self.mean.value, self.var.value
+        else:
+            mean, var = norm.stats(
+                x,
+                reduction,
+                True,
+                self.axis_name,
+                self.axis_index_groups,
+                mask,
+                True,
+                self.use_fast_variance,
+                norm.stats_dtype(x, self.dtype, True),
+            )
+            m = self.momentum
+            self.mean.value = m * self.mean.value + (1 - m) * mean.reshape(-1)
+            self.var.value = m * self.var.value + (1 - m) * var.reshape(-1)
+        scale = self.scale.value if self.scale is not None else None
+        bias = self.bias.value if self.bias is not None else None
+        if self.promote_dtype is not promote_dtype:
+            x, mean, var, scale, bias = self.promote_dtype(
+                (x, mean, var, scale, bias), dtype=self.dtype
+            )
+        return norm.normalize_jit(
+            x,
+            mean,
+            var,
+            scale,
+            bias,
+            reduction=reduction,
+            feature_axes=feature,
+            dtype=self.dtype,
+            epsilon=self.epsilon,
+        )
+
+    def set_view(self, use_running_average: bool | None = None) -> None:
+        """Class method used by ``nnx.view``.
+
+        Args:
+          use_running_average: if True, the stored batch statistics will be
+            used instead of computing the batch statistics on the input.
+        """
+        if use_running_average is not None:
+            self.use_running_average = use_running_average
+
+
+_zeros = initializers.zeros_init()
+
+
+_ones = initializers.ones
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation with a ``scale``."""
+
+    def __init__(
+        self,
+        num_features: int,
+        *,
+        epsilon: float = 1e-6,
+        dtype: Any = None,
+        param_dtype: Any = jnp.float32,
+        use_scale: bool = True,
+        scale_init: Callable[..., Array] = _ones,
+        reduction_axes: int | Sequence[int] = -1,
+        feature_axes: int | Sequence[int] = -1,
+        axis_name: str | None = None,
+        axis_index_groups: Any = None,
+        use_fast_variance: bool = True,
+        promote_dtype: Callable[..., Any] = promote_dtype,
+        rngs: Rngs,
+        scale_metadata: Mapping[str, Any] = NO_META,
+    ):
+        self.num_features = num_features
+        self.epsilon = epsilon
+        self.dtype = dtype
+        self.param_dtype = param_dtype
+        self.use_scale = use_scale
+        self.reduction_axes = reduction_axes
+        self.feature_axes = feature_axes
+        self.axis_name = axis_name
+        self.axis_index_groups = axis_index_groups
+        self.use_fast_variance = use_fast_variance
+        self.promote_dtype = promote_dtype
+        self.scale = (
+            make_param(scale_init, rngs, (num_features,), param_dtype, scale_metadata)
+            if use_scale
+            else None
+        )
+
+    def __call__(self, x: Array, mask: Array | None = None) -> Array:
+        layer = linen.RMSNorm(
+            epsilon=self.epsilon,
+            dtype=self.dtype,
+            param_dtype=self.param_dtype,
+            use_scale=self.use_scale,
+            reduction_axes=self.reduction_axes,
+            feature_axes=self.feature_axes,
+            axis_name=self.axis_name,
+            axis_index_groups=self.axis_index_groups,
+            use_fast_variance=self.use_fast_variance,
+        )
+        scale = self.scale.value if self.scale is not None else None
+        x, scale = promoted(self.promote_dtype, x, scale, dtype=self.dtype)
+        params = {} if scale is None else {"params": {"scale": scale}}
+        return layer.apply(params, x, mask=mask)
+
+
+class GroupNorm(Module):
+    """Group normalisation (``num_groups`` groups of channels, or ``group_size``)."""
+
+    def __init__(
+        self,
+        num_features: int,
+        num_groups: int | None = 32,
+        group_size: int | None = None,
+        *,
+        epsilon: float = 1e-6,
+        dtype: Any = None,
+        param_dtype: Any = jnp.float32,
+        use_bias: bool = True,
+        use_scale: bool = True,
+        bias_init: Callable[..., Array] = _zeros,
+        scale_init: Callable[..., Array] = _ones,
+        reduction_axes: int | Sequence[int] | None = None,
+        axis_name: str | None = None,
+        axis_index_groups: Any = None,
+        use_fast_variance: bool = True,
+        promote_dtype: Callable[..., Any] = promote_dtype,
+        rngs: Rngs,
+        bias_metadata: Mapping[str, Any] = NO_META,
+        scale_metadata: Mapping[str, Any] = NO_META,
+    ):
+        if (num_groups is None) == (group_size is None):
+            raise ValueError(
+                "GroupNorm: give exactly one of num_groups and group_size "
+                f"(got num_groups={num_groups}, group_size={group_size})."
+            )
+        if num_groups is None:
+            assert group_size is not None  # exactly one was given
+            if num_features % group_size:
+                raise ValueError(
+                    f"GroupNorm: num_features ({num_features}) must be a multiple "
+                    f"of group_size ({group_size})."
+                )
+            num_groups = num_features // group_size
+        elif num_features % num_groups:
+            raise ValueError(
+                f"GroupNorm: num_features ({num_features}) must be a multiple of "
+                f"num_groups ({num_groups})."
+            )
+        self.num_features = num_features
+        self.num_groups = num_groups
+        self.epsilon = epsilon
+        self.dtype = dtype
+        self.param_dtype = param_dtype
+        self.use_bias = use_bias
+        self.use_scale = use_scale
+        self.reduction_axes = reduction_axes
+        self.axis_name = axis_name
+        self.axis_index_groups = axis_index_groups
+        self.use_fast_variance = use_fast_variance
+        self.promote_dtype = promote_dtype
+        shape = (num_features,)
+        self.scale = make_optional_param(
+            use_scale, scale_init, rngs, shape, param_dtype, scale_metadata
+        )
+        self.bias = make_optional_param(
+            use_bias, bias_init, rngs, shape, param_dtype, bias_metadata
+        )
+
+    def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
+        layer = linen.GroupNorm(
+            num_groups=self.num_groups,
+            epsilon=self.epsilon,
+            dtype=self.dtype,
+            param_dtype=self.param_dtype,
+            use_bias=self.use_bias,
+            use_scale=self.use_scale,
+            reduction_axes=self.reduction_axes,
+            axis_name=self.axis_name,
+            axis_index_groups=self.axis_index_groups,
+            use_fast_variance=self.use_fast_variance,
+        )
+        scale = self.scale.value if self.scale is not None else None
+        bias = self.bias.value if self.bias is not None else None
+        x, scale, bias = promoted(self.promote_dtype, x, scale, bias, dtype=self.dtype)
+        params = {k: v for k, v in (("scale", scale), ("bias", bias)) if v is not None}
+        return layer.apply({"params": params}, x, mask=mask)
+
+
+class InstanceNorm(Module):
+    """Instance normalisation: each example and feature normalised over the
+    remaining (spatial) axes; ``scale``/``bias`` of shape ``(num_features,)``."""
+
+    def __init__(
+        self,
+        num_features: int,
+        *,
+        epsilon: float = 1e-6,
+        dtype: Any = None,
+        param_dtype: Any = jnp.float32,
+        use_bias: bool = True,
+        use_scale: bool = True,
+        bias_init: Callable[..., Array] = initializers.zeros,
+        scale_init: Callable[..., Array] = initializers.ones,
+        feature_axes: int | Sequence[int] = -1,
+        axis_name: str | None = None,
+        axis_index_groups: Any = None,
+        use_fast_variance: bool = True,
+        promote_dtype: Callable[..., Any] = promote_dtype,
+        rngs: Rngs,
+        bias_metadata: Mapping[str, Any] = NO_META,
+        scale_metadata: Mapping[str, Any] = NO_META,
+    ):
+        shape = (num_features,)
+        self.scale = make_optional_param(
+            use_scale, scale_init, rngs, shape, param_dtype, scale_metadata
+        )
+        self.bias = make_optional_param(
+            use_bias, bias_init, rngs, shape, param_dtype, bias_metadata
+        )
+        self.num_features = num_features
+        self.epsilon = epsilon
+        self.dtype = dtype
+        self.param_dtype = param_dtype
+        self.use_bias = use_bias
+        self.use_scale = use_scale
+        self.feature_axes = feature_axes
+        self.axis_name = axis_name
+        self.axis_index_groups = axis_index_groups
+        self.use_fast_variance = use_fast_variance
+        self.promote_dtype = promote_dtype
+
+    def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
+        feature_axes = _axes(x.ndim, self.feature_axes)
+        if 0 in feature_axes:
+            raise ValueError(
+                "The channel axes cannot include the leading dimension as this is "
+                "assumed to be the batch axis.\nGive feature_axes=-1 (channels last)."
+            )
+        reduction = tuple(i for i in range(1, x.ndim) if i not in feature_axes)
+        scale = self.scale.value if self.scale is not None else None
+        bias = self.bias.value if self.bias is not None else None
+        if self.promote_dtype is not promote_dtype:
+            x, scale, bias = self.promote_dtype((x, scale, bias), dtype=self.dtype)
+        return norm.call_layer_norm(
+            x,
+            scale,
+            bias,
+            mask,
+            reduction,
+            feature_axes,
+            True,
+            self.epsilon,
+            self.dtype,
+            self.use_fast_variance,
+            norm.stats_dtype(x, self.dtype, True),
+            None,
+            self.axis_name,
+            self.axis_index_groups,
+        )

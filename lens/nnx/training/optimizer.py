@@ -1,0 +1,127 @@
+"""flax.nnx's ``training.optimizer``: an optax ``Optimizer`` that holds its state as
+variables, and ``ModelAndOptimizer``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lens.nnx.graphlib import state, update
+from lens.nnx.pytreelib import Object
+from lens.nnx.variablelib import OptState, Param, Variable
+
+
+class OptArray(OptState):
+    """An optimizer-state array that belongs to no parameter (e.g. Adam's count)."""
+
+
+class OptVariable(OptState):
+    """Optimizer state shaped like one parameter (e.g. Adam's ``mu`` for a kernel)."""
+
+
+def to_opt_state(tree: Any) -> Any:
+    """Wraps every leaf of an optax state: Variables (state per parameter) become
+    :class:`OptVariable` with their metadata, other arrays :class:`OptArray`."""
+
+    def wrap(x: Any) -> OptState:
+        if isinstance(x, Variable):
+            return OptVariable(x.value, **x.metadata)
+        return OptArray(x)
+
+    return jax.tree.map(wrap, tree, is_leaf=_is_var)
+
+
+class Optimizer(Object):
+    """An optax optimizer over a model's ``wrt`` variables (``Param`` by default).
+
+    ``optimizer.update(model, grads)`` applies one step in place: the model's
+    variables, and the optimizer's ``opt_state`` (optax's state, each array in an
+    :class:`OptArray` or :class:`OptVariable`) and ``step``. It returns the updates.
+    An update that cannot apply (gradients of another structure, shape or dtype)
+    raises before anything is written.
+    """
+
+    def __init__(self, model: Object, tx: Any, *, wrt: Any = Param, graph: Any = None):
+        self.tx = tx
+        self.wrt = wrt
+        self.step = OptState(jnp.zeros((), jnp.uint32))
+        self.opt_state = to_opt_state(tx.init(state(model, wrt)))
+
+    def update(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) != 2:
+            raise TypeError(
+                "Optimizer.update takes (model, grads): the optimizer does not keep a "
+                "reference to the model, so one model can be passed to nnx.grad and "
+                "the optimizer to the same transform without aliasing."
+            )
+        model, grads = args
+        values, gvalues = _values(state(model, self.wrt)), _values(grads)
+        _check_grads(values, gvalues, self.wrt)
+        opt_vars = jax.tree.leaves(self.opt_state, is_leaf=_is_var)
+        opt_values = _values(self.opt_state)
+        updates, new_opt = self.tx.update(gvalues, opt_values, values, **kwargs)
+        new = jax.tree.map(
+            lambda p, u: jnp.asarray(p + u).astype(jnp.result_type(p)),
+            values,
+            updates,
+        )
+        new_opt_leaves = jax.tree.leaves(new_opt)
+        if len(new_opt_leaves) != len(opt_vars):
+            raise ValueError(
+                f"Optimizer.update: {type(self.tx).__name__}.update returned a state "
+                f"with {len(new_opt_leaves)} arrays for {len(opt_vars)}.\nThe "
+                "optax transformation must keep its state's structure."
+            )
+        # Everything is computed: now write (nothing above changed any state).
+        update(model, new)
+        for var, value in zip(opt_vars, new_opt_leaves):
+            var.value = value
+        self.step.value = self.step.value + 1
+        return updates
+
+
+class ModelAndOptimizer(Optimizer):
+    """An :class:`Optimizer` that keeps its model: ``update(grads)``.
+
+    The model is then reachable from the optimizer, so pass only the optimizer to
+    transforms (``optimizer.model`` inside).
+    """
+
+    def __init__(self, model: Object, tx: Any, *, wrt: Any = Param, graph: Any = None):
+        super().__init__(model, tx, wrt=wrt)
+        self.model = model
+
+    def update(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        if len(args) != 1:
+            raise TypeError(
+                "ModelAndOptimizer.update takes (grads): the model is optimizer.model."
+            )
+        return super().update(self.model, args[0], **kwargs)
+
+
+def _check_grads(values: Any, gvalues: Any, wrt: Any) -> None:
+    fix = "take them with nnx.grad(..., argnums=nnx.DiffState(0, wrt))"
+    if jax.tree.structure(values) != jax.tree.structure(gvalues):
+        raise ValueError(
+            "Optimizer.update: the gradients do not match the optimized variables "
+            f"({wrt!r}); {fix}."
+        )
+    paths = jax.tree_util.tree_flatten_with_path(values)[0]
+    for (path, p), g in zip(paths, jax.tree.leaves(gvalues)):
+        if np.shape(g) != np.shape(p):
+            raise ValueError(
+                f"Optimizer.update: the gradient of {jax.tree_util.keystr(path)} has "
+                f"shape {np.shape(g)}, the variable {np.shape(p)}; {fix}."
+            )
+
+
+def _is_var(x: Any) -> bool:
+    return isinstance(x, Variable)
+
+
+def _values(s: Any) -> Any:
+    return jax.tree.map(lambda v: v.value if _is_var(v) else v, s, is_leaf=_is_var)

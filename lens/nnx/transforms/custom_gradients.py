@@ -1,0 +1,189 @@
+"""``nnx.custom_vjp``: ``jax.custom_vjp`` for functions of objects, in Flax's
+graph-update form (``DiffState`` / int ``nondiff_argnums``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from lens._argnums import combine, partition
+from lens.nnx.graphwalk import Walker, check_graph_modes
+from lens.nnx.pytreelib import Object
+from lens.nnx.tracers import frame
+from lens.nnx.transforms.cotangents import (
+    aval,
+    cotangent_like,
+    per_arg_states,
+    values_from,
+    zero_cotangent,
+)
+from lens.nnx.transforms.general import (
+    DiffSpec,
+    DiffState,
+    check_structure,
+    diff_resolver,
+    merge_outputs,
+    rebuild,
+    split_args,
+    split_outputs,
+    write_back,
+)
+from lens.nnx.transforms.pack_trace import Picture
+from lens.traceback_util import api_boundary
+
+
+class CustomVjp:
+    """A function of objects with a custom backward pass (``defvjp``)."""
+
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: tuple = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.fwd: Callable[..., Any] | None = None
+        self.bwd: Callable[..., Any] | None = None
+        self.symbolic_zeros = False
+        self.int_nondiff = tuple(a for a in nondiff_argnums if isinstance(a, int))
+        self.filters: dict[int, Any] = {}
+        seen: set[int] = set()
+        for a in nondiff_argnums:
+            i = a.argnum if isinstance(a, DiffState) else a
+            if i in seen:
+                raise ValueError(f"argnum {i} is repeated in nondiff_argnums")
+            seen.add(i)
+            if isinstance(a, DiffState):
+                self.filters[i] = a.filter
+
+    def defvjp(
+        self,
+        fwd: Callable[..., Any],
+        bwd: Callable[..., Any],
+        symbolic_zeros: bool = False,
+    ) -> None:
+        """``fwd(*args) -> (out, residuals)``; ``bwd(*nondiff_args, residuals,
+        (input_updates_g, out_g)) -> tangents`` (a State per object argument)."""
+        if symbolic_zeros:
+            raise NotImplementedError(
+                "nnx.custom_vjp(symbolic_zeros=True) is not supported by lens.nnx."
+            )
+        self.fwd, self.bwd = fwd, bwd
+
+    @api_boundary
+    def __call__(self, *args: Any) -> Any:
+        if self.fwd is None or self.bwd is None:
+            raise ValueError(
+                f"nnx.custom_vjp function {getattr(self.fun, '__name__', self.fun)!r} "
+                "has no backward pass.\nCall f.defvjp(f_fwd, f_bwd) before calling it."
+            )
+        n = len(args)
+        specs = tuple(
+            None if i in self.int_nondiff else DiffSpec(self.filters.get(i, ...))
+            for i in range(n)
+        )
+        walker = Walker(diff_resolver, transform="custom_vjp")
+        skel, entries = split_args(args, specs, walker)
+        held = [e.spec is None for e in entries]  # not differentiated
+        avals = [aval(e.value) for e in entries]
+        diff_vals, rest_vals = partition([e.value for e in entries], held)
+        fun, fwd_fn, bwd_fn = self.fun, self.fwd, self.bwd
+        int_nondiff = self.int_nondiff
+        diff_args = [i for i in range(n) if i not in int_nondiff]
+
+        def merged(dv: list[Any], rv: list[Any]) -> list[Any]:
+            return combine(dv, rv, held)
+
+        def run(f: Callable[..., Any], values: list[Any]) -> Any:
+            with frame("custom_vjp") as fr:
+                args2 = rebuild(skel, values)
+                result = f(*args2)
+                w2 = Walker(transform="custom_vjp")
+                after, new_entries = split_args(args2, (None,) * n, w2)
+                check_structure(skel, after, "custom_vjp")
+                new_vals = [e.value for e in new_entries]
+                w2.frame = fr
+            return new_vals, result, w2
+
+        @jax.custom_vjp
+        def pure(dv: list[Any], rv: list[Any]) -> Any:
+            new_vals, out, _ = run(fun, merged(dv, rv))
+            return [v for v, e in zip(new_vals, entries, strict=True) if e.leaf], out
+
+        def pure_fwd(dv: list[Any], rv: list[Any]) -> Any:
+            new_vals, (out, res), w2 = run(fwd_fn, merged(dv, rv))
+            res_c = split_outputs(res, None, w2)
+            graph = [v for v, e in zip(new_vals, entries, strict=True) if e.leaf]
+            return (graph, out), (new_vals, res_c)
+
+        def pure_bwd(residual: Any, g: Any) -> Any:
+            new_vals, res_c = residual
+            graph_g, out_g = g
+            table: dict[int, Any] = {}
+            args3 = rebuild(skel, new_vals, table)
+            res = merge_outputs(res_c, [table[i] for i in range(len(table))])
+            it = iter(graph_g)
+            updates_g = [next(it) if e.leaf else None for e in entries]
+            per_arg = per_arg_states(args, skel, entries, updates_g)
+            input_updates_g = tuple(
+                per_arg[i] if isinstance(args[i], Object) else None for i in diff_args
+            )
+            tangents = bwd_fn(
+                *(args3[i] for i in int_nondiff), res, (input_updates_g, out_g)
+            )
+            if not isinstance(tangents, tuple) or len(tangents) != len(diff_args):
+                raise ValueError(
+                    f"nnx.custom_vjp: the backward pass must return a tuple of "
+                    f"{len(diff_args)} tangents (one per differentiated argument), "
+                    f"got {type(tangents).__name__}"
+                    + (f" of {len(tangents)}" if isinstance(tangents, tuple) else "")
+                    + ".\nReturn a State for each object argument, an array otherwise."
+                )
+            by_entry: list[Any] = [None] * len(entries)
+            for t, i in zip(tangents, diff_args, strict=True):
+                idx = [k for k, e in enumerate(entries) if e.arg == i]
+                vals = values_from(
+                    args[i], t, skel, [entries[k] for k in idx], "nnx.custom_vjp"
+                )
+                for k, v in zip(idx, vals, strict=True):
+                    by_entry[k] = v
+            return partition(
+                [
+                    zero_cotangent(a) if h else cotangent_like(a, by_entry[k])
+                    for k, (a, h) in enumerate(zip(avals, held, strict=True))
+                ],
+                held,
+            )
+
+        pure.defvjp(pure_fwd, pure_bwd)
+        with Picture("custom_vjp", {"nondiff_argnums": int_nondiff}) as picture:
+            picture.inputs(
+                entries,
+                ["constant" if h else "differentiated" for h in held],
+                lambda e, v: v,
+            )
+            new_graph, out = pure(diff_vals, rest_vals)
+        write_back(entries, new_graph)
+        picture.outputs(new_graph)
+        return out
+
+
+def custom_vjp(
+    fun: Callable[..., Any] | None = None,
+    *,
+    nondiff_argnums: tuple = (),
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> Any:
+    """``jax.custom_vjp`` for functions of objects (flax.nnx's graph-update form).
+
+    ``f.defvjp(fwd, bwd)``: ``bwd(*nondiff, residuals, (input_updates_g, out_g))``
+    gets, per differentiated object argument, a State of the cotangents of its
+    updated variables, and returns a tangent per differentiated argument (a
+    State for an object: copy ``input_updates_g``'s and set its values).
+    ``nondiff_argnums`` takes ints (not differentiated) and ``DiffState(i,
+    filter)`` (only that part of an object)."""
+    check_graph_modes("custom_vjp", graph, graph_updates)
+    if fun is None:
+        return functools.partial(custom_vjp, nondiff_argnums=nondiff_argnums)
+    return CustomVjp(fun, tuple(nondiff_argnums))

@@ -1,0 +1,422 @@
+"""The recipe every lens.nnx transform shares (flax.nnx's ``transforms.general``).
+
+Arguments follow JAX's conventions: ``in_axes`` / ``argnums`` give one spec per
+argument, and an object argument is lifted as one pytree would be. The Lift types
+refine a spec inside one object: ``StateAxes({Param: 1, BatchStat: None})`` maps
+each filter's variables on its own axis; ``DiffState(0, LoRAParam)`` differentiates
+argument 0's ``LoRAParam`` variables only.
+
+Each call runs one recipe:
+
+1. walk every object argument once (aliases numbered as such), giving a static
+   graph structure and the variables' values, each resolved to its spec
+   (:func:`split_inputs`);
+2. check *consistent aliasing*: a node met twice must get the same spec;
+3. call the JAX transform on a pure function of those values, which rebuilds the
+   objects, calls the user function, and walks the arguments again to return their
+   new values, plus the outputs (:func:`split_outputs`; an output that is an input
+   must keep its input spec; an object captured from outside cannot be returned);
+4. write the new values back into the caller's objects, and rebuild the outputs
+   (:func:`write_back`, :func:`merge_outputs`; an input returned comes back as the
+   same Python object).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import jax
+
+from lens import errors
+from lens.nnx.filterlib import to_predicate
+from lens.nnx.graphwalk import (
+    Builder,
+    InPlaceBuilder,
+    Leaf,
+    Walker,
+    check_graph_modes,
+    is_graph_node,
+    path_str,
+)
+from lens.nnx.tracers import frame
+from lens.nnx.variablelib import StaticValue, Variable
+
+
+class StateAxes:
+    """Per-filter axes for one object in ``vmap``'s ``in_axes``/``out_axes``.
+
+    ``StateAxes({Param: 1, BatchStat: None})``: params mapped on axis 1, batch stats
+    broadcast. Filters are tried in order; every variable must match one (end with
+    ``...: axis`` for the rest).
+    """
+
+    _what = "axis"
+
+    def __init__(self, filter_axes: Mapping[Any, Any] | Any):
+        items = filter_axes.items() if isinstance(filter_axes, Mapping) else filter_axes
+        self.items = tuple(items)
+        self._preds = tuple(to_predicate(f) for f, _ in self.items)
+
+    def axis(self, path: tuple, x: Any) -> Any:
+        for pred, (_, ax) in zip(self._preds, self.items, strict=True):
+            if pred(path, x):
+                return ax
+        raise ValueError(
+            f"{self!r}: no filter matches {path_str(path)} "
+            f"({type(x).__name__}); add ...: <{self._what}> for the rest."
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StateAxes) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def _key(self) -> tuple:
+        return tuple((repr(f), ax) for f, ax in self.items)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{_filter_name(f)}: {ax}" for f, ax in self.items)
+        return f"StateAxes({{{inner}}})"
+
+
+def _filter_name(f: Any) -> str:
+    if f is Ellipsis:
+        return "..."
+    return f.__name__ if isinstance(f, type) else repr(f)
+
+
+@dataclasses.dataclass(frozen=True)
+class DiffState:
+    """``argnums`` entry: differentiate argument ``argnum``'s ``filter`` variables."""
+
+    argnum: int
+    filter: Any
+
+
+class GraphArg:
+    """An object argument, as a placeholder leaf while the pytree is flattened."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: Any):
+        self.node = node
+
+
+def wrap_objects(tree: Any) -> Any:
+    return jax.tree.map(
+        lambda x: GraphArg(x) if is_graph_node(x) else x, tree, is_leaf=is_graph_node
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Skeleton:
+    """The static half of the arguments: pytree structure, graph defs, statics."""
+
+    treedef: Any
+    slots: tuple[Any, ...]  # per leaf: ("graph", def) | ("leaf",) | ("static", v)
+
+
+class Carrier:
+    """A pytree of values whose static skeleton rides in the aux data, so jit caches
+    on it and vmap/grad hand it back."""
+
+    __slots__ = ("values", "aux", "axes")
+
+    def __init__(self, values: list[Any], aux: Any, axes: Any = None):
+        self.values = values
+        self.aux = aux
+        self.axes = axes  # per value, the out axis to move it to (vmap)
+
+
+jax.tree_util.register_pytree_node(
+    Carrier,
+    lambda c: (c.values, (c.aux, c.axes)),
+    lambda aux, values: Carrier(list(values), *aux),
+)
+
+
+@dataclasses.dataclass
+class Entry:
+    """One value of the flattened arguments: its spec, and where it came from."""
+
+    value: Any
+    spec: Any
+    slot: int  # index into the skeleton's slots
+    leaf: Leaf | None  # the walked graph leaf (None: a plain pytree leaf)
+    arg: int = 0  # the argument it belongs to
+
+
+def split_args(
+    args: tuple[Any, ...],
+    specs: tuple[Any, ...],
+    walker: Walker,
+    static: frozenset[int] = frozenset(),
+) -> tuple[Skeleton, list[Entry]]:
+    """Walks ``args`` (each with its spec prefix): the static skeleton, and one entry
+    per value (graph leaves in walk order, plain leaves in pytree order)."""
+    wrapped = wrap_objects(args)
+    is_graph = lambda x: isinstance(x, GraphArg)  # noqa: E731
+    leaves, treedef = jax.tree.flatten(wrapped, is_leaf=is_graph)
+    leaf_specs: list[Any] = []
+    arg_of_leaf: list[int] = []
+    for i, (arg, spec) in enumerate(zip(wrapped, specs, strict=True)):
+        n = len(jax.tree.leaves(arg, is_leaf=is_graph))
+        leaf_specs += [None] * n if i in static else _broadcast(spec, arg, i)
+        arg_of_leaf += [i] * n
+    slots: list[Any] = []
+    entries: list[Entry] = []
+    counter = [0] * len(args)
+    for leaf, spec, i in zip(leaves, leaf_specs, arg_of_leaf, strict=True):
+        j = counter[i]
+        counter[i] += 1
+        if i in static:
+            raw = leaf.node if isinstance(leaf, GraphArg) else leaf
+            slots.append(("static", StaticValue(raw)))
+        elif isinstance(leaf, GraphArg):
+            start = len(walker.leaves)
+            root = ("args", i) if j == 0 else ("args", i, j)
+            walker.root_len = len(root)
+            d = walker.node(leaf.node, root, spec)
+            slots.append(("graph", d, root))
+            entries += [
+                Entry(lf.value, lf.spec, len(slots) - 1, lf, i)
+                for lf in walker.leaves[start:]
+            ]
+        else:
+            if isinstance(spec, StateAxes):
+                raise TypeError(
+                    f"StateAxes applies to objects only; argument {i} has a "
+                    f"{type(leaf).__name__} there."
+                )
+            slots.append(("leaf",))
+            entries.append(Entry(leaf, spec, len(slots) - 1, None, i))
+    return Skeleton(treedef, tuple(slots)), entries
+
+
+def _broadcast(prefix: Any, tree: Any, i: int) -> list[Any]:
+    def is_leaf(x: Any) -> bool:
+        return x is None or isinstance(x, StateAxes | DiffSpec | GraphArg)
+
+    out: list[Any] = []
+
+    def expand(p: Any, sub: Any) -> None:
+        n = len(jax.tree.leaves(sub, is_leaf=lambda x: isinstance(x, GraphArg)))
+        out.extend([p] * n)
+
+    try:
+        jax.tree.map(expand, prefix, tree, is_leaf=is_leaf)
+        return out
+    except ValueError as e:
+        raise ValueError(
+            f"The spec {prefix!r} for argument {i} is not a prefix of it: {e}"
+        ) from None
+
+
+def rebuild(
+    skel: Skeleton, values: list[Any], table: dict[int, Any] | None = None
+) -> tuple[Any, ...]:
+    """The arguments rebuilt from ``skel`` and ``values``; ``table``, when given,
+    receives node index -> rebuilt object."""
+    it = iter(values)
+    builder = Builder(it)
+    if table is not None:
+        builder.nodes = table
+    leaves = []
+    for slot in skel.slots:
+        if slot[0] == "graph":
+            leaves.append(builder.build(slot[1]))
+        elif slot[0] == "static":
+            leaves.append(slot[1].value)
+        else:
+            leaves.append(next(it))
+    return jax.tree.unflatten(skel.treedef, leaves)
+
+
+def split_outputs(out: Any, out_spec: Any, walker: Walker) -> Any:
+    """The outputs with each object replaced by a carrier of its new leaves."""
+    walker.role = "output"
+    wrapped = wrap_objects(out)
+    specs = _broadcast(out_spec, wrapped, 0)
+    leaves, treedef = jax.tree.flatten(
+        wrapped, is_leaf=lambda x: isinstance(x, GraphArg)
+    )
+    new = []
+    for j, (leaf, spec) in enumerate(zip(leaves, specs, strict=True)):
+        if isinstance(leaf, GraphArg):
+            start = len(walker.leaves)
+            path = ("output",) if len(leaves) == 1 else ("output", j)
+            walker.root_len = len(path)
+            d = walker.node(leaf.node, path, spec)
+            fresh = walker.leaves[start:]
+            if fresh and isinstance(spec, StateAxes):
+                # a new object with per-filter axes: every leaf leaves the
+                # transform on axis 0, and is moved to its own axis after
+                axes = tuple(lf.spec for lf in fresh)
+                new.append(Carrier([lf.value for lf in fresh], StaticValue(d), axes))
+                continue
+            new.append(Carrier([lf.value for lf in fresh], StaticValue(d)))
+        else:
+            new.append(leaf)
+    return jax.tree.unflatten(treedef, new)
+
+
+def merge_outputs(out: Any, nodes: list[Any]) -> Any:
+    """``out`` with each carrier rebuilt into its object (sharing ``nodes``)."""
+    if isinstance(out, jax.Array) or out is None:  # the common case, no walk
+        return out
+    table = dict(enumerate(nodes))
+
+    def build(x: Any) -> Any:
+        if isinstance(x, Carrier):
+            b = Builder(iter(x.values), table)
+            obj = b.build(x.aux.value)
+            table.update(b.nodes)
+            return obj
+        return x
+
+    return jax.tree.map(build, out, is_leaf=lambda x: isinstance(x, Carrier))
+
+
+def check_structure(before: Skeleton, after: Skeleton, name: str) -> None:
+    if before != after:
+        raise errors.GraphStructureError(
+            f"An argument of nnx.{name} changed structure inside the function (a "
+            "variable or submodule was added, removed or replaced, or a static "
+            "attribute changed).\nTransforms carry values, not structure: create "
+            "submodules and variables before the transform (e.g. in __init__) and "
+            "only update their values inside."
+        )
+
+
+def changed_structure(
+    skel: Skeleton, after: Skeleton, table: dict[int, Any], nodes: list[Any]
+) -> StaticValue | None:
+    """None if the arguments kept their structure; else the new structure and,
+    per new node, the index of the old node it is (so the caller's objects are
+    updated in place): a new attribute or submodule made inside is applied."""
+    if after == skel:
+        return None
+    index_of = {id(o): i for i, o in table.items()}
+    return StaticValue((after, tuple(index_of.get(id(o)) for o in nodes)))
+
+
+def apply_graph_updates(
+    entries: list[Entry], new_values: list[Any], changed: Any, outer: list[Any]
+) -> list[Any]:
+    """Writes the transform's new graph values back to the caller's objects (and
+    its new structure, if it changed one); returns the nodes by index."""
+    if changed is None:
+        write_back(entries, new_values)
+        return outer
+    after, origin = changed.value
+    reuse = {j: outer[i] for j, i in enumerate(origin) if i is not None}
+    builder = InPlaceBuilder(iter(new_values), reuse)
+    for slot in after.slots:
+        if slot[0] == "graph":
+            builder.build(slot[1])
+    return [builder.nodes[j] for j in range(len(builder.nodes))]
+
+
+def write_back(entries: list[Entry], new_graph_values: list[Any]) -> None:
+    leaves = [e.leaf for e in entries if e.leaf is not None]
+    for leaf, v in zip(leaves, new_graph_values, strict=True):
+        leaf.write(v)
+
+
+def axes_resolver(spec: Any, path: tuple, x: Any) -> Any:
+    if isinstance(spec, StateAxes):
+        return spec.axis(path, x)
+    return spec
+
+
+class DiffSpec:
+    """The grad spec of an argument: differentiate its ``filter`` variables."""
+
+    __slots__ = ("filter",)
+
+    def __init__(self, filter: Any):
+        self.filter = filter
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DiffSpec) and StaticValue(self.filter) == StaticValue(
+            other.filter
+        )
+
+    def __hash__(self) -> int:
+        return hash(StaticValue(self.filter))
+
+    def __repr__(self) -> str:
+        return f"a gradient (filter {_filter_name(self.filter)})"
+
+
+def check_graph_flags(
+    name: str, graph: bool | None, graph_updates: bool | None
+) -> None:
+    """vjp/jvp: flax.nnx runs them in tree mode only (``graph=False``); lens runs
+    them on its object graph either way, so both spellings are accepted."""
+    if graph_updates is False and graph is not False:
+        check_graph_modes(name, graph, graph_updates)
+
+
+def split_all(args: tuple, name: str) -> tuple[Skeleton, list[Entry], Walker]:
+    walker = Walker(diff_resolver, transform=name)
+    skel, entries = split_args(args, tuple(DiffSpec(...) for _ in args), walker)
+    return skel, entries, walker
+
+
+def pure_of(
+    f: Callable[..., Any], skel: Skeleton, entries: list[Entry], n: int, name: str
+) -> Callable[[list[Any]], Any]:
+    def pure(values: list[Any]) -> Any:
+        with frame(name) as fr:
+            args2 = rebuild(skel, values)
+            out = f(*args2)
+            w2 = Walker(transform=name)
+            after, new_entries = split_args(args2, (None,) * n, w2)
+            check_structure(skel, after, name)
+            w2.frame = fr
+            out_c = split_outputs(out, None, w2)
+        return out_c, [e.value for e in new_entries if e.leaf is not None]
+
+    return pure
+
+
+def diff_resolver(spec: Any, path: tuple, x: Any) -> Any:
+    if isinstance(spec, DiffSpec) and (isinstance(x, Variable) or hasattr(x, "dtype")):
+        if not to_predicate(spec.filter)(path, x):
+            return None
+    return spec
+
+
+def call_inside(
+    name: str,
+    f: Callable[..., Any],
+    skel: Any,
+    values: Sequence[Any],
+    n_args: int,
+    static: frozenset[int] = frozenset(),
+    out_spec: Any = None,
+) -> tuple[list[Any], Any]:
+    """Rebuilds the arguments from ``values``, calls ``f``, and returns the new
+    values of their graph leaves and the outputs (objects as carriers)."""
+    specs = (None,) * n_args
+    with frame(name) as fr:
+        args = rebuild(skel, list(values))
+        out = f(*args)
+        w = Walker(transform=name)
+        after, entries = split_args(args, specs, w, static)
+        check_structure(skel, after, name)
+        w.frame = fr
+        outs = split_outputs(out, out_spec, w)
+    return [e.value for e in entries if e.leaf is not None], outs
+
+
+def lift_args(
+    name: str, args: tuple[Any, ...], static: frozenset[int] = frozenset()
+) -> tuple[Any, list[Entry], Walker]:
+    walker = Walker(transform=name)
+    skel, entries = split_args(args, (None,) * len(args), walker, static)
+    return skel, entries, walker

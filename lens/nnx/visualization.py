@@ -1,0 +1,45 @@
+"""How nnx objects and States show in a notebook (flax.nnx's ``visualization``):
+the variables by type and a title, which :mod:`lens.display` draws.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+from lens._views import install as install_views
+from lens.nnx.graphlib import state
+from lens.nnx.pytreelib import Object
+from lens.nnx.statelib import State
+from lens.nnx.variablelib import Variable
+
+
+def variables_by_type(s: State) -> dict[str, dict[Any, Any]]:
+    """``{variable type name: nested dict of arrays}``: a State shown the way lens
+    shows Linen collections (a value that is itself a pytree, like an optimizer
+    state, is spread over sub-paths)."""
+    out: dict[str, dict[Any, Any]] = {}
+    for path, v in s._flat_dict().items():
+        kind = type(v).__name__ if isinstance(v, Variable) else "array"
+        value = v._value if isinstance(v, Variable) else v
+        for sub, leaf in jax.tree_util.tree_leaves_with_path(value):
+            full = tuple(str(p) for p in path) + tuple(
+                jax.tree_util.keystr((k,)).strip(".[]'") for k in sub
+            )
+            d = out.setdefault(kind, {})
+            for k in full[:-1]:
+                d = d.setdefault(k, {})
+            d[full[-1]] = leaf
+    return out
+
+
+def view_title(x: Any) -> tuple[dict[str, Any], str]:
+    """What an nnx object or State displays: its variables by type, and a title."""
+    s = x if isinstance(x, State) else state(x)
+    return variables_by_type(s), "State" if isinstance(x, State) else type(x).__name__
+
+
+# Objects and States display through lens.display (registered there).
+for _cls in (Object, State):
+    install_views(_cls)
