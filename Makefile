@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 # The JupyterLab extension (TypeScript in extension/), built with the venv's JupyterLab
 # into lens/labextension and linked into the venv, so `jupyter labextension list`
 # shows lens-pack enabled.
-EXT_SRC := extension/package.json extension/tsconfig.json $(wildcard extension/src/*.ts) extension/src/pack_trace.schema.json extension/style/index.css
+EXT_SRC := extension/package.json extension/tsconfig.json $(wildcard extension/src/*.ts) extension/src/pack_trace.schema.json extension/src/palette.json extension/style/index.css
 
 extension/node_modules/.installed: extension/package.json extension/package-lock.json
 	cd extension && npm install --no-audit --no-fund

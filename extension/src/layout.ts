@@ -8,6 +8,7 @@
  * came back); this file only arranges it.
  */
 
+import palette from './palette.json';
 import { Problem, RECORD_SCHEMA, typeName, validate } from './validate';
 
 export type { Problem } from './validate';
@@ -187,24 +188,54 @@ export function parsePayload(data: unknown): Parsed {
   return { ok: true, trace: { schema: SCHEMA_ID, version: SCHEMA_VERSION, packs }, problems };
 }
 
-const FIXED: Record<string, string> = {
-  params: '#1f77b4',
-  batch_stats: '#d62728',
-  cache: '#2ca02c',
-  intermediates: '#9467bd'
-};
-const OTHERS = ['#ff7f0e', '#17becf', '#8c564b', '#e377c2'];
+const FIXED: Record<string, string> = palette.fixed;
+const OTHERS: string[] = palette.others;
 
-/** One stable colour per collection name. */
+/** The first word of the SHA-1 digest of `bytes` (big-endian, as hex digits 0-7). */
+function sha1FirstWord(bytes: Uint8Array): number {
+  const padded = new Uint8Array(((bytes.length + 8) >> 6) * 64 + 64);
+  padded.set(bytes);
+  padded[bytes.length] = 0x80;
+  const view = new DataView(padded.buffer);
+  view.setUint32(padded.length - 4, bytes.length * 8);
+  view.setUint32(padded.length - 8, Math.floor(bytes.length / 0x20000000));
+  const h = [0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0];
+  const w = new Uint32Array(80);
+  for (let block = 0; block < padded.length; block += 64) {
+    for (let t = 0; t < 80; t++) {
+      const x = t < 16 ? view.getUint32(block + 4 * t) : w[t - 3] ^ w[t - 8] ^ w[t - 14] ^ w[t - 16];
+      w[t] = t < 16 ? x : (x << 1) | (x >>> 31);
+    }
+    let [a, b, c, d, e] = h;
+    for (let t = 0; t < 80; t++) {
+      const [f, k] =
+        t < 20 ? [(b & c) | (~b & d), 0x5a827999]
+        : t < 40 ? [b ^ c ^ d, 0x6ed9eba1]
+        : t < 60 ? [(b & c) | (b & d) | (c & d), 0x8f1bbcdc]
+        : [b ^ c ^ d, 0xca62c1d6];
+      const temp = (((a << 5) | (a >>> 27)) + f + e + k + w[t]) >>> 0;
+      [e, d, c, b, a] = [d, c, (b << 30) | (b >>> 2), a, temp];
+    }
+    h[0] = (h[0] + a) >>> 0;
+    h[1] = (h[1] + b) >>> 0;
+    h[2] = (h[2] + c) >>> 0;
+    h[3] = (h[3] + d) >>> 0;
+    h[4] = (h[4] + e) >>> 0;
+  }
+  return h[0];
+}
+
+/**
+ * One stable colour per collection name, the one lens.display draws: fixed
+ * collections from palette.json, any other by the first 6 hex digits of the
+ * SHA-1 of its UTF-8 name (Python's `color` in lens/display/_pack.py).
+ */
 export function collectionColor(name: string): string {
   if (Object.prototype.hasOwnProperty.call(FIXED, name)) {
     return FIXED[name]; // own keys only: "constructor" is an ordinary name
   }
-  let h = 0;
-  for (let i = 0; i < name.length; i++) {
-    h = (h * 31 + name.charCodeAt(i)) >>> 0;
-  }
-  return OTHERS[h % OTHERS.length];
+  const top24 = sha1FirstWord(new TextEncoder().encode(name)) >>> 8;
+  return OTHERS[top24 % OTHERS.length];
 }
 
 export interface ShapePart {

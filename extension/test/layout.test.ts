@@ -250,4 +250,18 @@ describe('navigation and text helpers', () => {
     expect(collectionColor('params')).not.toBe(collectionColor('batch_stats'));
     expect(collectionColor('my_stats')).toMatch(/^#[0-9a-f]{6}$/);
   });
+
+  it('colours every collection as lens.display does (colors.json, written by lens)', () => {
+    const expected: Record<string, string> = fixture('colors.json');
+    expect(Object.keys(expected).length).toBeGreaterThan(10);
+    for (const [name, colour] of Object.entries(expected)) {
+      expect([name, collectionColor(name)]).toEqual([name, colour]);
+    }
+  });
+
+  it('keeps the shipped palette and the extension\'s copy identical', () => {
+    const shipped = readFileSync(join(__dirname, '..', '..', 'lens', 'display', 'palette.json'), 'utf8');
+    const copy = readFileSync(join(__dirname, '..', 'src', 'palette.json'), 'utf8');
+    expect(JSON.parse(copy)).toEqual(JSON.parse(shipped));
+  });
 });

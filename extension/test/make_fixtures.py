@@ -166,10 +166,42 @@ def payloads() -> dict[str, dict[str, Any]]:
     }
 
 
+# Collection names whose colours the extension must draw as lens.display does:
+# fixed ones, ASCII, non-ASCII, Object.prototype members, the empty name, and names
+# longer than one SHA-1 block (55 bytes) in bytes.
+COLOR_NAMES = [
+    "params",
+    "batch_stats",
+    "cache",
+    "intermediates",
+    "my_stats",
+    "state",
+    "losses",
+    "perturbations",
+    "constructor",
+    "__proto__",
+    "",
+    "été",
+    "日本語のコレクション",
+    "x" * 55,
+    "x" * 56,
+    "a_collection_name_well_past_sixty_four_bytes_" * 3,
+]
+
+
+def colors() -> dict[str, str]:
+    """``{collection: colour}`` as lens.display draws them (colors.json)."""
+    from lens.display._pack import color
+
+    return {name: color(name) for name in COLOR_NAMES}
+
+
 def main() -> None:
     HERE.mkdir(exist_ok=True)
     for name, doc in payloads().items():
         (HERE / name).write_text(json.dumps(doc, indent=1) + "\n")
+    text = json.dumps(colors(), indent=1, ensure_ascii=False)
+    (HERE / "colors.json").write_text(text + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

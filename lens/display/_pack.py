@@ -15,7 +15,9 @@ light and dark backgrounds alike.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
+from importlib import resources
 from typing import Any
 
 from lens.core import _lanes
@@ -23,16 +25,14 @@ from lens.core._trace import MIME_TYPE, PackTrace
 from lens.display._base import View, e
 from lens.display._leaf import printable, short_dtype
 
-PALETTE = [
-    "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#9467bd",
-    "#ff7f0e",
-    "#17becf",
-    "#8c564b",
-    "#e377c2",
-]
+_PALETTE = json.loads(
+    resources.files("lens.display").joinpath("palette.json").read_text()
+)
+# One file for lens's static pictures and the JupyterLab extension (which ships a
+# copy, extension/src/palette.json): tests keep the two equal and their colours the same.
+_FIXED: dict[str, str] = _PALETTE["fixed"]
+_OTHERS: list[str] = _PALETTE["others"]
+PALETTE = list(_FIXED.values()) + _OTHERS
 
 TEXT_LANES = 24
 """Lanes listed per transform in the text form before the rest are counted."""
@@ -40,16 +40,11 @@ TEXT_LANES = 24
 
 def color(collection: str) -> str:
     """A stable colour per collection name (the same in every diagram)."""
-    fixed = {
-        "params": PALETTE[0],
-        "batch_stats": PALETTE[1],
-        "cache": PALETTE[2],
-        "intermediates": PALETTE[3],
-    }
-    if collection in fixed:
-        return fixed[collection]
+    fixed = _FIXED.get(collection)
+    if fixed is not None:
+        return fixed
     h = int(hashlib.sha1(collection.encode()).hexdigest()[:6], 16)
-    return PALETTE[4 + h % 4]
+    return _OTHERS[h % len(_OTHERS)]
 
 
 def shape_text(spec: Mapping[str, Any] | None, axis: int | None = None) -> str:
