@@ -92,6 +92,8 @@ def run_suite(
         "no:cacheprovider",
     ]
     cmd += ["-o", "junit_family=xunit1", f"--junitxml={out}", "--tb=line"]
+    # A file lens cannot import is one failed file, not a stopped run.
+    cmd += ["--continue-on-collection-errors"]
     if workers > 1:
         cmd += ["-n", str(workers)]
     env = dict(os.environ)
