@@ -29,10 +29,15 @@ _flax_exclusions = _lens_exclusions  # Flax's name, for ported tests
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def api_boundary(fn: _F) -> _F:
-    """Marks ``fn`` as a public entry point: frames below it are lens's own and
-    are hidden from filtered tracebacks (JAX's ``api_boundary``)."""
-    return _jax_tb.api_boundary(fn)
+def api_boundary(
+    fun: _F, *, repro_api_name: str | None = None, repro_user_func: bool = False
+) -> _F:
+    """Marks ``fun`` as a public entry point: frames below it are lens's own and
+    are hidden from filtered tracebacks (JAX's ``api_boundary``, whose options
+    ``repro_api_name`` and ``repro_user_func`` pass through)."""
+    return _jax_tb.api_boundary(
+        fun, repro_api_name=repro_api_name, repro_user_func=repro_user_func
+    )
 
 
 def _filtering() -> bool:
