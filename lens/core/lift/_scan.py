@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
-
-import jax
-import jax.numpy as jnp
 
 from lens import errors
 from lens.core._filters import (
@@ -17,15 +16,26 @@ from lens.core._filters import (
     union_filters,
 )
 from lens.core._tree import merged
+from lens.core.lift._axes_scan import (
+    ScannedArgs,
+    ScanOptions,
+    broadcast_outputs,
+    first_slice,
+    from_front,
+    full_prefix,
+    has_broadcast,
+    run_loop,
+    scanned_outputs,
+    stack_outputs,
+    to_front,
+)
 from lens.core.lift._loop import created_in, first_run, record_created
 from lens.core.lift._pack import pack
 from lens.core.lift._util import (
     _unzip2,
     add_axis_groups,
-    broadcast,
     check_variable_axes,
     mapped_sizes,
-    prefix_map,
     remove_axis_groups,
     split_in_out_axes,
     split_keys,
@@ -33,36 +43,226 @@ from lens.core.lift._util import (
 )
 
 
-def _to_front(tree: Any, axis: int) -> Any:
-    if not axis:
-        return tree
-    return jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, axis, 0), tree)
+@dataclasses.dataclass(frozen=True)
+class _ScanSpec:
+    """What ``scan``'s arguments say, fixed when the transform is built."""
+
+    fn: Callable[..., Any]
+    variable_broadcast: Filter
+    variable_carry: Filter
+    scan_axes_in: tuple
+    scan_axes_out: tuple
+    rng_splits: tuple
+    in_axes: Any
+    out_axes: Any
+    length: int | None
+    options: ScanOptions
+    data_transform: Callable[..., Any] | None
+    params: dict[Any, Any]
+    check: bool
+
+    @property
+    def body_mutable(self) -> Any:
+        """Inside the loop, every collection but the broadcast ones may change."""
+        if is_filter_empty(self.variable_broadcast):
+            return True
+        return DenyList(self.variable_broadcast)
 
 
-def _from_front(tree: Any, axis: int) -> Any:
-    if not axis:
-        return tree
-    return jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, 0, axis), tree)
+@dataclasses.dataclass(frozen=True)
+class _ScanCall:
+    """One call of the lifted scan: what every iteration's body needs."""
+
+    spec: _ScanSpec
+    scope_fn: Any
+    repack_fn: Any
+    rng_groups: tuple
+    args: ScannedArgs
+    kwargs: dict[str, Any]
+
+    def rngs_for(self, rng_slice: tuple) -> tuple:
+        """Each rng group: the iteration's split key, or the shared group."""
+        return tuple(
+            part if s else g
+            for g, s, part in zip(self.rng_groups, self.spec.rng_splits, rng_slice)
+        )
+
+    def scope(self, groups: tuple, rng_slice: tuple, mutable: Any = True) -> Any:
+        """The scope of one iteration, from its variable groups and rngs."""
+        rngs = self.rngs_for(rng_slice)
+        if self.spec.data_transform is not None:
+            groups, rngs = self.spec.data_transform(groups, rngs)
+        return self.scope_fn(groups, rngs, mutable)
+
+    def step(self, scope: Any, carry: Any, x_slice: tuple) -> tuple[Any, Any, Any]:
+        """Runs the body in ``scope``: ``(carry, ys, repacked variable groups)``."""
+        carry, y = self.spec.fn(scope, carry, *self.args.merge(x_slice), **self.kwargs)
+        return carry, y, self.repack_fn(scope)
 
 
-def _full_prefix(prefix: Any, args: tuple) -> tuple:
-    if isinstance(prefix, list):
-        prefix = tuple(prefix)
-    if isinstance(prefix, tuple):
-        if len(prefix) != len(args):
-            raise ValueError(
-                f"in_axes has {len(prefix)} entries but the function got {len(args)} "
-                "scanned arguments; give one axis per argument (or a single int)."
-            )
-        return prefix
-    return (prefix,) * len(args)
+def _scan_length(spec: _ScanSpec, args: tuple, scan_vars: tuple) -> int:
+    """The number of iterations: from the scanned arguments, ``length=``, or the
+    scanned variables, in that order."""
+    lengths = mapped_sizes(full_prefix(spec.in_axes, args), args, "scan")
+    if spec.length is None and len(lengths) == 1:
+        (n,) = lengths
+        return n
+    if len(lengths) > 1:
+        raise errors.TransformAxisSizeError(
+            f"Inconsistent scan lengths: {lengths}\nEvery scanned argument must "
+            "have the same length along its in_axes."
+        )
+    if spec.length is not None:
+        return spec.length
+    sizes = mapped_sizes(spec.scan_axes_in, scan_vars, "scan")
+    if len(sizes) != 1:
+        raise errors.TransformAxisSizeError(
+            "length should be specified manually.\nscan cannot tell the "
+            "number of iterations: pass length=N, or scan over an argument."
+        )
+    (n,) = sizes
+    return n
 
 
-def _first(tree: Any, i: int, n: int) -> Any:
-    """Slice ``i`` of the leading axis, or a zero slice when the axis is empty."""
-    if n:
-        return jax.tree_util.tree_map(lambda x: x[i], tree)
-    return jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape[1:], x.dtype), tree)
+def _needs_first_pass(spec: _ScanSpec, scope_fn: Any) -> bool:
+    """Whether the body runs once before the loop.
+
+    It must when a broadcast or carry collection may be created (the loop's carry
+    has a fixed structure) or an output is marked broadcast. With
+    ``check_constancy_invariants`` (the default) it always runs, as Flax's does:
+    it checks the invariants, and the rng counters advance by it, so the loop
+    draws the keys Flax's loop draws.
+    """
+    bc_filter = union_filters(spec.variable_broadcast, spec.variable_carry)
+    may_create = any(
+        not is_filter_empty(intersect_filters(m, bc_filter)) for m in scope_fn.mutable
+    )
+    return spec.check or may_create or has_broadcast(spec.out_axes)
+
+
+def _first_pass(
+    call: _ScanCall,
+    groups: tuple,
+    init: Any,
+    scan_front: tuple,
+    split_xs: tuple,
+    n: int,
+) -> tuple[tuple, tuple, Any]:
+    """The body once, on the first iteration, outside the loop.
+
+    Returns the broadcast groups with what it created, the carry groups with the
+    initial values of what it created, and the outputs marked broadcast.
+    """
+    bcast_vars, carry_vars = groups
+    spec = call.spec
+    i0 = spec.options.first_index(n)
+    x0 = first_slice(call.args.xs, i0, n)
+    scan0 = first_slice(scan_front, i0, n)
+    # The iteration's split keys (with no iterations, any key will do: the values
+    # built from it are checked not to depend on it).
+    rng0 = tuple(
+        ((first_slice(sx, i0, n) if n else g) if s else None)
+        for sx, s, g in zip(split_xs, spec.rng_splits, call.rng_groups)
+    )
+
+    def body0(init: Any, x0: tuple, scan0: tuple, rng0: tuple) -> Any:
+        scope = call.scope((bcast_vars, carry_vars) + tuple(scan0), rng0)
+        shared = record_created(call.scope_fn)
+        _, y, out = call.step(scope, init, x0)
+        created = created_in(shared, call.scope_fn, spec.variable_carry)
+        return out[0], tuple(created), broadcast_outputs(spec.out_axes, y)
+
+    bcast_new, created, bcast_outs = first_run(
+        body0, (init, x0, scan0, rng0), "scan", check=spec.check
+    )
+    bcast_vars = tuple(merged(o, b) for o, b in zip(bcast_vars, bcast_new))
+    carry_vars = tuple(merged(o, c) for o, c in zip(carry_vars, created))
+    return bcast_vars, carry_vars, bcast_outs
+
+
+def _loop(
+    call: _ScanCall,
+    groups: tuple,
+    init: Any,
+    scan_front: tuple,
+    split_xs: tuple,
+    n: int,
+) -> tuple[Any, Any, Any, tuple]:
+    """The ``lax.scan``: ``(carry, carry groups, stacked ys, scanned groups)``,
+    the stacked values with their scan axis in front."""
+    bcast_vars, carry_vars = groups
+    spec = call.spec
+
+    def body(c: Any, x: Any) -> Any:
+        user_carry, carry_c = c
+        x_slice, scan_slice, rng_slice = x
+        groups = (bcast_vars, carry_c) + tuple(scan_slice)
+        scope = call.scope(groups, rng_slice, spec.body_mutable)
+        user_carry, y, out = call.step(scope, user_carry, x_slice)
+        check_variable_axes(out[2:], spec.scan_axes_out, "scan", out=True)
+        return (user_carry, out[1]), (scanned_outputs(spec.out_axes, y), out[2:])
+
+    (carry, carry_out), (ys, scan_out) = run_loop(
+        body, (init, carry_vars), (call.args.xs, scan_front, split_xs), n, spec.options
+    )
+    return carry, carry_out, ys, scan_out
+
+
+def _scan_body(
+    spec: _ScanSpec,
+    scope_fn: Any,
+    repack_fn: Any,
+    variable_groups: tuple,
+    rng_groups: tuple,
+    init: Any,
+    *args: Any,
+    **kwargs: Any,
+) -> Any:
+    """``pack``'s inner function: the variable groups are (broadcast, carry,
+    scanned...); scanned groups and arguments go in with their axis in front."""
+    groups = (variable_groups[0], variable_groups[1])
+    scan_vars = remove_axis_groups(variable_groups[2:], spec.scan_axes_in, spec.params)
+    check_variable_axes(scan_vars, spec.scan_axes_in, "scan")
+    n = _scan_length(spec, args, scan_vars)
+    call = _ScanCall(
+        spec,
+        scope_fn,
+        repack_fn,
+        rng_groups,
+        ScannedArgs.split(spec.in_axes, args),
+        kwargs,
+    )
+    scan_front = tuple(to_front(g, a) for g, a in zip(scan_vars, spec.scan_axes_in))
+    split_xs = tuple(
+        split_keys(g, n) if s else None for g, s in zip(rng_groups, spec.rng_splits)
+    )
+    bcast_outs: Any = None
+    if _needs_first_pass(spec, scope_fn):
+        *groups, bcast_outs = _first_pass(call, groups, init, scan_front, split_xs, n)
+        groups = tuple(groups)
+    carry, carry_out, ys, scan_out = _loop(call, groups, init, scan_front, split_xs, n)
+    ys = stack_outputs(spec.out_axes, ys, bcast_outs)
+    scan_out = tuple(from_front(g, a) for g, a in zip(scan_out, spec.scan_axes_out))
+    scan_out = add_axis_groups(scan_out, spec.scan_axes_out, spec.params)
+    return (carry, ys), (groups[0], carry_out) + scan_out
+
+
+def _trace_options(
+    spec: _ScanSpec, variable_axes: Mapping[Filter, Any], split_rngs: Any
+) -> dict[str, Any]:
+    """The options a pack trace records for this scan."""
+    return dict(
+        variable_axes=variable_axes,
+        variable_broadcast=spec.variable_broadcast,
+        variable_carry=spec.variable_carry,
+        split_rngs=split_rngs,
+        in_axes=spec.in_axes,
+        out_axes=spec.out_axes,
+        length=spec.length,
+        reverse=spec.options.reverse,
+        unroll=spec.options.unroll,
+        metadata_params=spec.params,
+    )
 
 
 def scan(
@@ -111,169 +311,30 @@ def scan(
     scan_filters_out, scan_axes_out = _unzip2(var_out.items())
     rng_filters, rng_splits = _unzip2(split_rngs.items())
     params = dict(metadata_params or {})
-    bc_filter = union_filters(variable_broadcast, variable_carry)
-    has_broadcast_out = any(
-        a is broadcast
-        for a in jax.tree_util.tree_leaves(out_axes, is_leaf=lambda x: x is broadcast)
+    spec = _ScanSpec(
+        fn=fn,
+        variable_broadcast=variable_broadcast,
+        variable_carry=variable_carry,
+        scan_axes_in=scan_axes_in,
+        scan_axes_out=scan_axes_out,
+        rng_splits=rng_splits,
+        in_axes=in_axes,
+        out_axes=out_axes,
+        length=length,
+        options=ScanOptions(reverse, unroll, _split_transpose),
+        data_transform=data_transform,
+        params=params,
+        check=check_constancy_invariants,
     )
-
-    def inner(scope_fn, repack_fn, variable_groups, rng_groups, init, *args, **kwargs):
-        bcast_vars, carry_vars = variable_groups[0], variable_groups[1]
-        scan_vars = remove_axis_groups(variable_groups[2:], scan_axes_in, params)
-        check_variable_axes(scan_vars, scan_axes_in, "scan")
-        axes = _full_prefix(in_axes, args)
-        lengths = mapped_sizes(axes, args, "scan")
-        if length is None and len(lengths) == 1:
-            (n,) = lengths
-        elif len(lengths) > 1:
-            raise errors.TransformAxisSizeError(
-                f"Inconsistent scan lengths: {lengths}\nEvery scanned argument must "
-                "have the same length along its in_axes."
-            )
-        elif length is None:
-            sizes = mapped_sizes(scan_axes_in, scan_vars, "scan")
-            if len(sizes) != 1:
-                raise errors.TransformAxisSizeError(
-                    "length should be specified manually.\nscan cannot tell the "
-                    "number of iterations: pass length=N, or scan over an argument."
-                )
-            (n,) = sizes
-        else:
-            n = length
-        # Scanned inputs go to the front; broadcast arguments are closed over.
-        xs = tuple(
-            prefix_map(lambda a, x: None if a is broadcast else _to_front(x, a), ax, x)
-            for ax, x in zip(axes, args)
-        )
-        scan_front = tuple(_to_front(g, a) for g, a in zip(scan_vars, scan_axes_in))
-        split_xs = tuple(
-            split_keys(g, n) if s else None for g, s in zip(rng_groups, rng_splits)
-        )
-
-        def merged_args(x_slice: tuple) -> tuple:
-            pick = lambda a, full, part: full if a is broadcast else part  # noqa: E731
-            return tuple(
-                prefix_map(pick, ax, full, part)
-                for ax, full, part in zip(axes, args, x_slice)
-            )
-
-        def rngs_for(rng_slice: tuple) -> tuple:
-            return tuple(
-                part if s else g
-                for g, s, part in zip(rng_groups, rng_splits, rng_slice)
-            )
-
-        def build_scope(groups: tuple, rngs: tuple, mutable: Any = True) -> Any:
-            if data_transform is not None:
-                groups, rngs = data_transform(groups, rngs)
-            return scope_fn(groups, rngs, mutable)
-
-        # Broadcast and carry collections that may be created, and outputs marked
-        # broadcast: computed once, outside the loop, from the first iteration.
-        # With check_constancy_invariants (the default) this first pass always
-        # runs, as Flax's does: it checks the invariants, and the rng counters
-        # advance by it, so the loop draws the keys Flax's loop draws.
-        may_create = any(
-            not is_filter_empty(intersect_filters(m, bc_filter))
-            for m in scope_fn.mutable
-        )
-        bcast_outs: Any = None
-        if check_constancy_invariants or may_create or has_broadcast_out:
-            i0 = n - 1 if reverse else 0
-            x0 = _first(xs, i0, n)
-            scan0 = _first(scan_front, i0, n)
-            # The iteration's split keys (with no iterations, any key will do: the
-            # values built from it are checked not to depend on it).
-            rng0 = tuple(
-                ((_first(sx, i0, n) if n else g) if s else None)
-                for sx, s, g in zip(split_xs, rng_splits, rng_groups)
-            )
-
-            def body0(init, x0, scan0, rng0):
-                scope = build_scope(
-                    (bcast_vars, carry_vars) + tuple(scan0), rngs_for(rng0)
-                )
-                shared = record_created(scope_fn)
-                _, y = fn(scope, init, *merged_args(x0), **kwargs)
-                out = repack_fn(scope)
-                y_bcast = prefix_map(
-                    lambda a, v: v if a is broadcast else (), out_axes, y
-                )
-                return (
-                    out[0],
-                    tuple(created_in(shared, scope_fn, variable_carry)),
-                    y_bcast,
-                )
-
-            bcast_new, created, bcast_outs = first_run(
-                body0, (init, x0, scan0, rng0), "scan", check=check_constancy_invariants
-            )
-            bcast_vars = tuple(merged(o, b) for o, b in zip(bcast_vars, bcast_new))
-            carry_vars = tuple(merged(o, c) for o, c in zip(carry_vars, created))
-
-        body_mutable = (
-            True
-            if is_filter_empty(variable_broadcast)
-            else DenyList(variable_broadcast)
-        )
-
-        def body(c, x):
-            user_carry, carry_c = c
-            x_slice, scan_slice, rng_slice = x
-            scope = build_scope(
-                (bcast_vars, carry_c) + tuple(scan_slice),
-                rngs_for(rng_slice),
-                body_mutable,
-            )
-            user_carry, y = fn(scope, user_carry, *merged_args(x_slice), **kwargs)
-            out = repack_fn(scope)
-            check_variable_axes(out[2:], scan_axes_out, "scan", out=True)
-            if has_broadcast_out:
-                y = prefix_map(lambda a, v: () if a is broadcast else v, out_axes, y)
-            return (user_carry, out[1]), (y, out[2:])
-
-        (carry, carry_out), (ys, scan_out) = jax.lax.scan(
-            body,
-            (init, carry_vars),
-            (xs, scan_front, split_xs),
-            length=n,
-            reverse=reverse,
-            unroll=unroll,
-            _split_transpose=_split_transpose,
-        )
-        if has_broadcast_out:
-            ys = prefix_map(
-                lambda a, c, y: c if a is broadcast else _from_front(y, a),
-                out_axes,
-                bcast_outs,
-                ys,
-            )
-        elif out_axes:
-            ys = prefix_map(lambda a, y: _from_front(y, a), out_axes, ys)
-        scan_out = tuple(_from_front(g, a) for g, a in zip(scan_out, scan_axes_out))
-        scan_out = add_axis_groups(scan_out, scan_axes_out, params)
-        return (carry, ys), (bcast_vars, carry_out) + scan_out
-
     return pack(
-        inner,
+        functools.partial(_scan_body, spec),
         (variable_broadcast, variable_carry) + scan_filters_in,
         (variable_broadcast, variable_carry) + scan_filters_out,
         rng_filters,
         name="scan",
         enable_kwargs=True,
         hint=variable_hint("variable_axes", "0"),
-        trace_options=dict(
-            variable_axes=variable_axes,
-            variable_broadcast=variable_broadcast,
-            variable_carry=variable_carry,
-            split_rngs=split_rngs,
-            in_axes=in_axes,
-            out_axes=out_axes,
-            length=length,
-            reverse=reverse,
-            unroll=unroll,
-            metadata_params=params,
-        ),
+        trace_options=_trace_options(spec, variable_axes, split_rngs),
         group_labels=["broadcast", "carry"] + [f"axis {a}" for a in scan_axes_in],
         rng_labels=["split" if s else "shared" for s in rng_splits],
     )
