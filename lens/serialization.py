@@ -146,7 +146,7 @@ def _restore_leaf(target: Any, state: Any) -> Any:
         if not (_is_array_like(state) or isinstance(state, int | float | complex)):
             raise SerializationError(
                 f"The state at {_where()} is {type(state).__name__}, but the target "
-                f"is an array {np.dtype(target.dtype).name}{list(np.shape(target))}."
+                f"is an array {_dtype_name(target.dtype)}{list(np.shape(target))}."
             )
         _check_array(target, state)
     # As in Flax, the state's value is returned as is (with its own dtype width).
@@ -158,6 +158,10 @@ def _kind(dtype: Any) -> str:
         return "key"
     kind = np.dtype(dtype).kind
     return {"u": "i", "V": "f"}.get(kind, kind)  # bfloat16 & co. are 'V' in numpy
+
+
+def _dtype_name(dtype: Any) -> str:
+    return str(dtype) if _kind(dtype) == "key" else np.dtype(dtype).name
 
 
 def _check_array(target: Any, state: Any) -> None:
@@ -182,8 +186,8 @@ def _check_array(target: Any, state: Any) -> None:
         )
     if _kind(t_dtype) != _kind(s_dtype):
         raise SerializationError(
-            f"The state at {where} has dtype {np.dtype(s_dtype).name}, but the "
-            f"target there is {np.dtype(t_dtype).name}.\nRestore into a target with "
+            f"The state at {where} has dtype {_dtype_name(s_dtype)}, but the "
+            f"target there is {_dtype_name(t_dtype)}.\nRestore into a target with "
             "the saved dtypes, or read the raw state with msgpack_restore(data)."
         )
 
@@ -214,7 +218,7 @@ def _dict_state_dict(xs: Mapping[Any, Any]) -> dict[str, Any]:
 def _restore_dict(xs: Mapping[Any, Any], states: Mapping[str, Any]) -> Any:
     _check_container(xs, states)
     missing = {str(k) for k in xs} - set(states)
-    if missing:  # (keys only in the state are ignored, as in Flax)
+    if missing:
         raise SerializationError(
             "The target dict keys and state dict keys do not match, target dict "
             f"contains keys {missing} which are not present in state dict at path "
@@ -222,6 +226,16 @@ def _restore_dict(xs: Mapping[Any, Any], states: Mapping[str, Any]) -> Any:
             "saved (e.g. the variables from model.init)."
         )
     out = {k: from_state_dict(v, states[str(k)], name=str(k)) for k, v in xs.items()}
+    extra = set(states) - {str(k) for k in xs}
+    if extra:  # Flax drops these silently; a typo'd or renamed key is a mistake.
+        # Checked after the children, so an error Flax raises deeper comes first.
+        raise SerializationError(
+            "The target dict keys and state dict keys do not match, state dict "
+            f"contains keys {extra} which are not present in target dict at path "
+            f"{current_path()}\nlens does not drop saved values silently: restore "
+            "into a target that has these keys, or leave them out of the state "
+            "first ({k: state[k] for k in target})."
+        )
     return out if type(xs) is dict else cast(Any, type(xs))(out)
 
 
@@ -305,8 +319,9 @@ def _ndarray_to_bytes(arr: Any) -> bytes:
     arr = np.asarray(arr)
     if arr.dtype.hasobject or arr.dtype.isalignedstruct:
         raise SerializationError(
-            f"Cannot serialize an array of dtype {arr.dtype} at {_where()}: object and "
-            "structured dtypes are not supported."
+            "Object and structured dtypes not supported for serialization of "
+            f"ndarrays.\nThe array at {_where()} has dtype {arr.dtype}; convert it "
+            "to a numeric dtype, or leave it out of the saved tree."
         )
     return cast(
         bytes,
@@ -360,12 +375,27 @@ def _ext_unpack(code: int, data: bytes) -> Any:
 _msgpack_ext_pack = _ext_pack  # Flax's name for the packer
 
 
+_KEY_MARK = "__lens_prng_key__"
+
+
+def _is_key_array(x: Any) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key)
+
+
 def _prepare(tree: Any) -> Any:
-    """A copy with numpy leaves, large arrays chunked."""
+    """A copy with numpy leaves, large arrays chunked, PRNG keys as their data."""
     if isinstance(tree, dict):
         return {k: _prepare(v) for k, v in tree.items()}
     if isinstance(tree, list | tuple):
         return type(tree)(_prepare(v) for v in tree)
+    if _is_key_array(tree):
+        # A typed key array (jax.random.key) has no numpy form: store its raw
+        # data and the name of its implementation, and wrap them again on restore.
+        return {
+            _KEY_MARK: str(jax.random.key_impl(tree)),
+            "data": _prepare(np.asarray(jax.random.key_data(tree))),
+        }
     if isinstance(tree, jax.Array):
         tree = np.asarray(tree)
     if (
@@ -390,6 +420,9 @@ def _chunk_array_leaves_in_place(tree: Any) -> Any:
 
 def _unchunk(tree: Any) -> Any:
     if isinstance(tree, dict):
+        if _KEY_MARK in tree and set(tree) == {_KEY_MARK, "data"}:
+            data = jnp.asarray(_unchunk(tree["data"]))
+            return jax.random.wrap_key_data(data, impl=tree[_KEY_MARK])
         if "__msgpack_chunked_array__" in tree:
             shape = tuple(tree["shape"][str(i)] for i in range(len(tree["shape"])))
             chunks = [tree["chunks"][str(i)] for i in range(len(tree["chunks"]))]

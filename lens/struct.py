@@ -75,12 +75,22 @@ def _register_state_dict(clz: type, data_fields: tuple[str, ...]) -> None:
         }
 
     def from_state(x: Any, state: Any) -> Any:
-        missing = [name for name in data_fields if name not in state]
-        extra = sorted(set(state) - set(data_fields))
-        if missing or extra:
+        # Flax's messages, word for word; the fields are checked before any is
+        # restored, so a wrong state fails before doing any work.
+        where = serialization.current_path()
+        for name in data_fields:
+            if name not in state:
+                raise serialization.SerializationError(
+                    f"Missing field {name} in state dict while restoring an instance "
+                    f"of {clz.__name__}, at path {where}\nRestore a state saved from "
+                    f"a {clz.__name__} with fields {list(data_fields)}."
+                )
+        extra = [k for k in state if k not in data_fields]
+        if extra:
             raise serialization.SerializationError(
-                f"The state of the {clz.__name__} at {serialization.current_path()} "
-                f"does not match its fields: missing {missing}, unknown {extra}."
+                f'Unknown field(s) "{",".join(extra)}" in state dict while restoring '
+                f"an instance of {clz.__name__} at path {where}\nIts fields are "
+                f"{list(data_fields)}; restore a state saved from this class."
             )
         return x.replace(
             **{

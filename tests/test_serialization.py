@@ -65,3 +65,73 @@ def test_bad_input_raises_and_changes_nothing():
     assert (
         serialization.from_bytes({"w": jnp.zeros(2)}, half)["w"].dtype == jnp.bfloat16
     )
+
+
+def test_prng_key_arrays_round_trip():
+    """Typed keys (jax.random.key) have no numpy form; Flax's to_bytes raises."""
+    tree = {"rng": jax.random.key(7), "keys": jax.random.split(jax.random.key(1), 3)}
+    restored = serialization.from_bytes(tree, serialization.to_bytes(tree))
+    for name, key in tree.items():
+        assert jnp.issubdtype(restored[name].dtype, jax.dtypes.prng_key)
+        np.testing.assert_array_equal(
+            jax.random.key_data(restored[name]), jax.random.key_data(key)
+        )
+    raw = serialization.msgpack_restore(serialization.to_bytes(tree))
+    assert jnp.issubdtype(raw["rng"].dtype, jax.dtypes.prng_key)
+    with pytest.raises(errors.SerializationError, match="has dtype"):
+        serialization.from_bytes(
+            {"rng": jnp.zeros((), jnp.uint32)},
+            serialization.to_bytes({"rng": tree["rng"]}),
+        )
+
+
+def test_extra_key_in_the_state_is_an_error_not_dropped():
+    """Flax drops keys that only the state has; a typo'd or renamed key then
+    restores nothing. lens raises and names them."""
+    data = serialization.to_bytes({"a": {"w": jnp.ones(1), "typo": jnp.ones(1)}})
+    with pytest.raises(errors.SerializationError) as info:
+        serialization.from_bytes({"a": {"w": jnp.zeros(1)}}, data)
+    assert str(info.value) == (
+        "The target dict keys and state dict keys do not match, state dict "
+        "contains keys {'typo'} which are not present in target dict at path ./a"
+    )
+    assert "does not drop saved values silently" in info.value.__notes__[0]
+
+
+def test_missing_key_message_is_flax_word_for_word_then_lens_notes():
+    """Flax's tests compare the message literally; lens's lines are notes."""
+    import pickle
+
+    data = serialization.to_bytes({"a": {"b": {"c": [1, 2, 3], "d": [4, 5]}}})
+    with pytest.raises(ValueError) as info:
+        serialization.from_bytes({"a": {"b": {"c": [1, 2, 3], "e": [4, 5]}}}, data)
+    err = info.value
+    assert isinstance(err, errors.SerializationError)
+    assert str(err) == (
+        "The target dict keys and state dict keys do not match, target dict contains "
+        "keys {'e'} which are not present in state dict at path ./a/b"
+    )
+    assert any("Restore into a target" in n for n in err.__notes__)
+    assert any("docs/errors.md#serializationerror" in n for n in err.__notes__)
+    again = pickle.loads(pickle.dumps(err))
+    assert str(again) == str(err) and again.__notes__ == err.__notes__
+
+
+def test_struct_field_errors_use_flax_words():
+    from lens import struct
+
+    @struct.dataclass
+    class Point:
+        x: int
+        y: int
+
+    p = Point(1, 2)
+    with pytest.raises(ValueError, match=r"^Missing field y in state dict while"):
+        serialization.from_state_dict(p, {"x": 3})
+    with pytest.raises(ValueError, match=r'^Unknown field\(s\) "z" in state dict'):
+        serialization.from_state_dict(p, {"x": 3, "y": 4, "z": 5})
+
+
+def test_object_dtype_uses_flax_words():
+    with pytest.raises(ValueError, match="^Object and structured dtypes not supported"):
+        serialization.to_bytes({"o": np.array([object()])})

@@ -42,16 +42,29 @@ def promote_dtype(*args: Any, dtype: Any = None, inexact: bool = True) -> list[A
 
 
 def merge_param(name: str, a: Any, b: Any) -> Any:
-    """Returns whichever of attribute ``a`` and call argument ``b`` is set (not both)."""
+    """Returns whichever of attribute ``a`` and call argument ``b`` is set (not both).
+
+    The error messages are Flax's word for word (its tests compare them); the hint
+    is a note, which a traceback shows after the message.
+    """
     if a is not None and b is not None:
-        raise ValueError(
-            f'Parameter "{name}" was passed to the constructor and at call time. Should '
-            "be passed just once.\nGive it as a module attribute or as a call "
-            "argument, not both."
+        raise _with_note(
+            ValueError(
+                f'Parameter "{name}" was passed to the constructor and at call time.'
+                " Should be passed just once."
+            ),
+            "Give it as a module attribute or as a call argument, not both.",
         )
     if a is None and b is None:
-        raise ValueError(
-            f'Parameter "{name}" must be passed to the constructor or at call time.'
-            f"\nE.g. Layer({name}=...) or layer(x, {name}=...)."
+        raise _with_note(
+            ValueError(
+                f'Parameter "{name}" must be passed to the constructor or at call time.'
+            ),
+            f"E.g. Layer({name}=...) or layer(x, {name}=...).",
         )
     return a if b is None else b
+
+
+def _with_note(err: Exception, note: str) -> Exception:
+    err.add_note(note)
+    return err

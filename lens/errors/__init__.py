@@ -36,6 +36,9 @@ from lens.errors._modules import (
     CallUnbindOnUnboundModuleError as CallUnbindOnUnboundModuleError,
 )
 from lens.errors._modules import CapturedOutputError as CapturedOutputError
+from lens.errors._modules import (
+    CheckpointCorruptedError as CheckpointCorruptedError,
+)
 from lens.errors._modules import CursorFindError as CursorFindError
 from lens.errors._modules import DescriptorAttributeError as DescriptorAttributeError
 from lens.errors._modules import GraphStructureError as GraphStructureError

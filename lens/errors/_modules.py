@@ -320,6 +320,25 @@ class MPARestoreDataCorruptedError(LensError, ValueError):
         )
 
 
+class CheckpointCorruptedError(LensError, ValueError):
+    """A checkpoint's bytes differ from the ones saved (its checksum does not match).
+
+    ``save_checkpoint(..., checksum=True)`` stores a SHA-256 of the file's contents
+    with it; ``restore_checkpoint`` checks it and raises this error instead of
+    restoring values that a disk, a copy or a network changed. Wrong: restoring
+    the file anyway. Right: restore an earlier step
+    (``restore_checkpoint(d, target, step=...)``) or the file from a backup.
+    """
+
+    def __init__(self, path: Any, detail: str = ""):
+        super().__init__(
+            f'Checkpoint at "{path}" is corrupted: its contents do not match the '
+            f"checksum saved with it.{' ' + detail if detail else ''}\nRestore an "
+            "earlier step (restore_checkpoint(ckpt_dir, target, step=...)) or a copy "
+            "of the file from elsewhere."
+        )
+
+
 class AlreadyExistsError(LensError, FileExistsError):
     """A file was about to be overwritten."""
 
@@ -365,7 +384,13 @@ class SerializationError(LensError, ValueError):
     The target gives the structure (e.g. ``model.init(...)`` or the variables
     saved earlier). Wrong: restoring bytes of another model, or truncated bytes.
     Right: ``from_bytes(variables_like_the_saved_ones, data)``.
+
+    The message is Flax's ``ValueError`` message, word for word (Flax's tests
+    compare it literally); lens's lines on where and how to fix are its notes,
+    shown after it in a traceback.
     """
+
+    flax_literal_message = True
 
 
 # ---------------------------------------------------------------------- lens.nnx

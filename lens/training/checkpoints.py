@@ -20,13 +20,15 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 import jax
+import msgpack
 
 from lens import errors, serialization
 from lens.core._freeze import FrozenDict, freeze
@@ -125,7 +127,15 @@ def _checkpoint_path(ckpt_dir: str, step: int | float | str, prefix: str) -> str
     return os.path.join(ckpt_dir, f"{prefix}{step}")
 
 
+def _split_prefix(ckpt_dir: str, prefix: str) -> tuple[str, str]:
+    """``(folder, name prefix)``: a prefix may name a subfolder (``"run1/ckpt_"``),
+    as in Flax, which splits ``ckpt_dir/prefix`` the same way."""
+    folder, name = os.path.split(os.path.join(ckpt_dir, prefix))
+    return folder, name
+
+
 def _all_checkpoints(ckpt_dir: str, prefix: str) -> list[str]:
+    ckpt_dir, prefix = _split_prefix(ckpt_dir, prefix)
     if not os.path.isdir(ckpt_dir):
         return []
     names = [
@@ -152,7 +162,11 @@ def available_steps(
 ) -> list[Any]:
     """The steps of the checkpoints in ``ckpt_dir``, in increasing order."""
     paths = _all_checkpoints(safe_normpath(os.fspath(ckpt_dir)), prefix)
-    return [step_type(os.path.basename(p)[len(prefix) :]) for p in paths]
+    return [step_type(_step_text(p, prefix)) for p in paths]
+
+
+def _step_text(path: str, prefix: str) -> str:
+    return os.path.basename(path)[len(_split_prefix("", prefix)[1]) :]
 
 
 def _check_single_process(target: Any, path: str, step: Any) -> None:
@@ -171,6 +185,8 @@ def save_checkpoint(
     keep_every_n_steps: int | None = None,
     async_manager: Any = None,
     orbax_checkpointer: Any = None,
+    *,
+    checksum: bool = False,
 ) -> str:
     """Saves ``target`` as ``{ckpt_dir}/{prefix}{step}``; returns the path.
 
@@ -178,18 +194,29 @@ def save_checkpoint(
       ckpt_dir: the directory (created if missing).
       target: a serializable pytree (a train state, a variable dict...).
       step: the step number (int or float).
-      prefix: the file name prefix.
-      keep: how many of the newest checkpoints to keep.
+      prefix: the file name prefix; it may start with subfolders (``"run1/ck_"``).
+      keep: how many of the newest checkpoints to keep (the one just written is
+        always kept; 0 keeps them all, as in Flax).
       overwrite: allow saving at a step at or below the newest saved one (the
         newer checkpoints are deleted).
       keep_every_n_steps: also keep every checkpoint whose step is a multiple.
       async_manager: an :class:`AsyncManager` to write the file in the background.
       orbax_checkpointer: if given, ``orbax_checkpointer.save(path, target)``.
+      checksum: store a SHA-256 of the contents in the file, which
+        :func:`restore_checkpoint` checks (a corrupted file then raises
+        ``CheckpointCorruptedError`` instead of restoring wrong values). Such a
+        file is lens's: Flax reads only files saved without it.
 
     Raises:
       InvalidCheckpointError: if a checkpoint at ``step`` or later exists and
         ``overwrite`` is False.
+      ValueError: if ``keep`` is negative.
     """
+    if keep < 0:
+        raise ValueError(
+            f"save_checkpoint: keep={keep} is negative.\nkeep is how many of the "
+            "newest checkpoints stay (at least the one just written; 0 keeps all)."
+        )
     ckpt_dir = safe_normpath(os.fspath(ckpt_dir))
     if async_manager is not None:
         async_manager.wait_previous_save()
@@ -197,15 +224,17 @@ def save_checkpoint(
     _check_single_process(target, path, step)
     existing = _all_checkpoints(ckpt_dir, prefix)
     if existing and not overwrite:
-        newest = float(os.path.basename(existing[-1])[len(prefix) :])
+        newest = float(_step_text(existing[-1], prefix))
         if float(step) <= newest:
             raise errors.InvalidCheckpointError(path, step)
-    os.makedirs(ckpt_dir, exist_ok=True)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     if orbax_checkpointer is not None:
         orbax_checkpointer.save(path, target, force=overwrite)
         _remove_old(ckpt_dir, prefix, path, keep, overwrite, keep_every_n_steps)
         return path
     data = serialization.to_bytes(target)  # now: later changes must not leak in
+    if checksum:
+        data = _with_checksum(data)
 
     def write() -> None:
         tmp = f"{path}.{_TMP}"
@@ -233,16 +262,18 @@ def _remove_old(
     import shutil
 
     paths = _all_checkpoints(ckpt_dir, prefix)
-    step_of = {p: float(os.path.basename(p)[len(prefix) :]) for p in paths}
+    step_of = {p: float(_step_text(p, prefix)) for p in paths}
     if overwrite:  # newer checkpoints than this one go
         for p in paths:
             if step_of[p] > step_of[path]:
                 _delete(p, shutil)
         paths = [p for p in paths if step_of[p] <= step_of[path]]
-    if len(paths) <= keep:
+    if keep == 0 or len(paths) <= keep:  # 0 keeps all (Flax's [:-0] is empty)
         return
     last_kept = None
     for p in paths[: len(paths) - keep]:
+        if p == path:  # never the checkpoint just written
+            continue
         if keep_every_n_steps:
             s = step_of[p]
             if last_kept is None or s - last_kept >= keep_every_n_steps:
@@ -303,14 +334,22 @@ def restore_checkpoint(
     allow_partial_mpa_restoration: bool = False,
     orbax_checkpointer: Any = None,
     orbax_transforms: dict | None = None,
+    *,
+    checksum: bool | None = None,
 ) -> Any:
     """Restores the latest (or ``step``'s) checkpoint of ``ckpt_dir`` into ``target``.
 
     ``ckpt_dir`` may also be a checkpoint file. With ``target=None`` the state
     dict is returned. Without any checkpoint, ``target`` is returned unchanged.
+    A checksum saved with the file (``save_checkpoint(..., checksum=True)``) is
+    always checked; ``checksum=True`` also requires that the file has one.
 
     Raises:
       ValueError: if ``step`` is given and its checkpoint does not exist.
+      CheckpointCorruptedError: if the file does not match its checksum (or has
+        none and ``checksum`` is True).
+      SerializationError: if the file is not a checkpoint, or its structure
+        differs from ``target``'s.
     """
     del parallel, gda_manager, allow_partial_mpa_restoration, orbax_transforms
     ckpt_dir = safe_normpath(os.fspath(ckpt_dir))
@@ -340,7 +379,8 @@ def restore_checkpoint(
         )
     else:
         with open(path, "rb") as f:
-            restored = serialization.msgpack_restore(f.read())
+            data = _checked(f.read(), path, required=bool(checksum))
+        restored = serialization.msgpack_restore(data)
     if target is None:
         return restored
     return serialization.from_state_dict(target, restored)
@@ -366,3 +406,38 @@ def convert_pre_linen(params: Any) -> Any:
             counts[module] = num + 1
         renamed[name] = convert_pre_linen(value)
     return freeze(renamed) if isinstance(params, FrozenDict) else renamed
+
+
+# ------------------------------------------------------------------- checksums
+
+# A file saved with a checksum is the msgpack array [_CHECKSUM_TAG, sha256 hex,
+# payload], where the payload is the plain checkpoint bytes. A plain checkpoint
+# is a msgpack map or a single leaf, never an array that starts with this tag.
+_CHECKSUM_TAG = "lens-checkpoint-sha256"
+_CHECKSUM_HEAD = b"\x93" + msgpack.packb(_CHECKSUM_TAG)
+
+
+def _with_checksum(data: bytes) -> bytes:
+    digest = hashlib.sha256(data).hexdigest()
+    return cast(bytes, msgpack.packb([_CHECKSUM_TAG, digest, data]))
+
+
+def _checked(data: bytes, path: str, required: bool) -> bytes:
+    """The checkpoint bytes inside ``data``, their checksum verified."""
+    if not data.startswith(_CHECKSUM_HEAD):
+        if required:
+            raise errors.CheckpointCorruptedError(
+                path, "It has no checksum (it was saved without checksum=True)."
+            )
+        return data
+    try:
+        tag, digest, payload = msgpack.unpackb(data)
+    except Exception as e:  # cut short, or the header itself is damaged
+        raise errors.CheckpointCorruptedError(
+            path, f"The file cannot be read ({type(e).__name__})."
+        ) from e
+    if tag != _CHECKSUM_TAG or not isinstance(payload, bytes):
+        raise errors.CheckpointCorruptedError(path, "Its header is damaged.")
+    if hashlib.sha256(payload).hexdigest() != digest:
+        raise errors.CheckpointCorruptedError(path)
+    return payload
