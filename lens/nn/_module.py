@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import types
 import typing
 import weakref
@@ -161,6 +162,7 @@ class Module(_DataclassModule):
 
     def __init_subclass__(cls, kw_only: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        cls._verify_single_or_no_compact()
         cls._customized_dataclass_transform(kw_only)
         cls._find_compact_name_scope_methods()
         cls._wrap_module_attributes()
@@ -220,6 +222,23 @@ class Module(_DataclassModule):
                 extra_fields=extra_fields,
             )
         cls.__hash__ = _wrap_hash(cls.__hash__)  # type: ignore[method-assign]
+
+    @classmethod
+    def _verify_single_or_no_compact(cls) -> None:
+        """At most one ``@compact`` method, counting inherited ones (Flax documents
+        MultipleMethodsCompactError for this but accepts the class)."""
+        names = sorted(
+            name
+            for name in dir(cls)
+            if getattr(inspect.getattr_static(cls, name, None), "compact", False)
+            is True
+        )
+        if len(names) > 1:
+            raise errors.MultipleMethodsCompactError(
+                f"{cls.__name__} has @compact on {', '.join(names)}.\nKeep @compact "
+                "on one method; define the other's submodules in setup(), or move "
+                "them into a module of their own."
+            )
 
     @classmethod
     def _find_compact_name_scope_methods(cls) -> None:
