@@ -14,6 +14,7 @@ function of ``(scope_tree, *args, **kwargs)`` that goes through six stages:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -294,6 +295,170 @@ def check_no_leaked_tracers(
             )
 
 
+@dataclasses.dataclass(frozen=True)
+class _PackSpec:
+    """What ``pack``'s arguments say, fixed when a transform is built."""
+
+    fn: Callable[..., Any]
+    in_variable_filters: Sequence[Filter]
+    out_variable_filters: Sequence[Filter]
+    rng_filters: Sequence[Filter]
+    label: str
+    hint: Hint | None
+    trace_options: Mapping[str, Any] | None
+    group_labels: Sequence[str]
+    rng_labels: Sequence[str]
+
+    @functools.cached_property
+    def in_union(self) -> Filter:
+        return _union(self.in_variable_filters)
+
+    @functools.cached_property
+    def out_union(self) -> Filter:
+        return _union(self.out_variable_filters)
+
+    @functools.cached_property
+    def rng_union(self) -> Filter:
+        return _union(self.rng_filters)
+
+
+def _root_scopes(
+    spec: _PackSpec, scope_tree: Any, recorder: Any
+) -> tuple[Any, list[Scope], list[tuple[int, tuple[str, ...]]]]:
+    """Stage 1: the scopes of ``scope_tree`` de-duplicated to their roots.
+
+    Returns the tree's structure, the root scopes and, per scope, its root's index
+    and its path below that root.
+    """
+    scopes, treedef = jax.tree_util.tree_flatten(scope_tree, is_leaf=_is_scope)
+    if not all(_is_scope(s) for s in scopes):
+        raise errors.TransformTargetError(
+            scope_tree,
+            detail=f"{spec.label} lifts scopes: pass the scope (or the module) as "
+            "the first argument of the lifted function.",
+        )
+    for s in scopes:
+        s._check_valid()
+    root_idx, rel = _dedup(scopes)
+    recorder.scopes([s.path for s in scopes], root_idx, rel)
+    return treedef, [scopes[i] for i in root_idx], rel
+
+
+def _filter_groups(
+    spec: _PackSpec, roots: Sequence[Scope], recorder: Any
+) -> tuple[tuple, tuple]:
+    """Stage 2: the roots' variables and rngs split into one group per filter.
+
+    Each group is a tuple with one ``{collection: tree}`` (or ``{stream: key}``)
+    dict per root scope.
+    """
+    groups_xs = []
+    hidden_cols: list[str] = []
+    for r in roots:
+        cols = r.variables()
+        groups_xs.append(group_collections(cols, spec.in_variable_filters))
+        hidden_cols += [
+            c for c in cols if not in_filter(spec.in_union, c) and c not in hidden_cols
+        ]
+    rng_groups_xs = [group_collections(r.rngs, spec.rng_filters) for r in roots]
+    hidden_rngs = sorted(
+        {s for r in roots for s in r.rngs if not in_filter(spec.rng_union, s)}
+    )
+    n_vars, n_rngs = len(spec.in_variable_filters), len(spec.rng_filters)
+    variable_groups = tuple(tuple(g[i] for g in groups_xs) for i in range(n_vars))
+    rng_groups = tuple(tuple(g[i] for g in rng_groups_xs) for i in range(n_rngs))
+    recorder.groups(
+        spec.in_variable_filters,
+        spec.group_labels,
+        spec.out_variable_filters,
+        groups_xs,
+        [r.path for r in roots],
+        hidden_cols,
+    )
+    recorder.rngs(spec.rng_filters, spec.rng_labels, rng_groups_xs, hidden_rngs)
+    return variable_groups, rng_groups
+
+
+def _lift_info(spec: _PackSpec, root: Scope) -> LiftInfo:
+    """What the inner scopes remember of this lift (for errors that say how to
+    lift a hidden collection or stream, and for traces)."""
+    n_vars, n_rngs = len(spec.in_variable_filters), len(spec.rng_filters)
+    return LiftInfo(
+        spec.label,
+        root.path,
+        spec.in_union,
+        spec.out_union,
+        spec.rng_union,
+        spec.hint,
+        groups=tuple(
+            zip(spec.in_variable_filters, list(spec.group_labels) + [""] * n_vars)
+        ),
+        rng_groups=tuple(
+            zip(spec.rng_filters, list(spec.rng_labels) + ["shared"] * n_rngs)
+        ),
+    )
+
+
+def _scope_and_repack_fns(
+    spec: _PackSpec,
+    treedef: Any,
+    roots: Sequence[Scope],
+    rel: Sequence[tuple[int, tuple[str, ...]]],
+    recorder: Any,
+) -> tuple[ScopeFn, RepackFn]:
+    """The functions of stages 4 and 5, which the transform calls inside."""
+    mutable = [intersect_filters(r.mutable, spec.out_union) for r in roots]
+    lifts = [r._shared.lifts + (_lift_info(spec, r),) for r in roots]
+    scope_fn = ScopeFn(treedef, roots, rel, mutable, lifts, recorder, spec.label)
+    repack_fn = RepackFn(
+        treedef,
+        len(roots),
+        rel,
+        spec.out_variable_filters,
+        recorder,
+        [r.path for r in roots],
+    )
+    return scope_fn, repack_fn
+
+
+def _commit(
+    spec: _PackSpec, roots: Sequence[Scope], out_groups: Any, recorder: Any
+) -> None:
+    """Stage 6: the variable groups the transform returned, written to the roots."""
+    check_no_leaked_tracers(out_groups, spec.label, [r.path for r in roots])
+    for group in out_groups:
+        for ri, cols in enumerate(group):
+            root = roots[ri]
+            for col, tree in cols.items():
+                if not tree or not root.is_mutable_collection(col):
+                    continue
+                merge_into(root._mutable_collection(col), tree)
+                recorder.commit(ri, root.path, col, tree)
+                track = root._shared.track
+                if track is not None:  # an enclosing traced pack: updated there
+                    track.update(
+                        (col, root.path + p) for p, _ in _trace.flatten_vars(tree)
+                    )
+
+
+def _run(
+    spec: _PackSpec, recorder: Any, scope_tree: Any, args: tuple, kwargs: dict
+) -> Any:
+    """The six stages for one call of the lifted function."""
+    treedef, roots, rel = _root_scopes(spec, scope_tree, recorder)
+    variable_groups, rng_groups = _filter_groups(spec, roots, recorder)
+    scope_fn, repack_fn = _scope_and_repack_fns(spec, treedef, roots, rel, recorder)
+    # Stages 3-5 happen inside fn (the transform).
+    try:
+        y, out_groups = spec.fn(
+            scope_fn, repack_fn, variable_groups, rng_groups, *args, **kwargs
+        )
+    finally:
+        scope_fn.invalidate()
+    _commit(spec, roots, out_groups, recorder)
+    return y
+
+
 def pack(
     fn: Callable[..., Any],
     in_variable_filters: Sequence[Filter],
@@ -331,131 +496,32 @@ def pack(
     Returns:
       ``wrapper(scope_tree, *args, **kwargs)`` returning ``y``.
     """
-    label: str = name or getattr(fn, "__name__", "pack")
-    in_union = _union(in_variable_filters)
-    out_union = _union(out_variable_filters)
-    rng_union = _union(rng_filters)
+    spec = _PackSpec(
+        fn,
+        in_variable_filters,
+        out_variable_filters,
+        rng_filters,
+        name or getattr(fn, "__name__", "pack"),
+        hint,
+        trace_options,
+        group_labels,
+        rng_labels,
+    )
 
     def wrapper(scope_tree: Any, *args: Any, **kwargs: Any) -> Any:
         if kwargs and not enable_kwargs:
             warnings.warn(
-                f'kwargs are not supported in {label}, so "{", ".join(kwargs)}" '
+                f'kwargs are not supported in {spec.label}, so "{", ".join(kwargs)}" '
                 "is(are) ignored\nPass them positionally, or build the lifted "
                 "function with pack(..., enable_kwargs=True).",
                 RuntimeWarning,
                 stacklevel=2,
             )
             kwargs = {}
-        recorder = _trace.recorder(label, trace_options)
+        recorder = _trace.recorder(spec.label, trace_options)
         try:
-            return _run(recorder, scope_tree, args, kwargs)
+            return _run(spec, recorder, scope_tree, args, kwargs)
         finally:
             recorder.close()
-
-    def _run(recorder: Any, scope_tree: Any, args: tuple, kwargs: dict) -> Any:
-        # Stage 1: scope de-duplication.
-        scopes, treedef = jax.tree_util.tree_flatten(scope_tree, is_leaf=_is_scope)
-        if not all(_is_scope(s) for s in scopes):
-            raise errors.TransformTargetError(
-                scope_tree,
-                detail=f"{label} lifts scopes: pass the scope (or the module) as the "
-                "first argument of the lifted function.",
-            )
-        for s in scopes:
-            s._check_valid()
-        root_idx, rel = _dedup(scopes)
-        roots = [scopes[i] for i in root_idx]
-        recorder.scopes([s.path for s in scopes], root_idx, rel)
-
-        # Stage 2: filter variables and rngs into groups.
-        groups_xs = []
-        hidden_cols: list[str] = []
-        for r in roots:
-            cols = r.variables()
-            groups_xs.append(group_collections(cols, in_variable_filters))
-            hidden_cols += [
-                c for c in cols if not in_filter(in_union, c) and c not in hidden_cols
-            ]
-        rng_groups_xs = [group_collections(r.rngs, rng_filters) for r in roots]
-        hidden_rngs = sorted(
-            {s for r in roots for s in r.rngs if not in_filter(rng_union, s)}
-        )
-        variable_groups = tuple(
-            tuple(g[i] for g in groups_xs) for i in range(len(in_variable_filters))
-        )
-        rng_groups = tuple(
-            tuple(g[i] for g in rng_groups_xs) for i in range(len(rng_filters))
-        )
-        recorder.groups(
-            in_variable_filters,
-            group_labels,
-            out_variable_filters,
-            groups_xs,
-            [r.path for r in roots],
-            hidden_cols,
-        )
-        recorder.rngs(rng_filters, rng_labels, rng_groups_xs, hidden_rngs)
-
-        mutable = [intersect_filters(r.mutable, out_union) for r in roots]
-        lifts = [
-            r._shared.lifts
-            + (
-                LiftInfo(
-                    label,
-                    r.path,
-                    in_union,
-                    out_union,
-                    rng_union,
-                    hint,
-                    groups=tuple(
-                        zip(
-                            in_variable_filters,
-                            list(group_labels) + [""] * len(in_variable_filters),
-                        )
-                    ),
-                    rng_groups=tuple(
-                        zip(
-                            rng_filters,
-                            list(rng_labels) + ["shared"] * len(rng_filters),
-                        )
-                    ),
-                ),
-            )
-            for r in roots
-        ]
-        scope_fn = ScopeFn(treedef, roots, rel, mutable, lifts, recorder, label)
-        repack_fn = RepackFn(
-            treedef,
-            len(roots),
-            rel,
-            out_variable_filters,
-            recorder,
-            [r.path for r in roots],
-        )
-
-        # Stages 3-5 happen inside fn (the transform).
-        try:
-            y, out_groups = fn(
-                scope_fn, repack_fn, variable_groups, rng_groups, *args, **kwargs
-            )
-        finally:
-            scope_fn.invalidate()
-
-        # Stage 6: commit.
-        check_no_leaked_tracers(out_groups, label, [r.path for r in roots])
-        for group in out_groups:
-            for ri, cols in enumerate(group):
-                root = roots[ri]
-                for col, tree in cols.items():
-                    if not tree or not root.is_mutable_collection(col):
-                        continue
-                    merge_into(root._mutable_collection(col), tree)
-                    recorder.commit(ri, root.path, col, tree)
-                    track = root._shared.track
-                    if track is not None:  # an enclosing traced pack: updated there
-                        track.update(
-                            (col, root.path + p) for p, _ in _trace.flatten_vars(tree)
-                        )
-        return y
 
     return wrapper
