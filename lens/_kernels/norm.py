@@ -5,6 +5,7 @@ normalizing with scale and bias, and each as one jitted function.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -233,6 +234,75 @@ def param_cast(force_float32_reductions: bool, param_dtype: Any) -> Any:
     return None if force_float32_reductions else jnp.dtype(param_dtype)
 
 
+@dataclasses.dataclass(frozen=True)
+class LayerNormSpec:
+    """How LayerNorm, RMSNorm and InstanceNorm normalize: everything but the arrays.
+
+    Attributes:
+      reduction: the axes the statistics are taken over (non-negative).
+      feature_axes: the axes scale and bias have (non-negative).
+      use_mean: subtract the mean (LayerNorm, InstanceNorm); False for RMSNorm.
+      epsilon: added to the variance.
+      dtype: the output dtype (None: from the inputs).
+      fast_variance: ``E[x^2] - E[x]^2`` instead of ``E[(x - E[x])^2]``.
+      stats_dtype: the dtype the statistics are computed in (see
+        :func:`stats_dtype`).
+      params_dtype: the dtype scale and bias are cast to (see :func:`param_cast`).
+      axis_name, axis_index_groups: take the statistics across devices too
+        (``lax.pmean`` over ``axis_name``).
+    """
+
+    reduction: tuple[int, ...]
+    feature_axes: tuple[int, ...]
+    use_mean: bool
+    epsilon: float
+    dtype: Any
+    fast_variance: bool
+    stats_dtype: Any
+    params_dtype: Any
+    axis_name: str | None = None
+    axis_index_groups: Any = None
+
+    def static_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`layer_norm` that ``jax.jit`` keeps static."""
+        return dict(
+            reduction=self.reduction,
+            feature_axes=self.feature_axes,
+            use_mean=self.use_mean,
+            epsilon=self.epsilon,
+            dtype=self.dtype,
+            fast_variance=self.fast_variance,
+            stats_dtype=self.stats_dtype,
+            params_dtype=self.params_dtype,
+        )
+
+
+def apply_layer_norm(
+    x: Array,
+    scale: Array | None,
+    bias: Array | None,
+    mask: Array | None,
+    spec: LayerNormSpec,
+) -> Array:
+    """LayerNorm, RMSNorm or InstanceNorm of ``x`` as ``spec`` says.
+
+    Jitted (traced once per shape and spec) unless the statistics are taken across
+    devices (``spec.axis_name``), where the collective must run in the caller's
+    trace.
+    """
+    if spec.axis_name is None:
+        return layer_norm_jit(x, scale, bias, mask, **spec.static_kwargs())
+    return layer_norm(
+        x,
+        scale,
+        bias,
+        mask,
+        **spec.static_kwargs(),
+        axis_name=spec.axis_name,
+        axis_index_groups=spec.axis_index_groups,
+    )
+
+
 def call_layer_norm(
     x: Array,
     scale: Array | None,
@@ -249,24 +319,18 @@ def call_layer_norm(
     axis_name: str | None,
     axis_index_groups: Any,
 ) -> Array:
-    kw: dict[str, Any] = dict(
-        reduction=reduction,
-        feature_axes=feature_axes,
-        use_mean=use_mean,
-        epsilon=epsilon,
-        dtype=dtype,
-        fast_variance=fast_variance,
-        stats_dtype=stats_dtype,
-        params_dtype=params_dtype,
+    """:func:`apply_layer_norm` with the spec spelled out (the older entry point,
+    kept until every caller passes a :class:`LayerNormSpec`)."""
+    spec = LayerNormSpec(
+        reduction,
+        feature_axes,
+        use_mean,
+        epsilon,
+        dtype,
+        fast_variance,
+        stats_dtype,
+        params_dtype,
+        axis_name,
+        axis_index_groups,
     )
-    if axis_name is None:
-        return layer_norm_jit(x, scale, bias, mask, **kw)
-    return layer_norm(
-        x,
-        scale,
-        bias,
-        mask,
-        **kw,
-        axis_name=axis_name,
-        axis_index_groups=axis_index_groups,
-    )
+    return apply_layer_norm(x, scale, bias, mask, spec)

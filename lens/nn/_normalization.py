@@ -100,22 +100,21 @@ class LayerNorm(Module):
             self.bias_init,
             self.scale_init,
         )
-        return norm.call_layer_norm(
-            x,
-            scale,
-            bias,
-            mask,
-            norm.axes(self.reduction_axes, x.ndim),
-            feature_axes,
-            True,
-            self.epsilon,
-            self.dtype,
-            self.use_fast_variance,
-            norm.stats_dtype(x, self.dtype, self.force_float32_reductions),
-            norm.param_cast(self.force_float32_reductions, self.param_dtype),
-            self.axis_name,
-            self.axis_index_groups,
+        spec = norm.LayerNormSpec(
+            reduction=norm.axes(self.reduction_axes, x.ndim),
+            feature_axes=feature_axes,
+            use_mean=True,
+            epsilon=self.epsilon,
+            dtype=self.dtype,
+            fast_variance=self.use_fast_variance,
+            stats_dtype=norm.stats_dtype(x, self.dtype, self.force_float32_reductions),
+            params_dtype=norm.param_cast(
+                self.force_float32_reductions, self.param_dtype
+            ),
+            axis_name=self.axis_name,
+            axis_index_groups=self.axis_index_groups,
         )
+        return norm.apply_layer_norm(x, scale, bias, mask, spec)
 
 
 class RMSNorm(Module):
@@ -153,22 +152,21 @@ class RMSNorm(Module):
             initializers.zeros,
             self.scale_init,
         )
-        return norm.call_layer_norm(
-            x,
-            scale,
-            None,
-            mask,
-            norm.axes(self.reduction_axes, x.ndim),
-            feature_axes,
-            False,
-            self.epsilon,
-            self.dtype,
-            self.use_fast_variance,
-            norm.stats_dtype(x, self.dtype, self.force_float32_reductions),
-            norm.param_cast(self.force_float32_reductions, self.param_dtype),
-            self.axis_name,
-            self.axis_index_groups,
+        spec = norm.LayerNormSpec(
+            reduction=norm.axes(self.reduction_axes, x.ndim),
+            feature_axes=feature_axes,
+            use_mean=False,
+            epsilon=self.epsilon,
+            dtype=self.dtype,
+            fast_variance=self.use_fast_variance,
+            stats_dtype=norm.stats_dtype(x, self.dtype, self.force_float32_reductions),
+            params_dtype=norm.param_cast(
+                self.force_float32_reductions, self.param_dtype
+            ),
+            axis_name=self.axis_name,
+            axis_index_groups=self.axis_index_groups,
         )
+        return norm.apply_layer_norm(x, scale, None, mask, spec)
 
 
 class BatchNorm(Module):
@@ -447,22 +445,21 @@ class InstanceNorm(Module):
             self.bias_init,
             self.scale_init,
         )
-        return norm.call_layer_norm(
-            x,
-            scale,
-            bias,
-            mask,
-            reduction,
-            feature_axes,
-            True,
-            self.epsilon,
-            self.dtype,
-            self.use_fast_variance,
-            norm.stats_dtype(x, self.dtype, self.force_float32_reductions),
-            norm.param_cast(self.force_float32_reductions, self.param_dtype),
-            self.axis_name,
-            self.axis_index_groups,
+        spec = norm.LayerNormSpec(
+            reduction=reduction,
+            feature_axes=feature_axes,
+            use_mean=True,
+            epsilon=self.epsilon,
+            dtype=self.dtype,
+            fast_variance=self.use_fast_variance,
+            stats_dtype=norm.stats_dtype(x, self.dtype, self.force_float32_reductions),
+            params_dtype=norm.param_cast(
+                self.force_float32_reductions, self.param_dtype
+            ),
+            axis_name=self.axis_name,
+            axis_index_groups=self.axis_index_groups,
         )
+        return norm.apply_layer_norm(x, scale, bias, mask, spec)
 
 
 def _l2_normalize(x: Array, axis: Any = None, eps: float = 1e-12) -> Array:
