@@ -16,9 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-_NOT_MAPPED = {"broadcast", "carry"}
-
-
 def _matches(filt: Any, collection: str) -> bool:
     """Whether a recorded (JSON) filter takes ``collection``."""
     if filt is True:

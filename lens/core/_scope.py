@@ -272,9 +272,6 @@ class Scope:
         if self._invalid or not self._shared.alive:
             raise errors.InvalidScopeError(self.name, path=self.debug_path)
 
-    def _validate_trace_level(self) -> None:
-        """Kept for code ported from ``flax.core`` (lens checks tracers in pack)."""
-
     @contextlib.contextmanager
     def temporary(self) -> Iterator[Scope]:
         """A context manager that invalidates this scope's tree on exit."""
