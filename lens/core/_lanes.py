@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+
 def _matches(filt: Any, collection: str) -> bool:
     """Whether a recorded (JSON) filter takes ``collection``."""
     if filt is True:
