@@ -178,6 +178,7 @@ from lens.nnx.statelib import (
     to_pure_dict,
 )
 from lens.nnx.summary import tabulate
+from lens.nnx.visualization import display
 from lens.nnx.training import metrics, optimizer
 from lens.nnx.training.metrics import Metric, MultiMetric
 from lens.nnx.training.optimizer import (
@@ -351,6 +352,7 @@ __all__ = [
     "Static",
     "checkify",
     "dataclass",
+    "display",
     "flatten",
     "fork_rngs",
     "has_data",

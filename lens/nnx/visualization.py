@@ -43,3 +43,39 @@ def view_title(x: Any) -> tuple[dict[str, Any], str]:
 # Objects and States display through lens.display (registered there).
 for _cls in (Object, State):
     install_views(_cls)
+
+
+def display(*args: Any) -> None:
+    """Shows each argument as richly as the front end allows (flax.nnx's ``display``).
+
+    In a notebook (IPython), a module, State or variable dict is shown with lens's
+    display (variables by type, shapes, values and statistics), anything else with
+    IPython's own display; in a terminal each argument is printed.
+
+    Example:
+        >>> from lens import nnx
+        >>> nnx.display(nnx.Param(1.0))  # outside a notebook: printed
+        Param(
+          value=1.0
+        )
+    """
+    try:
+        from IPython import get_ipython
+
+        ip = get_ipython()
+    except ImportError:
+        ip = None
+    if ip is None:
+        for x in args:
+            print(x)
+        return
+    from IPython.display import display as ipython_display
+
+    from lens._views import view_for
+
+    for x in args:
+        try:
+            view = view_for(x)
+        except Exception:  # noqa: BLE001 - a display never raises into a notebook
+            view = None
+        ipython_display(view if view is not None else x)

@@ -42,3 +42,29 @@ def test_print_shows_the_structure():
     text = repr(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
     assert text.startswith("Linear(") and "kernel=Param(value=float32[2, 3])" in text
     assert repr(nnx.Param(jnp.zeros(()))) == "Param(value=Array(0., dtype=float32))"
+
+
+def test_nnx_display_prints_outside_a_notebook(capsys):
+    v = nnx.Param(jnp.arange(3.0))
+    nnx.display(v, "second")
+    out = capsys.readouterr().out
+    assert out == f"{v}\nsecond\n"
+    assert "0., 1., 2." in out  # the values, not only the shape
+
+
+def test_nnx_display_in_a_notebook_shows_lens_views(monkeypatch):
+    import IPython
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    net = Net(nnx.Rngs(0))
+    nnx.display(net, nnx.state(net), 3)
+    assert [type(x).__name__ for x in shown] == [
+        "VariablesView",
+        "VariablesView",
+        "int",
+    ]
+    assert shown[0].text().startswith("Net: 4 collections")
+    assert shown[1].text().startswith("State: 4 collections")
