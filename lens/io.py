@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from enum import Enum
 from typing import IO, Any
 
+from lens import errors
+
 __all__ = [
     "BackendMode",
     "GFile",
@@ -110,12 +112,11 @@ def copy(
     """Copies file ``src`` to ``dst``.
 
     Raises:
-      FileExistsError: if ``dst`` exists and ``overwrite`` is False.
+      AlreadyExistsError: (a ``FileExistsError``) if ``dst`` exists and
+        ``overwrite`` is False.
     """
     if os.path.exists(dst) and not overwrite:
-        raise FileExistsError(
-            f"{dst} already exists; pass overwrite=True to replace it."
-        )
+        raise errors.AlreadyExistsError(dst)
     shutil.copy(src, dst)
 
 
@@ -125,12 +126,11 @@ def rename(
     """Renames ``src`` to ``dst``.
 
     Raises:
-      FileExistsError: if ``dst`` exists and ``overwrite`` is False.
+      AlreadyExistsError: (a ``FileExistsError``) if ``dst`` exists and
+        ``overwrite`` is False.
     """
     if os.path.exists(dst) and not overwrite:
-        raise FileExistsError(
-            f"{dst} already exists; pass overwrite=True to replace it."
-        )
+        raise errors.AlreadyExistsError(dst)
     os.replace(src, dst)
 
 
@@ -145,8 +145,8 @@ def makedirs(path: str | os.PathLike) -> None:
 
 
 def glob(pattern: str) -> list[str]:
-    """The paths matching ``pattern``."""
-    return _glob.glob(pattern)
+    """The paths matching ``pattern`` (directories without a trailing ``/``)."""
+    return [path.rstrip("/") for path in _glob.glob(pattern)]
 
 
 def remove(path: str | os.PathLike) -> None:
