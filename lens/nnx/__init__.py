@@ -58,9 +58,11 @@ from lens.nnx import (
     graph,
     graphlib,
     helpers,
+    ids,
     module,
     nn,
     pytreelib,
+    reprlib,
     rnglib,
     spmd,
     statelib,
@@ -83,6 +85,8 @@ from lens.nnx.filterlib import (
 )
 from lens.nnx.graphlib import (
     A,
+    GraphState,
+    PureState,
     cached_partial,
     call,
     clone,
@@ -90,6 +94,7 @@ from lens.nnx.graphlib import (
     flatten,
     graphdef,
     iter_graph,
+    map,
     merge,
     pop,
     recursive_map,
@@ -99,6 +104,7 @@ from lens.nnx.graphlib import (
     split,
     state,
     unflatten,
+    unpack,
     update,
     variables,
 )
@@ -124,6 +130,8 @@ from lens.nnx.nn.normalization import (
     InstanceNorm,
     LayerNorm,
     RMSNorm,
+    SpectralNorm,
+    WeightNorm,
 )
 from lens.nnx.nn.recurrent import (
     RNN,
@@ -224,6 +232,7 @@ from lens.nnx.variablelib import (
     register_variable_name,
     use_eager_sharding,
     using_eager_sharding,
+    var_defaults,
     variable_name_from_type,
     variable_type_from_name,
     with_metadata,
@@ -231,6 +240,13 @@ from lens.nnx.variablelib import (
 from lens.typing import Initializer
 
 __all__ = [
+    "GraphState",
+    "PureState",
+    "ids",
+    "map",
+    "reprlib",
+    "unpack",
+    "var_defaults",
     "All",
     "Any",
     "avg_pool",
@@ -325,6 +341,7 @@ __all__ = [
     "sigmoid",
     "silu",
     "SimpleCell",
+    "SpectralNorm",
     "soft_sign",
     "softmax",
     "softplus",
@@ -344,6 +361,7 @@ __all__ = [
     "value_and_grad",
     "Variable",
     "vmap",
+    "WeightNorm",
     "while_loop",
     "WithTag",
     "tabulate",
