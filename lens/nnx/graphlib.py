@@ -8,29 +8,42 @@ The walk they share (GraphDef, Walker, Builder) is in :mod:`lens.nnx.graphwalk`.
 
 from __future__ import annotations
 
-import contextlib
+import contextvars
 import functools
-from collections.abc import Callable, Iterator, Mapping
+import itertools
+from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
+import jax
 import jax.numpy as jnp
 
 from lens import errors
 from lens.nnx.filterlib import to_predicate
+from lens.nnx.graphstate import GraphState as GraphState
+from lens.nnx.graphstate import PureState as PureState
+from lens.nnx.graphtree import (
+    TreeNodeDef,
+    tree_flatten,
+    tree_map_nodes,
+    tree_unflatten,
+    walk_tree,
+)
 from lens.nnx.graphwalk import (
+    ArrayDef,
     Builder,
     GraphDef,
     Path,
+    StaticDef,
     VariableDef,
     Walker,
-    check_graph_modes,
     path_str,
     pytree_children,
 )
 from lens.nnx.pytreelib import Object, node_items
-from lens.nnx.statelib import FlatState, State, partition_flat
+from lens.nnx.statelib import FlatState, State, map_state, partition_flat
 from lens.nnx.tracers import check_mutable, structure_changed
 from lens.nnx.variablelib import Variable
+from lens.typing import BaseConfigContext
 
 
 def _walk(node: Any) -> tuple[Any, Walker]:
@@ -39,28 +52,53 @@ def _walk(node: Any) -> tuple[Any, Walker]:
     return d, w
 
 
+def _graph(graph: bool | None) -> bool:
+    """The mode a call runs in: its ``graph=`` argument, else the context's
+    (``nnx.set_graph_mode``)."""
+    return set_graph_mode.current_value() if graph is None else bool(graph)
+
+
+def _leaf_value(leaf: Any) -> Any:
+    return leaf.variable if leaf.variable is not None else leaf.value
+
+
+def _flat_state(node: Any, graph: bool | None) -> tuple[GraphDef, dict[Path, Any]]:
+    """``(graphdef, {path: Variable or value})``: the node's own Variables (not
+    copies), as flax.nnx's split and state give them."""
+    if not _graph(graph):
+        gdef, flat = tree_flatten(node)
+        return gdef, dict(flat)
+    d, w = _walk(node)
+    if isinstance(d, StaticDef):  # a plain leaf (42) is its own state, as in flax
+        return GraphDef(ArrayDef(), ((),)), {(): node}
+    gdef = GraphDef(d, tuple(leaf.path for leaf in w.leaves))
+    return gdef, {leaf.path: _leaf_value(leaf) for leaf in w.leaves}
+
+
+def _as_state(flat: dict[Path, Any]) -> Any:
+    """A State of ``flat``; the leaf itself when the node is a leaf (path ())."""
+    if () in flat:
+        return flat[()]
+    return State.from_flat_state(flat)
+
+
 def split(node: Any, *filters: Any, graph: bool | None = None) -> tuple[Any, ...]:
     """``graphdef, state`` (or ``graphdef, state_1, ..., state_n`` with filters).
 
     Every variable must be selected by one of the filters (the first that matches);
-    end with ``...`` to collect the rest. The states hold copies: changing them does
-    not change ``node`` (see ``update``).
+    end with ``...`` to collect the rest. As in flax.nnx the states hold the
+    node's own Variables: ``merge`` puts them back, ``nnx.update`` writes values.
+    With ``graph=False`` (tree mode) the node is flattened as a pytree and a
+    shared Variable is a ``ValueError``.
     """
-    check_graph_modes("split", graph, None)
-    d, w = _walk(node)
-    graphdef = GraphDef(d, tuple(leaf.path for leaf in w.leaves))
-    flat = {
-        leaf.path: (leaf.variable.copy() if leaf.variable is not None else leaf.value)
-        for leaf in w.leaves
-    }
+    gdef, flat = _flat_state(node, graph)
     parts = partition_flat(flat, filters, exhaustive=True)
-    return (graphdef, *(State.from_flat_state(p) for p in parts))
+    return (gdef, *(_as_state(p) for p in parts))
 
 
 def graphdef(node: Any, /, *, graph: bool | None = None) -> GraphDef:
     """The static structure of ``node``'s graph."""
-    check_graph_modes("graphdef", graph, None)
-    return split(node)[0]
+    return _flat_state(node, graph)[0]
 
 
 def state(node: Any, *filters: Any, graph: bool | None = None) -> Any:
@@ -68,16 +106,11 @@ def state(node: Any, *filters: Any, graph: bool | None = None) -> Any:
 
     Unlike ``split``, the filters need not select every variable.
     """
-    check_graph_modes("state", graph, None)
-    d, w = _walk(node)
-    flat = {
-        leaf.path: (leaf.variable.copy() if leaf.variable is not None else leaf.value)
-        for leaf in w.leaves
-    }
+    _, flat = _flat_state(node, graph)
     if not filters:
-        return State.from_flat_state(flat)
+        return _as_state(flat)
     parts = partition_flat(flat, filters, exhaustive=False)
-    states = tuple(State.from_flat_state(p) for p in parts)
+    states = tuple(_as_state(p) for p in parts)
     return states[0] if len(states) == 1 else states
 
 
@@ -90,18 +123,19 @@ def merge(
 ) -> Any:
     """A new object graph with ``graphdef``'s structure and the states' values.
 
-    Its variables are always new (lens's ``merge`` never aliases the states'
-    Variable objects), so ``copy`` changes nothing; use ``nnx.update`` to write
-    a State into an existing object."""
+    As in flax.nnx the states' Variables become the new graph's (``copy=True``
+    puts copies in instead). A state may be a :class:`State`, a FlatState, or a
+    flat list of leaves in state order (``jax.tree.leaves(state)``).
+    """
     if isinstance(graphdef_or_graphstate, tuple):  # (graphdef, state)
         graphdef_or_graphstate, *more = graphdef_or_graphstate
         states = (*more, *states)
-    graphdef = graphdef_or_graphstate
+    graphdef, states = _graphdef_and_states(graphdef_or_graphstate, states)
     if not states:
-        raise TypeError("merge() needs at least one State after the graphdef.")
+        raise TypeError("merge() missing 1 required positional argument: 'state'")
     flat: dict[Path, Any] = {}
     for s in states:
-        flat.update(_flat(s))
+        flat.update(_flat(s, graphdef))
     missing = [p for p in graphdef.paths if p not in flat]
     if missing:
         raise errors.GraphStructureError(
@@ -109,13 +143,91 @@ def merge(
             + ", ".join(path_str(p) for p in missing[:5])
             + ".\nPass every state that split returned."
         )
-    values = (_raw(flat[p]) for p in graphdef.paths)
-    return Builder(values).build(graphdef.node)
+    leaves = [flat[p] for p in graphdef.paths]
+    if isinstance(graphdef.node, TreeNodeDef):
+        return tree_unflatten(graphdef, leaves, copy_variables=copy)
+    leaves = [v.copy() if copy and isinstance(v, Variable) else v for v in leaves]
+    return _VariableBuilder(iter(leaves)).build(graphdef.node)
 
 
-def _flat(s: Mapping) -> dict[Path, Any]:
+def _graphdef_and_states(
+    first: Any, states: tuple[Any, ...]
+) -> tuple[GraphDef, tuple[Any, ...]]:
+    """merge's arguments as ``(graphdef, states)``: a GraphDef then States, or
+    GraphStates (``nnx.unpack``'s) that all carry the same GraphDef."""
+    if isinstance(first, GraphState):
+        graphdef = first._graphdef
+        for gs in (first, *states):
+            if not isinstance(gs, GraphState):
+                raise ValueError(
+                    f"Expected GraphState object, got {type(gs)}\nAfter a "
+                    "GraphState, pass the other GraphStates nnx.unpack returned."
+                )
+            if gs._graphdef != graphdef:
+                raise ValueError(
+                    "GraphDef must be the same for all GraphState objects\n"
+                    "Merge GraphStates that came from one nnx.unpack call."
+                )
+        return graphdef, tuple(gs._state for gs in (first, *states))
+    if not isinstance(first, GraphDef):
+        raise TypeError(
+            f"Expected a GraphDef or GraphState object, got: {first!r}\n"
+            "Pass the graphdef that nnx.split returned, or nnx.unpack's GraphState."
+        )
+    return first, states
+
+
+def unpack(node: Any, *filters: Any, graph: bool | None = None) -> Any:
+    """``split`` with the GraphDef bundled into each State: one
+    :class:`GraphState` (no or one filter) or a tuple of them; ``nnx.merge``
+    takes them back."""
+    graphdef, *states = split(node, *filters, graph=graph)
+    if len(states) == 1:
+        return GraphState(graphdef, states[0])
+    return tuple(GraphState(graphdef, st) for st in states)
+
+
+def map(  # noqa: A001 - Flax's name
+    f: Callable[[tuple, Any], Any],
+    node: A,
+    /,
+    *,
+    graph: bool | None = None,
+    recreate_variables: bool = True,
+) -> A:
+    """A new node whose state is ``f(path, variable)`` of ``node``'s (split,
+    ``map_state``, merge): ``nnx.map(lambda p, v: v.replace(jnp.zeros_like(v)),
+    model)``."""
+    graphdef, st = split(node, graph=graph)
+    st = map_state(f, st) if isinstance(st, State) else f((), st)
+    return merge(graphdef, st, recreate_variables=recreate_variables)
+
+
+class _VariableBuilder(Builder):
+    """Rebuilds a graph, putting the given Variables in (as flax.nnx's merge
+    does) where a leaf is a Variable of the right type, else a new Variable."""
+
+    def build(self, d: Any) -> Any:
+        if isinstance(d, VariableDef):
+            leaf = next(self.values)
+            if type(leaf) is d.type:
+                self.nodes[d.index] = leaf
+                return leaf
+            self.values = itertools.chain([_raw(leaf)], self.values)
+        return super().build(d)
+
+
+def _flat(s: Any, graphdef: GraphDef | None = None) -> dict[Path, Any]:
+    if isinstance(s, GraphState):
+        s = s._state
+    if graphdef is not None and graphdef.paths == ((),) and not isinstance(s, State):
+        return {(): s}  # the state of a leaf is the leaf
     if isinstance(s, State):
         return s._flat_dict()
+    if isinstance(s, FlatState):
+        return dict(s)
+    if isinstance(s, list | tuple) and graphdef is not None:
+        return _flat_from_leaves(list(s), graphdef)
     return State(s)._flat_dict()
 
 
@@ -123,10 +235,27 @@ def _raw(v: Any) -> Any:
     return v._value if isinstance(v, Variable) else v
 
 
-def update(node: Any, state: Mapping, *states: Mapping) -> None:
-    """Writes the states' values into ``node``'s variables, in place."""
+def _flat_from_leaves(leaves: list[Any], graphdef: GraphDef) -> dict[Path, Any]:
+    """``jax.tree.leaves(state)`` back to paths: the leaves come in the State's
+    pytree order, which the State of the paths itself gives."""
+    paths = graphdef.paths
+    if len(leaves) != len(paths):
+        raise ValueError(
+            f"merge got {len(leaves)} leaves for a graphdef with {len(paths)}.\n"
+            "Pass jax.tree.leaves(state) of the state that split returned."
+        )
+    order = jax.tree.leaves(State.from_flat_state({p: i for i, p in enumerate(paths)}))
+    return {paths[i]: leaf for i, leaf in zip(order, leaves, strict=True)}
+
+
+def update(node: Any, state: Any, /, *states: Any) -> None:
+    """Writes the states' values into ``node``'s variables, in place.
+
+    Every value is checked first (a path the node lacks, a shape that differs
+    from the variable's), so a bad state leaves ``node`` untouched."""
     d, w = _walk(node)
     by_path = {leaf.path: leaf for leaf in w.leaves}
+    writes = []
     for s in (state, *states):
         for path, v in _flat(s).items():
             leaf = by_path.get(path)
@@ -135,9 +264,23 @@ def update(node: Any, state: Mapping, *states: Mapping) -> None:
                     f"update: {type(node).__name__} has no variable at "
                     f"{path_str(path)}; a state from a different model?"
                 )
-            if leaf.variable is not None:
-                check_mutable(leaf.variable, "update the value", structural=False)
-            leaf.write(_raw(v))
+            _check_shape(leaf.value, _raw(v), path)
+            writes.append((leaf, _raw(v)))
+    for leaf, value in writes:
+        if leaf.variable is not None:
+            check_mutable(leaf.variable, "update the value", structural=False)
+        leaf.write(value)
+
+
+def _check_shape(old: Any, new: Any, path: Path) -> None:
+    old_shape, new_shape = getattr(old, "shape", None), getattr(new, "shape", None)
+    if old_shape is not None and new_shape is not None and old_shape != new_shape:
+        raise errors.GraphStructureError(
+            f"update: the value for {path_str(path)} has shape {tuple(new_shape)}, "
+            f"the variable has shape {tuple(old_shape)}; nothing was updated.\n"
+            "Pass a state of this model (nnx.state(model)), or rebuild the model "
+            "with the new shapes."
+        )
 
 
 def clone(
@@ -157,12 +300,17 @@ def clone(
         otherwise the clone's variables hold the same arrays).
       graph: Flax's graph-mode switch (lens has one mode; see ``check_graph_modes``).
     """
-    check_graph_modes("clone", graph, None)
     if arrays and not variables:
         raise ValueError(
             "If arrays is True, variables should be also True\nCopying the buffers "
             "needs new variables to hold them: pass variables=True."
         )
+    if not _graph(graph):
+        gdef, flat = tree_flatten(node)
+        leaves = [leaf for _, leaf in flat]
+        if arrays:
+            leaves = [jax.tree.map(jnp.copy, leaf) for leaf in leaves]
+        return tree_unflatten(gdef, leaves, copy_variables=variables)
     d, w = _walk(node)
     values = [leaf.value for leaf in w.leaves]
     if arrays:
@@ -192,7 +340,9 @@ def iter_graph(
 ) -> Iterator[tuple[Path, Any]]:
     """Yields ``(path, x)`` for every object, variable and attribute value of the
     graph, each node once, children before their parent (as flax.nnx does)."""
-    check_graph_modes("iter_graph", graph, None)
+    if not _graph(graph):
+        yield from ((p, x) for p, x, _ in walk_tree(node) if p or x is node)
+        return
     seen: set[int] = set()
 
     def go(x: Any, path: Path) -> Iterator[tuple[Path, Any]]:
@@ -323,8 +473,8 @@ def recursive_map(
 ) -> Any:
     """A copy of ``node`` in which every object, variable and leaf ``x`` at ``path``
     is replaced by ``f(path, x)`` (children first)."""
-    pass
-
+    if not _graph(graph):
+        return tree_map_nodes(f, node)
     out = clone(node)
     done: dict[int, Any] = {}
 
@@ -398,38 +548,74 @@ def flatten(
 ) -> tuple[GraphDef, FlatState | list[Any]]:
     """``(graphdef, flat state)``: ``split`` with the state as ``(path, variable)``
     pairs (or only the variables, ``with_paths=False``)."""
-    check_graph_modes("flatten", graph, None)
-    gdef, st = split(node)
-    flat = st.flat_state()
-    return gdef, flat if with_paths else flat.leaves
+    gdef, flat = _flat_state(node, graph)
+    items = FlatState(
+        ((p, flat[p]) for p in gdef.paths), sort=isinstance(gdef.node, TreeNodeDef)
+    )
+    if not isinstance(gdef.node, TreeNodeDef):
+        items = FlatState(items)
+    return gdef, items if with_paths else items.leaves
 
 
-def unflatten(graphdef: GraphDef, state: Any, /, **kwargs: Any) -> Any:
+def unflatten(
+    graphdef: GraphDef,
+    state: Any,
+    /,
+    *,
+    index_ref: Any = None,
+    outer_index_outer_ref: Any = None,
+    copy_variables: bool = False,
+    recreate_variables: bool = True,
+) -> Any:
     """The object ``graphdef`` describes, from a State, a FlatState or a list
     of leaves in ``graphdef``'s order (``flatten``'s inverse)."""
     if isinstance(state, list) and not isinstance(state, FlatState):
-        state = State.from_flat_state(dict(zip(graphdef.paths, state, strict=True)))
-    elif isinstance(state, FlatState):
-        state = State.from_flat_state(state)
-    return merge(graphdef, state)
+        state = FlatState(zip(graphdef.paths, state, strict=True), sort=False)
+    return merge(graphdef, state, copy=copy_variables)
 
 
-@contextlib.contextmanager
-def _only_graph_mode(name: str, value: bool) -> Iterator[None]:
-    if not value:
-        raise NotImplementedError(
-            f"nnx.{name}(False): lens.nnx has one mode, flax.nnx's default (graph "
-            "mode with graph updates); tree mode is not implemented.\nLeave the "
-            "mode at its default."
-        )
-    yield
+_MODE_STACKS: contextvars.ContextVar[dict[str, list[bool]] | None] = (
+    contextvars.ContextVar("lens_nnx_graph_mode_stacks", default=None)
+)
 
 
-def set_graph_mode(value: bool, /) -> Any:
-    """flax.nnx's graph-mode switch; lens.nnx runs in graph mode only."""
-    return _only_graph_mode("set_graph_mode", value)
+def _mode_stack(name: str) -> list[bool]:
+    """This context's (thread's, task's) stack of values for one mode."""
+    stacks = _MODE_STACKS.get()
+    if stacks is None:
+        stacks = {}
+        _MODE_STACKS.set(stacks)
+    return stacks.setdefault(name, [])
 
 
-def set_graph_updates(value: bool, /) -> Any:
-    """flax.nnx's graph-updates switch; lens.nnx always applies updates."""
-    return _only_graph_mode("set_graph_updates", value)
+class set_graph_mode(BaseConfigContext):  # noqa: N801 - Flax's name
+    """``nnx.set_graph_mode(False)``: the graph API (split, merge, state, clone,
+    ...) defaults to tree mode from then on, walking objects as pytrees; ``with
+    nnx.set_graph_mode(False): ...`` for one block, ``@nnx.set_graph_mode(False)``
+    for a function's calls."""
+
+    @classmethod
+    def get_default(cls) -> bool:
+        """Flax's default: graph mode with graph updates."""
+        return True
+
+    @classmethod
+    def get_stack(cls) -> list:
+        """This context's stack of values."""
+        return _mode_stack("graph")
+
+
+class set_graph_updates(BaseConfigContext):  # noqa: N801 - Flax's name
+    """``nnx.set_graph_updates(False)``: transforms default to not carrying
+    updates made inside them back to the objects (setter, context manager or
+    decorator, as ``set_graph_mode``)."""
+
+    @classmethod
+    def get_default(cls) -> bool:
+        """Flax's default: graph mode with graph updates."""
+        return True
+
+    @classmethod
+    def get_stack(cls) -> list:
+        """This context's stack of values."""
+        return _mode_stack("graph_updates")

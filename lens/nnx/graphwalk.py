@@ -21,6 +21,7 @@ a transform cannot be mutated inside it (:class:`lens.errors.TraceContextError`)
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -101,8 +102,33 @@ class GraphDef:
 
     def __repr__(self) -> str:
         root = self.node
-        name = root.type.__name__ if isinstance(root, NodeDef | VariableDef) else "?"
+        name = getattr(getattr(root, "type", None), "__name__", "?")
         return f"GraphDef({name}, {len(self.paths)} leaves)"
+
+    def __class_getitem__(cls, item: Any) -> Any:  # GraphDef[nnx.Module]
+        return types.GenericAlias(cls, item)
+
+    @property
+    def nodes(self) -> list[Any]:
+        """The node defs, root first (flax.nnx's ``GraphDef.nodes``)."""
+        out: list[Any] = []
+
+        def go(d: Any) -> None:
+            if isinstance(d, NodeDef | VariableDef) or not hasattr(d, "items"):
+                out.append(d)
+            for sub in _sub_defs(d):
+                go(sub)
+
+        go(self.node)
+        return out
+
+
+def _sub_defs(d: Any) -> tuple[Any, ...]:
+    if isinstance(d, NodeDef):
+        return tuple(sub for _, sub in d.attributes)
+    if isinstance(d, SeqDef | DictDef | PytreeDef):
+        return d.items
+    return ()
 
 
 # A GraphDef is static: a pytree with no leaves, so it can sit in a jitted

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Iterator
 from typing import Any, Generic, Self, TypeVar
 
 import jax
 
+from lens.nnx import reprlib
 from lens.nnx.tracers import check_mutable, current_frame
-from lens.nnx.variablelib import Variable
+from lens.nnx.variablelib import StaticValue, Variable
 
 
 class Object:
@@ -21,9 +23,17 @@ class Object:
     lists/tuples/dicts of them, arrays and static values."""
 
     def __init_subclass__(cls, pytree: bool = True, **kwargs: Any) -> None:
-        # flax.nnx's ``class M(nnx.Module, pytree=False)``: lens objects are
-        # always graph nodes (not JAX pytrees), so both spellings mean the same.
+        # As flax.nnx 0.12: every subclass is a JAX pytree (``jax.tree.map(f,
+        # module)``, ``jax.jit(f)(module)``) unless it opts out with
+        # ``class M(nnx.Module, pytree=False)``; it is a graph node either way.
         super().__init_subclass__(**kwargs)
+        if pytree:
+            jax.tree_util.register_pytree_with_keys(
+                cls,
+                _flatten_object_with_keys,
+                functools.partial(_unflatten_object, cls),
+                _flatten_object,
+            )
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         obj = object.__new__(cls)
@@ -60,6 +70,48 @@ class Object:
             object.__delattr__(self, k)
 
 
+# An object as a pytree: its data attributes (those holding arrays, Variables or
+# objects, sorted by name as flax.nnx sorts them) are the children; the others,
+# with the order of all keys, are the static aux data (StaticValue: compared by
+# equality when hashable, else by identity, so jit can cache on it).
+def _object_parts(obj: Object) -> tuple[list[tuple[Any, Any]], Any]:
+    keys, is_data_key, statics, children = [], [], [], []
+    for k, v in obj._graph_items():
+        keys.append(k)
+        held = has_data(v)
+        is_data_key.append(held)
+        if held:
+            children.append((k, v))
+        else:
+            statics.append(StaticValue(v))
+    return children, (tuple(keys), tuple(is_data_key), tuple(statics))
+
+
+def _key_entry(k: Any) -> Any:
+    if isinstance(k, int):
+        return jax.tree_util.SequenceKey(k)
+    return jax.tree_util.GetAttrKey(k)
+
+
+def _flatten_object_with_keys(obj: Object) -> tuple[list[tuple[Any, Any]], Any]:
+    children, aux = _object_parts(obj)
+    return [(_key_entry(k), v) for k, v in children], aux
+
+
+def _flatten_object(obj: Object) -> tuple[list[Any], Any]:
+    children, aux = _object_parts(obj)
+    return [v for _, v in children], aux
+
+
+def _unflatten_object(cls: type, aux: Any, children: Any) -> Object:
+    keys, is_data_key, statics = aux
+    obj = Object.__new__(cls)
+    data_values, static_values = iter(children), iter(statics)
+    for k, held in zip(keys, is_data_key, strict=True):
+        obj._graph_set(k, next(data_values) if held else next(static_values).value)
+    return obj
+
+
 _PRIVATE_ATTRIBUTES = frozenset({"_lens_frame", "_items"})
 
 
@@ -68,23 +120,54 @@ def node_items(obj: Object) -> list[tuple[Any, Any]]:
 
 
 def _repr_node(x: Any, depth: int, seen: set[int]) -> str:
-    pad = "  " * (depth + 1)
+    """Flax's module repr: attributes in the order they were set, Variables with
+    their values, a ``# Param: 9 (36 B)`` comment per node."""
     if isinstance(x, Object):
         if id(x) in seen:
             return f"<shared {type(x).__name__}>"
         seen.add(id(x))
-        items = node_items(x)
-        if not items:
-            return f"{type(x).__name__}()"
-        body = ",\n".join(
-            f"{pad}{k}={_repr_node(v, depth + 1, seen)}" for k, v in items
+        items = [(k, v) for k, v in vars(x).items() if k not in _PRIVATE_ATTRIBUTES]
+        if type(x)._graph_items is not Object._graph_items:  # nnx.List, nnx.Dict
+            items = node_items(x)
+        return reprlib.node_repr(
+            type(x).__name__,
+            [(str(k), _repr_node(v, depth + 1, seen)) for k, v in items],
+            comment=_node_comment(x),
         )
-        return f"{type(x).__name__}(\n{body}\n{'  ' * depth})"
     if isinstance(x, list | tuple) and any(isinstance(e, Object) for e in x):
-        body = ",\n".join(f"{pad}{_repr_node(e, depth + 1, seen)}" for e in x)
+        body = ",\n".join(
+            "  " + reprlib.indent(_repr_node(e, depth + 1, seen), "  ") for e in x
+        )
         o, c = ("[", "]") if isinstance(x, list) else ("(", ")")
-        return f"{o}\n{body}\n{'  ' * depth}{c}"
+        return f"{o}\n{body}\n{c}"
     return repr(x)
+
+
+def _node_comment(x: Object) -> str:
+    """`` # Param: 9 (36 B), BatchStat: 2 (8 B)`` over the node's variables."""
+    by_type: dict[str, list[Any]] = {}
+    for v in _variables_below(x, set()):
+        by_type.setdefault(type(v).__name__, []).append(v._value)
+    parts = [
+        reprlib.size_comment(vals, f"{name}: ")[3:] for name, vals in by_type.items()
+    ]
+    parts = [p for p in parts if p]
+    return f" # {', '.join(parts)}" if parts else ""
+
+
+def _variables_below(x: Any, seen: set[int]) -> Iterator[Variable]:
+    if id(x) in seen:
+        return
+    if isinstance(x, Variable):
+        seen.add(id(x))
+        yield x
+    elif isinstance(x, Object):
+        seen.add(id(x))
+        for _, v in node_items(x):
+            yield from _variables_below(v, seen)
+    elif isinstance(x, list | tuple | dict):
+        for v in x.values() if isinstance(x, dict) else x:
+            yield from _variables_below(v, seen)
 
 
 A = TypeVar("A")

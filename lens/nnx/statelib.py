@@ -17,6 +17,7 @@ from typing import Any
 import jax
 
 from lens import errors
+from lens.nnx import reprlib
 from lens.nnx.filterlib import to_predicate
 from lens.nnx.graphwalk import Path, path_str
 from lens.nnx.variablelib import Variable
@@ -182,24 +183,26 @@ def partition_flat(
 
 
 def _repr_state(s: State, depth: int) -> str:
+    """Flax's layout: ``State({`` at the top, nested mappings as ``{``, every
+    Variable with its values."""
+    open_, close = ("State({", "})") if depth == 0 else ("{", "}")
     if not len(s):
-        return "State({})"
-    pad = "  " * (depth + 1)
+        return open_ + close
     rows = []
     for k, v in s.items():
         shown = _repr_state(v, depth + 1) if isinstance(v, State) else repr(v)
-        rows.append(f"{pad}{k!r}: {shown}")
-    return "State({\n" + ",\n".join(rows) + "\n" + "  " * depth + "})"
+        rows.append(f"  {k!r}: {reprlib.indent(shown, '  ')}")
+    return open_ + "\n" + ",\n".join(rows) + "\n" + close
 
 
-def _state_flatten(s: State) -> Any:
+def state_flatten(s: State) -> Any:
     keys = tuple(sorted(s._mapping, key=lambda k: (str(type(k)), k)))
     return [(jax.tree_util.DictKey(k), s._mapping[k]) for k in keys], keys
 
 
 jax.tree_util.register_pytree_with_keys(
     State,
-    _state_flatten,
+    state_flatten,
     lambda keys, children: State(dict(zip(keys, children, strict=True))),
 )
 

@@ -12,6 +12,7 @@ created with ``out_sharding`` under ``jax.set_mesh`` is sharded at once, and
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -21,6 +22,7 @@ import jax
 import numpy as np
 
 from lens.core.spmd import shard_value
+from lens.nnx import reprlib
 from lens.nnx.tracers import check_mutable, current_frame
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -54,6 +56,78 @@ class use_eager_sharding:  # noqa: N801 - Flax's name
 def using_eager_sharding() -> bool:
     """Whether variables created now with ``out_sharding`` are sharded at once."""
     return _EAGER_SHARDING.get()
+
+
+@dataclasses.dataclass(frozen=True)
+class VarDefaults(Mapping[str, Any]):
+    """The defaults new Variables take (``nnx.var_defaults()``)."""
+
+    hijax: bool
+    ref: bool
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("hijax", "ref"))
+
+    def __len__(self) -> int:
+        return 2
+
+
+_VAR_DEFAULTS: contextvars.ContextVar[VarDefaults] = contextvars.ContextVar(
+    "lens_nnx_var_defaults",
+    default=VarDefaults(hijax=False, ref=False),  # noqa: B039 - frozen dataclass
+)
+
+
+class VarDefaultsContext:
+    """What ``nnx.var_defaults(hijax=...)`` returns: the new defaults are set at
+    once; as a context manager they last for the block, as a decorator for the
+    call."""
+
+    def __init__(self, new: VarDefaults):
+        self._new = new
+        self._token = _VAR_DEFAULTS.set(new)
+
+    def __enter__(self) -> VarDefaultsContext:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _VAR_DEFAULTS.reset(self._token)
+
+    def __call__(self, f: F) -> F:
+        _VAR_DEFAULTS.reset(self._token)  # a decorator: only during calls of f
+
+        @functools.wraps(f)
+        def with_defaults(*args: Any, **kwargs: Any) -> Any:
+            token = _VAR_DEFAULTS.set(self._new)
+            try:
+                return f(*args, **kwargs)
+            finally:
+                _VAR_DEFAULTS.reset(token)
+
+        return with_defaults  # type: ignore[return-value]
+
+
+def var_defaults(*, hijax: bool | None = None, ref: bool | None = None) -> Any:
+    """The current Variable defaults, or (given ``hijax``/``ref``) sets them.
+
+    ``nnx.var_defaults()`` returns a :class:`VarDefaults`;
+    ``nnx.var_defaults(hijax=True)`` sets the default for this context (thread,
+    task) and returns a context manager / decorator that restores it. lens's
+    Variables are plain Python boxes whose updates nnx transforms carry out in
+    both modes, so the defaults are recorded for code that reads them.
+    """
+    current = _VAR_DEFAULTS.get()
+    if hijax is None and ref is None:
+        return current
+    return VarDefaultsContext(
+        VarDefaults(
+            hijax=current.hijax if hijax is None else bool(hijax),
+            ref=current.ref if ref is None else bool(ref),
+        )
+    )
 
 
 def _remap_sharding_metadata(metadata: dict[str, Any]) -> None:
@@ -407,36 +481,26 @@ class Variable(Generic[A]):
         return len(self._value)
 
     def __repr__(self) -> str:
-        v = self._value
-        shown = (
-            f"{v.dtype}{list(v.shape)}"
-            if hasattr(v, "shape") and hasattr(v, "dtype") and np.ndim(v) > 0
-            else repr(v)
+        attrs = [("value", repr(self._value))]
+        attrs += [(k, repr(m)) for k, m in self.metadata.items()]
+        return reprlib.node_repr(
+            type(self).__name__, attrs, comment=reprlib.size_comment(self._value)
         )
-        meta = "".join(f", {k}={m!r}" for k, m in self.metadata.items())
-        return f"{type(self).__name__}(value={shown}{meta})"
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Variable):
-            return NotImplemented
-        return (
-            type(self) is type(other)
-            and self.metadata == other.metadata
-            and _same_value(self._value, other._value)
-        )
+    def __round__(self, ndigits: int = 0) -> Any:
+        return self._value.__round__(ndigits)
+
+    def __eq__(self, other: object) -> Any:  # type: ignore[override]
+        # As flax.nnx: compares the values (elementwise for arrays), so
+        # ``param == 1`` and ``(p1 == p2).all()`` read like the arrays they hold.
+        other = other._value if isinstance(other, Variable) else other
+        return self._value.__eq__(other)
 
     __hash__ = object.__hash__
 
 
 def _is_array_like(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype")
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    try:
-        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
-    except Exception:  # tracers, objects
-        return a is b
 
 
 def _binary(name: str) -> Any:
@@ -450,13 +514,17 @@ def _binary(name: str) -> Any:
 
 for _name in (
     "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ "
-    "__floordiv__ __rfloordiv__ __mod__ __pow__ __rpow__ __matmul__ __rmatmul__ "
-    "__lt__ __le__ __gt__ __ge__ __and__ __or__ __xor__"
+    "__floordiv__ __rfloordiv__ __mod__ __rmod__ __pow__ __rpow__ __matmul__ "
+    "__rmatmul__ __lshift__ __rshift__ __rlshift__ __rrshift__ __ne__ "
+    "__lt__ __le__ __gt__ __ge__ __and__ __or__ __xor__ __rand__ __rxor__ __ror__"
 ).split():
     setattr(Variable, _name, _binary(_name))
 
 
-for _name in ("__neg__", "__pos__", "__abs__", "__invert__"):
+for _name in (
+    "__neg__ __pos__ __abs__ __invert__ __complex__ __int__ __float__ __index__ "
+    "__trunc__ __floor__ __ceil__"
+).split():
     setattr(Variable, _name, (lambda n: lambda self: getattr(self._value, n)())(_name))
 
 
@@ -492,19 +560,19 @@ def _register_variable_type(cls: type) -> None:
 _register_variable_type(Variable)
 
 
-class Param(Variable):
+class Param(Variable[A]):
     """A trainable parameter (what ``nnx.grad`` differentiates by default)."""
 
 
-class BatchStat(Variable):
+class BatchStat(Variable[A]):
     """A running statistic (e.g. BatchNorm's mean and var)."""
 
 
-class Cache(Variable):
+class Cache(Variable[A]):
     """A cache (e.g. autoregressive decoding)."""
 
 
-class Intermediate(Variable):
+class Intermediate(Variable[A]):
     """A value sown for inspection."""
 
 
@@ -571,7 +639,7 @@ def _eq(a: Any, b: Any) -> bool:
         return a is b
 
 
-class Perturbation(Intermediate):
+class Perturbation(Intermediate[A]):
     """A value added by :meth:`Module.perturb`, to take gradients of intermediates."""
 
 

@@ -40,8 +40,12 @@ def test_treescope_renders_a_module():
 
 def test_print_shows_the_structure():
     text = repr(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
-    assert text.startswith("Linear(") and "kernel=Param(value=float32[2, 3])" in text
-    assert repr(nnx.Param(jnp.zeros(()))) == "Param(value=Array(0., dtype=float32))"
+    # flax.nnx's layout: the values are shown, with a size comment per node
+    assert text.startswith("Linear( # Param: 9 (36 B)")
+    assert "  kernel=Param( # 6 (24 B)\n    value=Array([[ 0.7567299" in text
+    assert repr(nnx.Param(jnp.zeros(()))) == (
+        "Param( # 1 (4 B)\n  value=Array(0., dtype=float32)\n)"
+    )
 
 
 def test_nnx_display_prints_outside_a_notebook(capsys):

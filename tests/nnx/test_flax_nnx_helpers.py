@@ -218,12 +218,13 @@ def test_make_jaxpr_and_checkify_over_objects():
     assert "x must be positive" in err.get()
 
 
-def test_graph_mode_switches_say_lens_has_one_mode():
-    with lnnx.set_graph_mode(True):
-        pass
-    with pytest.raises(NotImplementedError, match="one mode"):
-        with lnnx.set_graph_mode(False):
-            pass
+def test_graph_mode_switch_is_scoped_to_the_block():
+    with lnnx.set_graph_mode(False):
+        assert lnnx.set_graph_mode.current_value() is False
+        with lnnx.set_graph_mode(True):
+            assert lnnx.set_graph_mode.current_value() is True
+        assert lnnx.set_graph_mode.current_value() is False
+    assert lnnx.set_graph_mode.current_value() is True
 
 
 def test_tabulate_prints_flaxs_table():

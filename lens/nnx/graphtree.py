@@ -1,0 +1,160 @@
+"""Tree mode of the graph API (flax.nnx's ``graph=False``): a node is walked as the
+JAX pytree it is (Modules and Variables are pytrees), Variables are the leaves, and
+no node may be reached twice (tree mode keeps no sharing, so a shared Variable or a
+cycle is a ``ValueError``).
+
+:func:`tree_flatten` and :func:`tree_unflatten` are the two halves every
+tree-mode function is built on (``split``/``merge``/``state``/``clone``/
+``flatten``/``iter_graph``/``recursive_map`` with ``graph=False``); transforms in
+tree mode call them too:
+
+>>> import jax.numpy as jnp
+>>> from lens import nnx
+>>> from lens.nnx.graphtree import tree_flatten, tree_unflatten
+>>> gdef, flat = tree_flatten({'w': nnx.Param(jnp.ones(2)), 'n': 3})
+>>> [path for path, _ in flat]
+[('n',), ('w',)]
+>>> tree_unflatten(gdef, [leaf for _, leaf in flat])['n']
+3
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import jax
+
+from lens.nnx.graphwalk import GraphDef, Path, path_str
+from lens.nnx.pytreelib import Object
+from lens.nnx.variablelib import Variable
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class TreeNodeDef:
+    """The structure of a node flattened in tree mode: its type, the JAX treedef
+    (Variables as leaves), and ``path_index``: each leaf's path, sorted, with its
+    position among the treedef's leaves."""
+
+    type: type
+    treedef: Any
+    path_index: tuple[tuple[Path, int], ...]
+
+    def __repr__(self) -> str:
+        return f"TreeNodeDef(type={self.type.__name__}, leaves={len(self.path_index)})"
+
+
+def is_tree_leaf(x: Any) -> bool:
+    """Variables are leaves of the tree-mode flatten (their values stay boxed)."""
+    return isinstance(x, Variable)
+
+
+def key_of(entry: Any) -> Any:
+    """The path part of a JAX key entry: an attribute name, a dict key, an index."""
+    for attr in ("name", "key", "idx"):
+        if hasattr(entry, attr):
+            return getattr(entry, attr)
+    return str(entry)
+
+
+def _children(x: Any) -> list[tuple[Any, Any]] | None:
+    """``[(key, child)]`` one level down ``x``, or None for a leaf."""
+    if is_tree_leaf(x):
+        return None
+    flat, _ = jax.tree_util.tree_flatten_with_path(x, is_leaf=lambda y: y is not x)
+    if len(flat) == 1 and flat[0][1] is x:
+        return None
+    return [(key_of(kp[0]), v) for kp, v in flat]
+
+
+def check_tree(node: Any, /) -> None:
+    """Raises ``ValueError`` when a Variable or an object is reached twice (shared,
+    or a cycle): tree mode keeps no sharing."""
+    for _ in walk_tree(node):
+        pass
+
+
+def walk_tree(node: Any, /) -> Iterator[tuple[Path, Any, bool]]:
+    """``(path, x, is_leaf)`` for every node, children before their parent."""
+    seen: dict[int, Path] = {}
+
+    def go(x: Any, path: Path) -> Iterator[tuple[Path, Any, bool]]:
+        if isinstance(x, Object | Variable) or _is_ref(x):
+            if id(x) in seen:
+                raise ValueError(
+                    f"The same {type(x).__name__} was found at paths "
+                    f"{path_str(seen[id(x)])} and {path_str(path)}: tree mode "
+                    "(graph=False) keeps no sharing.\nPass each Variable and "
+                    "object once, or use graph mode (graph=True) for shared ones."
+                )
+            seen[id(x)] = path
+        children = _children(x)
+        if children is None:
+            yield path, x, True
+            return
+        for k, child in children:
+            yield from go(child, path + (k,))
+        yield path, x, False
+
+    yield from go(node, ())
+
+
+def _is_ref(x: Any) -> bool:
+    ref_type = getattr(jax, "Ref", None)
+    return ref_type is not None and isinstance(x, ref_type)
+
+
+def tree_flatten(node: Any, /) -> tuple[GraphDef, list[tuple[Path, Any]]]:
+    """``(graphdef, [(path, leaf), ...])`` with the leaves (Variables themselves,
+    not copies, and any other pytree leaf) sorted by path."""
+    check_tree(node)
+    flat, treedef = jax.tree_util.tree_flatten_with_path(node, is_leaf=is_tree_leaf)
+    paths = [tuple(key_of(k) for k in kp) for kp, _ in flat]
+    order = sorted(range(len(flat)), key=lambda i: _sort_key(paths[i]))
+    path_index = tuple((paths[i], i) for i in order)
+    gdef = GraphDef(
+        TreeNodeDef(type(node), treedef, path_index), tuple(paths[i] for i in order)
+    )
+    return gdef, [(paths[i], flat[i][1]) for i in order]
+
+
+def _sort_key(path: Path) -> tuple[Any, ...]:
+    return tuple((0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in path)
+
+
+def tree_unflatten(
+    graphdef: GraphDef,
+    leaves: list[Any],
+    /,
+    *,
+    copy_variables: bool = False,
+) -> Any:
+    """The node ``graphdef`` describes, from its leaves in ``graphdef.paths``
+    order; the Variables given are used as they are unless ``copy_variables``."""
+    node: TreeNodeDef = graphdef.node
+    if len(leaves) != len(node.path_index):
+        raise ValueError(
+            f"Expected {len(node.path_index)} leaves for the tree-mode graphdef, "
+            f"got {len(leaves)}.\nPass the state that split(..., graph=False) "
+            "returned for this graphdef."
+        )
+    in_order: list[Any] = [None] * len(leaves)
+    for (_, i), leaf in zip(node.path_index, leaves, strict=True):
+        in_order[i] = leaf.copy() if copy_variables and is_tree_leaf(leaf) else leaf
+    return node.treedef.unflatten(in_order)
+
+
+def tree_map_nodes(f: Callable[[Path, Any], Any], node: Any, /) -> Any:
+    """``recursive_map`` in tree mode: ``f(path, x)`` on every node, children
+    first; objects are rebuilt (new ones) around their mapped children."""
+    check_tree(node)
+
+    def go(x: Any, path: Path) -> Any:
+        children = _children(x)
+        if children is not None:
+            treedef = jax.tree_util.tree_structure(x, is_leaf=lambda y: y is not x)
+            x = treedef.unflatten([go(c, path + (k,)) for k, c in children])
+        return f(path, x)
+
+    return go(node, ())
