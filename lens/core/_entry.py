@@ -12,6 +12,7 @@ from lens.core._filters import Filter, in_filter, is_filter_empty
 from lens.core._freeze import FrozenDict, unfreeze
 from lens.core._rng import is_valid_rng
 from lens.core._scope import Scope, VariableDict
+from lens.core._unused import Usage, warn_unused
 
 
 def _is_valid_collection(col: Any) -> bool:
@@ -128,10 +129,13 @@ def apply(
             mutable=mutable,
             flags=flags,
         )
+        usage = root._shared.usage = Usage() if variables else None
         try:
             y = fn(root, *args, **kwargs)
         finally:
             root.invalidate()
+        if usage is not None:
+            warn_unused(usage, variables)
         if mutable is not False:
             return y, root.mutable_variables()
         return y

@@ -26,6 +26,7 @@ from lens.core._filters import Filter, in_filter
 from lens.core._freeze import FrozenDict, freeze
 from lens.core._rng import LazyRng, RngCounters, fold_path
 from lens.core._tree import copy_tree
+from lens.core._unused import Usage
 from lens.core._variable import (
     Variable,
     expected_shapes,
@@ -108,7 +109,7 @@ class LiftInfo:
 class _Shared:
     """State shared by the scopes of one init/apply/bind or one lifted rebuild."""
 
-    __slots__ = ("alive", "lifts", "track", "created")
+    __slots__ = ("alive", "lifts", "track", "created", "usage")
 
     def __init__(self, lifts: tuple[LiftInfo, ...] = ()):
         self.alive = True
@@ -117,6 +118,8 @@ class _Shared:
         self.track: set[tuple[str, tuple[str, ...]]] | None = None
         # (collection, path, value) of each variable created, for loop initialisation.
         self.created: list[tuple[str, tuple[str, ...], Any]] | None = None
+        # What apply's modules declared and read, to warn about unused variables.
+        self.usage: Usage | None = None
 
 
 DuplicateScopeNameError = errors.DuplicateScopeNameError
@@ -343,6 +346,9 @@ class Scope:
         if self.name_reserved(name, col):
             raise DuplicateScopeNameError(name, self.debug_path)
         self.reservations.setdefault(name, set()).add(col)
+        usage = self._shared.usage
+        if usage is not None:
+            usage.declare(self.path, name, col)
 
     def default_name(self, prefix: str) -> str:
         """The first free name ``prefix{i}`` for i = 0, 1, ..."""
@@ -555,9 +561,15 @@ class Scope:
 
     def variables(self) -> VariableDict:
         """All collections as seen from this scope (a shallow view, do not mutate)."""
+        self._note_read_all()
         self._populate_collections()
         out = {col: d for col, d in self._variables.items() if d is not None}
         return freeze(out) if config.flax_return_frozendict else out
+
+    def _note_read_all(self) -> None:
+        usage = self._shared.usage
+        if usage is not None:
+            usage.read_all(self.path)
 
     def mutable_variables(self) -> VariableDict:
         """The mutable collections at this scope, as fresh plain dicts."""
@@ -571,6 +583,7 @@ class Scope:
 
     def collection(self, col: str) -> Mapping[str, Any]:
         """The (read-only view of) collection ``col`` at this scope, ``{}`` if absent."""
+        self._note_read_all()
         d = self._collection(col)
         return d if d is not None else {}
 

@@ -49,6 +49,9 @@ from lens.errors._modules import (
 )
 from lens.errors._modules import InvalidCheckpointError as InvalidCheckpointError
 from lens.errors._modules import (
+    InvalidHyperparameterError as InvalidHyperparameterError,
+)
+from lens.errors._modules import (
     InvalidInstanceModuleError as InvalidInstanceModuleError,
 )
 from lens.errors._modules import (
@@ -111,3 +114,4 @@ from lens.errors._scope import (
     TransformedMethodReturnValueError as TransformedMethodReturnValueError,
 )
 from lens.errors._scope import TransformTargetError as TransformTargetError
+from lens.errors._scope import UnusedVariablesWarning as UnusedVariablesWarning

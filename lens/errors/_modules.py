@@ -97,6 +97,33 @@ class MultipleMethodsCompactError(LensError, TypeError):
         super().__init__(_join("Only one method per class can be @compact", detail))
 
 
+class InvalidHyperparameterError(LensError, ValueError):
+    """A layer was built with a hyperparameter that describes no layer.
+
+    Wrong::
+
+        nn.Dense(features=-1)
+        nn.Dropout(rate=1.5)            # a probability is in [0, 1]
+        nn.MultiHeadDotProductAttention(num_heads=0)
+
+    Right: ``nn.Dense(features=16)``, ``nn.Dropout(rate=0.1)``,
+    ``nn.MultiHeadDotProductAttention(num_heads=4)``. Flax accepts these and
+    fails later inside JAX (a negative shape, a division by zero), or never.
+    """
+
+    def __init__(
+        self, layer: str, field: str, value: Any, wanted: str = "", example: str = ""
+    ):
+        super().__init__(
+            _join(
+                f"{layer}: {field}={value!r} is not {wanted or 'a valid value'}.",
+                f"Build the layer with a value that works, e.g. {example}."
+                if example
+                else "",
+            )
+        )
+
+
 class ReservedModuleAttributeError(LensError, TypeError):
     """A module declared a field whose name is reserved (``parent``, ``name``).
 

@@ -487,3 +487,36 @@ class PartitioningUnspecifiedError(LensError, ValueError):
 
 
 PartitionNameMissingError = PartitioningUnspecifiedError
+
+
+class UnusedVariablesWarning(UserWarning):
+    """``apply`` was given variables that no module read.
+
+    A typo'd or renamed name trains nothing: the module reads the name it
+    declares, and the extra value is ignored. Wrong::
+
+        params["Dense_0"]["kernal"] = pretrained   # the layer reads "kernel"
+        model.apply({"params": params}, x)
+
+    Right: use the names ``model.init`` returns (``jax.tree_util.tree_map``
+    over both trees shows a mismatch), or drop what the model does not use. To
+    silence it on purpose: ``warnings.filterwarnings("ignore",
+    category=lens.errors.UnusedVariablesWarning)``.
+    """
+
+    def __init__(self, paths: Sequence[str] = (), count: int | None = None):
+        count = len(paths) if count is None else count
+        more = f" (and {count - len(paths)} more)" if count > len(paths) else ""
+        super().__init__(
+            f"apply was given {count} variable(s) that no module read: "
+            f"{', '.join(paths)}{more}.\nA typo'd or renamed name trains nothing; "
+            "compare the names with those model.init returns."
+        )
+        self.paths = tuple(paths)
+        self.count = count
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.paths, self.count))
+
+
+UnusedVariablesWarning.__module__ = "lens.errors"  # where users find it

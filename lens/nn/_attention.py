@@ -19,6 +19,7 @@ from jax import lax, random
 from lens._kernels.dtypes import merge_param, promote_dtype
 from lens.core.nn import initializers
 from lens.core.nn.initializers import default_kernel_init
+from lens.nn._hyperparameters import RATE, SIZE
 from lens.nn._linear import DenseGeneral
 from lens.nn._module import Module
 from lens.nn._module_support import compact
@@ -261,6 +262,13 @@ class MultiHeadDotProductAttention(Module):
       qk_attn_weights_einsum_cls, attn_weights_value_einsum_cls: factories of
         the two einsums of the attention.
     """
+
+    _hyperparameters = {
+        "num_heads": SIZE,
+        "qkv_features": SIZE,
+        "out_features": SIZE,
+        "dropout_rate": RATE,
+    }
 
     num_heads: int
     dtype: Dtype | None = None

@@ -17,6 +17,7 @@ from lens._kernels import linear as ops
 from lens._kernels.dtypes import promote_dtype
 from lens.core.nn import initializers
 from lens.core.nn.initializers import default_kernel_init
+from lens.nn._hyperparameters import SIZE, SIZES
 from lens.nn._module import Module
 from lens.nn._module_support import compact
 from lens.typing import (
@@ -51,6 +52,15 @@ class _Conv(Module):
       conv_general_dilated: the ``lax.conv_general_dilated`` to use.
       conv_general_dilated_cls: a class whose instances are that function.
     """
+
+    _hyperparameters = {
+        "features": SIZE,
+        "kernel_size": SIZES,
+        "strides": SIZES,
+        "input_dilation": SIZES,
+        "kernel_dilation": SIZES,
+        "feature_group_count": SIZE,
+    }
 
     features: int
     kernel_size: int | Sequence[int]
@@ -258,6 +268,13 @@ class ConvTranspose(Module):
         axes (the gradient of a ``Conv``): kernel ``(..., features, in)``.
       preferred_element_type: the accumulation dtype.
     """
+
+    _hyperparameters = {
+        "features": SIZE,
+        "kernel_size": SIZES,
+        "strides": SIZES,
+        "kernel_dilation": SIZES,
+    }
 
     features: int
     kernel_size: int | Sequence[int]

@@ -26,6 +26,7 @@ from lens._kernels.dtypes import merge_param, promote_dtype
 from lens.core import _meta
 from lens.core.nn import initializers
 from lens.core.nn.initializers import default_embed_init, default_kernel_init
+from lens.nn._hyperparameters import SIZE, SIZES
 from lens.nn._module import Module
 from lens.nn._module_support import compact
 from lens.typing import (
@@ -77,6 +78,8 @@ class DenseGeneral(Module):
       dot_general: the ``lax.dot_general`` to use (deprecated in Flax).
       dot_general_cls: a class whose instances are the ``dot_general`` to use.
     """
+
+    _hyperparameters = {"features": SIZES}
 
     features: int | Sequence[int]
     axis: int | Sequence[int] = -1
@@ -193,6 +196,8 @@ class Dense(Module):
       dot_general_cls: a class whose instances are the ``dot_general`` to use.
     """
 
+    _hyperparameters = {"features": SIZE}
+
     features: int
     use_bias: bool = True
     dtype: Dtype | None = None
@@ -259,6 +264,8 @@ class Einsum(Module):
         :class:`Dense`.
       preferred_element_type: the accumulation dtype of ``jnp.einsum``.
     """
+
+    _hyperparameters = {"shape": SIZES}
 
     shape: Sequence[int]
     einsum_str: str | None = None
@@ -341,6 +348,8 @@ class Embed(Module):
       embedding_init: embedding initializer.
       promote_dtype: casts the table (and queries of ``attend``) to ``dtype``.
     """
+
+    _hyperparameters = {"num_embeddings": SIZE, "features": SIZE}
 
     num_embeddings: int
     features: int

@@ -32,6 +32,7 @@ from lens import errors
 from lens.configurations import config
 from lens.core._scope import Scope
 from lens.nn import _context, kw_only_dataclasses
+from lens.nn._hyperparameters import check_hyperparameters
 from lens.nn._module_entry import ModuleEntryPoints
 from lens.nn._module_support import (
     ParentDescriptor,
@@ -374,6 +375,7 @@ class Module(_DataclassModule):
     # -------------------------------------------------------------- creation
 
     def __post_init__(self) -> None:
+        check_hyperparameters(self)
         object.__setattr__(self, "_id", uuid())
         object.__setattr__(self, "_state", _ModuleInternalState())
         if self.parent is _unspecified_parent:

@@ -18,6 +18,7 @@ from jax import lax
 from lens._kernels import norm
 from lens._kernels.dtypes import canonicalize_dtype, merge_param
 from lens.core.nn import initializers
+from lens.nn._hyperparameters import NON_NEGATIVE, RATE, SIZE
 from lens.nn._module import Module
 from lens.nn._module_support import compact
 
@@ -72,6 +73,8 @@ class LayerNorm(Module):
       force_float32_reductions: compute statistics in at least float32.
     """
 
+    _hyperparameters = {"epsilon": NON_NEGATIVE}
+
     epsilon: float = 1e-6
     dtype: Dtype | None = None
     param_dtype: Dtype = jnp.float32
@@ -125,6 +128,8 @@ class RMSNorm(Module):
 
     Attributes: as :class:`LayerNorm` (without ``use_bias``/``bias_init``).
     """
+
+    _hyperparameters = {"epsilon": NON_NEGATIVE}
 
     epsilon: float = 1e-6
     dtype: Dtype | None = None
@@ -195,6 +200,8 @@ class BatchNorm(Module):
         force_float32_reductions: as in :class:`LayerNorm`; without
         ``force_float32_reductions`` the running averages are ``param_dtype``.
     """
+
+    _hyperparameters = {"momentum": RATE, "epsilon": NON_NEGATIVE}
 
     use_running_average: bool | None = None
     axis: int = -1
@@ -302,6 +309,12 @@ class GroupNorm(Module):
         last (default: every axis but the first).
       other attributes: as :class:`LayerNorm`.
     """
+
+    _hyperparameters = {
+        "num_groups": SIZE,
+        "group_size": SIZE,
+        "epsilon": NON_NEGATIVE,
+    }
 
     num_groups: int | None = 32
     group_size: int | None = None
@@ -411,6 +424,8 @@ class InstanceNorm(Module):
       other attributes: as :class:`LayerNorm`.
     """
 
+    _hyperparameters = {"epsilon": NON_NEGATIVE}
+
     epsilon: float = 1e-6
     dtype: Dtype | None = None
     param_dtype: Dtype = jnp.float32
@@ -504,6 +519,8 @@ class SpectralNorm(Module):
       error_on_non_matrix: raise for weights of rank > 2 instead of flattening.
       collection_name: the collection of ``u`` and ``sigma``.
     """
+
+    _hyperparameters = {"epsilon": NON_NEGATIVE}
 
     layer_instance: Module
     n_steps: int = 1
@@ -613,6 +630,8 @@ class WeightNorm(Module):
       variable_filter: normalize only variables whose ``'/'``-joined path
         contains one of these strings (default ``{'kernel'}``; None: all).
     """
+
+    _hyperparameters = {"epsilon": NON_NEGATIVE}
 
     layer_instance: Module
     epsilon: float = 1e-12

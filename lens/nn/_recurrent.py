@@ -20,6 +20,7 @@ from lens._kernels.dtypes import promote_dtype
 from lens.core.nn import initializers
 from lens.core.nn.initializers import default_kernel_init
 from lens.nn._conv import Conv
+from lens.nn._hyperparameters import SIZE, SIZES
 from lens.nn._linear import Dense
 from lens.nn._module import Module
 from lens.nn._module_support import compact, nowrap
@@ -126,6 +127,8 @@ class LSTMCell(RNNCellBase):
       carry_init: initializer of ``c`` and ``h``.
     """
 
+    _hyperparameters = {"features": SIZE}
+
     features: int
     gate_fn: Callable[..., Any] = sigmoid
     activation_fn: Callable[..., Any] = tanh
@@ -199,6 +202,8 @@ class OptimizedLSTMCell(RNNCellBase):
     Same parameters (names, shapes, values) as :class:`LSTMCell`, so the two are
     interchangeable on the same variables.
     """
+
+    _hyperparameters = {"features": SIZE}
 
     features: int
     gate_fn: Callable[..., Any] = sigmoid
@@ -285,6 +290,8 @@ class SimpleCell(RNNCellBase):
     ``h`` before the activation.
     """
 
+    _hyperparameters = {"features": SIZE}
+
     features: int
     activation_fn: Callable[..., Any] = tanh
     kernel_init: Initializer = default_kernel_init
@@ -328,6 +335,8 @@ class GRUCell(RNNCellBase):
 
     Attributes: as :class:`LSTMCell`.
     """
+
+    _hyperparameters = {"features": SIZE}
 
     features: int
     gate_fn: Callable[..., Any] = sigmoid
@@ -380,6 +389,8 @@ class MGUCell(RNNCellBase):
       activation_bias_init: initializer of ``in`` and ``hn``'s biases (zeros).
       other attributes: as :class:`LSTMCell`.
     """
+
+    _hyperparameters = {"features": SIZE}
 
     features: int
     gate_fn: Callable[..., Any] = sigmoid
@@ -445,6 +456,8 @@ class ConvLSTMCell(RNNCellBase):
       kernel_size, strides, padding, use_bias: as in :class:`Conv`.
       dtype, param_dtype, carry_init: as in :class:`LSTMCell`.
     """
+
+    _hyperparameters = {"features": SIZE, "kernel_size": SIZES, "strides": SIZES}
 
     features: int
     kernel_size: Sequence[int]

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from lens._kernels.dtypes import merge_param
+from lens.nn._hyperparameters import RATE
 from lens.nn._module import Module
 from lens.nn._module_support import compact
 
@@ -20,6 +21,8 @@ class Dropout(Module):
     Draws keys from the ``'dropout'`` stream (``rng_collection``). Pass
     ``deterministic=True`` (attribute or call argument) at inference.
     """
+
+    _hyperparameters = {"rate": RATE}
 
     rate: float
     broadcast_dims: Sequence[int] = ()

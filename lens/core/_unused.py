@@ -1,0 +1,110 @@
+"""Variables passed to ``apply`` that no module read: a warning naming them.
+
+A typo'd or renamed key (``params/Dense_0/kernal``, or weights loaded under
+``Dense_O`` and merged into the initialised ones) is not an error in Flax: the
+module reads the name it declares and the extra value trains nothing. lens warns
+with :class:`~lens.errors.UnusedVariablesWarning`, naming the paths.
+
+What counts as read, per run of ``apply``:
+
+* a name a scope reserved (a parameter, a variable or a child scope declared there);
+* a whole subtree handed over at once (``scope.variables()``, ``collection()``;
+  a lifted transform takes its module's variables this way, so the inside of a
+  transformed module is never reported).
+
+Only values beside a variable that was read are reported: a value stored in
+a scope where a module declared variables of the same collection in this run,
+under a name it did not declare. A whole unread subtree is never reported: a
+submodule that a compact method calls only sometimes (``if train:``) or that
+``apply(..., method=...)`` does not reach is a valid program. Nor is a collection
+in which no module declared a variable (``intermediates``, or another collection
+that ``sow`` writes only when it is mutable, returned by ``init`` and passed
+back).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+
+from lens import errors
+
+Path = tuple[str, ...]
+
+_SHOWN = 8  # paths named in one warning
+
+
+class Usage:
+    """What the scopes of one ``apply`` declared and read (see the module doc)."""
+
+    __slots__ = ("declared", "whole", "variables")
+
+    def __init__(self) -> None:
+        self.declared: dict[Path, set[str]] = {}  # children and variables
+        self.whole: set[Path] = set()
+        self.variables: set[tuple[str, Path]] = set()  # (col, path) with one
+
+    def declare(self, path: Path, name: str, col: str | None) -> None:
+        """``name`` reserved at ``path``: a child (``col=None``) or a variable."""
+        self.declared.setdefault(path, set()).add(name)
+        if col is not None:
+            self.variables.add((col, path))
+
+    def read_all(self, path: Path) -> None:
+        self.whole.add(path)
+
+    def unused(self, variables: Mapping[str, Any]) -> list[str]:
+        """``collection/path`` of every variable no module read (see above)."""
+        out: list[str] = []
+        for col, tree in variables.items():
+            if isinstance(tree, Mapping):
+                found: list[Path] = []
+                self._walk(col, tree, (), found)
+                out.extend("/".join((col, *p)) for p in found)
+        return out
+
+    def _walk(
+        self, col: str, tree: Mapping[str, Any], path: Path, found: list[Path]
+    ) -> None:
+        if path in self.whole:
+            return
+        names = self.declared.get(path)
+        if names is None:  # no module ran here
+            return
+        read_here = (col, path) in self.variables
+        for name, value in tree.items():
+            sub = (*path, str(name))
+            if str(name) not in names:
+                if read_here and not isinstance(value, Mapping):
+                    found.append(sub)
+            elif isinstance(value, Mapping) and sub in self.declared:
+                self._walk(col, value, sub, found)
+
+
+def warn_unused(usage: Usage, variables: Mapping[str, Any]) -> None:
+    """Warns once per ``apply`` if some of ``variables`` were never read."""
+    paths = usage.unused(variables)
+    if paths:
+        warnings.warn(
+            errors.UnusedVariablesWarning(paths[:_SHOWN], len(paths)),
+            stacklevel=_caller_level(),
+        )
+
+
+_INTERNAL = (
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # lens/
+    os.path.dirname(os.path.abspath(jax.__file__)),
+)
+
+
+def _caller_level() -> int:
+    """The stack level of the first frame outside lens and JAX (the user's call)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL):
+        frame, level = frame.f_back, level + 1
+    return level
