@@ -19,6 +19,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from lens import errors
 from lens.core._rng import is_key
 from lens.nnx.filterlib import to_predicate
 from lens.nnx.graphlib import iter_graph
@@ -79,12 +80,30 @@ for _name in _INITIALIZERS:
     setattr(_Sampling, _name, _initializer_method(getattr(jax.nn.initializers, _name)))
 
 
+def _seed_to_key(seed: Any, tag: str) -> jax.Array:
+    """``jax.random.key(seed)`` for an integer seed (or an old-style uint32
+    key); anything else is flax's ValueError, with the fix."""
+    dtype = getattr(seed, "dtype", None)
+    if isinstance(seed, bool) or not (
+        isinstance(seed, int)
+        or (dtype is not None and jnp.issubdtype(dtype, jnp.integer))
+    ):
+        raise errors.InvalidRngError(
+            f"Invalid rng value: {seed}, expected a jax.Array of "
+            f"jax.dtypes.prng_key sub-dtype\nThe {tag!r} stream needs an integer "
+            f"seed or a key: nnx.Rngs({tag}=0) or nnx.Rngs({tag}=jax.random.key(0))."
+        )
+    if dtype is not None and getattr(seed, "shape", ()) == (2,):
+        return jax.random.wrap_key_data(seed)
+    return jax.random.key(seed)
+
+
 class RngStream(Object, _Sampling):
     """One named stream: ``stream()`` returns a new key."""
 
     def __init__(self, key: Any, *, tag: str):
         if not is_key(key):
-            key = jax.random.key(key)
+            key = _seed_to_key(key, tag)
         self.tag = tag
         self.key = RngKey(key, tag=tag)
         self.count = RngCount(jnp.zeros((), jnp.uint32), tag=tag)

@@ -166,3 +166,15 @@ def test_reprs_show_the_values(nnx):
     assert text.startswith("Param( # 3 (12 B)") and "0., 1., 2." in text
     state_text = repr(nnx.state(nnx.Linear(1, 2, rngs=nnx.Rngs(0))))
     assert state_text.startswith("State({") and "value=Array([0., 0.]" in state_text
+
+
+@BOTH
+def test_rngs_with_a_string_seed_is_a_value_error(nnx):
+    with pytest.raises(ValueError, match="^Invalid rng value: abc"):
+        nnx.Rngs("abc")
+    assert lnnx.Rngs(0).params().shape == ()
+
+
+def test_rngs_error_is_lens_invalid_rng_error():
+    with pytest.raises(errors.InvalidRngError, match="nnx.Rngs"):
+        lnnx.Rngs(dropout=1.5)
