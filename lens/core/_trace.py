@@ -15,6 +15,7 @@ import contextlib
 import contextvars
 import itertools
 import json
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from typing import Any
@@ -33,11 +34,20 @@ MIME_TYPE = "application/vnd.lens.pack+json"
 class _Tracing:
     """The innermost active trace of a context and the stack of records being filled."""
 
-    __slots__ = ("trace", "stack")
+    __slots__ = ("trace", "stack", "outer")
 
-    def __init__(self, trace: PackTrace):
+    def __init__(self, trace: PackTrace, outer: _Tracing | None = None):
         self.trace = trace
         self.stack: list[dict[str, Any]] = []
+        self.outer = outer  # the enclosing trace_packs block: it records these too
+
+    def chain(self) -> list[_Tracing]:
+        """This trace and every enclosing one, innermost first."""
+        out, st = [], self
+        while st is not None:
+            out.append(st)
+            st = st.outer
+        return out
 
 
 _STATE: contextvars.ContextVar[_Tracing | None] = contextvars.ContextVar(
@@ -52,6 +62,8 @@ def active() -> bool:
 
 def jsonable(x: Any) -> Any:
     """A JSON-safe rendering of a transform option (filters, axes, callables)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return repr(x)  # JSON has no NaN or infinity: "nan", "inf", "-inf"
     if x is None or isinstance(x, bool | int | float | str):
         return x
     if isinstance(x, Mapping):
@@ -111,15 +123,17 @@ class PackTrace:
         Each record carries what ``pack`` saw at each stage, and what that means per
         variable (``lanes``), per rng stream and per scope, and a one-line ``summary``.
         """
-        return {
-            "schema": SCHEMA_ID,
-            "version": SCHEMA_VERSION,
-            "packs": [_lanes.describe(r) for r in self.records],
-        }
+        return _finite(
+            {
+                "schema": SCHEMA_ID,
+                "version": SCHEMA_VERSION,
+                "packs": [_lanes.describe(r) for r in self.records],
+            }
+        )
 
     def dumps(self) -> str:
-        """The trace as a JSON string."""
-        return json.dumps(self.to_json())
+        """The trace as a JSON string (strict JSON: no NaN or infinity)."""
+        return json.dumps(self.to_json(), allow_nan=False)
 
     def transforms(self) -> list[str]:
         """Names of the top-level transforms recorded, in order."""
@@ -152,7 +166,7 @@ def trace_packs() -> Iterator[PackTrace]:
         ['vmap']
     """
     trace = PackTrace()
-    token = _STATE.set(_Tracing(trace))
+    token = _STATE.set(_Tracing(trace, outer=_STATE.get()))
     try:
         yield trace
     finally:
@@ -209,17 +223,20 @@ class Recorder:
             "children": [],
         }
         self._vars: dict[tuple[int, str, tuple[str, ...]], dict[str, Any]] = {}
-        self._stack = state.stack
-        if self._stack:
-            self._stack[-1]["children"].append(self.rec)
-        else:
-            state.trace.records.append(self.rec)
-        self._stack.append(self.rec)
+        # A nested trace_packs block records into every enclosing one too.
+        self._stacks = [st.stack for st in state.chain()]
+        for st in state.chain():
+            if st.stack:
+                st.stack[-1]["children"].append(self.rec)
+            else:
+                st.trace.records.append(self.rec)
+            st.stack.append(self.rec)
 
     def close(self) -> None:
         """Ends the record (nested packs no longer go into it)."""
-        if self._stack and self._stack[-1] is self.rec:
-            self._stack.pop()
+        for stack in self._stacks:
+            if stack and stack[-1] is self.rec:
+                stack.pop()
 
     # stage 1
     def scopes(
@@ -350,6 +367,17 @@ class Recorder:
                     "outer": _spec_tree(leaf),
                 }
             )
+
+
+def _finite(x: Any) -> Any:
+    """``x`` with every NaN or infinite float replaced by its text (strict JSON)."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else repr(x)
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite(v) for v in x]
+    return x
 
 
 def _put(entries: list[dict[str, Any]], entry: dict[str, Any]) -> None:
