@@ -1,5 +1,7 @@
 """Normalization layers (flax.nnx's ``nn.normalization``): ``BatchNorm``,
-``LayerNorm``, ``RMSNorm``, ``GroupNorm`` and ``InstanceNorm``.
+``LayerNorm``, ``RMSNorm``, ``GroupNorm`` and ``InstanceNorm``; the weight
+reparametrizations ``WeightNorm`` and ``SpectralNorm`` live in
+``_weight_normalization`` and are re-exported here, as flax.nnx has them.
 """
 
 from __future__ import annotations
@@ -9,10 +11,11 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from lens import nn as linen
 from lens._kernels import norm
 from lens.core.nn import initializers
 from lens.nnx.module import Module
+from lens.nnx.nn._weight_normalization import SpectralNorm as SpectralNorm
+from lens.nnx.nn._weight_normalization import WeightNorm as WeightNorm
 from lens.nnx.nn.dtypes import promote_dtype
 from lens.nnx.nn.parameters import NO_META, make_optional_param, make_param, promoted
 from lens.nnx.rnglib import Rngs
@@ -248,21 +251,24 @@ class RMSNorm(Module):
         )
 
     def __call__(self, x: Array, mask: Array | None = None) -> Array:
-        layer = linen.RMSNorm(
-            epsilon=self.epsilon,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-            use_scale=self.use_scale,
-            reduction_axes=self.reduction_axes,
-            feature_axes=self.feature_axes,
-            axis_name=self.axis_name,
-            axis_index_groups=self.axis_index_groups,
-            use_fast_variance=self.use_fast_variance,
-        )
         scale = self.scale.value if self.scale is not None else None
         x, scale = promoted(self.promote_dtype, x, scale, dtype=self.dtype)
-        params = {} if scale is None else {"params": {"scale": scale}}
-        return layer.apply(params, x, mask=mask)
+        return norm.call_layer_norm(
+            x,
+            scale,
+            None,
+            mask,
+            _axes(x.ndim, self.reduction_axes),
+            _axes(x.ndim, self.feature_axes),
+            False,
+            self.epsilon,
+            self.dtype,
+            self.use_fast_variance,
+            norm.stats_dtype(x, self.dtype, True),
+            None,
+            self.axis_name,
+            self.axis_index_groups,
+        )
 
 
 class GroupNorm(Module):
@@ -329,23 +335,40 @@ class GroupNorm(Module):
         )
 
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
-        layer = linen.GroupNorm(
-            num_groups=self.num_groups,
-            epsilon=self.epsilon,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-            use_bias=self.use_bias,
-            use_scale=self.use_scale,
-            reduction_axes=self.reduction_axes,
-            axis_name=self.axis_name,
-            axis_index_groups=self.axis_index_groups,
-            use_fast_variance=self.use_fast_variance,
+        reduction = _axes(
+            x.ndim,
+            self.reduction_axes
+            if self.reduction_axes is not None
+            else (*range(1, x.ndim - 1), -1),
         )
+        if mask is not None:  # the kernel groups the mask as it groups x
+            mask = jnp.broadcast_to(mask, x.shape)
         scale = self.scale.value if self.scale is not None else None
         bias = self.bias.value if self.bias is not None else None
         x, scale, bias = promoted(self.promote_dtype, x, scale, bias, dtype=self.dtype)
-        params = {k: v for k, v in (("scale", scale), ("bias", bias)) if v is not None}
-        return layer.apply({"params": params}, x, mask=mask)
+        kernel = norm.group_norm_jit if self.axis_name is None else norm.group_norm
+        return kernel(
+            x,
+            scale,
+            bias,
+            mask,
+            num_groups=self.num_groups,
+            reduction=reduction,
+            epsilon=self.epsilon,
+            dtype=self.dtype,
+            fast_variance=self.use_fast_variance,
+            stats_dtype=norm.stats_dtype(x, self.dtype, True),
+            params_dtype=None,
+            **self._collective(),
+        )
+
+    def _collective(self) -> dict[str, Any]:
+        if self.axis_name is None:
+            return {}
+        return {
+            "axis_name": self.axis_name,
+            "axis_index_groups": self.axis_index_groups,
+        }
 
 
 class InstanceNorm(Module):
