@@ -2,8 +2,11 @@
 
 The same model source runs under ``lens.nn`` and ``flax.linen``: identical variable
 trees, identical initial values for the same keys (under scan, vmap, jit and remat
-too), and identical outputs, random draws included, for the same variables and
-keys. Skipped when flax is not installed.
+too), identical outputs, random draws included, and identical gradients for the
+same variables and keys. Skipped when flax is not installed.
+
+The models are checked by the ``test_flax_zoo_*.py`` files, one per group in
+:data:`GROUPS`, so that test workers (``--dist loadfile``) share them.
 """
 
 import jax
@@ -342,8 +345,21 @@ def _plain(tree):
     return jax.tree.map(lambda x: x, dict(tree))
 
 
-@pytest.mark.parametrize("name", sorted(LENS))
-def test_same_variables_and_outputs_as_flax(name):
+# Which test file checks which model (groups of similar run time).
+GROUPS = {
+    "layers": ["mlp", "setup_mlp", "cnn", "norms", "variants", "sequential", "dropouts"],
+    "attention_conv": ["more_layers", "conv_family", "attention", "embed_attend"],
+    "recurrent": ["lstm", "cells", "bilstm_seq_lengths"],
+    "transforms": [
+        "vmap_ensemble", "scan", "remat", "jit", "cond", "scan_dropout",
+        "remat_scan", "while_loop", "switch", "custom_vjp", "tied_transpose",
+        "jvp_vjp", "share_scope", "sampling_decoder",
+    ],
+}  # fmt: skip
+
+
+def check_same_as_flax(name):
+    """Model ``name`` gives the same variables, outputs and gradients in both."""
     lcls, shape, same_init = LENS[name]
     fcls, _, _ = FLAX[name]
     if shape == "ids":

@@ -1,0 +1,10 @@
+"""The flax.linen differential zoo (tests/nn/flax_zoo.py), group "attention_conv"."""
+
+import pytest
+
+from tests.nn.flax_zoo import GROUPS, check_same_as_flax
+
+
+@pytest.mark.parametrize("name", GROUPS["attention_conv"])
+def test_same_variables_and_outputs_as_flax(name):
+    check_same_as_flax(name)
