@@ -2,9 +2,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-XLA_FLAGS ?= --xla_force_host_platform_device_count=8
-export XLA_FLAGS
-export JAX_PLATFORMS ?= cpu
+# Tests run on CPU with 8 fake devices (tests/conftest.py sets both, for `make test`
+# and a plain pytest alike); every other recipe, `make lab` included, leaves JAX
+# to use whatever accelerator it finds.
+TEST_ENV := JAX_PLATFORMS=cpu XLA_FLAGS="$(XLA_FLAGS) --xla_force_host_platform_device_count=8"
 # Tools that JupyterLab calls by name (jupyter-builder, jupyter-labextension) live in
 # the venv: put it first on PATH for every recipe, as an activated venv would.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
@@ -51,7 +52,7 @@ test: $(VENV)/.installed $(VENV)/.labextension $(CHROMIUM)
 	$(PY) -m ruff check lens tests benchmarks compat docs notebooks/build.py notebooks/cells.py
 	$(PY) -m ruff format --check lens tests benchmarks compat
 	$(VENV)/bin/pyright
-	$(PY) -m pytest -n 2 --dist loadfile tests lens notebooks/*.ipynb \
+	$(TEST_ENV) $(PY) -m pytest -n 2 --dist loadfile tests lens notebooks/*.ipynb \
 		--nbval --nbval-sanitize-with notebooks/sanitize.cfg
 
 lint: $(VENV)/.installed
