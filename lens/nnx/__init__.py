@@ -188,6 +188,7 @@ from lens.nnx.statelib import (
 from lens.nnx.summary import tabulate
 from lens.nnx.visualization import display
 from lens.nnx.training import metrics, optimizer
+from lens.nnx.training.ema import EMA
 from lens.nnx.training.metrics import Metric, MultiMetric
 from lens.nnx.training.optimizer import (
     ModelAndOptimizer,
@@ -267,6 +268,7 @@ __all__ = [
     "dot_product_attention",
     "Dropout",
     "Einsum",
+    "EMA",
     "elu",
     "Embed",
     "eval_shape",

@@ -1,5 +1,5 @@
 """flax.nnx's ``training`` package: ``metrics``, ``optimizer`` and ``ema``."""
 
-from lens.nnx.training import metrics, optimizer
+from lens.nnx.training import ema, metrics, optimizer
 
-__all__ = ["metrics", "optimizer"]
+__all__ = ["ema", "metrics", "optimizer"]
