@@ -2,9 +2,17 @@
 
 import os
 
-_flag = "--xla_force_host_platform_device_count=8"
-if _flag not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _flag).strip()
+# 8 virtual CPU devices; and XLA's LLVM backend at -O0: compiling hundreds of small
+# programs that each run once is most of the suite's time, and -O0 halves it. XLA's
+# own (HLO) passes still run, so the programs compute the same values; only their
+# machine code is less tuned.
+for _flag in (
+    "--xla_force_host_platform_device_count=8",
+    "--xla_backend_optimization_level=0",
+):
+    if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
+        flags = os.environ.get("XLA_FLAGS", "") + " " + _flag
+        os.environ["XLA_FLAGS"] = flags.strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 # `%load_ext lens` turns on JAX's persistent compilation cache in a per-user folder;
