@@ -316,7 +316,10 @@ def test_structure_changes_inside_jit_are_applied_to_the_caller_objects():
     np.testing.assert_allclose(y, m.layers[1](jnp.ones((1, 1))), rtol=1e-6)
 
 
-def test_structure_changes_inside_vmap_are_rejected():
+def test_state_created_inside_vmap_comes_out_on_the_arguments_axis():
+    """As in flax.nnx: a variable added to a mapped argument is stacked on that
+    argument's axis, and the caller's object gets it."""
+
     class Grow(nnx.Module):
         def __init__(self):
             self.a = nnx.Param(jnp.zeros((2,)))
@@ -324,8 +327,16 @@ def test_structure_changes_inside_vmap_are_rejected():
     def f(m):
         m.b = nnx.Param(jnp.ones(()))
 
+    g = Grow()
+    nnx.vmap(f)(g)
+    assert g.b[...].shape == (2,) and g.a[...].shape == (2,)
     with pytest.raises(errors.GraphStructureError, match="changed structure"):
-        nnx.vmap(f)(Grow())
+        nnx.shard_map(
+            f,
+            mesh=jax.make_mesh((1,), ("d",)),
+            in_specs=(jax.P(),),
+            out_specs=jax.P(),
+        )(Grow())
 
 
 def test_mapping_a_scalar_variable_names_it_and_the_fix():
@@ -422,3 +433,143 @@ def test_state_axes_filters_see_the_path_inside_the_object_as_in_flax():
         return sorted(set(seen))
 
     assert paths(nnx) == paths(fnnx) == [("bias",), ("kernel",)]
+
+
+def test_scan_carries_stateaxes_carry_state_through_the_loop():
+    """Seed 001's per-collection axes: a layer stack whose params are scanned and
+    whose one BatchStat counter is carried through the loop (not stacked)."""
+
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(3, 3, rngs=rngs)
+            self.count = nnx.BatchStat(jnp.array(0))
+
+        def __call__(self, x):
+            self.count[...] += 1
+            return jnp.tanh(self.linear(x))
+
+    @nnx.split_rngs(splits=4)
+    @nnx.vmap(in_axes=(0,), out_axes=0)
+    def make(rngs):
+        return Block(rngs)
+
+    stack = make(nnx.Rngs(0))
+    stack.count = nnx.BatchStat(jnp.array(0))
+    axes = nnx.StateAxes({nnx.BatchStat: nnx.Carry, ...: 0})
+
+    @nnx.scan(in_axes=(nnx.Carry, axes), out_axes=nnx.Carry)
+    def forward(x, block):
+        return block(x)
+
+    x = jnp.ones((2, 3))
+    y = forward(x, stack)
+    assert int(stack.count[...]) == 4
+    assert stack.linear.kernel[...].shape == (4, 3, 3)
+    expected = x
+    for i in range(4):
+        k, b = stack.linear.kernel[...][i], stack.linear.bias[...][i]
+        expected = jnp.tanh(expected @ k + b)
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "graph, graph_updates", [(True, False), (False, False), (False, None)]
+)
+def test_simple_modes_reject_variable_aliasing_as_flax(graph, graph_updates):
+    m = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    x = jnp.ones((1, 2))
+    flags = dict(graph=graph, graph_updates=graph_updates)
+    f = nnx.jit(lambda a, b: a(x) + b(x), **flags)
+    with pytest.raises(ValueError, match=r"^Duplicate Param found at paths"):
+        f(m, m)  # one module passed twice
+    with pytest.raises(ValueError, match="does not support Variable aliasing"):
+        nnx.jit(lambda a: a, **flags)(m)  # an input returned
+    g = nnx.grad(lambda a, b: jnp.sum(a(x) + b(x)), **flags)
+    with pytest.raises(ValueError, match=r"^Duplicate Param"):
+        g(m, m)
+    # the full mode keeps aliases: the same object comes back
+    assert nnx.jit(lambda a: a)(m) is m
+    assert nnx.jit(lambda a, b: a(x) + b(x))(m, m).shape == (1, 3)
+
+
+def test_transforms_reject_bound_methods_with_flaxs_error():
+    m = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    for transform in (nnx.jit, nnx.grad, nnx.vmap, nnx.remat, nnx.scan):
+        name = transform.__name__
+        with pytest.raises(
+            ValueError, match=rf"^nnx\.{name} does not support bound methods"
+        ):
+            transform(m.__call__)
+    # the unbound method is the way
+    y = nnx.jit(nnx.Linear.__call__)(m, jnp.ones((1, 2)))
+    assert y.shape == (1, 3)
+
+
+def test_keyword_arguments_take_their_positions_spec():
+    """flax.nnx binds keyword arguments to positions: ``rngs=`` of a vmapped
+    ``__init__`` gets ``in_axes``' entry for ``rngs``."""
+
+    class Ensemble(nnx.Module):
+        @nnx.split_rngs(splits=3)
+        @nnx.vmap(in_axes=(0, 0))
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(2, 4, rngs=rngs)
+
+    e = Ensemble(rngs=nnx.Rngs(0))
+    assert e.lin.kernel[...].shape == (3, 2, 4)
+    k = e.lin.kernel[...]
+    assert not np.allclose(k[0], k[1])  # each member its own key
+
+    def loss(m, x, *, scale=1.0):
+        return scale * jnp.sum(m(x))
+
+    m = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    x = jnp.ones((1, 2))
+    with pytest.raises(TypeError, match="keyword-only"):
+        nnx.value_and_grad(loss)(m, x, scale=2.0)
+    value, grads = nnx.value_and_grad(lambda m, x, scale: loss(m, x, scale=scale))(
+        m, x=x, scale=2.0
+    )
+    np.testing.assert_allclose(value, 2.0 * jnp.sum(m(x)), rtol=1e-6)
+    assert set(grads) == {"bias", "kernel"}
+
+
+def test_jit_returns_flaxs_wrapper_with_jitted_fn_and_stages():
+    m = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    step = nnx.jit(lambda m, x: m(x))
+    assert isinstance(step, nnx.transforms.compilation.JitWrapped)
+    x = jnp.ones((1, 2))
+    step(m, x)
+    step(m, x)
+    assert step.jitted_fn._cache_size() == 1
+    assert "dot_general" in step.lower(m, x).as_text()
+    assert step.eval_shape(m, x).shape == (1, 3)
+    assert step.trace(m, x).jaxpr is not None
+
+    class Model(nnx.Module):
+        def __init__(self):
+            self.lin = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+
+        @nnx.jit
+        def __call__(self, x):
+            return self.lin(x)
+
+    model = Model()
+    np.testing.assert_allclose(model(x), model.lin(x), rtol=1e-6)
+
+
+def test_jit_donating_a_model_leaves_it_usable():
+    """A donated variable the step does not change (the bias here) comes back: its
+    input buffer is gone, so the model must not keep it."""
+    m = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+
+    @nnx.jit(donate_argnums=0)
+    def step(m, x):
+        m.kernel[...] = m.kernel[...] * 2
+        return m(x)
+
+    x = jnp.ones((1, 2))
+    step(m, x)
+    y = step(m, x)  # would fail on a deleted bias buffer
+    assert not m.bias[...].is_deleted()
+    np.testing.assert_allclose(y, x @ m.kernel[...] + m.bias[...], rtol=1e-6)

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from lens._argnums import argnums, combine, out_of_range, partition
-from lens.nnx.graphwalk import Walker, check_graph_modes, path_str
+from lens.nnx.graphwalk import Walker, path_str
 from lens.nnx.pytreelib import Object
 from lens.nnx.statelib import State
 from lens.nnx.tracers import frame
@@ -42,6 +42,8 @@ from lens.nnx.transforms.general import (
     split_all,
     split_args,
     split_outputs,
+    transform_mode,
+    with_calling_conventions,
     wrap_objects,
     write_back,
 )
@@ -96,7 +98,7 @@ def value_and_grad(
     Other updates the function makes to argument objects (batch statistics, RNG
     counters) come back into them.
     """
-    check_graph_modes("value_and_grad", graph, graph_updates)
+    mode = transform_mode("value_and_grad", f, graph, graph_updates)
     if f is None:
         return functools.partial(
             value_and_grad,
@@ -105,6 +107,8 @@ def value_and_grad(
             holomorphic=holomorphic,
             allow_int=allow_int,
             reduce_axes=reduce_axes,
+            graph=graph,
+            graph_updates=graph_updates,
         )
     if reduce_axes:
         raise TypeError(
@@ -180,7 +184,7 @@ def value_and_grad(
         g = g[0] if single else tuple(g)
         return ((value, aux), g) if has_aux else (value, g)
 
-    return wrapper
+    return with_calling_conventions(mode, f, wrapper)
 
 
 def _arg_grads(
@@ -230,7 +234,7 @@ def grad(
     graph_updates: bool | None = None,
 ) -> Any:
     """``jax.grad`` for functions of objects (see :func:`value_and_grad`)."""
-    check_graph_modes("grad", graph, graph_updates)
+    transform_mode("grad", f, graph, graph_updates)
     if f is None:
         return functools.partial(
             grad,
@@ -239,6 +243,8 @@ def grad(
             holomorphic=holomorphic,
             allow_int=allow_int,
             reduce_axes=reduce_axes,
+            graph=graph,
+            graph_updates=graph_updates,
         )
     vg = value_and_grad(
         f,
@@ -247,12 +253,14 @@ def grad(
         holomorphic=holomorphic,
         allow_int=allow_int,
         reduce_axes=reduce_axes,
+        graph=graph,
+        graph_updates=graph_updates,
     )
 
     @functools.wraps(f)
     @api_boundary
-    def wrapper(*args: Any) -> Any:
-        value_aux, g = vg(*args)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        value_aux, g = vg(*args, **kwargs)
         return (g, value_aux[1]) if has_aux else g
 
     return wrapper
@@ -269,10 +277,15 @@ def remat(
 ) -> Any:
     """``jax.checkpoint`` for functions of objects: activations are recomputed in
     the backward pass; updates to argument objects come back."""
-    check_graph_modes("remat", graph, graph_updates)
+    mode = transform_mode("remat", f, graph, graph_updates)
     if f is None:
         return functools.partial(
-            remat, prevent_cse=prevent_cse, static_argnums=static_argnums, policy=policy
+            remat,
+            prevent_cse=prevent_cse,
+            static_argnums=static_argnums,
+            policy=policy,
+            graph=graph,
+            graph_updates=graph_updates,
         )
     static = frozenset(argnums(static_argnums, "nnx.remat: static_argnums"))
 
@@ -299,7 +312,7 @@ def remat(
         picture.outputs(new)
         return merge_outputs(outs, walker.nodes)
 
-    return wrapper
+    return with_calling_conventions(mode, f, wrapper)
 
 
 checkpoint = remat

@@ -1,6 +1,6 @@
 """``nnx.jit``: ``jax.jit`` for functions of eager objects, with a cached graph walk.
 
-The call recipe is the one of :mod:`lens.nnx._transforms`. On top of it, each jitted
+The call recipe is the one of :mod:`lens.nnx.transforms.general`. On top of it, each jitted
 function keeps its last call's walk of the arguments (:class:`_CachedWalk`) and
 reuses it while nothing changed structure, and its compiled program returns only
 the state the function changed.
@@ -20,7 +20,7 @@ import numpy as np
 from lens import errors
 from lens._argnums import argnames, argnums, out_of_range
 from lens.core import _trace
-from lens.nnx.graphwalk import Walker, check_graph_modes
+from lens.nnx.graphwalk import Walker
 from lens.nnx.pytreelib import Object
 from lens.nnx.tracers import frame, structure_epoch
 from lens.nnx.transforms.general import (
@@ -29,12 +29,15 @@ from lens.nnx.transforms.general import (
     Skeleton,
     apply_graph_updates,
     changed_structure,
+    check_no_aliases,
     merge_outputs,
     rebuild,
     split_args,
     split_outputs,
+    transform_mode,
 )
 from lens.nnx.transforms.pack_trace import Picture
+from lens.nnx.transforms.transforms import eval_shape
 from lens.nnx.variablelib import StaticValue, Variable
 from lens.traceback_util import api_boundary
 
@@ -72,11 +75,13 @@ def jit(
     Takes ``jax.jit``'s options: ``static_argnums``/``static_argnames`` (hashable
     values, part of the cache key), ``donate_argnums``/``donate_argnames`` (the
     argument's arrays, objects' variables included, may be reused for the
-    outputs). The compiled function is
-    cached on the objects' graph structure, so calling it again with the same
-    model does not retrace.
+    outputs). The compiled function is cached on the objects' graph structure, so
+    calling it again with the same model does not retrace. Returns a
+    :class:`JitWrapped` (flax.nnx's): call it as the function; ``jitted_fn`` is the
+    underlying ``jax.jit`` function, and ``lower``/``trace``/``eval_shape`` work as
+    on it.
     """
-    check_graph_modes("jit", graph, graph_updates)
+    mode = transform_mode("jit", fun, graph, graph_updates)
     options = dict(
         in_shardings=in_shardings,
         out_shardings=out_shardings,
@@ -89,65 +94,191 @@ def jit(
         backend=backend,
         inline=inline,
     )
-    f = fun
-    if f is None:
-        return functools.partial(jit, **options)
-    static = frozenset(argnums(static_argnums, "nnx.jit: static_argnums"))
-    static_names = frozenset(argnames(static_argnames))
-    donate = frozenset(argnums(donate_argnums, "nnx.jit: donate_argnums"))
-    donate_names = frozenset(argnames(donate_argnames))
-    try:
-        sig = inspect.signature(f)
-    except (TypeError, ValueError):
-        sig = None
-    if sig is not None:
-        params = list(sig.parameters.values())
+    if fun is None:
+        return functools.partial(
+            jit, **options, graph=graph, graph_updates=graph_updates
+        )
+    return JitWrapped(fun, mode, options)
+
+
+@dataclasses.dataclass(frozen=True)
+class _ArgSpecs:
+    """Which arguments are static or donated, by position and by name."""
+
+    static: frozenset[int]
+    static_names: frozenset[str]
+    donate: frozenset[int]
+    donate_names: frozenset[str]
+
+    @classmethod
+    def of(cls, f: Callable[..., Any], options: dict[str, Any]) -> _ArgSpecs:
+        static = frozenset(
+            argnums(options["static_argnums"], "nnx.jit: static_argnums")
+        )
+        donate = frozenset(
+            argnums(options["donate_argnums"], "nnx.jit: donate_argnums")
+        )
+        specs = cls(
+            static,
+            frozenset(argnames(options["static_argnames"])),
+            donate,
+            frozenset(argnames(options["donate_argnames"])),
+        )
+        try:
+            sig = inspect.signature(f)
+        except (TypeError, ValueError):
+            return specs
+        return specs._checked(f, list(sig.parameters.values()))
+
+    def _checked(self, f: Callable[..., Any], params: list[Any]) -> _ArgSpecs:
+        """Checks the specs against ``f``'s parameters, and makes an argument named
+        in static_argnames (donate_argnames) and passed by position static
+        (donated) too."""
+        name = getattr(f, "__qualname__", f)
         positional = [
             p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         ]
         if not any(p.kind is p.VAR_POSITIONAL for p in params):
-            for i in static | donate:
+            for i in self.static | self.donate:
                 if i >= len(positional) or i < -len(positional):
-                    what = "static_argnums" if i in static else "donate_argnums"
+                    what, which = (
+                        ("static_argnums", self.static)
+                        if i in self.static
+                        else ("donate_argnums", self.donate)
+                    )
                     raise ValueError(
-                        f"jitted function has {what}={tuple(sorted(static if i in static else donate))}, "
-                        f"but only accepts {len(positional)} positional arguments "
-                        f"({getattr(f, '__qualname__', f)!r})."
+                        f"jitted function has {what}={tuple(sorted(which))}, but "
+                        f"only accepts {len(positional)} positional arguments "
+                        f"({name!r})."
                     )
         names = {p.name for p in params}
         if not any(p.kind is p.VAR_KEYWORD for p in params):
-            for n in static_names | donate_names:
+            for n in self.static_names | self.donate_names:
                 if n not in names:
                     raise ValueError(
                         f"jitted function has static_argnames/donate_argnames "
-                        f"{n!r}, but {getattr(f, '__qualname__', f)!r} has no "
-                        "such parameter."
+                        f"{n!r}, but {name!r} has no such parameter."
                     )
-        # an argument named in static_argnames and passed positionally is static
-        static = static | {
-            i for i, p in enumerate(positional) if p.name in static_names
-        }
-        donate = donate | {
-            i for i, p in enumerate(positional) if p.name in donate_names
-        }
-    pass_through = {
-        k: v
-        for k, v in options.items()
-        if k
-        not in (
-            "static_argnums",
-            "static_argnames",
-            "donate_argnums",
-            "donate_argnames",
+        return dataclasses.replace(
+            self,
+            static=self.static
+            | {i for i, p in enumerate(positional) if p.name in self.static_names},
+            donate=self.donate
+            | {i for i, p in enumerate(positional) if p.name in self.donate_names},
         )
-        and v not in (None, False)
-    }
 
-    # Arguments travel as plain lists of leaves (JAX flattens those in C++; a
-    # custom pytree node would cost a Python call per argument per call).
-    def pure(
-        statics: StaticValue, donated: list[list[Any]], kept: list[list[Any]]
+
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """One call's arguments: positional then dynamic keyword values, which are
+    static, the keyword names, the static keywords, and the cache signature."""
+
+    all_args: tuple[Any, ...]
+    stat: frozenset[int]
+    n: int
+    kw_names: tuple[str, ...]
+    static_kw: tuple[tuple[str, Any], ...]
+
+    @property
+    def signature(self) -> Any:
+        return (self.kw_names, self.static_kw)
+
+
+_NOT_PASSED = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames")
+
+
+class JitWrapped:
+    """What ``nnx.jit(f)`` returns (flax.nnx's ``JitWrapped``): call it as ``f``.
+
+    ``jitted_fn`` is the ``jax.jit`` of ``f``'s pure state function
+    (``jitted_fn._cache_size()`` counts its compilations); ``lower``, ``trace`` and
+    ``eval_shape`` take ``f``'s arguments. As a class attribute it binds like a
+    method (``@nnx.jit`` on ``def __call__(self, x)``).
+    """
+
+    def __init__(self, fun: Callable[..., Any], mode: Any, options: dict[str, Any]):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.mode = mode
+        self.options = options
+        self.specs = _ArgSpecs.of(fun, options)
+        self.pass_through = {
+            k: v
+            for k, v in options.items()
+            if k not in _NOT_PASSED and v not in (None, False)
+        }
+        self.jitted_fn = jax.jit(
+            self._pure, static_argnums=0, donate_argnums=1, **self.pass_through
+        )
+        # The last call's graph walk, reused while nothing changed structure.
+        self._cache: dict[str, _CachedWalk] = {}
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
+
+    def __repr__(self) -> str:
+        return f"nnx.jit({getattr(self.fun, '__qualname__', self.fun)!r})"
+
+    # -- calling
+
+    @api_boundary
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        call = self._split_call(args, kwargs)
+        if self.mode.simple:
+            check_no_aliases("jit", args=args, kwargs=kwargs)
+        if _trace.active():  # traced again, so that nested transforms are recorded
+            out = self._traced_call(call)
+        else:
+            hit = _cached_walk(self._cache, call.all_args, call.stat, call.signature)
+            if hit is not None:
+                out = _call_cached(hit, call.all_args, self.jitted_fn)
+            else:
+                out = self._slow_call(call, self.jitted_fn)
+        if self.mode.simple:
+            check_no_aliases("jit", args=(args, kwargs), out=out)
+        return out
+
+    def _split_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call:
+        specs, n = self.specs, len(args)
+        if out_of_range(specs.static, n):
+            raise ValueError(
+                f"jitted function has static_argnums={tuple(sorted(specs.static))}, "
+                f"but was called with only {n} positional arguments."
+            )
+        for i in specs.static:
+            _check_static(args[i], f"positional argument {i}")
+        static_kw = []
+        dyn_kw = {}
+        for k, v in kwargs.items():
+            if k in specs.static_names:
+                _check_static(v, f"keyword argument {k!r}")
+                static_kw.append((k, v))
+            else:
+                dyn_kw[k] = v
+        stat = frozenset(i % n for i in specs.static) if n else frozenset()
+        return _Call(
+            (*args, *dyn_kw.values()), stat, n, tuple(dyn_kw), tuple(static_kw)
+        )
+
+    def _donated_of(self, call: _Call) -> tuple[int, ...]:
+        n, specs = call.n, self.specs
+        return tuple(
+            sorted(
+                {i % n for i in specs.donate if n}
+                | {
+                    n + j
+                    for j, k in enumerate(call.kw_names)
+                    if k in specs.donate_names
+                }
+            )
+        )
+
+    def _pure(
+        self, statics: StaticValue, donated: list[list[Any]], kept: list[list[Any]]
     ) -> Carrier:
+        """The function jax.jit compiles. Arguments travel as plain lists of leaves
+        (JAX flattens those in C++; a custom pytree node would cost a Python call
+        per argument per call)."""
         skel, static_kw, kw_names, donated_args = statics.value
         by_arg = dict(zip(donated_args, donated, strict=True))
         rest = iter(kept)
@@ -159,7 +290,7 @@ def jit(
             args = rebuild(skel.skeleton, values, table)
             n_pos = len(args) - len(kw_names)
             kw = dict(zip(kw_names, args[n_pos:], strict=True))
-            out = f(*args[:n_pos], **kw, **dict(static_kw))
+            out = self.fun(*args[:n_pos], **kw, **dict(static_kw))
             walker = Walker(transform="jit")
             after, entries = split_args(args, (None,) * len(args), walker, skel.static)
             # A changed structure (a new attribute or submodule) is applied
@@ -172,138 +303,104 @@ def jit(
             graph_values = [e.value for e in entries if e.leaf is not None]
             return Carrier([graph_values, outs], changed)
         # Only the state the function changed leaves the compiled program: an
-        # unchanged variable would be copied to a new buffer on every call.
-        same = tuple(
-            e.value is v for e, v in zip(entries, values, strict=True) if e.leaf
-        )
-        graph_values = [
-            e.value
-            for e, v in zip(entries, values, strict=True)
-            if e.leaf is not None and e.value is not v
-        ]
+        # unchanged variable would be copied to a new buffer on every call. A
+        # donated argument's state always leaves it: its input buffers are gone.
+        gone = frozenset(donated_args)
+        pairs = [(e, v) for e, v in zip(entries, values, strict=True) if e.leaf]
+        same = tuple(e.value is v and e.arg not in gone for e, v in pairs)
+        graph_values = [e.value for (e, _), s in zip(pairs, same) if not s]
         return Carrier([graph_values, outs], _Unchanged(same))
 
-    jitted = jax.jit(pure, static_argnums=0, donate_argnums=1, **pass_through)
-    # The last call's graph walk, reused while nothing changed structure.
-    cache: dict[str, _CachedWalk] = {}
-
-    @functools.wraps(f)
-    @api_boundary
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        n = len(args)
-        if out_of_range(static, n):
-            raise ValueError(
-                f"jitted function has static_argnums={tuple(sorted(static))}, but "
-                f"was called with only {n} positional arguments."
-            )
-        for i in static:
-            _check_static(args[i], f"positional argument {i}")
-        static_kw = []
-        dyn_kw = {}
-        for k, v in kwargs.items():
-            if k in static_names:
-                _check_static(v, f"keyword argument {k!r}")
-                static_kw.append((k, v))
-            else:
-                dyn_kw[k] = v
-        kw_names = tuple(dyn_kw)
-        all_args = (*args, *dyn_kw.values())
-        stat = frozenset(i % n for i in static) if n else frozenset()
-        signature = (kw_names, tuple(static_kw))
-        if _trace.active():  # traced again, so that nested transforms are recorded
-            return _traced_call(all_args, stat, n, kw_names, static_kw)
-        hit = _cached_walk(cache, all_args, stat, signature)
-        if hit is not None:
-            return _call_cached(hit, all_args, jitted)
-        return _slow_call(all_args, stat, n, kw_names, static_kw, signature, jitted)
-
-    def donated_of(n: int, kw_names: tuple[str, ...]) -> tuple[int, ...]:
-        return tuple(
-            sorted(
-                {i % n for i in donate if n}
-                | {n + j for j, k in enumerate(kw_names) if k in donate_names}
-            )
-        )
-
-    def _traced_call(
-        all_args: tuple,
-        stat: frozenset[int],
-        n: int,
-        kw_names: tuple,
-        static_kw: list,
-    ) -> Any:
+    def _traced_call(self, call: _Call) -> Any:
         """An uncached call that records a pack-trace record (and its children)."""
         options = {
-            "static_argnums": tuple(sorted(static)),
-            "donate_argnums": tuple(sorted(donate)),
+            "static_argnums": tuple(sorted(self.specs.static)),
+            "donate_argnums": tuple(sorted(self.specs.donate)),
         }
         with Picture("jit", options) as picture:
             # A new function: jax.jit's cache is keyed on it, and the body must run.
             fresh = jax.jit(
-                lambda *a: pure(*a), static_argnums=0, donate_argnums=1, **pass_through
+                lambda *a: self._pure(*a),
+                static_argnums=0,
+                donate_argnums=1,
+                **self.pass_through,
             )
-            return _slow_call(
-                all_args, stat, n, kw_names, static_kw, None, fresh, picture
-            )
+            return self._slow_call(call, fresh, picture, cache=False)
 
-    def _slow_call(
-        all_args: tuple,
-        stat: frozenset[int],
-        n: int,
-        kw_names: tuple,
-        static_kw: list,
-        signature: Any,
-        call: Callable[..., Any],
-        picture: Picture | None = None,
-    ) -> Any:
-        total = len(all_args)
-        epoch = structure_epoch()
+    def _inputs(self, call: _Call) -> tuple[Any, ...]:
+        """The walk of ``call``'s arguments and what ``jitted_fn`` takes for them."""
+        total = len(call.all_args)
         walker = Walker(transform="jit")
-        skel, entries = split_args(all_args, (None,) * total, walker, stat)
+        skel, entries = split_args(call.all_args, (None,) * total, walker, call.stat)
         per_arg: list[list[Any]] = [[] for _ in range(total)]
         for e in entries:
             per_arg[e.arg].append(e.value)
-        donated_args = donated_of(n, kw_names)
+        donated_args = self._donated_of(call)
         donated = [per_arg[i] for i in donated_args]
-        if picture is not None:
-            picture.inputs(entries, ["all"] * len(entries), lambda e, v: v)
         kept = [per_arg[i] for i in range(total) if i not in donated_args]
         key = StaticValue(
             (
-                _JitSkeleton(skel, stat, total),
-                tuple(static_kw),
-                kw_names,
+                _JitSkeleton(skel, call.stat, total),
+                call.static_kw,
+                call.kw_names,
                 donated_args,
             )
         )
-        result = call(key, donated, kept)
+        return walker, entries, key, donated, kept, donated_args
+
+    def _slow_call(
+        self,
+        call: _Call,
+        jitted: Callable[..., Any],
+        picture: Picture | None = None,
+        cache: bool = True,
+    ) -> Any:
+        epoch = structure_epoch()
+        walker, entries, key, donated, kept, donated_args = self._inputs(call)
+        if picture is not None:
+            picture.inputs(entries, ["all"] * len(entries), lambda e, v: v)
+        result = jitted(key, donated, kept)
         new_values, outs = result.values
-        if isinstance(result.aux, _Unchanged):
-            _write_changed(entries, result.aux.same, new_values)
-            if picture is not None:
-                it = iter(new_values)
-                olds = [e.value for e in entries if e.leaf is not None]
-                picture.outputs(
-                    [o if same else next(it) for o, same in zip(olds, result.aux.same)]
-                )
-            if signature is None:  # a traced call: not cached
-                return merge_outputs(outs, walker.nodes)
+        if not isinstance(result.aux, _Unchanged):
+            nodes = apply_graph_updates([], new_values, result.aux, walker.nodes)
+            return merge_outputs(outs, nodes)
+        _write_changed(entries, result.aux.same, new_values)
+        if picture is not None:
+            it = iter(new_values)
+            olds = [e.value for e in entries if e.leaf is not None]
+            picture.outputs(
+                [o if same else next(it) for o, same in zip(olds, result.aux.same)]
+            )
+        if cache:
             _store_walk(
-                cache,
+                self._cache,
                 epoch,
-                all_args,
-                stat,
-                signature,
+                call.all_args,
+                call.stat,
+                call.signature,
                 entries,
                 walker,
                 key,
                 donated_args,
             )
-            return merge_outputs(outs, walker.nodes)
-        nodes = apply_graph_updates([], new_values, result.aux, walker.nodes)
-        return merge_outputs(outs, nodes)
+        return merge_outputs(outs, walker.nodes)
 
-    return wrapper
+    # -- jax.jit's stages
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        """``jitted_fn.lower`` for these arguments (objects' state included)."""
+        _, _, key, donated, kept, _ = self._inputs(self._split_call(args, kwargs))
+        return self.jitted_fn.lower(key, donated, kept)
+
+    def trace(self, *args: Any, **kwargs: Any) -> Any:
+        """``jitted_fn.trace`` for these arguments (objects' state included)."""
+        _, _, key, donated, kept, _ = self._inputs(self._split_call(args, kwargs))
+        return self.jitted_fn.trace(key, donated, kept)
+
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+        """The outputs' shapes and dtypes (objects with ``ShapeDtypeStruct``
+        values), computing nothing and leaving the arguments unchanged."""
+        return eval_shape(self.fun, *args, **kwargs)
 
 
 @dataclasses.dataclass(frozen=True)

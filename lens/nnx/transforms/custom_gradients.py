@@ -11,7 +11,7 @@ from typing import Any
 import jax
 
 from lens._argnums import combine, partition
-from lens.nnx.graphwalk import Walker, check_graph_modes
+from lens.nnx.graphwalk import Walker
 from lens.nnx.pytreelib import Object
 from lens.nnx.tracers import frame
 from lens.nnx.transforms.cotangents import (
@@ -30,6 +30,7 @@ from lens.nnx.transforms.general import (
     rebuild,
     split_args,
     split_outputs,
+    transform_mode,
     write_back,
 )
 from lens.nnx.transforms.pack_trace import Picture
@@ -183,7 +184,12 @@ def custom_vjp(
     State for an object: copy ``input_updates_g``'s and set its values).
     ``nondiff_argnums`` takes ints (not differentiated) and ``DiffState(i,
     filter)`` (only that part of an object)."""
-    check_graph_modes("custom_vjp", graph, graph_updates)
+    transform_mode("custom_vjp", fun, graph, graph_updates)
     if fun is None:
-        return functools.partial(custom_vjp, nondiff_argnums=nondiff_argnums)
+        return functools.partial(
+            custom_vjp,
+            nondiff_argnums=nondiff_argnums,
+            graph=graph,
+            graph_updates=graph_updates,
+        )
     return CustomVjp(fun, tuple(nondiff_argnums))

@@ -24,12 +24,15 @@ Each call runs one recipe:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+import functools
+import inspect
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import jax
 
 from lens import errors
+from lens.nnx import graphlib
 from lens.nnx.filterlib import to_predicate
 from lens.nnx.graphwalk import (
     Builder,
@@ -40,8 +43,10 @@ from lens.nnx.graphwalk import (
     is_graph_node,
     path_str,
 )
+from lens.nnx.pytreelib import node_items
 from lens.nnx.tracers import frame
 from lens.nnx.variablelib import StaticValue, Variable
+from lens.traceback_util import api_boundary
 
 
 class StateAxes:
@@ -420,3 +425,164 @@ def lift_args(
     walker = Walker(transform=name)
     skel, entries = split_args(args, (None,) * len(args), walker, static)
     return skel, entries, walker
+
+
+# ------------------------------------------------------------ flax's call modes
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformMode:
+    """How a transform treats its object arguments: flax.nnx's ``graph`` and
+    ``graph_updates`` switches, resolved against the current defaults.
+
+    lens runs every mode on its one graph walk (shared references kept, updates
+    written back in place). The *simple* modes (``graph_updates=False``, and tree
+    mode, ``graph=False``) add flax's restriction: no Variable may be reached twice
+    among the arguments and outputs.
+    """
+
+    name: str
+    graph: bool
+    updates: bool
+
+    @property
+    def simple(self) -> bool:
+        return not (self.graph and self.updates)
+
+
+def _current(switch_name: str) -> bool:
+    switch = getattr(graphlib, switch_name, None)
+    current = getattr(switch, "current_value", None)
+    return bool(current()) if callable(current) else True
+
+
+def transform_mode(
+    name: str,
+    f: Any,
+    graph: bool | None,
+    graph_updates: bool | None,
+) -> TransformMode:
+    """The mode of ``nnx.<name>(f, graph=..., graph_updates=...)``; also rejects a
+    bound method of an object as ``f`` (flax's ValueError)."""
+    if f is not None:
+        reject_bound_method(name, f)
+    g = _current("set_graph_mode") if graph is None else bool(graph)
+    u = _current("set_graph_updates") if graph_updates is None else bool(graph_updates)
+    return TransformMode(name, g, u)
+
+
+def reject_bound_method(name: str, f: Any) -> None:
+    """flax.nnx's transforms take unbound functions: ``nnx.jit(model.method)`` would
+    close over ``model`` (its state would not be lifted)."""
+    g = f
+    while isinstance(g, functools.partial):
+        g = g.func
+    owner = getattr(g, "__self__", None)
+    if owner is not None and is_graph_node(owner) and not isinstance(owner, type):
+        cls = type(owner).__name__
+        method = getattr(g, "__name__", "method")
+        raise ValueError(
+            f"nnx.{name} does not support bound methods. Use the decorator form "
+            f"@nnx.{name} or call nnx.{name}(MyClass.method)(instance, ...) with "
+            f"the unbound method.\nHere: nnx.{name}({cls}.{method})(model, ...) "
+            f"instead of nnx.{name}(model.{method})(...)."
+        )
+
+
+def resolve_kwargs(
+    fun: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> tuple[Any, ...]:
+    """``args`` and ``kwargs`` bound to ``fun``'s positions (defaults filled in), as
+    flax.nnx's transforms see keyword arguments: each then takes its position's
+    spec (``in_axes``, ``argnums``)."""
+    if not kwargs:
+        return tuple(args)
+    if isinstance(fun, functools.partial):
+        raise TypeError(
+            "keyword arguments could not be resolved to positions: the transformed "
+            "function is a functools.partial (its signature is opaque).\nPass the "
+            "arguments positionally."
+        )
+    bound = inspect.signature(fun).bind(*args, **kwargs)
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise TypeError(
+            "keyword arguments could not be resolved to positions: "
+            f"{', '.join(bound.kwargs)} of {getattr(fun, '__qualname__', fun)!r} "
+            "are keyword-only.\nMake them positional, or close over them."
+        )
+    return tuple(bound.args)
+
+
+def _variables_with_paths(tree: Any, root: str) -> Iterator[tuple[str, Any]]:
+    """Every Variable reachable from ``tree`` with a path, a shared one as often as
+    it is reached (objects are followed through their attributes)."""
+    on_path: set[int] = set()
+
+    def go(x: Any, path: str) -> Iterator[tuple[str, Any]]:
+        if isinstance(x, Variable):
+            yield path, x
+        elif is_graph_node(x):
+            if id(x) in on_path:
+                return
+            on_path.add(id(x))
+            for k, v in node_items(x):
+                yield from go(v, f"{path}.{k}")
+            on_path.discard(id(x))
+        else:
+
+            def is_leaf(y: Any, x: Any = x) -> bool:
+                return y is not x and (is_graph_node(y) or isinstance(y, Variable))
+
+            kids, _ = jax.tree_util.tree_flatten_with_path(x, is_leaf=is_leaf)
+            if len(kids) == 1 and kids[0][0] == () and kids[0][1] is x:
+                return
+            for kp, v in kids:
+                yield from go(v, path + jax.tree_util.keystr(kp))
+
+    yield from go(tree, root)
+
+
+def check_no_aliases(name: str, **trees: Any) -> None:
+    """flax.nnx's rule for the simple modes: no Variable may be reached twice among
+    ``trees`` (duplicate inputs, duplicate outputs, or inputs returned)."""
+    seen: dict[int, str] = {}
+    for label, tree in trees.items():
+        for path, v in _variables_with_paths(tree, label):
+            first = seen.setdefault(id(v), path)
+            if first != path:
+                raise ValueError(
+                    f"Duplicate {type(v).__name__} found at paths:\n\n  - {first}\n"
+                    f"  - {path}\n\nnnx.{name} with graph_updates=False does not "
+                    "support Variable aliasing (duplicate inputs, duplicate outputs, "
+                    "or input Variables returned as outputs).\nRemove the duplicate, "
+                    f"pass copies made with nnx.clone(), or use graph mode with graph "
+                    f"updates: nnx.{name}(..., graph=True, graph_updates=True) (lens "
+                    f"keeps the aliases there), or nnx.compat.{name}."
+                )
+
+
+def with_calling_conventions(
+    mode: TransformMode,
+    f: Callable[..., Any],
+    transformed: Callable[..., Any],
+    *,
+    resolve: bool = True,
+) -> Callable[..., Any]:
+    """``transformed`` (a transform's wrapper of ``f``) called as flax.nnx calls it:
+    keyword arguments bound to positions (``resolve``), and in the simple modes no
+    Variable aliasing among the arguments, nor between arguments and outputs."""
+
+    @functools.wraps(f)
+    @api_boundary
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if resolve:
+            args, kwargs = resolve_kwargs(f, args, kwargs), {}
+        if mode.simple:
+            check_no_aliases(mode.name, args=args, kwargs=kwargs)
+        out = transformed(*args, **kwargs)
+        if mode.simple:
+            check_no_aliases(mode.name, args=(args, kwargs), out=out)
+        return out
+
+    return call

@@ -12,7 +12,7 @@ from typing import Any
 
 import jax
 
-from lens.nnx.graphwalk import Walker, check_graph_modes, path_str
+from lens.nnx.graphwalk import Walker, path_str
 from lens.nnx.tracers import frame
 from lens.nnx.transforms.axes import (
     NO_AXIS_METADATA,
@@ -26,12 +26,15 @@ from lens.nnx.transforms.general import (
     Entry,
     Skeleton,
     StateAxes,
+    apply_graph_updates,
     axes_resolver,
-    check_structure,
+    changed_structure,
     merge_outputs,
     rebuild,
     split_args,
     split_outputs,
+    transform_mode,
+    with_calling_conventions,
     write_back,
 )
 from lens.nnx.transforms.pack_trace import Picture, axis_label, without_axis
@@ -59,7 +62,7 @@ def vmap(
     stacked on ``out_axes``. Aliases must be consistent
     (:class:`~lens.errors.InconsistentAliasingError`).
     """
-    check_graph_modes("vmap", graph, graph_updates)
+    mode = transform_mode("vmap", f, graph, graph_updates)
     axis_names = AxisNames("vmap", transform_metadata)
     if f is None:
         return functools.partial(
@@ -70,9 +73,11 @@ def vmap(
             axis_size=axis_size,
             spmd_axis_name=spmd_axis_name,
             transform_metadata=transform_metadata,
+            graph=graph,
+            graph_updates=graph_updates,
         )
 
-    return _mapped_call(
+    mapped = _mapped_call(
         "vmap",
         jax.vmap,
         f,
@@ -84,6 +89,7 @@ def vmap(
         axis_size=axis_size,
         spmd_axis_name=spmd_axis_name,
     )
+    return with_calling_conventions(mode, f, mapped)
 
 
 def _mapped_call(
@@ -107,23 +113,43 @@ def _mapped_call(
         specs = per_argument(name, "in_axes", in_axes, args)
         walker = Walker(axes_resolver, describe=describe_axes, transform=name)
         skel, entries = split_args(args, specs, walker)
-        graph_axes = [e.spec for e in entries if e.leaf is not None]
         _check_ranks(entries)
         if check_sizes:
             _check_sizes(entries)
         options = {"in_axes": in_axes, "out_axes": out_axes, **map_kwargs}
+
+        def run(change: StructureChanged | None) -> Any:
+            body = mapped_body(
+                name, f, skel, specs, out_axes, describe_axes, axis_names, change
+            )
+            graph_axes = (
+                change.specs
+                if change is not None
+                else [e.spec for e in entries if e.leaf is not None]
+            )
+            return jax_map(
+                body,
+                in_axes=(Carrier([e.spec for e in entries], None),),
+                out_axes=(graph_axes, strip_state_axes(out_axes)),
+                **map_kwargs,
+            )(Carrier([e.value for e in entries], None))
+
         with Picture(name, options) as picture:
             picture.inputs(
                 entries,
                 [axis_label(e.spec) for e in entries],
                 without_axis(lambda e: e.spec),
             )
-            new_values, outs = jax_map(
-                mapped_body(name, f, skel, specs, out_axes, describe_axes, axis_names),
-                in_axes=(Carrier([e.spec for e in entries], None),),
-                out_axes=(graph_axes, strip_state_axes(out_axes)),
-                **map_kwargs,
-            )(Carrier([e.value for e in entries], None))
+            try:
+                new_values, outs = run(None)
+            except StructureChanged as change:
+                # f built new state in its arguments (an __init__ under vmap): it
+                # comes out on its arguments' axes, and the caller's objects get it
+                new_values, outs = run(change)
+                nodes = apply_graph_updates(
+                    [], new_values, change.changed, walker.nodes
+                )
+                return merge_outputs(place_state_axes(outs), nodes)
             write_back(entries, new_values)
             picture.outputs(new_values)
         return merge_outputs(place_state_axes(outs), walker.nodes)
@@ -150,7 +176,7 @@ def pmap(
     """``jax.pmap`` for functions of objects, with ``vmap``'s ``in_axes`` rules:
     each object's variables are split over the devices on their axis (``None``:
     replicated), and updates come back the same way."""
-    check_graph_modes("pmap", graph, graph_updates)
+    mode = transform_mode("pmap", f, graph, graph_updates)
     axis_names = AxisNames("pmap", transform_metadata)
     if global_arg_shapes is not None:
         raise TypeError("nnx.pmap: global_arg_shapes was removed from jax.pmap.")
@@ -170,6 +196,8 @@ def pmap(
             backend=backend,
             axis_size=axis_size,
             transform_metadata=transform_metadata,
+            graph=graph,
+            graph_updates=graph_updates,
         )
 
     if any(
@@ -179,7 +207,7 @@ def pmap(
         raise NotImplementedError(
             "nnx.pmap: StateAxes in out_axes is not supported; use nnx.vmap."
         )
-    return _mapped_call(
+    mapped = _mapped_call(
         "pmap",
         jax.pmap,
         f,
@@ -192,6 +220,7 @@ def pmap(
         backend=backend,
         axis_size=axis_size,
     )
+    return with_calling_conventions(mode, f, mapped)
 
 
 def per_argument(name: str, option: str, spec: Any, args: tuple) -> tuple:
@@ -205,6 +234,17 @@ def per_argument(name: str, option: str, spec: Any, args: tuple) -> tuple:
     return specs
 
 
+class StructureChanged(Exception):  # noqa: N818 - a signal, not an error
+    """Raised out of a mapped body's trace when ``f`` changed its arguments'
+    structure (new variables or submodules, e.g. an ``__init__`` under vmap): the
+    transform traces again, mapping the new state out (see :func:`mapped_body`)."""
+
+    def __init__(self, changed: Any, specs: list[Any]):
+        super().__init__("structure changed")
+        self.changed = changed
+        self.specs = specs
+
+
 def mapped_body(
     name: str,
     f: Callable[..., Any],
@@ -213,21 +253,30 @@ def mapped_body(
     out_spec: Any,
     describe: Callable[[Any], str],
     axis_names: AxisNames | None = None,
+    expect_change: StructureChanged | None = None,
 ) -> Callable[[Carrier], Any]:
     """The pure function a transform with per-argument specs (vmap, shard_map)
     maps: it rebuilds the arguments, calls ``f``, and returns the arguments' new
-    graph values and the outputs (new objects as carriers)."""
+    graph values and the outputs (new objects as carriers).
+
+    If ``f`` changes the arguments' structure, the first trace raises
+    :class:`StructureChanged` with the new structure and its values' specs; traced
+    again with ``expect_change``, the body returns the new structure's values."""
 
     def pure(carrier: Carrier) -> Any:
+        table: dict[int, Any] = {}
         with frame(name) as fr:
-            args = rebuild(skel, carrier.values)
+            args = rebuild(skel, carrier.values, table)
             done = axis_names.enter(args, specs) if axis_names else []
             out = f(*args)
             if axis_names:
                 axis_names.exit(done, out, out_spec, fr)
             w = Walker(axes_resolver, describe=describe, transform=name)
             after, entries = split_args(args, specs, w)
-            check_structure(skel, after, name)
+            changed = changed_structure(skel, after, table, w.nodes)
+            if changed is not None and expect_change is None:
+                new_specs = [e.spec for e in entries if e.leaf is not None]
+                raise StructureChanged(changed, new_specs)
             w.frame = fr
             outs = split_outputs(out, out_spec, w)
         return [e.value for e in entries if e.leaf is not None], outs

@@ -6,27 +6,31 @@ carried (or, for ``scan``, scanned or broadcast per ``in_axes``/``StateAxes``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from lens import errors
-from lens.nnx.graphwalk import Walker, check_graph_modes, path_str
+from lens.nnx.graphwalk import Walker, path_str
 from lens.nnx.tracers import frame
 from lens.nnx.transforms.axes import NO_AXIS_METADATA, AxisNames
 from lens.nnx.transforms.general import (
     Entry,
     GraphArg,
     axes_resolver,
+    check_no_aliases,
     check_structure,
     lift_args,
     merge_outputs,
     rebuild,
     split_args,
     split_outputs,
+    transform_mode,
+    with_calling_conventions,
     wrap_objects,
     write_back,
 )
@@ -81,7 +85,8 @@ def while_loop(
 ) -> Any:
     """``jax.lax.while_loop`` whose carry may hold objects: ``body_fun`` updates
     them (in place or by returning them); their final values come back."""
-    check_graph_modes("while_loop", graph, graph_updates)
+    if transform_mode("while_loop", None, graph, graph_updates).simple:
+        check_no_aliases("while_loop", init_val=init_val)
     skel, entries, _ = lift_args("while_loop", (init_val,))
 
     def body(values: list[Any]) -> list[Any]:
@@ -116,7 +121,8 @@ def fori_loop(
 ) -> Any:
     """``jax.lax.fori_loop`` whose carry may hold objects (see :func:`while_loop`);
     with static bounds it is reverse-differentiable, as JAX's is."""
-    check_graph_modes("fori_loop", graph, graph_updates)
+    if transform_mode("fori_loop", None, graph, graph_updates).simple:
+        check_no_aliases("fori_loop", init_val=init_val)
     skel, entries, _ = lift_args("fori_loop", (init_val,))
 
     def body(i: Any, values: list[Any]) -> list[Any]:
@@ -157,8 +163,10 @@ def scan(
     int: its arrays, and an object's variables, are sliced per step; their
     updates come back stacked on that axis), or broadcast (``None``: the same at
     every step, not updated). ``StateAxes`` gives per-filter choices inside one
-    object. The function returns what ``out_axes`` describes: the new carry where
-    it says ``Carry``, and per-step outputs stacked on the given axis elsewhere.
+    object, ``nnx.Carry`` included (seed 001: a layer stack whose params are
+    scanned and whose BatchStat counter is carried through the loop). The
+    function returns what ``out_axes`` describes: the new carry where it says
+    ``Carry``, and per-step outputs stacked on the given axis elsewhere.
 
     The layer-stack pattern::
 
@@ -166,196 +174,274 @@ def scan(
         def forward(x, block):
             return block(x)
     """
-    check_graph_modes("scan", graph, graph_updates)
-    axis_names = AxisNames("scan", transform_metadata)
+    mode = transform_mode("scan", f, graph, graph_updates)
     if f is None:
         return functools.partial(
             scan,
             length=length,
             reverse=reverse,
             unroll=unroll,
+            _split_transpose=_split_transpose,
             in_axes=in_axes,
             out_axes=out_axes,
             transform_metadata=transform_metadata,
+            graph=graph,
+            graph_updates=graph_updates,
         )
+    options = _ScanOptions(
+        f,
+        in_axes,
+        out_axes,
+        length,
+        reverse,
+        unroll,
+        _split_transpose,
+        AxisNames("scan", transform_metadata),
+    )
 
     @functools.wraps(f)
     @api_boundary
     def wrapper(*args: Any) -> Any:
-        n = len(args)
+        return _ScanCall(options, args).run()
+
+    return with_calling_conventions(mode, f, wrapper)
+
+
+@dataclasses.dataclass(frozen=True)
+class _ScanOptions:
+    f: Callable[..., Any]
+    in_axes: Any
+    out_axes: Any
+    length: int | None
+    reverse: bool
+    unroll: int | bool
+    split_transpose: bool
+    axis_names: AxisNames
+
+
+class _ScanCall:
+    """One call of a scanned function, in stages: the specs, what each value is
+    (carry, scanned, broadcast), the loop body, the loop, the write-back."""
+
+    def __init__(self, options: _ScanOptions, args: tuple[Any, ...]):
+        self.o = options
+        self.args = args
+        self._specs(len(args))
+        self.walker = Walker(axes_resolver, describe=_describe, transform="scan")
+        self.skel, self.entries = split_args(args, self.specs, self.walker)
+        self.kinds, self.length = _kinds_and_length(self.entries, options.length)
+        self.carry_skel = None
+        if self.carry_pos:
+            w = Walker(transform="scan")
+            self.carry_skel, _ = split_args((args[self.carry_pos[0]],), (None,), w)
+
+    def _specs(self, n: int) -> None:
+        in_axes, out_axes = self.o.in_axes, self.o.out_axes
         specs = in_axes if isinstance(in_axes, tuple) else (in_axes,) * n
         if len(specs) != n:
             raise ValueError(
                 f"nnx.scan: in_axes has {len(specs)} entries for {n} arguments."
             )
-        carry_pos = [i for i, s in enumerate(specs) if s is Carry]
-        if len(carry_pos) > 1:
+        self.specs = specs
+        self.carry_pos = [i for i, s in enumerate(specs) if s is Carry]
+        if len(self.carry_pos) > 1:
             raise ValueError("nnx.scan: in_axes may name nnx.Carry once.")
-        out_is_tuple = isinstance(out_axes, tuple)
-        outs_spec = out_axes if out_is_tuple else (out_axes,)
-        out_carry = [i for i, s in enumerate(outs_spec) if s is Carry]
-        if bool(carry_pos) != bool(out_carry) or len(out_carry) > 1:
+        self.out_is_tuple = isinstance(out_axes, tuple)
+        self.outs_spec = out_axes if self.out_is_tuple else (out_axes,)
+        self.out_carry = [i for i, s in enumerate(self.outs_spec) if s is Carry]
+        if bool(self.carry_pos) != bool(self.out_carry) or len(self.out_carry) > 1:
             raise ValueError(
                 "nnx.scan: nnx.Carry must appear once in in_axes and once in "
                 f"out_axes, or in neither (in_axes={in_axes!r}, out_axes={out_axes!r})."
             )
-        for s in outs_spec:
+        for s in self.outs_spec:
             if s is not Carry and not isinstance(s, int):
                 raise ValueError(
                     f"nnx.scan: out_axes entries are nnx.Carry or ints, got {s!r}."
                 )
-        walker = Walker(axes_resolver, describe=_describe, transform="scan")
-        skel, entries = split_args(args, specs, walker)
-        kinds = []
-        sizes: set[int] = set()
-        for e in entries:
-            if e.spec is Carry:
-                kinds.append("carry")
-            elif e.spec is None:
-                kinds.append("broadcast")
-            else:
-                ndim = jnp.ndim(e.value)
-                if not -ndim <= e.spec < max(ndim, 1) or ndim == 0:
-                    where = path_str(e.leaf.path) if e.leaf else f"argument {e.arg}"
-                    raise ValueError(
-                        f"nnx.scan cannot scan {where} (shape {jnp.shape(e.value)}) "
-                        f"over axis {e.spec}.\nGive it in_axes None (broadcast) or "
-                        "nnx.Carry, or a StateAxes for that object."
-                    )
-                kinds.append("scan")
-                sizes.add(jnp.shape(e.value)[e.spec])
-        if length is not None:
-            sizes.add(length)
-        if len(sizes) != 1:
-            raise ValueError(
-                "nnx.scan needs one length: "
-                + (
-                    f"the scanned axes have sizes {sorted(sizes)}."
-                    if sizes
-                    else "nothing is scanned; pass length=."
-                )
-            )
-        carry_skel = None
-        if carry_pos:
-            w = Walker(transform="scan")
-            carry_skel, _ = split_args((args[carry_pos[0]],), (None,), w)
-        bcast = [
-            e.value for e, k in zip(entries, kinds, strict=True) if k == "broadcast"
-        ]
-        init = [e.value for e, k in zip(entries, kinds, strict=True) if k == "carry"]
+
+    def _of(self, kind: str) -> list[Any]:
+        return [e.value for e, k in zip(self.entries, self.kinds) if k == kind]
+
+    def run(self) -> Any:
         xs = [
             jnp.moveaxis(e.value, e.spec, 0)
-            for e, k in zip(entries, kinds, strict=True)
+            for e, k in zip(self.entries, self.kinds, strict=True)
             if k == "scan"
         ]
-        y_axes: list[int] = []
+        with self._picture() as picture:
+            carry_out, (scanned_out, ys) = jax.lax.scan(
+                self._body,
+                self._of("carry"),
+                xs,
+                length=self.length,
+                reverse=self.o.reverse,
+                unroll=self.o.unroll,
+                _split_transpose=self.o.split_transpose,
+            )
+        new_values = self._write_back(carry_out, scanned_out)
+        picture.outputs([v for e, v in zip(self.entries, new_values) if e.leaf])
+        return self._result(ys, new_values)
 
-        def body(carry: list[Any], x: list[Any]) -> Any:
-            it = {"carry": iter(carry), "scan": iter(x), "broadcast": iter(bcast)}
-            values = [next(it[k]) for k in kinds]
-            with frame("scan") as fr:
-                args2 = rebuild(skel, values)
-                done = axis_names.enter(args2, specs)
-                out = f(*args2)
-                if axis_names.meta is not None:
-                    outs_ = out if out_is_tuple else (out,)
-                    axis_names.exit(
-                        done,
-                        tuple(o for i, o in enumerate(outs_) if i not in out_carry),
-                        tuple(a for i, a in enumerate(outs_spec) if i not in out_carry),
-                        fr,
-                    )
-                w2 = Walker(axes_resolver, describe=_describe, transform="scan")
-                after, new_entries = split_args(args2, specs, w2)
-                check_structure(skel, after, "scan")
-                outs = out if out_is_tuple else (out,)
-                if out_is_tuple and not (
-                    isinstance(out, tuple) and len(out) == len(outs_spec)
-                ):
-                    raise ValueError(
-                        f"nnx.scan: out_axes has {len(outs_spec)} entries; the "
-                        f"function must return a tuple of {len(outs_spec)}."
-                    )
-                new_carry: list[Any] = []
-                if carry_pos:
-                    new_carry = _loop_values("scan", carry_skel, outs[out_carry[0]])
-                ys = [o for i, o in enumerate(outs) if i not in out_carry]
-                w2.frame = fr
-                ys = split_outputs(tuple(ys), None, w2)
-            scanned_state = []
-            for e, e_new, k in zip(entries, new_entries, kinds, strict=True):
-                if e.leaf is None:
-                    continue
-                if k == "broadcast" and e_new.value is not e.value:
-                    raise errors.TraceContextError(
-                        f"nnx.scan: {path_str(e.leaf.path)} is broadcast (in_axes "
-                        "None) but was updated inside the loop.\nBroadcast state is "
-                        "read-only: scan it (an int axis), or make it the carry."
-                    )
-                if k == "scan":
-                    scanned_state.append(e_new.value)
-            return new_carry, (scanned_state, ys)
-
+    def _picture(self) -> Picture:
+        o = self.o
         picture = Picture(
             "scan",
             {
-                "in_axes": in_axes,
-                "out_axes": out_axes,
-                "length": length,
-                "reverse": reverse,
+                "in_axes": o.in_axes,
+                "out_axes": o.out_axes,
+                "length": o.length,
+                "reverse": o.reverse,
             },
         )
-        with picture:
-            picture.inputs(
-                entries,
-                [
-                    k if k != "scan" else axis_label(e.spec)
-                    for e, k in zip(entries, kinds)
-                ],
-                without_axis(lambda e: e.spec if e.spec is not Carry else None),
+        picture.inputs(
+            self.entries,
+            [
+                k if k != "scan" else axis_label(e.spec)
+                for e, k in zip(self.entries, self.kinds)
+            ],
+            without_axis(lambda e: e.spec if e.spec is not Carry else None),
+        )
+        return picture
+
+    def _body(self, carry: list[Any], x: list[Any]) -> Any:
+        o = self.o
+        bcast = self._of("broadcast")
+        it = {"carry": iter(carry), "scan": iter(x), "broadcast": iter(bcast)}
+        values = [next(it[k]) for k in self.kinds]
+        with frame("scan") as fr:
+            args = rebuild(self.skel, values)
+            done = o.axis_names.enter(args, self.specs)
+            out = o.f(*args)
+            outs = self._outputs(out)
+            if o.axis_names.meta is not None:
+                o.axis_names.exit(
+                    done,
+                    tuple(v for i, v in enumerate(outs) if i not in self.out_carry),
+                    tuple(
+                        a
+                        for i, a in enumerate(self.outs_spec)
+                        if i not in self.out_carry
+                    ),
+                    fr,
+                )
+            w2 = Walker(axes_resolver, describe=_describe, transform="scan")
+            after, new_entries = split_args(args, self.specs, w2)
+            check_structure(self.skel, after, "scan")
+            new_carry = self._new_carry(outs, new_entries)
+            ys = [v for i, v in enumerate(outs) if i not in self.out_carry]
+            w2.frame = fr
+            ys = split_outputs(tuple(ys), None, w2)
+        return new_carry, (self._scanned_state(new_entries), ys)
+
+    def _outputs(self, out: Any) -> tuple[Any, ...]:
+        n = len(self.outs_spec)
+        if self.out_is_tuple and not (isinstance(out, tuple) and len(out) == n):
+            raise ValueError(
+                f"nnx.scan: out_axes has {n} entries; the function must return a "
+                f"tuple of {n}."
             )
-            carry_out, (scanned_out, ys) = jax.lax.scan(
-                body,
-                init,
-                xs,
-                length=sizes.pop(),
-                reverse=reverse,
-                unroll=unroll,
-                _split_transpose=_split_transpose,
-            )
-        # write back: carry objects from the final carry, scanned ones restacked
+        return out if self.out_is_tuple else (out,)
+
+    def _new_carry(self, outs: tuple[Any, ...], new_entries: list[Entry]) -> list:
+        """The next carry, in the order of the input carry: the carry argument's
+        values from what the function returned, and state a ``StateAxes`` carries
+        inside another argument from that argument after the step."""
+        returned: Iterator[Any] = iter(())
+        if self.carry_pos:
+            out_carry = outs[self.out_carry[0]]
+            returned = iter(_loop_values("scan", self.carry_skel, out_carry))
+        new_carry = []
+        for e, e_new, k in zip(self.entries, new_entries, self.kinds, strict=True):
+            if k != "carry":
+                continue
+            in_carry_arg = bool(self.carry_pos) and e.arg == self.carry_pos[0]
+            new_carry.append(next(returned) if in_carry_arg else e_new.value)
+        return new_carry
+
+    def _scanned_state(self, new_entries: list[Entry]) -> list[Any]:
+        scanned = []
+        for e, e_new, k in zip(self.entries, new_entries, self.kinds, strict=True):
+            if e.leaf is None:
+                continue
+            if k == "broadcast" and e_new.value is not e.value:
+                raise errors.TraceContextError(
+                    f"nnx.scan: {path_str(e.leaf.path)} is broadcast (in_axes "
+                    "None) but was updated inside the loop.\nBroadcast state is "
+                    "read-only: scan it (an int axis), or make it the carry."
+                )
+            if k == "scan":
+                scanned.append(e_new.value)
+        return scanned
+
+    def _write_back(self, carry_out: list[Any], scanned_out: list[Any]) -> list:
+        """Carry state from the final carry, scanned state restacked on its axis."""
         it_c, it_s = iter(carry_out), iter(scanned_out)
         new_values = []
-        for e, k in zip(entries, kinds, strict=True):
+        for e, k in zip(self.entries, self.kinds, strict=True):
             if k == "carry":
                 new_values.append(next(it_c))
             elif k == "scan" and e.leaf is not None:
                 new_values.append(jnp.moveaxis(next(it_s), 0, e.spec))
             else:
                 new_values.append(e.value)
-        graph_values = [v for e, v in zip(entries, new_values, strict=True) if e.leaf]
-        write_back(entries, graph_values)
-        picture.outputs(graph_values)  # the record is closed; it is filled in place
-        y_specs = [s for i, s in enumerate(outs_spec) if i not in out_carry]
+        write_back(
+            self.entries, [v for e, v in zip(self.entries, new_values) if e.leaf]
+        )
+        return new_values
+
+    def _result(self, ys: tuple[Any, ...], new_values: list[Any]) -> Any:
+        y_specs = [s for i, s in enumerate(self.outs_spec) if i not in self.out_carry]
         ys = tuple(
             jax.tree.map(lambda a, ax=ax: jnp.moveaxis(a, 0, ax), y) if ax else y
             for y, ax in zip(ys, y_specs, strict=True)
         )
-        ys = merge_outputs(ys, walker.nodes)
-        del y_axes
-        if not out_is_tuple:
-            if carry_pos:
-                return _carry_result(args, carry_pos[0], entries, new_values)
-            return ys[0]
-        result, it_y = [], iter(ys)
-        for i in range(len(outs_spec)):
-            if i in out_carry:
-                result.append(_carry_result(args, carry_pos[0], entries, new_values))
-            else:
-                result.append(next(it_y))
-        return tuple(result)
+        ys = merge_outputs(ys, self.walker.nodes)
 
-    return wrapper
+        def carry() -> Any:
+            return _carry_result(self.args, self.carry_pos[0], self.entries, new_values)
+
+        if not self.out_is_tuple:
+            return carry() if self.carry_pos else ys[0]
+        it_y = iter(ys)
+        return tuple(
+            carry() if i in self.out_carry else next(it_y)
+            for i in range(len(self.outs_spec))
+        )
+
+
+def _kinds_and_length(entries: list[Entry], length: int | None) -> tuple[list, int]:
+    """Each value's role (carry, broadcast, scan) and the one loop length."""
+    kinds = []
+    sizes: set[int] = set()
+    for e in entries:
+        if e.spec is Carry:
+            kinds.append("carry")
+        elif e.spec is None:
+            kinds.append("broadcast")
+        else:
+            ndim = jnp.ndim(e.value)
+            if not -ndim <= e.spec < max(ndim, 1) or ndim == 0:
+                where = path_str(e.leaf.path) if e.leaf else f"argument {e.arg}"
+                raise ValueError(
+                    f"nnx.scan cannot scan {where} (shape {jnp.shape(e.value)}) "
+                    f"over axis {e.spec}.\nGive it in_axes None (broadcast) or "
+                    "nnx.Carry, or a StateAxes for that object."
+                )
+            kinds.append("scan")
+            sizes.add(jnp.shape(e.value)[e.spec])
+    if length is not None:
+        sizes.add(length)
+    if len(sizes) != 1:
+        raise ValueError(
+            "nnx.scan needs one length: "
+            + (
+                f"the scanned axes have sizes {sorted(sizes)}."
+                if sizes
+                else "nothing is scanned; pass length=."
+            )
+        )
+    return kinds, sizes.pop()
 
 
 def _carry_result(

@@ -20,11 +20,14 @@ from lens.nnx.transforms.general import (
     Carrier,
     StateAxes,
     axes_resolver,
+    check_structure,
     merge_outputs,
     split_args,
+    transform_mode,
+    with_calling_conventions,
     write_back,
 )
-from lens.nnx.transforms.iteration import mapped_body, per_argument
+from lens.nnx.transforms.iteration import StructureChanged, mapped_body, per_argument
 from lens.traceback_util import api_boundary
 
 
@@ -70,7 +73,7 @@ def shard_map(
         def f(model, x):
             return model(x)
     """
-    del graph, graph_updates  # Flax's graph-mode switches: lens has one mode
+    mode = transform_mode("shard_map", f, graph, graph_updates)
     if f is None:
         return functools.partial(
             shard_map,
@@ -79,6 +82,8 @@ def shard_map(
             out_specs=out_specs,
             axis_names=axis_names,
             check_vma=check_vma,
+            graph=graph,
+            graph_updates=graph_updates,
         )
 
     @functools.wraps(f)
@@ -89,15 +94,19 @@ def shard_map(
         skel, entries = split_args(args, specs, walker)
         graph_specs = [e.spec for e in entries if e.leaf is not None]
 
-        new_values, outs = jax.shard_map(
-            mapped_body("shard_map", f, skel, specs, out_specs, _describe),
-            mesh=mesh,
-            in_specs=(Carrier([e.spec for e in entries], None),),
-            out_specs=(graph_specs, out_specs),
-            axis_names=axis_names,
-            check_vma=check_vma,
-        )(Carrier([e.value for e in entries], None))
+        try:
+            new_values, outs = jax.shard_map(
+                mapped_body("shard_map", f, skel, specs, out_specs, _describe),
+                mesh=mesh,
+                in_specs=(Carrier([e.spec for e in entries], None),),
+                out_specs=(graph_specs, out_specs),
+                axis_names=axis_names,
+                check_vma=check_vma,
+            )(Carrier([e.value for e in entries], None))
+        except StructureChanged as change:  # only vmap builds new state inside
+            check_structure(skel, change.changed.value[0], "shard_map")
+            raise
         write_back(entries, new_values)
         return merge_outputs(outs, walker.nodes)
 
-    return wrapper
+    return with_calling_conventions(mode, f, wrapper)

@@ -12,11 +12,15 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from lens.nnx.graphwalk import check_graph_modes
+from lens.nnx.graphwalk import Walker
 from lens.nnx.transforms.general import (
     call_inside,
+    check_no_aliases,
     lift_args,
     merge_outputs,
+    pure_of,
+    split_args,
+    transform_mode,
     write_back,
 )
 from lens.nnx.transforms.pack_trace import Picture
@@ -34,7 +38,8 @@ def cond(
 ) -> Any:
     """``jax.lax.cond`` with objects among the operands: the branch taken updates
     them. Both branches must return the same structure."""
-    check_graph_modes("cond", graph, graph_updates)
+    if transform_mode("cond", None, graph, graph_updates).simple:
+        check_no_aliases("cond", operands=operands)
     return _switch(
         "cond",
         jnp.asarray(pred, bool).astype(jnp.int32),
@@ -52,7 +57,8 @@ def switch(
     graph_updates: bool | None = None,
 ) -> Any:
     """``jax.lax.switch`` with objects among the operands (see :func:`cond`)."""
-    check_graph_modes("switch", graph, graph_updates)
+    if transform_mode("switch", None, graph, graph_updates).simple:
+        check_no_aliases("switch", operands=operands)
     return _switch("switch", index, branches, operands)
 
 
@@ -92,7 +98,8 @@ def eval_shape(
     """``jax.eval_shape`` for functions of (and returning) objects: an object
     created inside comes back with ``jax.ShapeDtypeStruct`` values, nothing is
     computed, and the arguments are not changed."""
-    check_graph_modes("eval_shape", graph, graph_updates)
+    if transform_mode("eval_shape", f, graph, graph_updates).simple:
+        check_no_aliases("eval_shape", args=args, kwargs=kwargs)
     skel, entries, walker = lift_args("eval_shape", (*args, kwargs))
 
     def call(*a: Any) -> Any:
@@ -111,9 +118,6 @@ def _pure_state_fn(
 ) -> tuple[Callable[[list[Any]], Any], list[Any], Any]:
     """``f`` as a pure function of ``args``' state values: it returns the outputs
     (objects as carriers) and the arguments' new graph values."""
-    from lens.nnx.graphwalk import Walker
-    from lens.nnx.transforms.general import pure_of, split_args
-
     walker = Walker(transform=name)
     n = len(args)
     skel, entries = split_args(args, (None,) * n, walker)
@@ -128,7 +132,7 @@ def make_jaxpr(
     static_argnums: int | tuple[int, ...] = (),
 ) -> Any:
     """``jax.make_jaxpr`` of a function of objects (their state as inputs)."""
-    check_graph_modes("make_jaxpr", graph, graph_updates)
+    transform_mode("make_jaxpr", f, graph, graph_updates)
     if static_argnums:
         raise NotImplementedError(
             "nnx.make_jaxpr(static_argnums=...) is not supported by lens.nnx; close "
@@ -153,11 +157,9 @@ def checkify(
 ) -> Callable[..., Any]:
     """``jax.experimental.checkify.checkify`` for functions of objects: returns
     ``(error, output)``; the objects' updates come back."""
-    from jax.experimental import checkify as ck
+    from jax.experimental import checkify as ck  # loaded on first use
 
-    from lens.nnx.transforms.general import merge_outputs, write_back
-
-    check_graph_modes("checkify", graph, graph_updates)
+    transform_mode("checkify", f, graph, graph_updates)
     errors = ck.user_checks if errors is None else errors
 
     @functools.wraps(f)
