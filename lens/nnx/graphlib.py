@@ -274,7 +274,13 @@ def update(node: Any, state: Any, /, *states: Any) -> None:
 
 def _check_shape(old: Any, new: Any, path: Path) -> None:
     old_shape, new_shape = getattr(old, "shape", None), getattr(new, "shape", None)
-    if old_shape is not None and new_shape is not None and old_shape != new_shape:
+    if old_shape is None or new_shape is None:
+        return
+    old_shape, new_shape = tuple(old_shape), tuple(new_shape)
+    # Adding or removing leading axes is how flax code stacks and unstacks a
+    # model (a vmapped or scanned state written into a template): allowed.
+    n = min(len(old_shape), len(new_shape))
+    if old_shape[len(old_shape) - n :] != new_shape[len(new_shape) - n :]:
         raise errors.GraphStructureError(
             f"update: the value for {path_str(path)} has shape {tuple(new_shape)}, "
             f"the variable has shape {tuple(old_shape)}; nothing was updated.\n"

@@ -178,3 +178,9 @@ def test_rngs_with_a_string_seed_is_a_value_error(nnx):
 def test_rngs_error_is_lens_invalid_rng_error():
     with pytest.raises(errors.InvalidRngError, match="nnx.Rngs"):
         lnnx.Rngs(dropout=1.5)
+
+
+def test_update_may_add_leading_axes_as_flax_code_stacks_models():
+    m = lnnx.Linear(2, 3, rngs=lnnx.Rngs(0))
+    lnnx.update(m, {"bias": jnp.ones((4, 3))})  # a vmapped state into a template
+    assert m.bias.shape == (4, 3)
