@@ -12,6 +12,7 @@ import numpy as np
 
 from lens.nnx.graphlib import state, update
 from lens.nnx.pytreelib import Object
+from lens.nnx.statelib import State
 from lens.nnx.variablelib import OptState, Param, Variable
 
 
@@ -52,18 +53,24 @@ class Optimizer(Object):
         self.opt_state = to_opt_state(tx.init(state(model, wrt)))
 
     def update(self, *args: Any, **kwargs: Any) -> Any:
+        """One optimizer step: ``update(model, grads, **kwargs)`` (``kwargs`` go to
+        ``tx.update``, e.g. a line search's ``value_fn``). Returns the updates."""
         if len(args) != 2:
             raise TypeError(
-                "Optimizer.update takes (model, grads): the optimizer does not keep a "
-                "reference to the model, so one model can be passed to nnx.grad and "
-                "the optimizer to the same transform without aliasing."
+                "Missing required argument `grads`. As of Flax 0.11.0 update "
+                "requires both (model, grads) arguments to be passed.\n"
+                f"Optimizer.update got {len(args)} positional arguments: call "
+                "optimizer.update(model, grads), or use nnx.ModelAndOptimizer, "
+                "whose update takes (grads)."
             )
         model, grads = args
-        values, gvalues = _values(state(model, self.wrt)), _values(grads)
+        values = _values(state(model, self.wrt))
+        gvalues = _values(_wrt_part(grads, self.wrt))
         _check_grads(values, gvalues, self.wrt)
         opt_vars = jax.tree.leaves(self.opt_state, is_leaf=_is_var)
-        opt_values = _values(self.opt_state)
-        updates, new_opt = self.tx.update(gvalues, opt_values, values, **kwargs)
+        updates, new_opt = self.tx.update(
+            gvalues, _values(self.opt_state), values, **_values(kwargs)
+        )
         new = jax.tree.map(
             lambda p, u: jnp.asarray(p + u).astype(jnp.result_type(p)),
             values,
@@ -82,6 +89,14 @@ class Optimizer(Object):
             var.value = value
         self.step.value = self.step.value + 1
         return updates
+
+
+def _wrt_part(grads: Any, wrt: Any) -> Any:
+    """The gradients of the optimized variables (flax filters them by ``wrt``);
+    a plain pytree of arrays passes as it is."""
+    if isinstance(grads, State):
+        return state(grads, wrt)
+    return grads
 
 
 class ModelAndOptimizer(Optimizer):
