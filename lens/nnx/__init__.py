@@ -54,6 +54,8 @@ from lens.nn.attention import (
 from lens.nn.pooling import avg_pool, max_pool, min_pool, pool
 from lens.nnx import (
     bridge,
+    compat,
+    extract,
     filterlib,
     graph,
     graphlib,
@@ -73,6 +75,7 @@ from lens.nnx import (
     variablelib,
     visualization,
 )
+from lens.nnx.extract import prefix
 from lens.nnx.filterlib import (
     All,
     Any,
@@ -186,7 +189,6 @@ from lens.nnx.statelib import (
     to_pure_dict,
 )
 from lens.nnx.summary import tabulate
-from lens.nnx.visualization import display
 from lens.nnx.training import metrics, optimizer
 from lens.nnx.training.ema import EMA
 from lens.nnx.training.metrics import Metric, MultiMetric
@@ -205,10 +207,10 @@ from lens.nnx.transforms.autodiff import (
     value_and_grad,
     vjp,
 )
-from lens.nnx.transforms.compilation import jit
+from lens.nnx.transforms.compilation import jit, jit_partial
 from lens.nnx.transforms.custom_gradients import CustomVjp, custom_vjp
 from lens.nnx.transforms.general import DiffState, StateAxes
-from lens.nnx.transforms.iteration import pmap, vmap
+from lens.nnx.transforms.iteration import pmap, transform_metadata, vmap
 from lens.nnx.transforms.loops import Carry, fori_loop, scan, while_loop
 from lens.nnx.transforms.sharding import StateSharding, shard_map
 from lens.nnx.transforms.transforms import (
@@ -238,6 +240,7 @@ from lens.nnx.variablelib import (
     variable_type_from_name,
     with_metadata,
 )
+from lens.nnx.visualization import display
 from lens.typing import Initializer
 
 __all__ = [
@@ -373,6 +376,11 @@ __all__ = [
     "checkify",
     "dataclass",
     "display",
+    "compat",
+    "extract",
+    "jit_partial",
+    "prefix",
+    "transform_metadata",
     "flatten",
     "fork_rngs",
     "has_data",

@@ -555,3 +555,85 @@ class _JitSkeleton:
     skeleton: Skeleton
     static: frozenset[int]
     n_args: int
+
+
+def jit_partial(
+    fun: Callable[..., Any],
+    *partial_args: Any,
+    in_shardings: Any = None,
+    out_shardings: Any = None,
+    static_argnums: int | Sequence[int] | None = None,
+    static_argnames: str | Sequence[str] | None = None,
+    donate_argnums: int | Sequence[int] | None = None,
+    donate_argnames: str | Sequence[str] | None = None,
+    keep_unused: bool = False,
+    device: Any = None,
+    backend: Any = None,
+    inline: bool = False,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> JitPartial:
+    """``nnx.jit(fun)`` with its first arguments bound (flax.nnx's ``jit_partial``).
+
+    ``jit_partial(train_step, model, optimizer)(x, y)`` is
+    ``nnx.jit(train_step)(model, optimizer, x, y)``: the bound objects' updates come
+    back into them after each call, and changing their values does not retrace.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from lens import nnx
+        >>> model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+        >>> forward = nnx.jit_partial(lambda m, x: m(x), model)
+        >>> forward(jnp.ones((1, 2))).shape
+        (1, 3)
+    """
+    g = _current_graph_mode(graph)
+    if graph_updates and g:
+        raise ValueError(
+            "`graph_updates` not supported by `jit_partial`.\nLeave graph_updates "
+            "unset (or False); nnx.jit(f) takes graph_updates=True."
+        )
+    jitted = jit(
+        fun,
+        in_shardings=in_shardings,
+        out_shardings=out_shardings,
+        static_argnums=static_argnums,
+        static_argnames=static_argnames,
+        donate_argnums=donate_argnums,
+        donate_argnames=donate_argnames,
+        keep_unused=keep_unused,
+        device=device,
+        backend=backend,
+        inline=inline,
+        graph=graph,
+        graph_updates=False if graph_updates is None else graph_updates,
+    )
+    return JitPartial(jitted, partial_args)
+
+
+def _current_graph_mode(graph: bool | None) -> bool:
+    return transform_mode("jit_partial", None, graph, None).graph
+
+
+class JitPartial:
+    """What :func:`jit_partial` returns: the jitted function with its first
+    arguments bound; ``jitted_fn``, ``lower``, ``trace`` and ``eval_shape`` as on
+    :class:`JitWrapped`."""
+
+    def __init__(self, jitted: JitWrapped, partial_args: tuple[Any, ...]):
+        functools.update_wrapper(self, jitted.fun)
+        self.jitted = jitted
+        self.partial_args = partial_args
+        self.jitted_fn = jitted.jitted_fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.jitted(*self.partial_args, *args, **kwargs)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        return self.jitted.lower(*self.partial_args, *args, **kwargs)
+
+    def trace(self, *args: Any, **kwargs: Any) -> Any:
+        return self.jitted.trace(*self.partial_args, *args, **kwargs)
+
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+        return self.jitted.eval_shape(*self.partial_args, *args, **kwargs)

@@ -16,6 +16,7 @@ from lens.nnx.graphwalk import Walker, path_str
 from lens.nnx.tracers import frame
 from lens.nnx.transforms.axes import (
     NO_AXIS_METADATA,
+    PARTITION_NAME,
     AxisNames,
     describe_axes,
     place_state_axes,
@@ -333,3 +334,52 @@ def _check_sizes(entries: list[Entry]) -> None:
                 "of one size; give broadcast ones the axis None (in_axes, or a "
                 "StateAxes for a module's variables)."
             )
+
+
+def transform_metadata(
+    f: Callable[..., Any] | None = None,
+    *,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    partition: str | None,
+    graph: bool | None = None,
+) -> Any:
+    """``f`` with the axis ``partition`` taken out of its arguments' variables'
+    sharding metadata at ``in_axes`` while it runs, and put back (in the
+    outputs' at ``out_axes``) after (flax.nnx's ``transform_metadata``): what
+    ``vmap(transform_metadata=...)`` does, without mapping.
+
+    Example:
+        >>> from lens import nnx
+        >>> import jax.numpy as jnp
+        >>> p = nnx.Param(jnp.ones((3, 4)))
+        >>> p.set_metadata(out_sharding=("layers", "dout"))
+        >>> @nnx.transform_metadata(in_axes=0, out_axes=0, partition="layers")
+        ... def inner(p):
+        ...     return p.get_metadata("out_sharding")
+        >>> inner(p), p.get_metadata("out_sharding")
+        (('dout',), ('layers', 'dout'))
+    """
+    if f is None:
+        return functools.partial(
+            transform_metadata,
+            in_axes=in_axes,
+            out_axes=out_axes,
+            partition=partition,
+            graph=graph,
+        )
+    mode = transform_mode("transform_metadata", f, graph, False)
+    names = AxisNames("transform_metadata", {PARTITION_NAME: partition})
+
+    @functools.wraps(f)
+    def wrapper(*args: Any) -> Any:
+        specs = per_argument("transform_metadata", "in_axes", in_axes, args)
+        done = names.enter(args, specs)
+        try:
+            out = f(*args)
+        finally:
+            names.exit(done, None, None, None)
+        names.exit([], out, out_axes, None)
+        return out
+
+    return with_calling_conventions(mode, f, wrapper)

@@ -1,0 +1,116 @@
+"""flax.nnx's ``extract``: :func:`prefix`, specs for a transform's ``in_axes`` /
+``out_axes`` / shardings computed from the model itself.
+
+lens's transforms take an object's spec as a :class:`~lens.nnx.StateAxes` (a
+filter per group of variables), so ``prefix`` gives one for each object it meets;
+plain arrays and Variables outside objects get their value directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+
+from lens.nnx.filterlib import to_predicate
+from lens.nnx.graphlib import iter_graph
+from lens.nnx.graphwalk import is_graph_node
+from lens.nnx.transforms.general import StateAxes
+from lens.nnx.variablelib import Variable
+
+
+def _prefix_fn(filter_map: Mapping[Any, Any] | Callable[..., Any]) -> Callable:
+    if not isinstance(filter_map, Mapping):
+        return filter_map
+    predicates = [(to_predicate(f), v) for f, v in filter_map.items()]
+
+    def prefix_fn(path: tuple, leaf: Any) -> Any:
+        for predicate, value in predicates:
+            if predicate(path, leaf):
+                return value
+        raise ValueError(
+            f"No filter matched leaf at path {path!r} with value {leaf!r}. "
+            f"Filters: {list(filter_map)}\nEnd the mapping with ...: <prefix> "
+            "for the rest."
+        )
+
+    return prefix_fn
+
+
+class _AtPaths:
+    """A filter: the variables at exactly these paths."""
+
+    def __init__(self, *paths: tuple):
+        self.paths = frozenset(paths)
+
+    def __call__(self, path: tuple, x: Any) -> bool:
+        return tuple(path) in self.paths
+
+    def __repr__(self) -> str:
+        return f"AtPaths{tuple(sorted(self.paths, key=repr))!r}"
+
+
+def _object_axes(node: Any, prefix_fn: Callable[..., Any]) -> StateAxes:
+    """One object's spec: its variables grouped by the prefix each gets."""
+    groups: dict[Any, list[tuple]] = {}
+    order: list[Any] = []
+    for path, value in iter_graph(node):
+        if isinstance(value, Variable):
+            p = prefix_fn(path, value)
+            key = _hashable(p)
+            if key not in groups:
+                groups[key] = []
+                order.append(p)
+            groups[key].append(path)
+    if len(order) == 1:
+        return StateAxes({...: order[0]})
+    return StateAxes({_AtPaths(*groups[_hashable(p)]): p for p in order})
+
+
+def _hashable(x: Any) -> Any:
+    try:
+        hash(x)
+        return x
+    except TypeError:
+        return id(x)
+
+
+def _key(k: Any) -> Any:
+    for attr in ("key", "idx", "name"):
+        if hasattr(k, attr):
+            return getattr(k, attr)
+    return k
+
+
+def prefix(
+    node: Any,
+    filter_map: Mapping[Any, Any] | Callable[..., Any],
+    /,
+    *,
+    graph: bool | None = None,
+) -> Any:
+    """Specs for a transform, computed from ``node``'s variables (flax.nnx's).
+
+    ``filter_map`` is ``(path, leaf) -> prefix`` or a mapping from filter to prefix
+    (the first filter that matches wins). Each object in ``node`` becomes a
+    :class:`StateAxes` of its variables' prefixes; a Variable or array outside an
+    object becomes its prefix.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from lens import nnx
+        >>> model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+        >>> nnx.prefix(model, {nnx.PathContains("kernel"): 0, ...: None})
+        StateAxes({AtPaths(('bias',),): None, AtPaths(('kernel',),): 0})
+    """
+    del graph  # one walk for both modes: paths are the variables' paths
+    fn = _prefix_fn(filter_map)
+
+    def leaf(path: Any, x: Any) -> Any:
+        if is_graph_node(x) and not isinstance(x, Variable):
+            return _object_axes(x, fn)
+        return fn(tuple(_key(k) for k in path), x)
+
+    is_leaf = lambda x: is_graph_node(x) or isinstance(x, Variable)  # noqa: E731
+    return jax.tree.map_with_path(leaf, node, is_leaf=is_leaf)
