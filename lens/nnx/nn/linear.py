@@ -12,6 +12,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import opt_einsum
 from jax import lax
 
 from lens import nn as linen
@@ -363,16 +364,16 @@ class Einsum(Module):
         einsum_str = einsum_str.replace(" ", "")
         self._check(einsum_str)
         self.kernel = make_param(
-            kernel_init, rngs, tuple(kernel_shape), param_dtype, kernel_metadata
+            kernel_init, rngs, kernel_shape, param_dtype, kernel_metadata
         )
         self.bias = (
-            make_param(bias_init, rngs, tuple(bias_shape), param_dtype, bias_metadata)
+            make_param(bias_init, rngs, bias_shape, param_dtype, bias_metadata)
             if bias_shape is not None
             else None
         )
         self.einsum_str = einsum_str
-        self.kernel_shape = tuple(kernel_shape)
-        self.bias_shape = tuple(bias_shape) if bias_shape is not None else None
+        self.kernel_shape = kernel_shape
+        self.bias_shape = bias_shape
         self.dtype = dtype
         self.param_dtype = param_dtype
         self.precision = precision
@@ -382,10 +383,17 @@ class Einsum(Module):
 
     @staticmethod
     def _check(einsum_str: str) -> None:
-        if "->" not in einsum_str or einsum_str.count(",") != 1:
+        if "->" not in einsum_str:
             raise ValueError(
-                f"Einsum: einsum_str {einsum_str!r} must name two operands and an "
-                "output, e.g. 'btd,dk->btk'."
+                '`einsum_str` equation must be explicit and include "->".\n'
+                f"Got {einsum_str!r}: name the output, e.g. 'btd,dk->btk'."
+            )
+        if einsum_str.count(",") != 1:
+            raise ValueError(
+                "`einsum_str` equation must have exactly two operands and "
+                "therefore, exactly one comma character, instead of "
+                f"{einsum_str.count(',')}\nGot {einsum_str!r}: Einsum contracts "
+                "the inputs with its kernel, e.g. 'btd,dk->btk'."
             )
 
     def __call__(
@@ -400,8 +408,16 @@ class Einsum(Module):
         kw = dot_kwargs(out_sharding, self.preferred_element_type)
         y = self.einsum_op(spec, inputs, kernel, precision=self.precision, **kw)
         if bias is not None:
-            y = y + bias.reshape((1,) * (y.ndim - bias.ndim) + bias.shape)
+            y = y + jnp.reshape(bias, _bias_shape(spec, inputs, kernel))
         return y
+
+
+def _bias_shape(spec: str, lhs: Array, rhs: Array) -> list[int]:
+    """The bias's shape broadcast against the output: each output axis that comes
+    from the kernel keeps the kernel's size, the others are 1 (ellipses expanded)."""
+    operands, result, _ = opt_einsum.parser.parse_einsum_input((spec, lhs, rhs))
+    kernel_axes = {c: i for i, c in enumerate(operands.split(",")[1])}
+    return [rhs.shape[kernel_axes[c]] if c in kernel_axes else 1 for c in result]
 
 
 class LinearGeneral(Module):
