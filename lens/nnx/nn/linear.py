@@ -386,7 +386,8 @@ class Einsum(Module):
         if "->" not in einsum_str:
             raise ValueError(
                 '`einsum_str` equation must be explicit and include "->".\n'
-                f"Got {einsum_str!r}: name the output, e.g. 'btd,dk->btk'."
+                f"Got {einsum_str!r}: give two operands and the output, e.g. "
+                "'btd,dk->btk'."
             )
         if einsum_str.count(",") != 1:
             raise ValueError(
