@@ -127,7 +127,7 @@ class WeightNorm(Module):
         """Normalizes the wrapped layer's weights in place, then calls it."""
         for path, param in _params(self.layer_instance):
             self._normalize_inplace(path, param)
-        return self.layer_instance(x, *args, **kwargs)
+        return self.layer_instance(x, *args, **kwargs)  # type: ignore[operator]
 
 
 class SpectralNorm(Module):
@@ -240,4 +240,4 @@ class SpectralNorm(Module):
             update_stats = not self.use_running_average
         for path, param in _params(self.layer_instance, Param):
             self._normalize_inplace(path, param, update_stats)
-        return self.layer_instance(x)
+        return self.layer_instance(x)  # type: ignore[operator]

@@ -5,31 +5,28 @@ variable names and initial values.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import opt_einsum
 from jax import lax
+from opt_einsum import parser as einsum_parser
 
-from lens import nn as linen
 from lens._kernels import linear as ops
 from lens.core._freeze import FrozenDict
 from lens.core.nn import initializers
 from lens.nnx.module import Module
+from lens.nnx.nn._conv import Conv as Conv
+from lens.nnx.nn._conv import ConvTranspose as ConvTranspose
 from lens.nnx.nn.dtypes import promote_dtype
 from lens.nnx.nn.parameters import (
     NO_META,
     as_tuple,
-    as_tuple_or_none,
     dot_kwargs,
     init_reshaped,
     make_param,
-    promoted,
-    with_out_sharding,
 )
 from lens.nnx.rnglib import Rngs
 from lens.nnx.variablelib import Param
@@ -104,180 +101,16 @@ class Linear(Module):
 Array = Any
 
 
-_default_kernel_init = initializers.default_kernel_init
+default_kernel_init = initializers.default_kernel_init
+default_bias_init = initializers.zeros_init()
+default_embed_init = initializers.default_embed_init
+_default_kernel_init = default_kernel_init
 
 
 _zeros = initializers.zeros_init()
 
 
 _ones = initializers.ones
-
-
-class Conv(Module):
-    """N-d convolution; ``kernel`` of shape ``kernel_size + (in // groups, out)``."""
-
-    def __init__(
-        self,
-        in_features: int,
-        out_features: int,
-        kernel_size: int | Sequence[int],
-        strides: None | int | Sequence[int] = 1,
-        *,
-        padding: Any = "SAME",
-        input_dilation: None | int | Sequence[int] = 1,
-        kernel_dilation: None | int | Sequence[int] = 1,
-        feature_group_count: int = 1,
-        use_bias: bool = True,
-        mask: Array | None = None,
-        dtype: Any = None,
-        param_dtype: Any = jnp.float32,
-        precision: Any = None,
-        kernel_init: Callable[..., Array] = _default_kernel_init,
-        bias_init: Callable[..., Array] = _zeros,
-        conv_general_dilated: Callable[..., Array] = jax.lax.conv_general_dilated,
-        promote_dtype: Callable[..., Any] = promote_dtype,
-        preferred_element_type: Any = None,
-        rngs: Rngs,
-        kernel_metadata: Mapping[str, Any] = NO_META,
-        bias_metadata: Mapping[str, Any] = NO_META,
-    ):
-        if in_features % feature_group_count:
-            raise ValueError(
-                f"Conv: in_features ({in_features}) must be divisible by "
-                f"feature_group_count ({feature_group_count})."
-            )
-        self.kernel_size = as_tuple(kernel_size)
-        self.in_features = in_features
-        self.out_features = out_features
-        self.strides = strides
-        self.padding = padding
-        self.input_dilation = input_dilation
-        self.kernel_dilation = kernel_dilation
-        self.feature_group_count = feature_group_count
-        self.use_bias = use_bias
-        self.mask = mask
-        self.dtype = dtype
-        self.param_dtype = param_dtype
-        self.precision = precision
-        self.conv_general_dilated = conv_general_dilated
-        self.promote_dtype = promote_dtype
-        self.preferred_element_type = preferred_element_type
-        shape = self.kernel_size + (in_features // feature_group_count, out_features)
-        self.kernel = make_param(kernel_init, rngs, shape, param_dtype, kernel_metadata)
-        self.bias = (
-            make_param(bias_init, rngs, (out_features,), param_dtype, bias_metadata)
-            if use_bias
-            else None
-        )
-
-    def __call__(self, inputs: Array, out_sharding: Any = None) -> Array:
-        layer = linen.Conv(
-            self.out_features,
-            self.kernel_size,
-            strides=self.strides,
-            padding=self.padding,
-            input_dilation=self.input_dilation,
-            kernel_dilation=self.kernel_dilation,
-            feature_group_count=self.feature_group_count,
-            use_bias=self.use_bias,
-            mask=self.mask,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-            precision=self.precision,
-            conv_general_dilated=(
-                self.conv_general_dilated
-                if self.preferred_element_type is None
-                else functools.partial(
-                    self.conv_general_dilated,
-                    preferred_element_type=self.preferred_element_type,
-                )
-            ),
-        )
-        return with_out_sharding(self._apply(layer, inputs), out_sharding)
-
-    def _apply(self, layer: Any, inputs: Array) -> Array:
-        kernel = self.kernel.value
-        bias = self.bias.value if self.bias is not None else None
-        inputs, kernel, bias = promoted(
-            self.promote_dtype, inputs, kernel, bias, dtype=self.dtype
-        )
-        params = (
-            {"kernel": kernel} if bias is None else {"kernel": kernel, "bias": bias}
-        )
-        return layer.apply({"params": params}, inputs)
-
-
-class ConvTranspose(Module):
-    """Transposed convolution; ``kernel`` of shape ``kernel_size + (in, out)``."""
-
-    def __init__(
-        self,
-        in_features: int,
-        out_features: int,
-        kernel_size: int | Sequence[int],
-        strides: int | Sequence[int] | None = None,
-        *,
-        padding: Any = "SAME",
-        kernel_dilation: int | Sequence[int] | None = None,
-        use_bias: bool = True,
-        mask: Array | None = None,
-        dtype: Any = None,
-        param_dtype: Any = jnp.float32,
-        precision: Any = None,
-        kernel_init: Callable[..., Array] = _default_kernel_init,
-        bias_init: Callable[..., Array] = _zeros,
-        transpose_kernel: bool = False,
-        promote_dtype: Callable[..., Any] = promote_dtype,
-        preferred_element_type: Any = None,
-        rngs: Rngs,
-        kernel_metadata: Mapping[str, Any] = NO_META,
-        bias_metadata: Mapping[str, Any] = NO_META,
-    ):
-        self.kernel_size = as_tuple(kernel_size)
-        self.in_features = in_features
-        self.out_features = out_features
-        self.strides = strides
-        self.padding = padding
-        self.kernel_dilation = kernel_dilation
-        self.use_bias = use_bias
-        self.mask = mask
-        self.dtype = dtype
-        self.param_dtype = param_dtype
-        self.precision = precision
-        self.transpose_kernel = transpose_kernel
-        self.preferred_element_type = preferred_element_type
-        self.promote_dtype = promote_dtype
-        io = (
-            (out_features, in_features)
-            if transpose_kernel
-            else (in_features, out_features)
-        )
-        shape = self.kernel_size + io
-        self.kernel = make_param(kernel_init, rngs, shape, param_dtype, kernel_metadata)
-        self.bias = (
-            make_param(bias_init, rngs, (out_features,), param_dtype, bias_metadata)
-            if use_bias
-            else None
-        )
-
-    def __call__(self, inputs: Array) -> Array:
-        layer = linen.ConvTranspose(
-            self.out_features,
-            self.kernel_size,
-            strides=as_tuple_or_none(self.strides, len(self.kernel_size)),
-            padding=self.padding,
-            kernel_dilation=as_tuple_or_none(
-                self.kernel_dilation, len(self.kernel_size)
-            ),
-            use_bias=self.use_bias,
-            mask=self.mask,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-            precision=self.precision,
-            transpose_kernel=self.transpose_kernel,
-            preferred_element_type=self.preferred_element_type,
-        )
-        return Conv._apply(self, layer, inputs)  # type: ignore[arg-type]
 
 
 def _take_rows(embedding: Array, ids: Array) -> Array:
@@ -295,7 +128,7 @@ class Embed(Module):
         *,
         dtype: Any = None,
         param_dtype: Any = jnp.float32,
-        embedding_init: Callable[..., Array] = linen.linear.default_embed_init,
+        embedding_init: Callable[..., Array] = default_embed_init,
         promote_dtype: Callable[..., Any] = promote_dtype,
         rngs: Rngs,
         embedding_metadata: Mapping[str, Any] = NO_META,
@@ -416,7 +249,7 @@ class Einsum(Module):
 def _bias_shape(spec: str, lhs: Array, rhs: Array) -> list[int]:
     """The bias's shape broadcast against the output: each output axis that comes
     from the kernel keeps the kernel's size, the others are 1 (ellipses expanded)."""
-    operands, result, _ = opt_einsum.parser.parse_einsum_input((spec, lhs, rhs))
+    operands, result, _ = einsum_parser.parse_einsum_input((spec, lhs, rhs))
     kernel_axes = {c: i for i, c in enumerate(operands.split(",")[1])}
     return [rhs.shape[kernel_axes[c]] if c in kernel_axes else 1 for c in result]
 
