@@ -2,43 +2,36 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from lens.display._base import View
-from lens.display._safe import DisplayWarning, plain_repr, safe
+from lens.display._safe import plain_repr, safe
 
 
 def view_of(obj: Any) -> Any:
     """The lens display for ``obj`` (or ``obj`` itself when lens has none)."""
-    from lens._views import view_for
-    from lens.display._variables import VariablesView, looks_like_variables
-
     if isinstance(obj, View):
         return obj
-    try:
-        view = view_for(obj)
-    except Exception as e:  # noqa: BLE001 - a display must never raise
-        warnings.warn(
-            f"lens could not display {type(obj).__name__} ({type(e).__name__}: "
-            f"{e}); showing repr() instead.",
-            DisplayWarning,
-            stacklevel=2,
-        )
-        return obj
+    view = _registered_view(obj)
     if view is not None:
         return view
+    return _variables_view(obj)
+
+
+@safe("object")
+def _registered_view(obj: Any) -> Any:
+    from lens._views import view_for
+
+    return view_for(obj)
+
+
+@safe("object")
+def _variables_view(obj: Any) -> Any:
+    from lens.display._variables import VariablesView, looks_like_variables
+
     if isinstance(obj, Mapping) and looks_like_variables(obj):
-        try:
-            return VariablesView(obj)
-        except Exception as e:  # noqa: BLE001 - a display must never raise
-            warnings.warn(
-                f"lens could not display {type(obj).__name__} ({type(e).__name__}: "
-                f"{e}); showing repr() instead.",
-                DisplayWarning,
-                stacklevel=2,
-            )
+        return VariablesView(obj)
     return obj
 
 

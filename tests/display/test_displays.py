@@ -1,5 +1,6 @@
 """Displays: golden text, HTML structure, escaping, never raising, never running setup."""
 
+import pathlib
 import re
 import warnings
 
@@ -157,6 +158,65 @@ def test_a_failing_display_warns_and_falls_back_to_repr():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert isinstance(repr(b), str)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        repr,
+        str,
+        lambda v: v._repr_html_(),
+        lambda v: v._repr_mimebundle_(),
+        lambda v: v.__rich__(),
+    ],
+    ids=["repr", "str", "html", "bundle", "rich"],
+)
+def test_a_view_whose_text_raises_fails_once_and_warns_once(form):
+    # Issue 27: the text fallback asked repr(view), which asked text() again,
+    # until RecursionError and hundreds of DisplayWarnings.
+    class BadText(lens.display.View):
+        calls = 0
+
+        def text(self):
+            BadText.calls += 1
+            raise ValueError("text boom")
+
+        def html_body(self):
+            raise ValueError("html boom")
+
+    view = BadText()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = form(view)
+    display_warnings = [w for w in caught if issubclass(w.category, DisplayWarning)]
+    assert len(display_warnings) == 1, [str(w.message) for w in display_warnings]
+    assert "boom" in str(display_warnings[0].message)
+    text = (
+        out
+        if isinstance(out, str)
+        else out.get("text/plain", "")
+        if isinstance(out, dict)
+        else str(out)
+    )
+    assert "BadText object" in text
+    assert BadText.calls <= 2
+
+
+def test_view_of_falls_back_through_the_one_mechanism(monkeypatch):
+    # Issue 28: view_of had its own copies of the fallback; now it is safe("object").
+    import lens._views
+    import lens.display._show as show_mod
+
+    monkeypatch.setitem(
+        lens._views._FACTORIES,
+        "lens.nn._module_entry.ModuleEntryPoints",
+        lambda m: (_ for _ in ()).throw(RuntimeError("factory boom")),
+    )
+    module = nn.Dense(3)
+    with pytest.warns(DisplayWarning, match="factory boom"):
+        assert show_mod.view_of(module) is module
+    src = pathlib.Path(show_mod.__file__).read_text()
+    assert "warnings.warn" not in src
 
 
 def test_a_module_whose_view_fails_still_displays(monkeypatch):
