@@ -22,8 +22,12 @@ import jax.numpy as jnp
 from lens import errors
 from lens.core._rng import is_key
 from lens.nnx.filterlib import to_predicate
-from lens.nnx.graphlib import iter_graph
-from lens.nnx.graphwalk import check_graph_modes
+from lens.nnx.graphlib import (
+    iter_graph,
+    recursive_map,
+    set_graph_mode,
+    set_graph_updates,
+)
 from lens.nnx.pytreelib import Object
 from lens.nnx.variablelib import RngCount, RngKey
 from lens.traceback_util import api_boundary
@@ -106,7 +110,8 @@ class RngStream(Object, _Sampling):
             key = _seed_to_key(key, tag)
         self.tag = tag
         self.key = RngKey(key, tag=tag)
-        self.count = RngCount(jnp.zeros((), jnp.uint32), tag=tag)
+        # one counter per key: a split stream (keys of shape (n,)) maps under vmap
+        self.count = RngCount(jnp.zeros(jnp.shape(key), jnp.uint32), tag=tag)
 
     def __call__(self) -> jax.Array:
         key = jax.random.fold_in(self.key.value, self.count.value)
@@ -266,16 +271,25 @@ def split_rngs(
     are split for each call and restored after. ``only`` filters the streams (a
     stream name, a tuple of names, ...).
     """
-    check_graph_modes("split_rngs", graph, graph_updates)
-    if not isinstance(splits, int) or splits < 1:
+    in_place = _in_place(graph, graph_updates)
+    if isinstance(splits, tuple) and not in_place:
+        pass  # several axes: the simple mode returns keys of shape splits
+    elif not isinstance(splits, int) or splits < 1:
         raise ValueError(f"split_rngs: splits must be a positive int, got {splits!r}.")
+    if squeeze and splits != 1:
+        raise ValueError("squeeze=True is only supported for splits=1")
     if node is not None and not callable(node) or isinstance(node, Object):
+        if not in_place:
+            return _split_copy(node, splits, only, squeeze, graph)
         return _split([node], splits, only, squeeze)
 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(f)
         @api_boundary
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not in_place:
+                args, kwargs = _split_copy((args, kwargs), splits, only, squeeze, graph)
+                return f(*args, **kwargs)
             nodes = [
                 x
                 for x in jax.tree.leaves(
@@ -289,6 +303,34 @@ def split_rngs(
         return wrapper
 
     return decorate if node is None else decorate(node)
+
+
+def _in_place(graph: bool | None, graph_updates: bool | None) -> bool:
+    """flax.nnx's full mode (graph and graph_updates) splits streams in place and
+    returns backups; the simple modes return a copy with split streams."""
+    g = set_graph_mode.current_value() if graph is None else graph
+    u = set_graph_updates.current_value() if graph_updates is None else graph_updates
+    return bool(g and u)
+
+
+def _split_copy(
+    node: Any, splits: Any, only: Any, squeeze: bool, graph: bool | None
+) -> Any:
+    """A copy of ``node`` whose streams (those ``only`` selects) hold ``splits``
+    keys each, drawn from the originals (which advance by one)."""
+    pred = to_predicate(only)
+    shape = (splits,) if isinstance(splits, int) else tuple(splits)
+    originals = dict(_streams(node))  # drawn from, so they advance (as flax's)
+
+    def split_stream(path: tuple, x: Any) -> Any:
+        if not (isinstance(x, RngStream) and pred(path, x)):
+            return x
+        key = jax.random.split(originals.get(tuple(path), x)(), shape)
+        if squeeze:
+            key = key[0]
+        return RngStream(key, tag=x.tag)
+
+    return recursive_map(split_stream, node, graph=graph)
 
 
 def _streams(node: Any, only: Any = ...) -> list[tuple[tuple, RngStream]]:
@@ -325,7 +367,6 @@ def reseed(
     first). A vmapped stream (a key per member) needs ``policy='match_shape'``."""
     pass
 
-    check_graph_modes("reseed", graph, None)
     if policy == "scalars_only":
         policy = _scalars_only
     elif policy == "match_shape":
@@ -354,12 +395,17 @@ def fork_rngs(
     """Replaces every stream of ``node`` by a fork of it (new keys; ``split``
     gives several, e.g. for a vmap), and returns the backups to restore (also a
     context manager). Without ``node``, a decorator doing so around each call."""
-    check_graph_modes("fork_rngs", graph, graph_updates)
+    in_place = _in_place(graph, graph_updates)
     if node is None:
 
         def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
             @functools.wraps(f)
             def wrapper(*args: Any, **kwargs: Any) -> Any:
+                if not in_place:
+                    args, kwargs = fork_rngs(
+                        (args, kwargs), split=split, graph=graph, graph_updates=False
+                    )
+                    return f(*args, **kwargs)
                 with fork_rngs(args, split=split):
                     return f(*args, **kwargs)
 
@@ -368,6 +414,15 @@ def fork_rngs(
         return decorate
     how = {} if split is None else split if isinstance(split, dict) else {...: split}
     preds = [(to_predicate(f), n) for f, n in how.items()]
+    if not in_place:
+
+        def fork_stream(path: tuple, x: Any) -> Any:
+            if not isinstance(x, RngStream):
+                return x
+            n = next((n for p, n in preds if p(path, x)), None)
+            return x.fork(split=n)
+
+        return recursive_map(fork_stream, node, graph=graph)
     backups = []
     seen: set[int] = set()
     for path, stream in _streams(node):

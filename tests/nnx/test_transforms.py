@@ -573,3 +573,31 @@ def test_jit_donating_a_model_leaves_it_usable():
     y = step(m, x)  # would fail on a deleted bias buffer
     assert not m.bias[...].is_deleted()
     np.testing.assert_allclose(y, x @ m.kernel[...] + m.bias[...], rtol=1e-6)
+
+
+def test_vmap_over_split_and_forked_rngs():
+    """The randomness guide: ``rngs.split(n)`` / ``rngs.fork(split=n)`` give one key
+    and one counter per member, so a vmap over them draws different values."""
+    draw = nnx.vmap(lambda rngs: rngs.normal(()), in_axes=0)
+    for rngs in (nnx.Rngs(0).split(5), nnx.Rngs(0).fork(split=5)):
+        assert rngs.default.count[...].shape == (5,)
+        x = draw(rngs)
+        assert x.shape == (5,) and len(set(np.asarray(x).tolist())) == 5
+
+
+def test_split_rngs_simple_mode_returns_a_split_copy():
+    rngs = nnx.Rngs(params=0, dropout=1)
+    key = rngs.params.key[...]
+    split = nnx.split_rngs(rngs, splits=4, only="params", graph_updates=False)
+    assert split is not rngs
+    assert split.params.key[...].shape == (4,)
+    assert split.dropout.key[...].shape == ()
+    assert rngs.params.key[...] == key  # the original keeps its key
+    assert int(rngs.params.count[...]) == 1  # and advanced once, as flax's
+
+    @nnx.split_rngs(splits=3, graph=False, graph_updates=False)
+    @nnx.vmap(in_axes=0, graph=False, graph_updates=False)
+    def make(rngs):
+        return nnx.Linear(2, 2, rngs=rngs)
+
+    assert make(nnx.Rngs(0)).kernel[...].shape == (3, 2, 2)
