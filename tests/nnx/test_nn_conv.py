@@ -1,6 +1,8 @@
 """lens.nnx Conv / ConvTranspose against flax.nnx (the oracle): same params for the
 same key, same outputs, for every padding Flax adds on top of lax's."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -77,3 +79,28 @@ def test_layers_build_no_linen_module(monkeypatch):
     nnx.ConvTranspose(3, 4, 3, rngs=nnx.Rngs(0))(X[0])
     nnx.RMSNorm(3, rngs=nnx.Rngs(0))(X)
     nnx.GroupNorm(3, num_groups=3, rngs=nnx.Rngs(0))(X)
+
+
+@pytest.mark.parametrize(
+    "make, field",
+    [
+        (lambda: nnx.Linear(2, -1, rngs=nnx.Rngs(0)), "out_features=-1"),
+        (lambda: nnx.Linear(0, 3, rngs=nnx.Rngs(0)), "in_features=0"),
+        (lambda: nnx.Conv(3, 4, 0, rngs=nnx.Rngs(0)), "kernel_size=0"),
+        (lambda: nnx.Conv(3, 4, (3, -1), rngs=nnx.Rngs(0)), "kernel_size=(3, -1)"),
+        (
+            lambda: nnx.Conv(3, 4, 3, feature_group_count=0, rngs=nnx.Rngs(0)),
+            "feature_group_count=0",
+        ),
+        (lambda: nnx.Dropout(1.5), "rate=1.5"),
+        (lambda: nnx.Dropout(-0.1), "rate=-0.1"),
+    ],
+)
+def test_impossible_hyperparameters_are_clear_errors(make, field):
+    """Issue 27: no layer has these; flax fails later inside JAX, or never."""
+    from lens.errors import InvalidHyperparameterError
+
+    with pytest.raises(InvalidHyperparameterError, match=re.escape(field)) as info:
+        make()
+    assert isinstance(info.value, ValueError)
+    assert "e.g." in str(info.value)

@@ -15,7 +15,13 @@ from lens._kernels import conv as kernels
 from lens.core.nn import initializers
 from lens.nnx.module import Module
 from lens.nnx.nn.dtypes import promote_dtype
-from lens.nnx.nn.parameters import NO_META, as_tuple, dot_kwargs, make_param
+from lens.nnx.nn.parameters import (
+    NO_META,
+    as_tuple,
+    check_size,
+    dot_kwargs,
+    make_param,
+)
 from lens.nnx.rnglib import Rngs
 
 Array = Any
@@ -52,6 +58,13 @@ class Conv(Module):
         kernel_metadata: Mapping[str, Any] = NO_META,
         bias_metadata: Mapping[str, Any] = NO_META,
     ):
+        for field, value in (
+            ("in_features", in_features),
+            ("out_features", out_features),
+            ("kernel_size", kernel_size),
+            ("feature_group_count", feature_group_count),
+        ):
+            check_size("Conv", field, value, "3, 16, kernel_size=3")
         if in_features % feature_group_count:
             raise ValueError(
                 f"Conv: in_features ({in_features}) must be divisible by "

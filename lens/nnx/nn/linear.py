@@ -24,6 +24,7 @@ from lens.nnx.nn.dtypes import promote_dtype
 from lens.nnx.nn.parameters import (
     NO_META,
     as_tuple,
+    check_size,
     dot_kwargs,
     init_reshaped,
     make_param,
@@ -53,6 +54,10 @@ class Linear(Module):
         kernel_metadata: Mapping[str, Any] = NO_META,
         bias_metadata: Mapping[str, Any] = NO_META,
     ):
+        check_size(
+            "Linear", "in_features", in_features, "in_features=4, out_features=16"
+        )
+        check_size("Linear", "out_features", out_features, "4, out_features=16")
         self.kernel = make_param(
             kernel_init, rngs, (in_features, out_features), param_dtype, kernel_metadata
         )

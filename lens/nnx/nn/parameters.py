@@ -5,12 +5,14 @@ sharding, dtype promotion).
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 import jax.numpy as jnp
 
+from lens import errors
 from lens.core.spmd import shard_value
 from lens.nnx.nn.dtypes import promote_dtype
 from lens.nnx.rnglib import Rngs
@@ -74,3 +76,25 @@ def init_reshaped(
         out.raw_value = jnp.reshape(out.raw_value, shape)
         return out
     return jnp.reshape(out, shape)
+
+
+def check_size(layer: str, field: str, value: Any, example: str = "16") -> None:
+    """Raises InvalidHyperparameterError unless ``value`` (a size, or a tuple of
+    sizes) is a positive integer; anything not a plain int (an array, None) passes."""
+    values = value if isinstance(value, tuple | list) else (value,)
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            continue
+        if v <= 0:
+            raise errors.InvalidHyperparameterError(
+                layer, field, value, "a positive integer", f"{layer}({example}, ...)"
+            )
+
+
+def check_rate(layer: str, field: str, value: Any) -> None:
+    """Raises InvalidHyperparameterError unless ``value`` is a probability."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if not 0.0 <= float(value) <= 1.0:
+            raise errors.InvalidHyperparameterError(
+                layer, field, value, "a number in [0, 1]", f"{layer}({field}=0.1)"
+            )

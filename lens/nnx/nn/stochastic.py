@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from lens.nnx.module import Module
+from lens.nnx.nn.parameters import check_rate
 from lens.nnx.rnglib import Rngs, RngStream
 
 Array = Any
@@ -28,6 +29,7 @@ class Dropout(Module):
         rng_collection: str = "dropout",
         rngs: Rngs | RngStream | None = None,
     ):
+        check_rate("Dropout", "rate", rate)
         self.rate = rate
         self.broadcast_dims = tuple(broadcast_dims)
         self.deterministic = deterministic
