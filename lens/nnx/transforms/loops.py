@@ -21,6 +21,7 @@ from lens.nnx.transforms.axes import NO_AXIS_METADATA, AxisNames
 from lens.nnx.transforms.general import (
     Entry,
     GraphArg,
+    StateAxes,
     axes_resolver,
     check_no_aliases,
     check_structure,
@@ -30,6 +31,7 @@ from lens.nnx.transforms.general import (
     split_args,
     split_outputs,
     transform_mode,
+    variables_with_paths,
     with_calling_conventions,
     wrap_objects,
     write_back,
@@ -188,6 +190,7 @@ def scan(
             graph=graph,
             graph_updates=graph_updates,
         )
+    _check_scan_axes(in_axes, out_axes)
     options = _ScanOptions(
         f,
         in_axes,
@@ -197,6 +200,7 @@ def scan(
         unroll,
         _split_transpose,
         AxisNames("scan", transform_metadata),
+        mode.simple,
     )
 
     @functools.wraps(f)
@@ -204,7 +208,39 @@ def scan(
     def wrapper(*args: Any) -> Any:
         return _ScanCall(options, args).run()
 
-    return with_calling_conventions(mode, f, wrapper)
+    # the carry comes back as the same objects: checked by the loop itself
+    return with_calling_conventions(mode, f, wrapper, check_outputs=False)
+
+
+def _check_scan_axes(in_axes: Any, out_axes: Any) -> None:
+    """flax.nnx's checks of scan's axes, when the function is decorated."""
+    ins = in_axes if isinstance(in_axes, tuple) else (in_axes,)
+    outs = out_axes if isinstance(out_axes, tuple) else (out_axes,)
+    for axes in (ins, outs):
+        if sum(a is Carry for a in axes) > 1:
+            raise ValueError(
+                f"Found multiple Carry definitions in in_axes={in_axes!r} / "
+                f"out_axes={out_axes!r}.\nnnx.scan has one carry: mark one argument "
+                "(and the output in the same place) nnx.Carry."
+            )
+    if any(a is Carry for a in ins) != any(a is Carry for a in outs):
+        raise ValueError(
+            "If one of in_axes or out_axes has Carry, the other must also have "
+            f"Carry (in_axes={in_axes!r}, out_axes={out_axes!r}).\nMark the "
+            "carry in both, or in neither."
+        )
+    for a in outs:
+        if a is None:
+            raise ValueError(
+                "Cannot broadcast output state: out_axes entries are nnx.Carry or "
+                f"ints (out_axes={out_axes!r}).\nReturn per-step outputs stacked "
+                "on an axis, or pass broadcast values through the carry."
+            )
+        if isinstance(a, StateAxes) and any(ax is None for _, ax in a.items):
+            raise ValueError(
+                f"Cannot broadcast output state. Got StateAxes {a!r} with None.\n"
+                "Give every filter an axis or nnx.Carry."
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,6 +253,7 @@ class _ScanOptions:
     unroll: int | bool
     split_transpose: bool
     axis_names: AxisNames
+    simple: bool = False
 
 
 class _ScanCall:
@@ -237,6 +274,12 @@ class _ScanCall:
 
     def _specs(self, n: int) -> None:
         in_axes, out_axes = self.o.in_axes, self.o.out_axes
+        if in_axes is Carry and n != 1:
+            raise ValueError(
+                "When in_axes=Carry, the function must take exactly one argument "
+                f"(the carry); it was called with {n}.\nUse in_axes=(nnx.Carry, "
+                "0, ...) to scan over the other arguments."
+            )
         specs = in_axes if isinstance(in_axes, tuple) else (in_axes,) * n
         if len(specs) != n:
             raise ValueError(
@@ -328,7 +371,7 @@ class _ScanCall:
             w2 = Walker(axes_resolver, describe=_describe, transform="scan")
             after, new_entries = split_args(args, self.specs, w2)
             check_structure(self.skel, after, "scan")
-            new_carry = self._new_carry(outs, new_entries)
+            new_carry = self._new_carry(args, outs, new_entries)
             ys = [v for i, v in enumerate(outs) if i not in self.out_carry]
             w2.frame = fr
             ys = split_outputs(tuple(ys), None, w2)
@@ -343,13 +386,33 @@ class _ScanCall:
             )
         return out if self.out_is_tuple else (out,)
 
-    def _new_carry(self, outs: tuple[Any, ...], new_entries: list[Entry]) -> list:
+    def _check_same_references(self, before: Any, after: Any) -> None:
+        """The carry's objects and variables must come back as themselves."""
+        ids = [id(v) for _, v in variables_with_paths(before, "carry")]
+        new = [id(v) for _, v in variables_with_paths(after, "carry")]
+        if ids == new:
+            return
+        first = (
+            "scan Variable identity must be preserved across iterations."
+            if self.o.simple
+            else "Carry references must be the same between iterations."
+        )
+        raise ValueError(
+            f"{first}\nnnx.scan: the function returned new objects or Variables "
+            "as the carry. Update the carry's variables in place (x[...] = ...) "
+            "and return the same objects."
+        )
+
+    def _new_carry(
+        self, args: tuple[Any, ...], outs: tuple[Any, ...], new_entries: list[Entry]
+    ) -> list:
         """The next carry, in the order of the input carry: the carry argument's
         values from what the function returned, and state a ``StateAxes`` carries
         inside another argument from that argument after the step."""
         returned: Iterator[Any] = iter(())
         if self.carry_pos:
             out_carry = outs[self.out_carry[0]]
+            self._check_same_references(args[self.carry_pos[0]], out_carry)
             returned = iter(_loop_values("scan", self.carry_skel, out_carry))
         new_carry = []
         for e, e_new, k in zip(self.entries, new_entries, self.kinds, strict=True):
