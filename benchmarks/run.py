@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> str:
     if args.quick:
         rows = core_mlp.run(repeats=1)
         rows += nn_mlp.run(repeats=1, compiles=1, depths=(4,))
-        rows += suite.run(first_steps=1, scan_layers=(8,))
+        rows += suite.run(first_steps=1, scan_layers=(8,), repeats=1)
         rows += nnx_mlp.run(repeats=1, depths=(16,), number=2)
         shown = displays.run()
         cached = compile_cache.run(repeats=1, depth=2)

@@ -117,8 +117,9 @@ def _import_time(module: str, repeats: int = 5) -> float:
     return statistics.median(times)
 
 
-def run(first_steps: int = 5, scan_layers=(8, 32, 128)) -> list[dict]:
-    """Rows of (benchmark, library, seconds)."""
+def run(first_steps: int = 5, scan_layers=(8, 32, 128), repeats: int = 5) -> list[dict]:
+    """Rows of (benchmark, library, seconds); ``repeats`` cold imports (fresh
+    processes) per module and scan compiles per stack, medians taken."""
     import flax.linen as fnn
 
     import lens.nn as lnn
@@ -154,7 +155,7 @@ def run(first_steps: int = 5, scan_layers=(8, 32, 128)) -> list[dict]:
                         "library": name,
                         "seconds": statistics.median(
                             _compile_time(scan_stack(nn, layers, unrolled), x)
-                            for _ in range(1 if unrolled else 3)
+                            for _ in range(1 if unrolled else min(3, repeats))
                         ),
                     }
                 )
@@ -191,21 +192,21 @@ def run(first_steps: int = 5, scan_layers=(8, 32, 128)) -> list[dict]:
         {
             "bench": "cold import of lens (the package alone)",
             "library": "lens",
-            "seconds": _import_time("lens"),
+            "seconds": _import_time("lens", repeats),
         }
     )
     rows.append(
         {
             "bench": "cold import of lens.nn / flax.linen",
             "library": "lens",
-            "seconds": _import_time("lens.nn"),
+            "seconds": _import_time("lens.nn", repeats),
         }
     )
     rows.append(
         {
             "bench": "cold import of lens.nn / flax.linen",
             "library": "flax",
-            "seconds": _import_time("flax.linen"),
+            "seconds": _import_time("flax.linen", repeats),
         }
     )
     return rows
