@@ -177,16 +177,25 @@ def test_scan_with_per_step_outputs_and_reverse():
     np.testing.assert_allclose(ys, jys)
 
 
-def test_scan_broadcast_state_must_not_change():
-    m = lnnx.BatchNorm(2, rngs=lnnx.Rngs(0))
+def test_scan_broadcast_state_updates_carry_to_the_next_step_as_in_flax():
+    """State broadcast into a scan (in_axes None) may be updated; each step reads
+    what the previous one wrote, and the caller gets the last value: flax.nnx's
+    rule with graph_updates=False. (flax's default mode drops those updates
+    silently; lens carries them in every mode, see docs/porting-from-flax.md.)"""
+    means = []
+    for nnx in (lnnx, fnnx):
+        m = nnx.BatchNorm(2, rngs=nnx.Rngs(0))
 
-    def f(c, x, m):
-        return m(c + x), None
+        def f(c, x, m):
+            return m(c + x), None
 
-    with pytest.raises(lnnx_errors().TraceContextError, match="broadcast"):
-        lnnx.scan(f, in_axes=(lnnx.Carry, 0, None))(
-            jnp.ones((4, 2)), jnp.ones((3, 4, 2)), m
-        )
+        xs = jnp.arange(24.0).reshape(3, 4, 2)
+        scan = nnx.scan(f, in_axes=(nnx.Carry, 0, None), graph_updates=False)
+        c, _ = scan(jnp.ones((4, 2)), xs, m)
+        means.append((np.asarray(m.mean[...]), np.asarray(c)))
+    np.testing.assert_allclose(means[0][0], means[1][0], rtol=1e-5)
+    np.testing.assert_allclose(means[0][1], means[1][1], rtol=1e-5, atol=1e-6)
+    assert np.abs(means[0][0]).sum() > 0
 
 
 def lnnx_errors():

@@ -427,12 +427,6 @@ class _ScanCall:
         for e, e_new, k in zip(self.entries, new_entries, self.kinds, strict=True):
             if e.leaf is None:
                 continue
-            if k == "broadcast" and e_new.value is not e.value:
-                raise errors.TraceContextError(
-                    f"nnx.scan: {path_str(e.leaf.path)} is broadcast (in_axes "
-                    "None) but was updated inside the loop.\nBroadcast state is "
-                    "read-only: scan it (an int axis), or make it the carry."
-                )
             if k == "scan":
                 scanned.append(e_new.value)
         return scanned
@@ -478,7 +472,9 @@ def _kinds_and_length(entries: list[Entry], length: int | None) -> tuple[list, i
     kinds = []
     sizes: set[int] = set()
     for e in entries:
-        if e.spec is Carry:
+        if e.spec is Carry or (e.spec is None and e.leaf is not None):
+            # broadcast state is the same at every step, and what a step writes
+            # to it the next step reads (flax.nnx's rule): it rides in the carry
             kinds.append("carry")
         elif e.spec is None:
             kinds.append("broadcast")
