@@ -232,7 +232,8 @@ variables
 """),
     ("md", """
 Each stacked leaf also gets a small picture over its layers: the RMS of each layer's
-slice, one bar per layer (an inline SVG in the notebook, block characters in text).
+slice, one bar per layer (a labelled bar chart in the notebook, block characters in
+text), scaled between the smallest and the largest value so real variation shows.
 A layer that blew up, or went NaN, stands out by its index. `lens.diff` draws the
 same picture for *how much* each layer changed:
 """),

@@ -3,19 +3,86 @@
 from __future__ import annotations
 
 import html as _html
+import re
 from typing import Any
 
 from lens.display._leaf import printable
 from lens.display._safe import safe
 
-CSS = """<style>
-.lens{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px;line-height:1.4}
-.lens summary{cursor:pointer}.lens table{border-collapse:collapse;margin:2px 0 4px 16px}
-.lens td,.lens th{padding:0 8px 0 0;text-align:left;white-space:nowrap}
-.lens .m{color:#777}.lens .c{font-weight:bold}.lens .ax{color:#2a7ab0}.lens .sh{color:#8a5a00}
-.lens .hint{color:#777;font-style:italic}.lens .add{color:#2e7d32}.lens .del{color:#c62828}
-.lens details{margin-left:12px}.lens>details{margin-left:0}
-</style>"""
+# Every output carries its own look as inline styles: JupyterLab's sanitizer drops
+# <style> elements (and SVG) from untrusted notebooks, and a global stylesheet leaks
+# into every other output on the page. Inline styles survive the sanitizer, and are
+# the same trusted or not. They use no CSS variables (the sanitizer drops those)
+# and no fixed text colours: text keeps the theme's colour (muted by opacity), and
+# accents are translucent backgrounds, so light and dark themes both read at
+# WCAG AA contrast.
+FONT = "ui-monospace,SFMono-Regular,Menlo,Consolas,'DejaVu Sans Mono',monospace"
+MUTED = "opacity:.72"
+ROOT_STYLE = (
+    f"font-family:{FONT};font-size:12px;line-height:1.4;text-align:left;"
+    "max-width:100%;overflow-x:auto;padding-bottom:2px"
+)
+TAG_STYLE = {
+    # JupyterLab's table CSS right-aligns cells, zebra-stripes rows, centres and
+    # fixes the table layout: every one of those is undone here.
+    "table": "border-collapse:collapse;border:none;margin:2px 0 4px 16px;"
+    "table-layout:auto;font-size:inherit;line-height:inherit;width:auto",
+    "tr": "background:none;border:none",
+    "td": "padding:0 10px 0 0;text-align:left;white-space:nowrap;border:none",
+    "th": "padding:0 10px 0 0;text-align:left;white-space:nowrap;border:none;"
+    "font-weight:normal",
+    "summary": "cursor:pointer",
+    "details": "margin-left:12px",
+}
+CLASS_STYLE = {
+    "m": MUTED,
+    "c": "font-weight:bold",
+    "hint": f"{MUTED};font-style:italic",
+    "ax": "background:rgba(42,122,176,.18);border-radius:2px;padding:0 2px",
+    "sh": "background:rgba(178,106,0,.18);border-radius:2px;padding:0 2px",
+    "add": "background:rgba(46,125,50,.18)",
+    "del": "background:rgba(198,40,40,.18)",
+    "top": "margin-left:0",
+    "flat": "margin-left:28px",
+}
+_TAG = re.compile(r"<([a-z][a-z0-9]*)((?:\s[^<>]*)?)>")
+_CLASS = re.compile(r"""\sclass=(?:'([^']*)'|"([^"]*)"|([^\s'">]+))""")
+_STYLE = re.compile(r"""\sstyle=(?:'([^']*)'|"([^"]*)")""")
+
+
+def inline_styles(body: str) -> str:
+    """``body`` with each element's look (``TAG_STYLE``, ``CLASS_STYLE``) inline.
+
+    Only lens's own markup is rewritten: user strings are escaped (``e``), so they
+    hold no ``<``. An element's own ``style`` comes last and wins.
+    """
+
+    def one(m: re.Match[str]) -> str:
+        tag, attrs = m.group(1), m.group(2)
+        parts = [TAG_STYLE.get(tag, "")]
+        c = _CLASS.search(attrs)
+        if c:
+            parts += [
+                CLASS_STYLE.get(k, "")
+                for k in next(g for g in c.groups() if g is not None).split()
+            ]
+        if not any(parts):
+            return m.group(0)
+        own = _STYLE.search(attrs)
+        if own:
+            parts.append(next(g for g in own.groups() if g is not None))
+            attrs = attrs[: own.start()] + attrs[own.end() :]
+        style = ";".join(p.strip(";") for p in parts if p)
+        if not style:
+            return m.group(0)
+        return f'<{tag}{attrs} style="{style}">'
+
+    return _TAG.sub(one, body)
+
+
+def wrap(body: str) -> str:
+    """A view's complete HTML: its body in the root ``div``, every style inline."""
+    return f'<div class="lens" style="{ROOT_STYLE}">{inline_styles(body)}</div>'
 
 
 def e(s: Any) -> str:
@@ -86,14 +153,14 @@ def _text_of(view: View) -> str:
 
 @safe("html")
 def _html_of(view: View) -> str:
-    return f'<div class="lens">{CSS}{view.html_body()}</div>'
+    return wrap(view.html_body())
 
 
 @safe("bundle")
 def _bundle_of(view: View) -> dict[str, Any]:
     return {
         "text/plain": view.text(),
-        "text/html": f'<div class="lens">{CSS}{view.html_body()}</div>',
+        "text/html": wrap(view.html_body()),
     }
 
 

@@ -66,7 +66,7 @@ class DiffView(View):
                 if per is not None:
                     self.by_slice[k] = per
 
-    def _lines(self) -> list[str]:
+    def _lines(self, charts: bool = True) -> list[str]:
         lines = [
             f"Diff: {len(self.changed)} changed, {self.unchanged} unchanged, "
             f"{len(self.added)} added, {len(self.removed)} removed"
@@ -74,7 +74,7 @@ class DiffView(View):
         for (col, path), t, max_abs, rel in self.changed:
             line = f"  ~ {col}:/{path} {t} max|d| {fmt_num(max_abs)} rel {fmt_num(rel)}"
             per = self.by_slice.get((col, path))
-            if per is not None:
+            if per is not None and charts:
                 line += f"  {_stacked.describe(per, 'change')}"
             lines.append(line)
         lines += [f"  + {c}:/{p}" for c, p in self.added]
@@ -87,14 +87,14 @@ class DiffView(View):
 
     def html_body(self) -> str:
         """HTML table."""
-        lines = self._lines()
+        lines = self._lines(charts=False)  # the chart is drawn once, below
         rows = []
         sparks = [self.by_slice.get(k) for k, *_ in self.changed] + [None] * (
             len(lines) - 1 - len(self.changed)
         )
         for line, per in zip(lines[1:], sparks):
             cls = {"+": "add", "-": "del"}.get(line.strip()[0], "")
-            svg = f" {_stacked.spark_svg(per, 'change')}" if per is not None else ""
+            svg = f" {_stacked.spark_html(per, 'change')}" if per is not None else ""
             rows.append(f"<div class='{cls}'>{e(line)}{svg}</div>")
         return f"<div class='c'>{e(lines[0])}</div>{''.join(rows)}"
 

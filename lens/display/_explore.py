@@ -44,10 +44,7 @@ def leaf_details_html(leaf: Leaf) -> str:
         stats = f"mean {fmt_num(m)} · std {fmt_num(s)} · min {fmt_num(lo)} · max {fmt_num(hi)}"
     stack = ""
     if leaf.stack is not None:
-        stack = (
-            f"<br>{_stacked.spark_svg(leaf.stack)} "
-            f"<span class=m>{e(_stacked.describe(leaf.stack))}</span>"
-        )
+        stack = f"<br>{_stacked.spark_html(leaf.stack)}"
     return (
         f"<div class='lens'><b>{e(leaf.collection)}:/{e('/'.join(leaf.path + (leaf.name,)))}</b><br>"
         f"{e(leaf.type_str)} {e(leaf.axes_str)} · {human_count(leaf.count)} values ({human_bytes(leaf.nbytes)})"

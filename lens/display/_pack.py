@@ -219,10 +219,12 @@ _BOX = (
 )
 _MUTED = "opacity:.72"
 _WRAP = "white-space:normal;overflow-wrap:anywhere;word-break:break-word"
+# Text keeps the theme's colour (AA contrast light and dark); a translucent
+# background says the fate.
 _FATE_STYLE = {
-    "created": "color:#2e7d32",
-    "updated": "color:#b26a00",
-    "dropped": "color:#c62828",
+    "created": "background:rgba(46,125,50,.22);border-radius:2px;padding:0 2px",
+    "updated": "background:rgba(178,106,0,.22);border-radius:2px;padding:0 2px",
+    "dropped": "background:rgba(198,40,40,.22);border-radius:2px;padding:0 2px",
     "unchanged": _MUTED,
 }
 
@@ -295,9 +297,9 @@ def _record_html(rec: Mapping[str, Any], crumbs: list[str]) -> str:
 LEGEND = (
     "<div style='opacity:.72;overflow-wrap:anywhere'>outer value &#8594; inner value; "
     "<b style='text-decoration:underline'>underlined</b>: the axis the transform maps "
-    "or scans over · <span style='color:#2e7d32'>created</span> · "
-    "<span style='color:#b26a00'>updated</span> · "
-    "<span style='color:#c62828'>dropped</span></div>"
+    f"or scans over · <span style='{_FATE_STYLE['created']}'>created</span> · "
+    f"<span style='{_FATE_STYLE['updated']}'>updated</span> · "
+    f"<span style='{_FATE_STYLE['dropped']}'>dropped</span></div>"
 )
 
 

@@ -3,7 +3,7 @@
 A scanned layer stack or a vmapped ensemble stores each variable with a leading
 axis of layers or members. Per leaf, ``profile`` reduces every slice along that axis
 to its RMS (root mean square, comparable between leaves of different sizes), and the
-displays draw the numbers as a tiny bar chart: an inline SVG in HTML, block
+displays draw the numbers as a small labelled bar chart: inline-styled HTML, block
 characters in text, so a layer that blew up (or went NaN) shows at a glance.
 
 Which leaves are stacked: all leaves of one module share a leading axis of the same
@@ -24,6 +24,8 @@ from lens.display._leaf import Leaf, fmt_num, numeric_array
 BLOCKS = "▁▂▃▄▅▆▇█"
 MAX_BARS = 64
 """Slices drawn one bar each; longer stacks are binned (the max of each bin)."""
+FLOOR = 0.12
+"""The smallest slice's bar height (a fraction of the largest's): still visible."""
 OUTLIER = 4.0
 """A slice whose RMS exceeds this many times the median is marked (as is NaN/inf)."""
 
@@ -89,14 +91,19 @@ def outliers(values: Sequence[float] | np.ndarray) -> list[int]:
     ]
 
 
-def _heights(values: np.ndarray) -> list[float | None]:
-    """Each value scaled into [0, 1] (None where not finite)."""
+def _heights(values: np.ndarray, floor: float = 0.0) -> list[float | None]:
+    """Each value scaled into [floor, 1] between the smallest and largest (None where
+    not finite). Not from 0: real variation between layers must not look flat; the
+    labels say the range."""
     finite = values[np.isfinite(values)]
     hi = float(finite.max()) if finite.size else 0.0
-    lo = min(float(finite.min()) if finite.size else 0.0, 0.0)
+    lo = float(finite.min()) if finite.size else 0.0
     span = hi - lo
+    flat = 1.0 if hi > 0 else floor  # all slices equal: full height, or none if 0
     return [
-        None if not np.isfinite(x) else ((x - lo) / span if span > 0 else 0.0)
+        None
+        if not np.isfinite(x)
+        else (floor + (1 - floor) * (x - lo) / span if span > 0 else flat)
         for x in values
     ]
 
@@ -111,44 +118,82 @@ def spark_text(values: np.ndarray) -> str:
     )
 
 
-def describe(values: np.ndarray, what: str = "rms") -> str:
-    """``rms over axis 0 (3): ▁▄█ 0.12..0.9, layer 2 stands out``"""
-    bad = outliers(values)
+def _range(values: np.ndarray) -> str:
     finite = values[np.isfinite(values)]
-    span = (
-        f" {fmt_num(float(finite.min()))}..{fmt_num(float(finite.max()))}"
-        if finite.size
-        else ""
+    if not finite.size:
+        return ""
+    return f"{fmt_num(float(finite.min()))}..{fmt_num(float(finite.max()))}"
+
+
+def _standing_out(values: np.ndarray) -> str:
+    bad = outliers(values)
+    moved = np.flatnonzero(np.asarray(values) != 0)
+    if not bad and 0 < len(moved) <= len(values) // 2:
+        # most slices did not move at all (a diff): name the ones that did
+        shown = ", ".join(str(i) for i in moved[:5]) + (
+            " ..." if len(moved) > 5 else ""
+        )
+        return f"only {shown} nonzero"
+    if not bad:
+        return ""
+    shown = ", ".join(str(i) for i in bad[:5]) + (" ..." if len(bad) > 5 else "")
+    return f"stands out: {shown}"
+
+
+def describe(values: np.ndarray, what: str = "rms") -> str:
+    """``rms per slice (3): ▁▄█ 0.12..0.9; stands out: 2`` (slices along axis 0)."""
+    span = _range(values)
+    note = _standing_out(values)
+    return (
+        f"{what} per slice ({len(values)}): {spark_text(values)}"
+        + (f" {span}" if span else "")
+        + (f"; {note}" if note else "")
     )
-    note = ""
-    if bad:
-        shown = ", ".join(str(i) for i in bad[:5]) + (" ..." if len(bad) > 5 else "")
-        note = f"; stands out: {shown}"
-    return f"{what} per slice ({len(values)}): {spark_text(values)}{span}{note}"
 
 
-def spark_svg(values: np.ndarray, what: str = "rms") -> str:
-    """A tiny bar chart as inline SVG (no scripts), outliers in red, with a tooltip."""
+def label(values: np.ndarray, what: str = "rms") -> str:
+    """What the HTML chart shows, in words: ``rms of slices 0..3 (axis 0): 0.1..0.9``."""
+    span = _range(values)
+    note = _standing_out(values)
+    return (
+        f"{what} of slices 0..{len(values) - 1} (axis 0)"
+        + (f": {span}" if span else "")
+        + (f"; {note}" if note else "")
+    )
+
+
+BAR_PX = 18
+"""The chart's height in pixels."""
+
+
+def spark_html(values: np.ndarray, what: str = "rms") -> str:
+    """A small labelled bar chart as plain HTML (inline styles, no SVG, no scripts).
+
+    HTML that JupyterLab's sanitizer keeps: untrusted notebooks drop SVG. One bar
+    per slice (binned past ``MAX_BARS``), in the text colour; outliers and non-finite
+    slices red and full height. The label names the range and the outlier indices;
+    the tooltip lists the first values.
+    """
     shown = _binned(values)
     bad = set(outliers(shown))
-    n = len(shown)
-    bar = 3 if n > 32 else 4
-    width, height = n * bar, 16
-    rects = []
-    for i, h in enumerate(_heights(shown)):
-        hh = height if h is None else max(1.0, h * height)
-        fill = "#c62828" if i in bad else "currentColor"
-        rects.append(
-            f"<rect x='{i * bar}' y='{height - hh:.1f}' width='{bar - 1}' "
-            f"height='{hh:.1f}' fill='{fill}'/>"
+    bar = 3 if len(shown) > 32 else 4
+    bars = []
+    for i, h in enumerate(_heights(shown, FLOOR)):
+        px = BAR_PX if h is None else max(2, round(h * BAR_PX))
+        colour = "#d32f2f" if i in bad or h is None else "currentColor"
+        bars.append(
+            f"<span style='display:inline-block;width:{bar - 1}px;height:{px}px;"
+            f"margin-right:1px;background:{colour}'></span>"
         )
     first = ", ".join(fmt_num(float(x)) for x in values[:16])
     more = " ..." if len(values) > 16 else ""
-    title = f"{describe(values, what)} — {first}{more}"
+    title = f"{label(values, what)} — {first}{more}"
     return (
-        f"<svg width='{width}' height='{height}' viewBox='0 0 {width} {height}' "
-        f"role='img' style='vertical-align:middle;opacity:.85'><title>"
-        f"{_escape(title)}</title>{''.join(rects)}</svg>"
+        f"<span class='spark' title='{_escape(title)}' style='white-space:nowrap'>"
+        f"<span style='display:inline-flex;align-items:flex-end;height:{BAR_PX}px;"
+        f"vertical-align:middle;border-bottom:1px solid rgba(128,128,128,.6);"
+        f"opacity:.85'>{''.join(bars)}</span> "
+        f"<span style='opacity:.72'>{_escape(label(values, what))}</span></span>"
     )
 
 

@@ -174,20 +174,28 @@ class VariablesView(View):
         Kept compact: at most ``max_rows`` rows, whatever the number of variables.
         """
         sharded = any(x.sharding for x in self.leaves)
+        # One width per column across every table, so the columns line up.
+        name_w = max((len(x.name) for x in self.leaves), default=0)
+        type_w = max((len(x.type_str) for x in self.leaves), default=0)
+        name_td = f"<td style='min-width:{name_w}ch'>"
+        type_td = f"<td style='min-width:{type_w}ch'>"
         out = [f"<div>{e(self._header())}</div>"]
         for col, leaves, shown, hidden in self._layout():
             out.append(
-                f"<details open><summary><span class=c>{e(col)}</span> <span class=m>· "
+                f"<details open class=top><summary><span class=c>{e(col)}</span> <span class=m>· "
                 f"{_size(leaves)}</span></summary>"
             )
             for path, ls in shown:
                 if path:
+                    # a module with a stacked axis opens: its charts are the point
+                    opened = " open" if any(x.stack is not None for x in ls) else ""
                     out.append(
-                        f"<details><summary>/{e('/'.join(path))} <span class=m>· "
+                        f"<details{opened}><summary>/{e('/'.join(path))} <span class=m>· "
                         f"{_size(ls)}</span></summary>"
                     )
-                out.append("<table>")
-                for x in ls:
+                # tables directly in a collection start where a module's do
+                out.append("<table>" if path else "<table class=flat>")
+                for row, x in enumerate(ls):
                     axes = (
                         f" <span class=ax>{e(x.axes_str)}</span>" if x.axes_str else ""
                     )
@@ -195,12 +203,13 @@ class VariablesView(View):
                         f"<td class=sh>{e(x.sharding or '')}</td>" if sharded else ""
                     )
                     spark = (
-                        f"<td class=m>{_stacked.spark_svg(x.stack)}</td>"
+                        f"<td class=m>{_stacked.spark_html(x.stack)}</td>"
                         if x.stack is not None
                         else ""
                     )
                     out.append(
-                        f"<tr><td>{e(x.name)}<td>{e(x.type_str)}{axes}{shard}"
+                        f"<tr>{name_td if row == 0 else '<td>'}{e(x.name)}"
+                        f"{type_td if row == 0 else '<td>'}{e(x.type_str)}{axes}{shard}"
                         f"<td class=m>{human_count(x.count)} ({human_bytes(x.nbytes)})"
                         f"<td class=m>{e(_stats_str(x))}{spark}</tr>"
                     )

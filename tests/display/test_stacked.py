@@ -88,16 +88,42 @@ def test_nan_slice_is_marked():
     assert "stands out: 2" in _stacked.describe(per)
 
 
-def test_svg_has_one_bar_per_slice_outlier_red_and_no_script():
+def _charts(html: str) -> list[str]:
+    return re.findall(
+        r"<span class='spark'.*?<span style='opacity:.72'>[^<]*</span></span>", html
+    )
+
+
+def _bars(chart: str) -> list[tuple[int, str]]:
+    return [
+        (int(h), c)
+        for h, c in re.findall(
+            r"height:(\d+)px;margin-right:1px;background:([^']+)'", chart
+        )
+    ]
+
+
+def test_chart_has_one_bar_per_slice_outlier_red_labelled_and_no_svg():
+    # Untrusted notebooks drop SVG: the chart is plain HTML with inline styles.
     v = _deep(blow_up_layer=3)
     html = VariablesView(v).html()
-    svgs = re.findall(r"<svg.*?</svg>", html)
-    assert len(svgs) == 2  # kernel and bias
-    kernel_svg = next(s for s in svgs if "stands out: 3" in s)
-    rects = re.findall(r"<rect [^>]*fill='([^']+)'", kernel_svg)
-    assert len(rects) == 12
-    assert [i for i, f in enumerate(rects) if f == "#c62828"] == [3]
-    assert "<script" not in html
+    assert "<svg" not in html and "<script" not in html and "<style" not in html
+    charts = _charts(html)
+    assert len(charts) == 2  # kernel and bias
+    kernel = next(c for c in charts if "stands out: 3" in c)
+    bars = _bars(kernel)
+    assert len(bars) == 12
+    assert [i for i, (_, c) in enumerate(bars) if c != "currentColor"] == [3]
+    # labelled: which slices, the range, the outlier's index, as visible text
+    assert re.search(r">rms of slices 0..11 \(axis 0\): [^<]+; stands out: 3<", kernel)
+
+
+def test_chart_is_not_scaled_from_zero():
+    # Layers with RMS 1.0 .. 1.2 must not all look equally tall.
+    chart = _stacked.spark_html(np.array([1.0, 1.1, 1.2, 1.05]))
+    heights = [h for h, _ in _bars(chart)]
+    assert heights[2] == _stacked.BAR_PX
+    assert heights[0] <= 0.2 * _stacked.BAR_PX < heights[1] < heights[2]
 
 
 def test_long_stacks_are_binned_keeping_a_bad_slice():
@@ -116,11 +142,14 @@ def test_diff_shows_which_layer_changed():
     line = next(x for x in d.text().splitlines() if "kernel" in x)
     bars = re.search(r"change per slice \(12\): (\S+)", line).group(1)
     assert bars == "▁▁▁▁▁█▁▁▁▁▁▁"
-    assert "<svg" in d.html()
+    html = d.html()
+    # drawn once (the bars, labelled), not also as block characters
+    assert len(_charts(html)) == 1 and "▁" not in html
+    assert "only 5 nonzero" in html
 
 
 def test_explorer_details_draw_the_stack():
     ex = Explorer(Deep(), _deep(blow_up_layer=2))
     leaf = ex.leaf("params:/ScanBlock_0/Dense_0/kernel")
     html = leaf_details_html(leaf)
-    assert "<svg" in html and "stands out: 2" in html
+    assert len(_charts(html)) == 1 and "stands out: 2" in html
