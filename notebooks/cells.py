@@ -578,11 +578,13 @@ model
 """),
     ("md", "The module displays its state grouped by variable type (`Param`, `BatchStat`, the dropout stream's `RngState`). `nnx.state` gives the same as a State; filters pick a part."),
     ("code", "nnx.state(model, nnx.BatchStat)"),
+    ("md", "`nnx.display` (flax.nnx's name, so Flax's guides run as written) shows anything with lens's richest view: here the dropout layer, its rate and its RNG stream."),
+    ("code", "nnx.display(model.dropout)"),
     ("md", "## Train with `nnx.jit` and `nnx.Optimizer`\n\nThe step mutates the model, the optimizer and the metrics in place; `nnx.jit` carries the updates out."),
     ("code", """
 optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
 metrics = nnx.MultiMetric(accuracy=nnx.metrics.Accuracy(), loss=nnx.metrics.Average("loss"))
-before = nnx.state(model)
+before = nnx.clone(nnx.state(model))  # nnx.state shares the live variables
 
 @nnx.jit
 def train_step(model, optimizer, metrics, x, y):
