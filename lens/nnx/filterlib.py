@@ -6,12 +6,13 @@ A filter is a predicate ``(path, value) -> bool`` or something that names one:
 - a ``str``: variables whose ``tag`` is that string (the RNG streams' names);
 - ``...`` or ``True``: everything; ``None`` or ``False``: nothing;
 - a tuple or list: any of its filters;
-- ``All``, ``Any``, ``Not``, ``PathContains``, ``OfType``, ``WithTag``.
+- ``All``, ``Any``, ``Not``, ``PathContains``, ``PathIn``, ``OfType``, ``WithTag``.
 """
 
 from __future__ import annotations
 
 import builtins
+import types
 import typing
 from collections.abc import Callable
 
@@ -20,11 +21,22 @@ Path = tuple[typing.Any, ...]
 
 Predicate = Callable[[Path, typing.Any], bool]
 
+# flax.nnx's names for what a filter may be (see the module docstring).
+FilterLiteral = typing.Union[type, str, Predicate, bool, "types.EllipsisType", None]  # noqa: UP007
+Filter = typing.Union[FilterLiteral, tuple["Filter", ...], list["Filter"]]  # noqa: UP007
 
-def to_predicate(f: typing.Any) -> Predicate:
+
+class HasTag(typing.Protocol):
+    """What :class:`WithTag` selects: something with a ``tag``."""
+
+    tag: str
+
+
+def to_predicate(filter: typing.Any) -> Predicate:  # noqa: A002 - Flax's name
     """The predicate a filter stands for (see the module docstring)."""
     from lens.nnx.variablelib import Variable
 
+    f = filter
     if isinstance(f, _Filter):
         return f
     if f is Ellipsis or f is True:
@@ -45,6 +57,30 @@ def to_predicate(f: typing.Any) -> Predicate:
         f"{f!r} is not a state filter: use a Variable type (nnx.Param), a tag string, "
         "..., a tuple of filters, or a function (path, value) -> bool."
     )
+
+
+def filters_to_predicates(
+    filters: typing.Sequence[typing.Any],
+) -> tuple[Predicate, ...]:
+    """The predicates of ``filters``, in order; ``...``/``True`` only at the end.
+
+    Raises:
+        ValueError: ``...`` or ``True`` before a filter that is not one of them
+            (everything would already be taken by it).
+    """
+    for i, f in enumerate(filters):
+        rest = filters[i + 1 :]
+        if _is_everything(f) and not builtins.all(_is_everything(g) for g in rest):
+            raise ValueError(
+                "`...` or `True` can only be used as the last filters, "
+                f"got {f} it at index {i}.\nEverything is taken by the first `...`: "
+                "move it to the end of the filters."
+            )
+    return tuple(to_predicate(f) for f in filters)
+
+
+def _is_everything(f: typing.Any) -> bool:
+    return f is Ellipsis or f is True
 
 
 class _Filter:
@@ -125,6 +161,25 @@ class PathContains(_Filter):
 
     def __repr__(self) -> str:
         return f"PathContains({self.key!r}, exact={self.exact})"
+
+
+class PathIn(_Filter):
+    """Variables at exactly one of ``paths`` (tuples of keys)."""
+
+    def __init__(self, *paths: Path):
+        self.paths = frozenset(paths)
+
+    def __call__(self, path: Path, x: typing.Any) -> bool:
+        return tuple(path) in self.paths
+
+    def __repr__(self) -> str:
+        return f"PathIn({','.join(map(repr, self.paths))})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PathIn) and self.paths == other.paths
+
+    def __hash__(self) -> int:
+        return hash(self.paths)
 
 
 class Any(_Filter):  # noqa: A001 - Flax's name

@@ -12,22 +12,29 @@ from collections.abc import (
     Mapping,
     MutableMapping,
 )
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import jax
 
 from lens import errors
 from lens.nnx import reprlib
-from lens.nnx.filterlib import to_predicate
+from lens.nnx.filterlib import PathIn, to_predicate
 from lens.nnx.graphwalk import Path, path_str
 from lens.nnx.variablelib import Variable
+
+V = TypeVar("V")
+
+ExtractValueFn = Callable[[Any], Any]  # to_pure_dict's extract_fn: variable -> value
+SetValueFn = Callable[
+    [Any, Any], Any
+]  # replace_by_pure_dict's: (variable, value) -> new
 
 
 def _path_key(path: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple((0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in path)
 
 
-class FlatState(list):
+class FlatState(list, Generic[V]):
     """``[(path, variable), ...]`` of a State, in path order (``to_flat_state``,
     ``State.flat_state``). ``paths`` and ``leaves`` give the two halves."""
 
@@ -45,6 +52,10 @@ class FlatState(list):
     def leaves(self) -> list[Any]:
         return [v for _, v in self]
 
+    def to_nested_state(self) -> State:
+        """This FlatState as a nested :class:`State`."""
+        return State.from_flat_state(self)
+
     @staticmethod
     def from_sorted_keys_values(keys: Any, values: Any) -> FlatState:
         return FlatState(zip(keys, values, strict=True), sort=False)
@@ -54,12 +65,28 @@ class State(MutableMapping):
     """Variables as a nested mapping: ``state['encoder']['kernel']`` or
     ``state.encoder.kernel``. A pytree whose leaves are the variables' values."""
 
-    def __init__(self, mapping: Mapping[Any, Any] | None = None):
-        object.__setattr__(self, "_mapping", {})
-        for k, v in (mapping or {}).items():
+    def __init__(
+        self, mapping: Mapping[Any, Any] | None = None, /, *, _copy: bool = True
+    ):
+        if _copy:
+            target: dict[Any, Any] = {}
+        elif isinstance(mapping, dict):
+            target = mapping  # flax.nnx's ``_copy=False``: this dict is the storage
+        else:
+            raise ValueError(
+                f"Expected a dictionary when `_copy=False`, got {type(mapping)} "
+                "instead.\nPass a dict, or leave _copy at its default (True)."
+            )
+        object.__setattr__(self, "_mapping", target)
+        for k, v in list((mapping or {}).items()):
             self._mapping[k] = (
                 State(v) if isinstance(v, Mapping) and not isinstance(v, State) else v
             )
+
+    @property
+    def raw_mapping(self) -> dict[Any, Any]:
+        """The dict this State stores its items in."""
+        return self._mapping
 
     def __getitem__(self, key: Any) -> Any:
         return self._mapping[key]
@@ -121,9 +148,10 @@ class State(MutableMapping):
         return out
 
     @classmethod
-    def from_flat_state(cls, flat: Mapping[Path, Any] | Any) -> State:
+    def from_flat_state(cls, flat_state: Mapping[Path, Any] | Any) -> State:
         root: dict[Any, Any] = {}
-        for path, v in flat.items() if isinstance(flat, Mapping) else flat:
+        items = flat_state.items() if isinstance(flat_state, Mapping) else flat_state
+        for path, v in items:
             d = root
             for k in path[:-1]:
                 d = d.setdefault(k, {})
@@ -149,14 +177,15 @@ class State(MutableMapping):
             flat.update(s._flat_dict())
         return State.from_flat_state(flat)
 
-    def to_pure_dict(self) -> dict[Any, Any]:
+    def to_pure_dict(self, extract_fn: ExtractValueFn | None = None) -> dict[Any, Any]:
         """Nested plain dicts of raw values (no Variable boxes)."""
-        return {
-            k: v.to_pure_dict()
-            if isinstance(v, State)
-            else (v.value if isinstance(v, Variable) else v)
-            for k, v in self.items()
-        }
+        return to_pure_dict(self, extract_fn)
+
+    def replace_by_pure_dict(
+        self, pure_dict: Mapping[Any, Any], replace_fn: SetValueFn | None = None
+    ) -> None:
+        """Writes ``pure_dict``'s values into this State's variables."""
+        replace_by_pure_dict(self, pure_dict, replace_fn)
 
 
 def partition_flat(
@@ -207,21 +236,47 @@ jax.tree_util.register_pytree_with_keys(
 )
 
 
-def to_pure_dict(state: Mapping[Any, Any]) -> dict[Any, Any]:
+def _value(x: Any) -> Any:
+    return x.value if isinstance(x, Variable) else x
+
+
+def to_pure_dict(
+    state: Mapping[Any, Any], extract_fn: ExtractValueFn | None = None
+) -> dict[Any, Any]:
     """Nested plain dicts of raw values (no Variable boxes): what checkpointing
-    libraries and ``jax.tree`` utilities expect."""
+    libraries and ``jax.tree`` utilities expect. ``extract_fn(leaf)`` gives each
+    value (default: a Variable's value, anything else as it is)."""
+    fn = extract_fn or _value
     return {
-        k: to_pure_dict(v)
-        if isinstance(v, Mapping)
-        else (v.value if isinstance(v, Variable) else v)
+        k: to_pure_dict(v, extract_fn) if isinstance(v, Mapping) else fn(v)
         for k, v in state.items()
     }
 
 
-def replace_by_pure_dict(state: State, pure_dict: Mapping[Any, Any]) -> None:
+def restore_int_paths(pure_dict: Mapping[Any, Any]) -> dict[Any, Any]:
+    """``pure_dict`` with keys that spell integers as integers again (a checkpoint
+    or JSON round trip turns ``nnx.List`` indices into strings)."""
+    return {
+        _int_key(k): restore_int_paths(v) if isinstance(v, Mapping) else v
+        for k, v in pure_dict.items()
+    }
+
+
+def _int_key(k: Any) -> Any:
+    try:
+        return int(k)
+    except (TypeError, ValueError):
+        return k
+
+
+def replace_by_pure_dict(
+    state: State, pure_dict: Mapping[Any, Any], replace_fn: SetValueFn | None = None
+) -> None:
     """Writes the values of ``pure_dict`` (as from :func:`to_pure_dict`) into
     ``state``'s variables, in place. Every path must exist in ``state`` (keys that
-    were integers may come back as strings, as after a JSON round trip)."""
+    were integers may come back as strings, as after a JSON round trip).
+    ``replace_fn(leaf, value)`` gives the new leaf (default: the value written into
+    the Variable)."""
     flat = dict(to_flat_state(state))
 
     def go(d: Mapping[Any, Any], prefix: tuple[Any, ...]) -> None:
@@ -233,12 +288,23 @@ def replace_by_pure_dict(state: State, pure_dict: Mapping[Any, Any]) -> None:
             target = path if path in flat else _int_path(path)
             if target not in flat:
                 raise errors.GraphStructureError(
-                    f"replace_by_pure_dict: the state has no variable at "
-                    f"{path_str(path)}; is the dict from a different model?"
+                    f"key in pure_dict not available in state: {path}. The state "
+                    f"has no variable at {path_str(path)}; is the dict from a "
+                    "different model?"
                 )
-            _set_path(state, target, v)
+            if replace_fn is None:
+                _set_path(state, target, v)
+            else:
+                _put_path(state, target, replace_fn(flat[target], v))
 
     go(pure_dict, ())
+
+
+def _put_path(state: Any, path: tuple[Any, ...], value: Any) -> None:
+    node = state
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = value
 
 
 def _int_path(path: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -268,10 +334,11 @@ def to_flat_state(state: State) -> FlatState:
     return s.flat_state()
 
 
-def from_flat_state(flat: Any) -> State:
-    """The inverse of :func:`to_flat_state` (also takes a ``{path: value}`` dict)."""
-    items = flat.items() if isinstance(flat, Mapping) else flat
-    return State.from_flat_state(dict(items))
+def from_flat_state(flat_state: Any, *, cls: type[State] = State) -> State:
+    """The inverse of :func:`to_flat_state` (also takes a ``{path: value}`` dict);
+    ``cls`` is the State subclass to build."""
+    items = flat_state.items() if isinstance(flat_state, Mapping) else flat_state
+    return cls.from_flat_state(dict(items))
 
 
 def split_state(state: State, first: Any, /, *filters: Any) -> Any:
@@ -295,3 +362,21 @@ def merge_state(state: Mapping, /, *states: Mapping, cls: type = State) -> State
 def map_state(f: Callable[[tuple, Any], Any], state: State) -> State:
     """``state`` with each variable replaced by ``f(path, variable)``."""
     return State.from_flat_state({p: f(p, v) for p, v in state.flat_state()})
+
+
+def diff(state: State, other: State) -> State:
+    """The variables of ``state`` at paths ``other`` does not have."""
+    if not other:
+        return state
+    taken = set(to_flat_state(other).paths)
+    return from_flat_state({p: v for p, v in to_flat_state(state) if p not in taken})
+
+
+def create_path_filters(state: State) -> dict[PathIn, Any]:
+    """``{PathIn(paths...): value}``: the paths grouped by the (hashable) value at
+    them, e.g. the axis of each leaf of a prefix State."""
+    groups: dict[Any, set[Path]] = {}
+    for path, value in to_flat_state(state):
+        value = value.value if isinstance(value, Variable) else value
+        groups.setdefault(value, set()).add(path)
+    return {PathIn(*paths): value for value, paths in groups.items()}
