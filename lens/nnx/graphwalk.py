@@ -21,9 +21,8 @@ a transform cannot be mutated inside it (:class:`lens.errors.TraceContextError`)
 from __future__ import annotations
 
 import dataclasses
-import types
 from collections.abc import Iterator
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast
 
 import jax
 import numpy as np
@@ -44,22 +43,37 @@ def is_graph_node(x: Any) -> bool:
     return isinstance(x, Object | Variable)
 
 
+N = TypeVar("N")
+
+
 @dataclasses.dataclass(frozen=True)
-class NodeDef:
+class NodeDef(Generic[N]):
+    """An object in a GraphDef: its type, its index in the walk, its attributes'
+    defs; ``outer_index``: the index of the object it came from outside a
+    transform (set by a split inside ``nnx.update_context``)."""
+
     type: type
     index: int
     attributes: tuple[tuple[str, Any], ...]
+    outer_index: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
-class VariableDef:
+class VariableDef(Generic[N]):
+    """A Variable in a GraphDef (flax.nnx's fields; lens has no array refs, so
+    ``array_refdef`` is always None)."""
+
     type: type
     index: int
+    outer_index: int | None
     metadata: tuple[tuple[str, Any], ...]
+    array_refdef: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
-class Ref:
+class Ref(Generic[N]):
+    """A node met before in the same walk (flax.nnx's ``NodeRef``)."""
+
     index: int
 
 
@@ -94,7 +108,7 @@ class StaticDef:
 
 
 @dataclasses.dataclass(frozen=True)
-class GraphDef:
+class GraphDef(Generic[N]):
     """The static structure of an object graph (hashable; ``merge`` rebuilds it)."""
 
     node: Any
@@ -104,9 +118,6 @@ class GraphDef:
         root = self.node
         name = getattr(getattr(root, "type", None), "__name__", "?")
         return f"GraphDef({name}, {len(self.paths)} leaves)"
-
-    def __class_getitem__(cls, item: Any) -> Any:  # GraphDef[nnx.Module]
-        return types.GenericAlias(cls, item)
 
     @property
     def nodes(self) -> list[Any]:
@@ -201,6 +212,8 @@ class Walker:
         # Plain lists and dicts met (mutable without any hook: a cached walk
         # checks their items are still the same).
         self.containers: list[Any] = []
+        # id -> index outside a transform (``nnx.update_context``'s inner split)
+        self.outer_index: dict[int, int] = {}
 
     def _resolve(self, spec: Any, path: Path, x: Any) -> Any:
         """The spec of one leaf; filters see its path inside the object."""
@@ -252,7 +265,7 @@ class Walker:
             attrs = tuple(
                 (k, self.node(v, path + (k,), spec, x, k)) for k, v in node_items(x)
             )
-            return NodeDef(type(x), i, attrs)
+            return NodeDef(type(x), i, attrs, self.outer_index.get(id(x)))
         if isinstance(x, Variable):
             vspec = self._resolve(spec, path, x)
             i = self._seen(x, vspec, path)
@@ -260,7 +273,8 @@ class Walker:
                 return Ref(i)
             i = self._register(x, vspec, path)
             self.leaves.append(Leaf(path, x._value, x, spec=vspec))
-            return VariableDef(type(x), i, freeze_metadata(x.metadata))
+            outer = self.outer_index.get(id(x))
+            return VariableDef(type(x), i, outer, freeze_metadata(x.metadata))
         if _is_array(x):
             self.leaves.append(
                 Leaf(

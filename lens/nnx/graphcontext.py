@@ -1,0 +1,424 @@
+"""Splits and merges that remember what they met (flax.nnx's ``split_context``,
+``merge_context`` and ``update_context``), for writing transforms by hand.
+
+- :class:`RefMap` (object -> index) and :class:`IndexMap` (index -> object): what a
+  split and a merge have met. ``flatten(node, ref_index=refmap)`` numbers the new
+  objects after those in ``refmap`` and gives a ``NodeRef`` for one already in it;
+  ``unflatten(graphdef, state, index_ref=indexmap)`` resolves refs to objects
+  built before.
+- ``split_context()``/``merge_context()``: several splits (merges) that share one
+  map, so an object reached by two calls is one object.
+- ``update_context(tag)``: the four calls around a transform (split outside, merge
+  inside, split inside, merge outside) are tied together: the last merge writes
+  the changes made inside back into the very objects that went in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import functools
+from collections.abc import Callable, Hashable, Iterator, MutableMapping
+from typing import Any, TypeVar
+
+from lens.nnx.graphops import as_state, graphdef_leaves
+from lens.nnx.graphops import flatten as _plain_flatten
+from lens.nnx.graphops import unflatten as _plain_unflatten
+from lens.nnx.graphwalk import (
+    Builder,
+    GraphDef,
+    NodeDef,
+    StaticDef,
+    VariableDef,
+    Walker,
+)
+from lens.nnx.statelib import FlatState, partition_flat
+from lens.nnx.tracers import structure_changed
+from lens.nnx.variablelib import Variable, new_variable
+
+A = TypeVar("A")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class RefMap(MutableMapping[Any, int]):
+    """``{object: index}`` keyed by identity (objects need not be hashable)."""
+
+    def __init__(self, mapping: Any = (), /):
+        self._mapping: dict[int, tuple[Any, int]] = {}
+        items = mapping.items() if hasattr(mapping, "items") else mapping
+        for key, value in items:
+            self[key] = value
+
+    @staticmethod
+    def from_indexmap(indexmap: IndexMap) -> RefMap:
+        """The inverse of an :class:`IndexMap`."""
+        return RefMap((obj, index) for index, obj in indexmap.items())
+
+    def __getitem__(self, key: Any) -> int:
+        return self._mapping[id(key)][1]
+
+    def __setitem__(self, key: Any, value: int) -> None:
+        self._mapping[id(key)] = (key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        del self._mapping[id(key)]
+
+    def __contains__(self, key: object) -> bool:
+        return id(key) in self._mapping
+
+    def __iter__(self) -> Iterator[Any]:
+        return (key for key, _ in self._mapping.values())
+
+    def __len__(self) -> int:
+        return len(self._mapping)
+
+    def __repr__(self) -> str:
+        items = ", ".join(f"{type(k).__name__}: {i}" for k, i in self._mapping.values())
+        return f"RefMap({{{items}}})"
+
+
+class IndexMap(dict):
+    """``{index: object}``: what a merge built (or the inverse of a RefMap)."""
+
+    @staticmethod
+    def from_refmap(refmap: RefMap) -> IndexMap:
+        """The inverse of a :class:`RefMap`."""
+        return IndexMap((index, obj) for obj, index in refmap.items())
+
+
+def _seeded_walker(ref_index: RefMap | None, ref_outer_index: Any) -> Walker:
+    """A Walker that already met the objects of ``ref_index`` (indices 0..n-1)."""
+    w = Walker()
+    for obj, i in sorted((ref_index or {}).items(), key=lambda kv: kv[1]):
+        if i != len(w.nodes):
+            raise ValueError(
+                f"RefMap indices must be 0..{len(ref_index or ()) - 1}, got {i}.\n"
+                "Pass a RefMap that only flatten (or a split_context) has filled."
+            )
+        w.index[id(obj)] = i
+        w.nodes.append(obj)
+        w.specs.append((None, (), "input"))
+    if ref_outer_index:
+        w.outer_index = {id(obj): i for obj, i in ref_outer_index.items()}
+    return w
+
+
+def flatten(
+    node: Any,
+    /,
+    *,
+    with_paths: bool = True,
+    ref_index: RefMap | None = None,
+    ref_outer_index: RefMap | None = None,
+    graph: bool | None = None,
+) -> tuple[GraphDef, Any]:
+    """``(graphdef, flat state)``: ``split`` with the state as ``(path, variable)``
+    pairs (or only the variables, ``with_paths=False``).
+
+    With ``ref_index``, objects in it become ``NodeRef``s and the new ones are
+    added to it; with ``ref_outer_index``, each def records the index its object
+    had outside (``NodeDef.outer_index``), so ``unflatten(...,
+    outer_index_outer_ref=...)`` can write into those objects.
+    """
+    if ref_index is None and ref_outer_index is None:
+        return _plain_flatten(node, with_paths=with_paths, graph=graph)
+    w = _seeded_walker(ref_index, ref_outer_index)
+    start = len(w.nodes)
+    d = w.node(node, ())
+    if isinstance(d, StaticDef):
+        return _plain_flatten(node, with_paths=with_paths, graph=graph)
+    gdef = GraphDef(d, tuple(leaf.path for leaf in w.leaves))
+    values = [
+        leaf.value if leaf.variable is None else leaf.variable for leaf in w.leaves
+    ]
+    if ref_index is not None:
+        for i, obj in enumerate(w.nodes[start:], start):
+            ref_index[obj] = i
+    if not with_paths:
+        return gdef, values
+    return gdef, FlatState(zip(gdef.paths, values, strict=True))
+
+
+class _ContextBuilder(Builder):
+    """Builds into a shared ``index_ref``; reuses the outside objects of
+    ``outer`` (outer index -> object) for defs that carry an ``outer_index``."""
+
+    def __init__(self, values: Iterator[Any], index_ref: dict, outer: dict | None):
+        super().__init__(values)
+        self.nodes = index_ref
+        self.outer = outer or {}
+        if self.outer:
+            structure_changed()
+
+    def _reuse(self, d: Any) -> Any:
+        obj = self.outer.get(d.outer_index) if d.outer_index is not None else None
+        return obj if type(obj) is d.type else None
+
+    def build(self, d: Any) -> Any:
+        if isinstance(d, NodeDef) and (obj := self._reuse(d)) is not None:
+            obj._graph_clear()
+            self.nodes[d.index] = obj
+            for k, sub in d.attributes:
+                obj._graph_set(k, self.build(sub))
+            return obj
+        if isinstance(d, VariableDef):
+            leaf = next(self.values)
+            meta = {k: s.value for k, s in d.metadata}
+            if isinstance(leaf, Variable):
+                leaf, meta = leaf._value, dict(leaf.metadata)
+            v = self._reuse(d)
+            if v is None:
+                v = new_variable(d.type, leaf, meta)
+            else:
+                object.__setattr__(v, "_value", leaf)
+                object.__setattr__(v, "metadata", meta)
+            self.nodes[d.index] = v
+            return v
+        return super().build(d)
+
+
+def unflatten(
+    graphdef: GraphDef,
+    state: Any,
+    /,
+    *,
+    index_ref: IndexMap | None = None,
+    outer_index_outer_ref: IndexMap | None = None,
+    copy_variables: bool = False,
+    recreate_variables: bool = True,
+) -> Any:
+    """The object ``graphdef`` describes (``flatten``'s inverse).
+
+    With ``index_ref``, refs resolve to objects in it and the objects built are
+    added; with ``outer_index_outer_ref``, a def with an ``outer_index`` reuses
+    that outside object, its attributes and values replaced in place.
+    """
+    if index_ref is None and outer_index_outer_ref is None:
+        return _plain_unflatten(
+            graphdef,
+            state,
+            copy_variables=copy_variables,
+            recreate_variables=recreate_variables,
+        )
+    states = (state,)
+    if isinstance(state, list) and not isinstance(state, FlatState):
+        states = (FlatState(zip(graphdef.paths, state, strict=True), sort=False),)
+    leaves = graphdef_leaves(graphdef, states) if graphdef.paths else []
+    nodes = index_ref if index_ref is not None else IndexMap()
+    builder = _ContextBuilder(iter(leaves), nodes, outer_index_outer_ref)
+    return builder.build(graphdef.node)
+
+
+@dataclasses.dataclass
+class UpdateContext:
+    """The maps ``update_context`` keeps between its four splits and merges."""
+
+    tag: Hashable
+    outer_ref_outer_index: RefMap | None = None
+    outer_index_inner_ref: IndexMap | None = None
+    outer_index_outer_ref: IndexMap | None = None
+    inner_ref_outer_index: RefMap | None = None
+    static_cache: Any = None
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UpdateContext)
+
+    def flatten_end(self, ref_index: RefMap) -> None:
+        """After a split: the first (outside) one's map is kept."""
+        if self.outer_ref_outer_index is None:
+            self.outer_ref_outer_index = ref_index
+            self.outer_index_outer_ref = IndexMap.from_refmap(ref_index)
+        else:
+            self.outer_index_inner_ref = None
+            self.inner_ref_outer_index = None
+
+    def unflatten_end(self, index_ref: IndexMap, inner_merge: bool) -> None:
+        """After a merge: the inside one's objects, by their outside index."""
+        if inner_merge:
+            self.outer_index_inner_ref = index_ref
+            self.inner_ref_outer_index = RefMap.from_indexmap(index_ref)
+
+
+_UPDATE_STACKS: contextvars.ContextVar[dict[Hashable, list[UpdateContext]] | None] = (
+    contextvars.ContextVar("lens_nnx_update_contexts", default=None)
+)
+
+
+def _stacks() -> dict[Hashable, list[UpdateContext]]:
+    stacks = _UPDATE_STACKS.get()
+    if stacks is None:
+        stacks = {}
+        _UPDATE_STACKS.set(stacks)
+    return stacks
+
+
+@dataclasses.dataclass
+class UpdateContextManager:
+    """What ``update_context(tag)`` returns: a context manager and a decorator."""
+
+    tag: Hashable
+
+    def __enter__(self) -> UpdateContext:
+        ctx = UpdateContext(self.tag)
+        _stacks().setdefault(self.tag, []).append(ctx)
+        return ctx
+
+    def __exit__(self, *exc: Any) -> None:
+        stacks = _stacks()
+        stacks[self.tag].pop()
+        if not stacks[self.tag]:
+            del stacks[self.tag]
+
+    def __call__(self, f: F) -> F:
+        @functools.wraps(f)
+        def with_update_context(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return f(*args, **kwargs)
+
+        return with_update_context  # type: ignore[return-value]
+
+
+def update_context(tag: Hashable) -> UpdateContextManager:
+    """Ties a transform's splits and merges together so the objects that went in
+    come back updated (flax.nnx's ``update_context``):
+
+    >>> import jax
+    >>> from lens import nnx
+    >>> class Foo(nnx.Module):
+    ...     pass
+    >>> m1 = Foo()
+    >>> with nnx.update_context("example"):
+    ...     with nnx.split_context("example") as ctx:
+    ...         graphdef, state = ctx.split(m1)
+    ...     @jax.jit
+    ...     def f(graphdef, state):
+    ...         with nnx.merge_context("example", True) as ctx:
+    ...             m2 = ctx.merge(graphdef, state)
+    ...         m2.a = 1
+    ...         with nnx.split_context("example") as ctx:
+    ...             return ctx.split(m2)
+    ...     graphdef_out, state_out = f(graphdef, state)
+    ...     with nnx.merge_context("example", False) as ctx:
+    ...         m3 = ctx.merge(graphdef_out, state_out)
+    >>> m3 is m1, m1.a
+    (True, 1)
+    """
+    return UpdateContextManager(tag)
+
+
+def current_update_context(tag: Hashable) -> UpdateContext:
+    """The innermost active :class:`UpdateContext` for ``tag``.
+
+    Raises:
+        ValueError: no ``update_context(tag)`` is active.
+    """
+    stack = _stacks().get(tag)
+    if not stack:
+        raise ValueError(
+            f"No update context found for tag {tag!r}.\nWrap the splits and "
+            f"merges in `with nnx.update_context({tag!r}):`."
+        )
+    return stack[-1]
+
+
+@dataclasses.dataclass
+class SplitContext:
+    """Splits that share one :class:`RefMap` (``split_context``'s ``ctx``)."""
+
+    ctxtag: Hashable | None
+    ref_index: RefMap
+    is_inner: bool | None
+
+    def _inner_map(self) -> RefMap | None:
+        if self.ctxtag is None:
+            return None
+        return current_update_context(self.ctxtag).inner_ref_outer_index or None
+
+    def split(self, node: Any, *filters: Any) -> tuple[Any, ...]:
+        """``nnx.split``, with objects met by an earlier split as ``NodeRef``s."""
+        gdef, flat = self.flatten(node)
+        flat = {p: v for p, v in flat} if isinstance(flat, list) else flat
+        parts = partition_flat(dict(flat), filters, exhaustive=True)
+        return (gdef, *(as_state(p) for p in parts))
+
+    def flatten(self, node: Any, /, *, with_paths: bool = True) -> tuple[Any, Any]:
+        """``flatten`` with this context's RefMap."""
+        return flatten(
+            node,
+            with_paths=with_paths,
+            ref_index=self.ref_index,
+            ref_outer_index=self._inner_map(),
+        )
+
+
+@contextlib.contextmanager
+def split_context(ctxtag: Hashable | None = None) -> Iterator[SplitContext]:
+    """Splits inside share their RefMap: an object split twice is a ``NodeRef``
+    the second time."""
+    ctx = current_update_context(ctxtag) if ctxtag is not None else None
+    is_inner = ctx.outer_ref_outer_index is not None if ctx is not None else None
+    split_ctx = SplitContext(ctxtag, RefMap(), is_inner)
+    try:
+        yield split_ctx
+    finally:
+        if ctxtag is not None:
+            current_update_context(ctxtag).flatten_end(split_ctx.ref_index)
+        del split_ctx.ref_index
+        del split_ctx.ctxtag
+
+
+@dataclasses.dataclass
+class MergeContext:
+    """Merges that share one :class:`IndexMap` (``merge_context``'s ``ctx``)."""
+
+    ctxtag: Hashable | None
+    index_ref: IndexMap
+    is_inner: bool | None
+
+    def merge(self, graphdef: GraphDef, state: Any, /, *states: Any) -> Any:
+        """``nnx.merge``; a ``NodeRef`` resolves to an object an earlier merge
+        built; outside a transform (``inner=False``), into the objects split."""
+        outer = None
+        if self.ctxtag is not None and not self.is_inner:
+            outer = current_update_context(self.ctxtag).outer_index_outer_ref
+        leaves = graphdef_leaves(graphdef, (state, *states)) if graphdef.paths else []
+        values = [v.copy() if isinstance(v, Variable) else v for v in leaves]
+        return _ContextBuilder(iter(values), self.index_ref, outer).build(graphdef.node)
+
+    def unflatten(self, graphdef: GraphDef, flat_state: Any, /, *more: Any) -> Any:
+        """``merge`` from FlatStates or a list of leaves."""
+        if isinstance(flat_state, list) and not isinstance(flat_state, FlatState):
+            if more:
+                raise ValueError(
+                    "Cannot use multiple flat_states when flat_state is a list, got "
+                    f"flat_state: {flat_state!r}, flat_states: {more!r}\nPass one "
+                    "list of leaves, or FlatStates only."
+                )
+            flat_state = FlatState(zip(graphdef.paths, flat_state, strict=True))
+        return self.merge(graphdef, flat_state, *more)
+
+
+@contextlib.contextmanager
+def merge_context(
+    ctxtag: Hashable | None = None, inner: bool | None = None
+) -> Iterator[MergeContext]:
+    """Merges inside share their IndexMap: a ``NodeRef`` is the object built by
+    an earlier merge. With ``ctxtag``, ``inner`` says which side of the
+    transform this is (True inside, False outside)."""
+    merge_ctx = MergeContext(ctxtag, IndexMap(), inner)
+    try:
+        yield merge_ctx
+    finally:
+        if ctxtag is not None:
+            if inner is None:
+                raise ValueError(
+                    "inner_merge must be specified when using ctxtag\nPass "
+                    "merge_context(tag, True) inside the transform, False outside."
+                )
+            current_update_context(ctxtag).unflatten_end(merge_ctx.index_ref, inner)
+        del merge_ctx.index_ref
+        del merge_ctx.ctxtag

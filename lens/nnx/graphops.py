@@ -1,0 +1,637 @@
+"""The object-graph operations that :mod:`lens.nnx.graphlib` (flax.nnx's
+``graphlib``, also importable as ``graph``) exports: ``split``/``merge``/``state``/``update``/``clone``/``graphdef``, ``iter_graph``,
+``pop``, ``variables``, ``flatten``/``unflatten``, ``find_duplicates``,
+``recursive_map``, ``set_metadata``, ``call`` and ``cached_partial``.
+
+The walk they share (GraphDef, Walker, Builder) is in :mod:`lens.nnx.graphwalk`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+import jax
+import jax.numpy as jnp
+
+from lens import errors
+from lens.nnx.filterlib import to_predicate
+from lens.nnx.graphstate import GraphState as GraphState
+from lens.nnx.graphstate import PureState as PureState
+from lens.nnx.graphtree import (
+    TreeNodeDef,
+    tree_flatten,
+    tree_map_nodes,
+    tree_unflatten,
+    walk_tree,
+)
+from lens.nnx.graphwalk import (
+    ArrayDef,
+    Builder,
+    GraphDef,
+    Path,
+    StaticDef,
+    VariableDef,
+    Walker,
+    path_str,
+    pytree_children,
+)
+from lens.nnx.pytreelib import Object, node_items
+from lens.nnx.statelib import FlatState, State, map_state, partition_flat
+from lens.nnx.tracers import check_mutable, structure_changed
+from lens.nnx.variablelib import Variable
+from lens.typing import BaseConfigContext
+
+
+def _walk(node: Any) -> tuple[Any, Walker]:
+    w = Walker()
+    d = w.node(node, ())
+    return d, w
+
+
+def _graph(graph: bool | None) -> bool:
+    """The mode a call runs in: its ``graph=`` argument, else the context's
+    (``nnx.set_graph_mode``)."""
+    return set_graph_mode.current_value() if graph is None else bool(graph)
+
+
+def _leaf_value(leaf: Any) -> Any:
+    return leaf.variable if leaf.variable is not None else leaf.value
+
+
+def _flat_state(node: Any, graph: bool | None) -> tuple[GraphDef, dict[Path, Any]]:
+    """``(graphdef, {path: Variable or value})``: the node's own Variables (not
+    copies), as flax.nnx's split and state give them."""
+    if not _graph(graph):
+        gdef, flat = tree_flatten(node)
+        return gdef, dict(flat)
+    d, w = _walk(node)
+    if isinstance(d, StaticDef):  # a plain leaf (42) is its own state, as in flax
+        return GraphDef(ArrayDef(), ((),)), {(): node}
+    gdef = GraphDef(d, tuple(leaf.path for leaf in w.leaves))
+    return gdef, {leaf.path: _leaf_value(leaf) for leaf in w.leaves}
+
+
+def as_state(flat: dict[Path, Any]) -> Any:
+    """A State of ``flat``; the leaf itself when the node is a leaf (path ())."""
+    if () in flat:
+        return flat[()]
+    return State.from_flat_state(flat)
+
+
+def split(node: Any, *filters: Any, graph: bool | None = None) -> tuple[Any, ...]:
+    """``graphdef, state`` (or ``graphdef, state_1, ..., state_n`` with filters).
+
+    Every variable must be selected by one of the filters (the first that matches);
+    end with ``...`` to collect the rest. As in flax.nnx the states hold the
+    node's own Variables: ``merge`` puts them back, ``nnx.update`` writes values.
+    With ``graph=False`` (tree mode) the node is flattened as a pytree and a
+    shared Variable is a ``ValueError``.
+    """
+    gdef, flat = _flat_state(node, graph)
+    parts = partition_flat(flat, filters, exhaustive=True)
+    return (gdef, *(as_state(p) for p in parts))
+
+
+def graphdef(node: Any, /, *, graph: bool | None = None) -> GraphDef:
+    """The static structure of ``node``'s graph."""
+    return _flat_state(node, graph)[0]
+
+
+def state(node: Any, *filters: Any, graph: bool | None = None) -> Any:
+    """``node``'s variables as a :class:`State` (one per filter when filters are given).
+
+    Unlike ``split``, the filters need not select every variable.
+    """
+    _, flat = _flat_state(node, graph)
+    if not filters:
+        return as_state(flat)
+    parts = partition_flat(flat, filters, exhaustive=False)
+    states = tuple(as_state(p) for p in parts)
+    return states[0] if len(states) == 1 else states
+
+
+def merge(
+    graphdef_or_graphstate: Any,
+    /,
+    *states: Any,
+    copy: bool = False,
+    recreate_variables: bool = True,
+) -> Any:
+    """A new object graph with ``graphdef``'s structure and the states' values.
+
+    As in flax.nnx the states' Variables become the new graph's (``copy=True``
+    puts copies in instead). A state may be a :class:`State`, a FlatState, or a
+    flat list of leaves in state order (``jax.tree.leaves(state)``).
+    """
+    if isinstance(graphdef_or_graphstate, tuple):  # (graphdef, state)
+        graphdef_or_graphstate, *more = graphdef_or_graphstate
+        states = (*more, *states)
+    graphdef, states = _graphdef_and_states(graphdef_or_graphstate, states)
+    leaves = graphdef_leaves(graphdef, states)
+    if isinstance(graphdef.node, TreeNodeDef):
+        return tree_unflatten(graphdef, leaves, copy_variables=copy)
+    leaves = [v.copy() if copy and isinstance(v, Variable) else v for v in leaves]
+    return _VariableBuilder(iter(leaves)).build(graphdef.node)
+
+
+def graphdef_leaves(graphdef: GraphDef, states: tuple[Any, ...]) -> list[Any]:
+    """The leaves ``merge`` puts into ``graphdef``, in its order, from States,
+    FlatStates or lists of leaves.
+
+    Raises:
+        GraphStructureError: a leaf of ``graphdef`` is in none of the states.
+    """
+    if not states:
+        raise TypeError("merge() missing 1 required positional argument: 'state'")
+    flat: dict[Path, Any] = {}
+    for s in states:
+        flat.update(_flat(s, graphdef))
+    missing = [p for p in graphdef.paths if p not in flat]
+    if missing:
+        raise errors.GraphStructureError(
+            "merge: the states have no value for "
+            + ", ".join(path_str(p) for p in missing[:5])
+            + ".\nPass every state that split returned."
+        )
+    return [flat[p] for p in graphdef.paths]
+
+
+def _graphdef_and_states(
+    first: Any, states: tuple[Any, ...]
+) -> tuple[GraphDef, tuple[Any, ...]]:
+    """merge's arguments as ``(graphdef, states)``: a GraphDef then States, or
+    GraphStates (``nnx.unpack``'s) that all carry the same GraphDef."""
+    if isinstance(first, GraphState):
+        graphdef = first._graphdef
+        for gs in (first, *states):
+            if not isinstance(gs, GraphState):
+                raise ValueError(
+                    f"Expected GraphState object, got {type(gs)}\nAfter a "
+                    "GraphState, pass the other GraphStates nnx.unpack returned."
+                )
+            if gs._graphdef != graphdef:
+                raise ValueError(
+                    "GraphDef must be the same for all GraphState objects\n"
+                    "Merge GraphStates that came from one nnx.unpack call."
+                )
+        return graphdef, tuple(gs._state for gs in (first, *states))
+    if not isinstance(first, GraphDef):
+        raise TypeError(
+            f"Expected a GraphDef or GraphState object, got: {first!r}\n"
+            "Pass the graphdef that nnx.split returned, or nnx.unpack's GraphState."
+        )
+    return first, states
+
+
+def unpack(node: Any, *filters: Any, graph: bool | None = None) -> Any:
+    """``split`` with the GraphDef bundled into each State: one
+    :class:`GraphState` (no or one filter) or a tuple of them; ``nnx.merge``
+    takes them back."""
+    graphdef, *states = split(node, *filters, graph=graph)
+    if len(states) == 1:
+        return GraphState(graphdef, states[0])
+    return tuple(GraphState(graphdef, st) for st in states)
+
+
+def map(  # noqa: A001 - Flax's name
+    f: Callable[[tuple, Any], Any],
+    node: A,
+    /,
+    *,
+    graph: bool | None = None,
+    recreate_variables: bool = True,
+) -> A:
+    """A new node whose state is ``f(path, variable)`` of ``node``'s (split,
+    ``map_state``, merge): ``nnx.map(lambda p, v: v.replace(jnp.zeros_like(v)),
+    model)``."""
+    graphdef, st = split(node, graph=graph)
+    st = map_state(f, st) if isinstance(st, State) else f((), st)
+    return merge(graphdef, st, recreate_variables=recreate_variables)
+
+
+class _VariableBuilder(Builder):
+    """Rebuilds a graph, putting the given Variables in (as flax.nnx's merge
+    does) where a leaf is a Variable of the right type, else a new Variable."""
+
+    def build(self, d: Any) -> Any:
+        if isinstance(d, VariableDef):
+            leaf = next(self.values)
+            if type(leaf) is d.type:
+                self.nodes[d.index] = leaf
+                return leaf
+            self.values = itertools.chain([_raw(leaf)], self.values)
+        return super().build(d)
+
+
+def _flat(s: Any, graphdef: GraphDef | None = None) -> dict[Path, Any]:
+    if isinstance(s, GraphState):
+        s = s._state
+    if graphdef is not None and graphdef.paths == ((),) and not isinstance(s, State):
+        return {(): s}  # the state of a leaf is the leaf
+    if isinstance(s, State):
+        return s._flat_dict()
+    if isinstance(s, FlatState):
+        return dict(s)
+    if isinstance(s, list | tuple) and graphdef is not None:
+        return _flat_from_leaves(list(s), graphdef)
+    return State(s)._flat_dict()
+
+
+def _raw(v: Any) -> Any:
+    return v._value if isinstance(v, Variable) else v
+
+
+def _flat_from_leaves(leaves: list[Any], graphdef: GraphDef) -> dict[Path, Any]:
+    """``jax.tree.leaves(state)`` back to paths: the leaves come in the State's
+    pytree order, which the State of the paths itself gives."""
+    paths = graphdef.paths
+    if len(leaves) != len(paths):
+        raise ValueError(
+            f"merge got {len(leaves)} leaves for a graphdef with {len(paths)}.\n"
+            "Pass jax.tree.leaves(state) of the state that split returned."
+        )
+    order = jax.tree.leaves(State.from_flat_state({p: i for i, p in enumerate(paths)}))
+    return {paths[i]: leaf for i, leaf in zip(order, leaves, strict=True)}
+
+
+def update(node: Any, state: Any, /, *states: Any) -> None:
+    """Writes the states' values into ``node``'s variables, in place.
+
+    Every value is checked first (a path the node lacks, a shape that differs
+    from the variable's), so a bad state leaves ``node`` untouched."""
+    d, w = _walk(node)
+    by_path = {leaf.path: leaf for leaf in w.leaves}
+    writes = []
+    for s in (state, *states):
+        for path, v in _flat(s).items():
+            leaf = by_path.get(path)
+            if leaf is None:
+                raise errors.GraphStructureError(
+                    f"update: {type(node).__name__} has no variable at "
+                    f"{path_str(path)}; a state from a different model?"
+                )
+            _check_shape(leaf.value, _raw(v), path)
+            writes.append((leaf, _raw(v)))
+    for leaf, value in writes:
+        if leaf.variable is not None:
+            check_mutable(leaf.variable, "update the value", structural=False)
+        leaf.write(value)
+
+
+def _check_shape(old: Any, new: Any, path: Path) -> None:
+    old_shape, new_shape = getattr(old, "shape", None), getattr(new, "shape", None)
+    if old_shape is None or new_shape is None:
+        return
+    old_shape, new_shape = tuple(old_shape), tuple(new_shape)
+    # Adding or removing leading axes is how flax code stacks and unstacks a
+    # model (a vmapped or scanned state written into a template): allowed.
+    n = min(len(old_shape), len(new_shape))
+    if old_shape[len(old_shape) - n :] != new_shape[len(new_shape) - n :]:
+        raise errors.GraphStructureError(
+            f"update: the value for {path_str(path)} has shape {tuple(new_shape)}, "
+            f"the variable has shape {tuple(old_shape)}; nothing was updated.\n"
+            "Pass a state of this model (nnx.state(model)), or rebuild the model "
+            "with the new shapes."
+        )
+
+
+def clone(
+    node: Any,
+    variables: bool = True,
+    *,
+    arrays: bool = False,
+    graph: bool | None = None,
+) -> Any:
+    """A deep copy of ``node``'s graph (sharing inside it preserved).
+
+    Args:
+      node: the object to copy.
+      variables: new ``Variable`` objects (default), or ``False`` to share the
+        original's variables between both graphs.
+      arrays: also copy the array buffers (for ``jit(donate_argnums=...)``;
+        otherwise the clone's variables hold the same arrays).
+      graph: Flax's graph-mode switch (lens has one mode; see ``check_graph_modes``).
+    """
+    if arrays and not variables:
+        raise ValueError(
+            "If arrays is True, variables should be also True\nCopying the buffers "
+            "needs new variables to hold them: pass variables=True."
+        )
+    if not _graph(graph):
+        gdef, flat = tree_flatten(node)
+        leaves = [leaf for _, leaf in flat]
+        if arrays:
+            leaves = [jax.tree.map(jnp.copy, leaf) for leaf in leaves]
+        return tree_unflatten(gdef, leaves, copy_variables=variables)
+    d, w = _walk(node)
+    values = [leaf.value for leaf in w.leaves]
+    if arrays:
+        values = [jnp.copy(v) for v in values]
+    if variables:
+        return Builder(iter(values)).build(d)
+    return _SharingBuilder(iter(values), dict(enumerate(w.nodes))).build(d)
+
+
+class _SharingBuilder(Builder):
+    """Rebuilds the objects but hands back the original ``Variable`` objects."""
+
+    def __init__(self, values: Iterator[Any], originals: dict[int, Any]):
+        super().__init__(values)
+        self.originals = originals
+
+    def build(self, d: Any) -> Any:
+        if isinstance(d, VariableDef):
+            next(self.values)
+            self.nodes[d.index] = self.originals[d.index]
+            return self.originals[d.index]
+        return super().build(d)
+
+
+def iter_graph(
+    node: Any, /, *, graph: bool | None = None
+) -> Iterator[tuple[Path, Any]]:
+    """Yields ``(path, x)`` for every object, variable and attribute value of the
+    graph, each node once, children before their parent (as flax.nnx does)."""
+    if not _graph(graph):
+        yield from ((p, x) for p, x, _ in walk_tree(node) if p or x is node)
+        return
+    seen: set[int] = set()
+
+    def go(x: Any, path: Path) -> Iterator[tuple[Path, Any]]:
+        if isinstance(x, Object | Variable):
+            if id(x) in seen:
+                return
+            seen.add(id(x))
+            if isinstance(x, Object):
+                for k, v in node_items(x):
+                    yield from go(v, path + (k,))
+            yield path, x
+            return
+        if type(x) in (list, tuple):
+            for j, e in enumerate(x):
+                yield from go(e, path + (j,))
+        elif type(x) is dict:
+            for k, e in x.items():
+                yield from go(e, path + (k,))
+        else:
+            children = pytree_children(x)
+            if children is not None:
+                for k, e in zip(children[0], children[1]):
+                    yield from go(e, path + (k,))
+            elif path:
+                yield path, x
+            return
+        yield path, x
+
+    yield from go(node, ())
+
+
+A = TypeVar("A")
+
+
+def _one_or_many(states: tuple[Any, ...]) -> Any:
+    return states[0] if len(states) == 1 else states
+
+
+def pop(node: Any, *filters: Any) -> Any:
+    """Removes the variables matching ``filters`` from ``node`` and returns them
+    as States (one per filter); e.g. sown losses after a forward pass."""
+    if not filters:
+        raise ValueError(
+            "Expected at least one filter\nnnx.pop(model, nnx.Intermediate) pops the "
+            "variables of that type."
+        )
+    preds = [to_predicate(f) for f in filters]
+    flats: list[dict[Path, Any]] = [{} for _ in preds]
+    seen: set[int] = set()
+
+    def go(obj: Any, path: Path) -> None:
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        for key, value in node_items(obj):
+            here = path + (key,)
+            if isinstance(value, Variable):
+                for flat, pred in zip(flats, preds, strict=True):
+                    if pred(here, value):
+                        flat[here] = value
+                        _remove(obj, key)
+                        break
+            elif isinstance(value, Object):
+                go(value, here)
+
+    go(node, ())
+    return _one_or_many(tuple(State.from_flat_state(f) for f in flats))
+
+
+def _remove(obj: Any, key: Any) -> None:
+    if isinstance(key, str) and key in vars(obj):
+        object.__delattr__(obj, key)
+    else:  # an nnx.Dict / nnx.List item
+        del obj[key]
+    structure_changed()
+
+
+def variables(node: Any, *filters: Any, graph: bool | None = None) -> Any:
+    """The State of ``node``'s variables themselves (not copies): changing a
+    value in it changes the model (as flax.nnx's ``variables``)."""
+    flat = {p: v for p, v in iter_graph(node, graph=graph) if isinstance(v, Variable)}
+    if not filters:
+        return State.from_flat_state(flat)
+    preds = [to_predicate(f) for f in filters]
+    parts: list[dict[Path, Any]] = [{} for _ in preds]
+    for p, v in flat.items():
+        for part, pred in zip(parts, preds, strict=True):
+            if pred(p, v):
+                part[p] = v
+                break
+    return _one_or_many(tuple(State.from_flat_state(part) for part in parts))
+
+
+def set_metadata(node: Any, /, *, only: Any = Variable, **metadata: Any) -> None:
+    """Sets ``metadata`` on every variable of ``node`` matching ``only``."""
+    pred = to_predicate(only)
+    for path, v in iter_graph(node):
+        if isinstance(v, Variable) and pred(path, v):
+            v.set_metadata(**metadata)
+
+
+def find_duplicates(node: Any, /, *, only: Any = ...) -> list[list[Path]]:
+    """Groups of paths that reach the same object or variable (shared nodes)."""
+    pred = to_predicate(only)
+    paths: dict[int, list[Path]] = {}
+
+    def go(x: Any, path: Path) -> None:
+        if isinstance(x, Object | Variable):
+            first = id(x) not in paths
+            if pred(path, x):
+                paths.setdefault(id(x), []).append(path)
+            if first and isinstance(x, Object):
+                for k, v in node_items(x):
+                    go(v, path + (k,))
+        elif type(x) in (list, tuple):
+            for j, e in enumerate(x):
+                go(e, path + (j,))
+        elif type(x) is dict:
+            for k, e in x.items():
+                go(e, path + (k,))
+
+    go(node, ())
+    return [p for p in paths.values() if len(p) > 1]
+
+
+def recursive_map(
+    f: Callable[[Path, Any], Any], node: Any, /, *, graph: bool | None = None
+) -> Any:
+    """A copy of ``node`` in which every object, variable and leaf ``x`` at ``path``
+    is replaced by ``f(path, x)`` (children first)."""
+    if not _graph(graph):
+        return tree_map_nodes(f, node)
+    out = clone(node)
+    done: dict[int, Any] = {}
+
+    def go(x: Any, path: Path) -> Any:
+        if isinstance(x, Object):
+            if id(x) in done:
+                return done[id(x)]
+            for k, v in node_items(x):
+                new = go(v, path + (k,))
+                if new is not v:
+                    x._graph_set(k, new)
+            result = f(path, x)
+            done[id(x)] = result
+            return result
+        return f(path, x)
+
+    return go(out, ())
+
+
+def cached_partial(
+    f: Callable[..., Any],
+    *cached_args: Any,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> Callable[..., Any]:
+    """``f`` with ``cached_args`` bound first. lens.nnx transforms already reuse a
+    cached graph walk while an object's structure is unchanged, so this is a
+    ``functools.partial``; updates still reach the objects."""
+    return functools.partial(f, *cached_args)
+
+
+class ApplyCaller(Generic[A]):
+    """``graphdef.apply(state)(*args)`` / ``nnx.call((graphdef, state)).method()``:
+    runs a method of the merged object and returns ``(output, (graphdef, state))``."""
+
+    def __init__(self, graphdef: GraphDef, states: tuple[Any, ...], path: tuple = ()):
+        self._graphdef = graphdef
+        self._states = states
+        self._path = path
+
+    def __getattr__(self, name: str) -> ApplyCaller:
+        return ApplyCaller(self._graphdef, self._states, self._path + (name,))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        module = merge(self._graphdef, *self._states)
+        fn: Any = module
+        for name in self._path:
+            fn = getattr(fn, name)
+        out = fn(*args, **kwargs)
+        return out, split(module)
+
+
+def call(graphdef_state: tuple[GraphDef, State], /) -> ApplyCaller:
+    """``nnx.call((graphdef, state))(x)``: a pure call of the merged object."""
+    graphdef, st = graphdef_state
+    return ApplyCaller(graphdef, (st,))
+
+
+def _graphdef_apply(self: GraphDef, state: Any, *states: Any) -> ApplyCaller:
+    return ApplyCaller(self, (state, *states))
+
+
+def flatten(
+    node: Any,
+    /,
+    *,
+    with_paths: bool = True,
+    ref_index: Any = None,
+    ref_outer_index: Any = None,
+    graph: bool | None = None,
+) -> tuple[GraphDef, FlatState | list[Any]]:
+    """``(graphdef, flat state)``: ``split`` with the state as ``(path, variable)``
+    pairs (or only the variables, ``with_paths=False``)."""
+    gdef, flat = _flat_state(node, graph)
+    items = FlatState(
+        ((p, flat[p]) for p in gdef.paths), sort=isinstance(gdef.node, TreeNodeDef)
+    )
+    if not isinstance(gdef.node, TreeNodeDef):
+        items = FlatState(items)
+    return gdef, items if with_paths else items.leaves
+
+
+def unflatten(
+    graphdef: GraphDef,
+    state: Any,
+    /,
+    *,
+    index_ref: Any = None,
+    outer_index_outer_ref: Any = None,
+    copy_variables: bool = False,
+    recreate_variables: bool = True,
+) -> Any:
+    """The object ``graphdef`` describes, from a State, a FlatState or a list
+    of leaves in ``graphdef``'s order (``flatten``'s inverse)."""
+    if isinstance(state, list) and not isinstance(state, FlatState):
+        state = FlatState(zip(graphdef.paths, state, strict=True), sort=False)
+    return merge(graphdef, state, copy=copy_variables)
+
+
+_MODE_STACKS: contextvars.ContextVar[dict[str, list[bool]] | None] = (
+    contextvars.ContextVar("lens_nnx_graph_mode_stacks", default=None)
+)
+
+
+def _mode_stack(name: str) -> list[bool]:
+    """This context's (thread's, task's) stack of values for one mode."""
+    stacks = _MODE_STACKS.get()
+    if stacks is None:
+        stacks = {}
+        _MODE_STACKS.set(stacks)
+    return stacks.setdefault(name, [])
+
+
+class set_graph_mode(BaseConfigContext):  # noqa: N801 - Flax's name
+    """``nnx.set_graph_mode(False)``: the graph API (split, merge, state, clone,
+    ...) defaults to tree mode from then on, walking objects as pytrees; ``with
+    nnx.set_graph_mode(False): ...`` for one block, ``@nnx.set_graph_mode(False)``
+    for a function's calls."""
+
+    @classmethod
+    def get_default(cls) -> bool:
+        """Flax's default: graph mode with graph updates."""
+        return True
+
+    @classmethod
+    def get_stack(cls) -> list:
+        """This context's stack of values."""
+        return _mode_stack("graph")
+
+
+class set_graph_updates(BaseConfigContext):  # noqa: N801 - Flax's name
+    """``nnx.set_graph_updates(False)``: transforms default to not carrying
+    updates made inside them back to the objects (setter, context manager or
+    decorator, as ``set_graph_mode``)."""
+
+    @classmethod
+    def get_default(cls) -> bool:
+        """Flax's default: graph mode with graph updates."""
+        return True
+
+    @classmethod
+    def get_stack(cls) -> list:
+        """This context's stack of values."""
+        return _mode_stack("graph_updates")
