@@ -17,6 +17,14 @@ from lens.nnx.filterlib import to_predicate
 from lens.nnx.graphlib import iter_graph
 from lens.nnx.graphwalk import is_graph_node
 from lens.nnx.transforms.general import StateAxes
+from lens.nnx.treestates import NodeStates as NodeStates
+from lens.nnx.treestates import check_consistent_aliasing as check_consistent_aliasing
+from lens.nnx.treestates import clear_non_graph_nodes as clear_non_graph_nodes
+from lens.nnx.treestates import default_split_fn as default_split_fn
+from lens.nnx.treestates import from_tree as from_tree
+from lens.nnx.treestates import is_tree_node as is_tree_node
+from lens.nnx.treestates import merge_tree_node as merge_tree_node
+from lens.nnx.treestates import to_tree as to_tree
 from lens.nnx.variablelib import Variable
 
 
