@@ -11,8 +11,6 @@ created with ``out_sharding`` under ``jax.set_mesh`` is sharded at once, and
 
 from __future__ import annotations
 
-import contextvars
-import dataclasses
 import functools
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -23,111 +21,19 @@ import numpy as np
 
 from lens.core.spmd import shard_value
 from lens.nnx import reprlib
+from lens.nnx.staticvalue import StaticValue as StaticValue
+from lens.nnx.staticvalue import freeze_metadata as freeze_metadata
 from lens.nnx.tracers import check_mutable, current_frame
+from lens.nnx.vardefaults import VarDefaults as VarDefaults
+from lens.nnx.vardefaults import VarDefaultsContext as VarDefaultsContext
+from lens.nnx.vardefaults import use_eager_sharding as use_eager_sharding
+from lens.nnx.vardefaults import using_eager_sharding as using_eager_sharding
+from lens.nnx.vardefaults import var_defaults as var_defaults
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 _MISSING: Any = object()
-
-
-_EAGER_SHARDING: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "lens_nnx_eager_sharding", default=True
-)
-
-
-class use_eager_sharding:  # noqa: N801 - Flax's name
-    """Turns eager sharding of new variables on or off.
-
-    Called plainly it sets the default for this context (thread, task); used as
-    ``with nnx.use_eager_sharding(False): ...`` it applies to the block only.
-    """
-
-    def __init__(self, value: bool):
-        self._token = _EAGER_SHARDING.set(bool(value))
-
-    def __enter__(self) -> use_eager_sharding:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        _EAGER_SHARDING.reset(self._token)
-
-
-def using_eager_sharding() -> bool:
-    """Whether variables created now with ``out_sharding`` are sharded at once."""
-    return _EAGER_SHARDING.get()
-
-
-@dataclasses.dataclass(frozen=True)
-class VarDefaults(Mapping[str, Any]):
-    """The defaults new Variables take (``nnx.var_defaults()``)."""
-
-    hijax: bool
-    ref: bool
-
-    def __getitem__(self, key: str) -> Any:
-        return getattr(self, key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(("hijax", "ref"))
-
-    def __len__(self) -> int:
-        return 2
-
-
-_VAR_DEFAULTS: contextvars.ContextVar[VarDefaults] = contextvars.ContextVar(
-    "lens_nnx_var_defaults",
-    default=VarDefaults(hijax=False, ref=False),  # noqa: B039 - frozen dataclass
-)
-
-
-class VarDefaultsContext:
-    """What ``nnx.var_defaults(hijax=...)`` returns: the new defaults are set at
-    once; as a context manager they last for the block, as a decorator for the
-    call."""
-
-    def __init__(self, new: VarDefaults):
-        self._new = new
-        self._token = _VAR_DEFAULTS.set(new)
-
-    def __enter__(self) -> VarDefaultsContext:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        _VAR_DEFAULTS.reset(self._token)
-
-    def __call__(self, f: F) -> F:
-        _VAR_DEFAULTS.reset(self._token)  # a decorator: only during calls of f
-
-        @functools.wraps(f)
-        def with_defaults(*args: Any, **kwargs: Any) -> Any:
-            token = _VAR_DEFAULTS.set(self._new)
-            try:
-                return f(*args, **kwargs)
-            finally:
-                _VAR_DEFAULTS.reset(token)
-
-        return with_defaults  # type: ignore[return-value]
-
-
-def var_defaults(*, hijax: bool | None = None, ref: bool | None = None) -> Any:
-    """The current Variable defaults, or (given ``hijax``/``ref``) sets them.
-
-    ``nnx.var_defaults()`` returns a :class:`VarDefaults`;
-    ``nnx.var_defaults(hijax=True)`` sets the default for this context (thread,
-    task) and returns a context manager / decorator that restores it. lens's
-    Variables are plain Python boxes whose updates nnx transforms carry out in
-    both modes, so the defaults are recorded for code that reads them.
-    """
-    current = _VAR_DEFAULTS.get()
-    if hijax is None and ref is None:
-        return current
-    return VarDefaultsContext(
-        VarDefaults(
-            hijax=current.hijax if hijax is None else bool(hijax),
-            ref=current.ref if ref is None else bool(ref),
-        )
-    )
 
 
 def _remap_sharding_metadata(metadata: dict[str, Any]) -> None:
@@ -590,53 +496,6 @@ class RngCount(RngState):
 
 class OptState(Variable):
     """Optimizer state."""
-
-
-def freeze_metadata(meta: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple((k, StaticValue(v)) for k, v in sorted(meta.items()))
-
-
-class StaticValue:
-    """A static value compared by equality when hashable, else by identity."""
-
-    __slots__ = ("value", "_hash")
-
-    def __init__(self, value: Any):
-        self.value = value
-        self._hash: int | None = None  # computed once: jit hashes its key per call
-
-    def _key(self) -> Any:
-        try:
-            hash(self.value)
-        except TypeError:
-            return ("id", id(self.value))
-        return ("eq", type(self.value), self.value)
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if not isinstance(other, StaticValue):
-            return NotImplemented
-        a, b = self._key(), other._key()
-        if a[0] != b[0]:
-            return False
-        return a == b if a[0] == "id" else (a[1] is b[1] and _eq(a[2], b[2]))
-
-    def __hash__(self) -> int:
-        if self._hash is None:
-            k = self._key()
-            self._hash = hash(k[:2]) if k[0] == "eq" else hash(k)
-        return self._hash
-
-    def __repr__(self) -> str:
-        return repr(self.value)
-
-
-def _eq(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:
-        return a is b
 
 
 class Perturbation(Intermediate[A]):
