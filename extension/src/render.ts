@@ -93,7 +93,7 @@ function breakable(node: HTMLElement, text: string): HTMLElement {
   return node;
 }
 
-function laneRow(lane: Lane, manyRoots: boolean): HTMLElement {
+function laneRow(lane: Lane, manyRoots: boolean, noteInHead = false): HTMLElement {
   const row = el('div', 'lens-pack-lane');
   row.dataset.key = lane.key;
   row.dataset.collection = lane.collection;
@@ -114,7 +114,9 @@ function laneRow(lane: Lane, manyRoots: boolean): HTMLElement {
   row.appendChild(el('span', 'lens-pack-to', '→'));
   row.appendChild(shapeNode(lane.inner, null, 'lens-pack-inner'));
   const how = el('span', 'lens-pack-how');
-  how.appendChild(el('span', 'lens-pack-note', lane.note));
+  if (!noteInHead) {
+    how.appendChild(el('span', 'lens-pack-note', lane.note));
+  }
   // In a box the commit target is the lifted scope; named per lane only when there are several.
   const fate = el('span', `lens-pack-fate lens-pack-fate-${lane.fate}`, lane.fate);
   fate.title = lane.fate_text;
@@ -130,14 +132,14 @@ function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
-/** The column heads of a box's lanes, naming pack's stages. */
+/** The column heads of a box's lanes, in plain words (no stage numbers). */
 function laneHead(): HTMLElement {
   const head = el('div', 'lens-pack-lane lens-pack-lane-head');
-  head.appendChild(el('span', 'lens-pack-path', 'variable (2 · filter group)'));
-  head.appendChild(el('span', 'lens-pack-outer', 'outer'));
+  head.appendChild(el('span', 'lens-pack-path', 'variable'));
+  head.appendChild(el('span', 'lens-pack-outer', 'outside'));
   head.appendChild(el('span', 'lens-pack-to', '→'));
-  head.appendChild(el('span', 'lens-pack-inner', 'inner (3–4)'));
-  head.appendChild(el('span', 'lens-pack-how', 'how lifted · what came back (5–6)'));
+  head.appendChild(el('span', 'lens-pack-inner', 'inside'));
+  head.appendChild(el('span', 'lens-pack-how', 'how it goes in · what came out'));
   return head;
 }
 
@@ -189,11 +191,13 @@ export class PackView {
       root.appendChild(el('div', 'lens-pack-none', 'No pack calls were recorded.'));
     }
     packs.forEach((rec, i) => root.appendChild(this.renderBox(rec, [], 0, i, packs.length)));
-    root.appendChild(el('div', 'lens-pack-details'));
     root.addEventListener('click', ev => this.onClick(ev));
     root.addEventListener('keydown', ev => {
-      if ((ev as KeyboardEvent).key === 'Enter') {
+      const key = (ev as KeyboardEvent).key;
+      if (key === 'Enter') {
         this.onClick(ev);
+      } else if (key === 'Escape') {
+        this.closeDetails();
       }
     });
     host.appendChild(root);
@@ -268,9 +272,15 @@ export class PackView {
       const count = el('span', 'lens-pack-count', ` · ${plural(g.lanes.length, 'variable')}`);
       count.dataset.total = String(g.lanes.length);
       title.appendChild(count);
+      // One note for the whole group (e.g. "vmap axis 0, size 3") is said once, here.
+      const notes = new Set(g.lanes.map(l => l.note));
+      const shared = g.lanes.length > 1 && notes.size === 1 ? g.lanes[0].note : null;
+      if (shared) {
+        title.appendChild(el('span', 'lens-pack-group-note', ` · each ${shared}`));
+      }
       sec.appendChild(title);
       for (const lane of g.lanes) {
-        sec.appendChild(laneRow(lane, roots.length > 1));
+        sec.appendChild(laneRow(lane, roots.length > 1, shared !== null));
       }
       box.appendChild(sec);
     }
@@ -319,30 +329,49 @@ export class PackView {
     return rec?.lanes.find(l => l.key === row.dataset.key);
   }
 
-  /** Clicking a lane shows everything about it in the details panel. */
+  /**
+   * Clicking a lane opens the details panel right under it (clicking it again, or
+   * Escape, closes it): one key-value row per fact, keys on one line, values
+   * wrapping at `/` and `,` only.
+   */
   private onClick(ev: Event): void {
     const row = (ev.target as HTMLElement).closest('.lens-pack-lane') as HTMLElement | null;
     if (!row || row.classList.contains('lens-pack-lane-head')) {
       return;
     }
     const lane = this.laneOf(row);
-    const panel = this.host.querySelector('.lens-pack-details') as HTMLElement;
-    if (!lane || !panel) {
+    if (!lane) {
       return;
     }
-    panel.replaceChildren();
+    const wasOpen = row.classList.contains('lens-pack-selected');
+    this.closeDetails();
+    if (wasOpen) {
+      return;
+    }
     const box = row.closest('.lens-pack-box');
     const rec = this.boxes.find(b => b.node === box)?.rec;
-    panel.appendChild(el('div', 'lens-pack-details-title', rec ? `in ${recordTitle(rec)}` : 'variable'));
-    const dl = el('dl');
+    const panel = el('div', 'lens-pack-details');
+    panel.setAttribute('role', 'region');
+    panel.setAttribute('aria-label', `details of ${lane.path}`);
+    panel.appendChild(el('div', 'lens-pack-details-title', rec ? `${lane.path} in ${recordTitle(rec)}` : lane.path));
+    const grid = el('div', 'lens-pack-details-grid');
     for (const [k, v] of laneDetails(lane)) {
-      dl.appendChild(el('dt', undefined, k));
-      dl.appendChild(el('dd', undefined, v));
+      grid.appendChild(el('span', 'lens-pack-details-key', k));
+      grid.appendChild(breakable(el('span', 'lens-pack-details-value'), v));
     }
-    panel.appendChild(dl);
-    panel.classList.add('lens-pack-details-open');
-    this.host.querySelectorAll('.lens-pack-selected').forEach(n => n.classList.remove('lens-pack-selected'));
+    panel.appendChild(grid);
+    row.after(panel);
     row.classList.add('lens-pack-selected');
+    row.setAttribute('aria-expanded', 'true');
+  }
+
+  /** Removes the open details panel, if any. */
+  closeDetails(): void {
+    this.host.querySelectorAll('.lens-pack-details').forEach(n => n.remove());
+    this.host.querySelectorAll('.lens-pack-selected').forEach(n => {
+      n.classList.remove('lens-pack-selected');
+      n.removeAttribute('aria-expanded');
+    });
   }
 }
 
@@ -381,6 +410,12 @@ function wireHover(root: HTMLElement): void {
 export function optionText(v: unknown): string {
   if (Array.isArray(v) && v.length > 0 && v.every(p => Array.isArray(p) && p.length === 2)) {
     return `{${(v as unknown[][]).map(([a, b]) => `${optionText(a)}: ${optionText(b)}`).join(', ')}}`;
+  }
+  if (typeof v === 'boolean') {
+    return v ? 'True' : 'False'; // as the Python text and HTML forms write it
+  }
+  if (v === null) {
+    return 'None';
   }
   return typeof v === 'string' ? v : JSON.stringify(v);
 }

@@ -31,7 +31,15 @@ describe('renderPayload', () => {
     expect(host.querySelector('.lens-pack-summary')!.textContent).toBe(doc.packs[0].summary);
     expect(host.querySelector('.lens-pack-badge')!.textContent).toBe('scan');
     const groups = Array.from(host.querySelectorAll('.lens-pack-group-head')).map(n => n.textContent);
-    expect(groups).toEqual(['batch_stats: broadcast · 2 variables', 'counter: carry · 1 variable', 'params: axis 0 · 4 variables']);
+    // A note every lane of a group shares is said once, in the group's head.
+    expect(groups).toEqual([
+      'batch_stats: broadcast · 2 variables · each broadcast: the same value in every slice',
+      'counter: carry · 1 variable',
+      'params: axis 0 · 4 variables · each scan axis 0, length 3'
+    ]);
+    const params = host.querySelectorAll('.lens-pack-lane[data-collection="params"] .lens-pack-note');
+    expect(params.length).toBe(0);
+    expect(host.querySelector('.lens-pack-lane[data-collection="counter"] .lens-pack-note')!.textContent).toContain('carry');
     expect(host.querySelector('.lens-pack-rng')!.textContent).toBe('rng params: split into 3 keys');
   });
 
@@ -72,11 +80,19 @@ describe('renderPayload', () => {
     const row = host.querySelector('[data-collection="counter"]') as HTMLElement;
     row.click();
     const panel = host.querySelector('.lens-pack-details')!;
-    const pairs = Array.from(panel.querySelectorAll('dt')).map(dt => `${dt.textContent}=${dt.nextElementSibling!.textContent}`);
+    const pairs = Array.from(panel.querySelectorAll('.lens-pack-details-key')).map(
+      k => `${k.textContent}=${k.nextElementSibling!.textContent}`
+    );
+    // right under the clicked lane, not below the whole trace
+    expect(row.nextElementSibling).toBe(panel);
+    expect(panel.querySelectorAll('dl, dt, dd').length).toBe(0);
     expect(pairs).toContain('path=/steps_with_a_long_descriptive_name_to_check_wrapping/steps');
-    expect(pairs).toContain('lifted=carry: in -> out, threaded through the steps');
+    expect(pairs).toContain('lifted=carry: in → out, threaded through the steps');
     expect(pairs).toContain('carry out=i32[]');
     expect(row.classList.contains('lens-pack-selected')).toBe(true);
+    row.click(); // clicking again closes it
+    expect(host.querySelector('.lens-pack-details')).toBeNull();
+    expect(row.classList.contains('lens-pack-selected')).toBe(false);
   });
 
   it('filters lanes and counts the matches per group', () => {
@@ -108,7 +124,8 @@ describe('renderPayload', () => {
   });
 
   it('formats recorded options', () => {
-    expect(optionText([['params', 0], ['batch_stats', null]])).toBe('{params: 0, batch_stats: null}');
+    expect(optionText([['params', 0], ['batch_stats', null]])).toBe('{params: 0, batch_stats: None}');
+    expect(optionText([['params', true]])).toBe('{params: True}'); // as Python writes it
     expect(optionText(3)).toBe('3');
     expect(optionText('params')).toBe('params');
   });

@@ -160,7 +160,7 @@ def lanes(rec: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 _ROLE_NOTES = {
     "broadcast": "broadcast: the same value in every slice",
-    "carry": "carry: in -> out, threaded through the steps",
+    "carry": "carry: in → out, threaded through the steps",
     "all": "passed in whole (the same value inside)",
     "differentiated": "differentiated: a tangent or cotangent flows through it",
     "tangent": "differentiated: a tangent flows through it",
@@ -184,7 +184,17 @@ def _note(transform: str, item: Mapping[str, Any]) -> str:
         word = "length" if role == "scanned" else "size"
         named = f" ('{item['axis_name']}')" if item["axis_name"] else ""
         return f"{transform} axis {item['axis']}, {word} {item['size']}{named}"
+    if role in ("all", "lifted") and _shape_changes(item):
+        # lift_transpose and other transforms with their own in/out functions
+        return "passed in through the transform's function (its shape changes inside)"
     return _ROLE_NOTES.get(role) or str(role)
+
+
+def _shape_changes(item: Mapping[str, Any]) -> bool:
+    outer, inner = item.get("outer") or item.get("out"), item.get("inner")
+    if not outer or not inner:
+        return False
+    return list(outer.get("shape", ())) != list(inner.get("shape", ()))
 
 
 def _fate_text(item: Mapping[str, Any]) -> str:
