@@ -301,36 +301,3 @@ def apply_layer_norm(
         axis_name=spec.axis_name,
         axis_index_groups=spec.axis_index_groups,
     )
-
-
-def call_layer_norm(
-    x: Array,
-    scale: Array | None,
-    bias: Array | None,
-    mask: Array | None,
-    reduction: tuple[int, ...],
-    feature_axes: tuple[int, ...],
-    use_mean: bool,
-    epsilon: float,
-    dtype: Any,
-    fast_variance: bool,
-    stats_dtype: Any,
-    params_dtype: Any,
-    axis_name: str | None,
-    axis_index_groups: Any,
-) -> Array:
-    """:func:`apply_layer_norm` with the spec spelled out (the older entry point,
-    kept until every caller passes a :class:`LayerNormSpec`)."""
-    spec = LayerNormSpec(
-        reduction,
-        feature_axes,
-        use_mean,
-        epsilon,
-        dtype,
-        fast_variance,
-        stats_dtype,
-        params_dtype,
-        axis_name,
-        axis_index_groups,
-    )
-    return apply_layer_norm(x, scale, bias, mask, spec)

@@ -34,16 +34,6 @@ def test_apply_layer_norm_normalizes_as_the_spec_says(use_mean):
     assert_tree_allclose(y, centred / jnp.sqrt(var + 1e-6) * 2.0 + 0.5, atol=1e-5)
 
 
-def test_the_positional_entry_point_is_the_spec_one():
-    x = jax.random.normal(jax.random.key(1), (3, 5))
-    spec = _spec(epsilon=1e-3, fast_variance=False)
-    fields = [getattr(spec, f.name) for f in dataclasses.fields(spec)]
-    assert_tree_allclose(
-        norm.call_layer_norm(x, None, None, None, *fields),
-        norm.apply_layer_norm(x, None, None, None, spec),
-    )
-
-
 def test_statistics_across_devices_with_axis_name():
     # each device holds two rows; per feature, the statistics span all 16 rows
     x = jax.random.normal(jax.random.key(2), (8, 2, 3))

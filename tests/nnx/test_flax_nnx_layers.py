@@ -434,7 +434,7 @@ R = lambda: lnnx.Rngs(0)  # noqa: E731
         (
             lambda: lnnx.scan(lambda c: c, in_axes=lnnx.Carry, out_axes=0)(jnp.ones(2)),
             ValueError,
-            "Carry must appear",
+            "the other must also have Carry",
         ),
         (
             lambda: lnnx.remat(lambda a: a, static_argnums=3)(jnp.ones(2)),

@@ -24,6 +24,30 @@ from lens.nnx.variablelib import BatchStat
 Array = Any
 
 
+def _spec(
+    layer: Any,
+    x: Array,
+    reduction: tuple[int, ...],
+    feature_axes: tuple[int, ...],
+    *,
+    use_mean: bool,
+) -> norm.LayerNormSpec:
+    """The kernel's settings for a LayerNorm-like layer (LayerNorm, RMSNorm,
+    InstanceNorm)."""
+    return norm.LayerNormSpec(
+        reduction=reduction,
+        feature_axes=feature_axes,
+        use_mean=use_mean,
+        epsilon=layer.epsilon,
+        dtype=layer.dtype,
+        fast_variance=layer.use_fast_variance,
+        stats_dtype=norm.stats_dtype(x, layer.dtype, True),
+        params_dtype=None,
+        axis_name=layer.axis_name,
+        axis_index_groups=layer.axis_index_groups,
+    )
+
+
 def _axes(ndim: int, axes: int | Sequence[int]) -> tuple[int, ...]:
     axes = (axes,) if isinstance(axes, int) else axes
     return tuple(sorted({a % ndim for a in axes}))
@@ -79,21 +103,18 @@ class LayerNorm(Module):
         bias = self.bias.value if self.bias is not None else None
         if self.promote_dtype is not promote_dtype:
             x, scale, bias = self.promote_dtype((x, scale, bias), dtype=self.dtype)
-        return norm.call_layer_norm(
+        return norm.apply_layer_norm(
             x,
             scale,
             bias,
             mask,
-            _axes(x.ndim, self.reduction_axes),
-            _axes(x.ndim, self.feature_axes),
-            True,
-            self.epsilon,
-            self.dtype,
-            self.use_fast_variance,
-            norm.stats_dtype(x, self.dtype, True),
-            None,
-            self.axis_name,
-            self.axis_index_groups,
+            _spec(
+                self,
+                x,
+                _axes(x.ndim, self.reduction_axes),
+                _axes(x.ndim, self.feature_axes),
+                use_mean=True,
+            ),
         )
 
 
@@ -253,21 +274,18 @@ class RMSNorm(Module):
     def __call__(self, x: Array, mask: Array | None = None) -> Array:
         scale = self.scale.value if self.scale is not None else None
         x, scale = promoted(self.promote_dtype, x, scale, dtype=self.dtype)
-        return norm.call_layer_norm(
+        return norm.apply_layer_norm(
             x,
             scale,
             None,
             mask,
-            _axes(x.ndim, self.reduction_axes),
-            _axes(x.ndim, self.feature_axes),
-            False,
-            self.epsilon,
-            self.dtype,
-            self.use_fast_variance,
-            norm.stats_dtype(x, self.dtype, True),
-            None,
-            self.axis_name,
-            self.axis_index_groups,
+            _spec(
+                self,
+                x,
+                _axes(x.ndim, self.reduction_axes),
+                _axes(x.ndim, self.feature_axes),
+                use_mean=False,
+            ),
         )
 
 
@@ -426,19 +444,6 @@ class InstanceNorm(Module):
         bias = self.bias.value if self.bias is not None else None
         if self.promote_dtype is not promote_dtype:
             x, scale, bias = self.promote_dtype((x, scale, bias), dtype=self.dtype)
-        return norm.call_layer_norm(
-            x,
-            scale,
-            bias,
-            mask,
-            reduction,
-            feature_axes,
-            True,
-            self.epsilon,
-            self.dtype,
-            self.use_fast_variance,
-            norm.stats_dtype(x, self.dtype, True),
-            None,
-            self.axis_name,
-            self.axis_index_groups,
+        return norm.apply_layer_norm(
+            x, scale, bias, mask, _spec(self, x, reduction, feature_axes, use_mean=True)
         )
