@@ -10,7 +10,7 @@ TEST_ENV := JAX_PLATFORMS=cpu XLA_FLAGS="$(XLA_FLAGS) --xla_force_host_platform_
 # the venv: put it first on PATH for every recipe, as an activated venv would.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: lab test install lint bench notebooks docs clean flax-tests api-diff
+.PHONY: lab test install lint bench notebooks docs clean flax-tests flax-guides api-diff
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,11 @@ bench: $(VENV)/.installed
 SUITES ?= nnx
 flax-tests: $(VENV)/.installed
 	$(PY) -m compat.flax_tests -n 2 $(foreach s,$(SUITES),--suite $(s))
+
+## Flax's NNX guide notebooks (docs_nnx/ of the flax sdist) on real flax and on lens,
+## each page in a fresh kernel on CPU: writes docs/flax-guides.md.
+flax-guides: $(VENV)/.installed
+	JAX_PLATFORMS=cpu $(PY) -m compat.flax_guides
 
 ## Flax's public modules and names that lens lacks (the table tests/test_flax_surface.py checks).
 api-diff: $(VENV)/.installed
