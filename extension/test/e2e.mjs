@@ -88,7 +88,30 @@ try {
   report.paramsLanes = await first.locator('.lens-pack-lane[data-collection="params"]').count();
   // Click a lane: the details panel shows its full path.
   await first.locator('.lens-pack-lane[data-collection="params"]').first().click();
-  report.details = await first.locator('.lens-pack-details dd').allTextContents();
+  report.details = await first.locator('.lens-pack-details .lens-pack-details-value').allTextContents();
+  // The panel sits right under the clicked lane, is short, and no line of it holds
+  // only one or two characters (issue 26: a squeezed <dl> showed 'co/ll/ec/ti/on').
+  report.panel = await first.locator('.lens-pack-lane.lens-pack-selected').evaluate(row => {
+    const panel = row.nextElementSibling;
+    const r = row.getBoundingClientRect();
+    const p = panel.getBoundingClientRect();
+    const narrowLines = [];
+    panel.querySelectorAll('*').forEach(n => {
+      if (n.children.length || !n.textContent.trim()) return;
+      const range = document.createRange();
+      range.selectNodeContents(n);
+      const lines = new Set(Array.from(range.getClientRects()).map(q => Math.round(q.top)));
+      const chars = n.textContent.trim().length;
+      if (lines.size > 1 && chars / lines.size <= 2) narrowLines.push(n.textContent);
+    });
+    return {
+      isPanel: panel.classList.contains('lens-pack-details'),
+      gap: Math.round(p.top - r.bottom),
+      height: Math.round(p.height),
+      rows: panel.querySelectorAll('.lens-pack-details-key').length,
+      narrowLines
+    };
+  });
   report.htmlFallbackShown = await page.locator(`${VISIBLE} .jp-OutputArea-output.jp-RenderedHTMLCommon`).count();
   await first.screenshot({ path: `${shots}/02_lifting_first.png` });
 
@@ -121,6 +144,27 @@ try {
       report.golden[key] = await r.locator('.lens-pack').evaluate(measure);
       await r.screenshot({ path: `${shots}/${goldenNames[i].replace('.json', '')}-${width}${theme === 'dark' ? '-dark' : ''}.png` });
     }
+  }
+
+  // lens's text/html outputs through JupyterLab's own sanitizer (what an untrusted
+  // notebook shows): every element keeps every inline style declaration.
+  if (process.env.LENS_HTML) {
+    const samples = JSON.parse(readFileSync(process.env.LENS_HTML, 'utf8'));
+    report.sanitized = await page.evaluate(samples => {
+      const sanitizer = window.jupyterapp.shell.currentWidget.content.rendermime.sanitizer;
+      const styles = html => {
+        const doc = new DOMParser().parseFromString(`<body>${html}</body>`, 'text/html');
+        return Array.from(doc.body.querySelectorAll('*')).map(n => `${n.tagName}{${n.style.cssText}}`);
+      };
+      const out = {};
+      for (const [name, html] of Object.entries(samples)) {
+        const before = styles(html);
+        const after = styles(sanitizer.sanitize(html));
+        const lost = before.filter((x, i) => after[i] !== x).slice(0, 5);
+        out[name] = { elements: before.length, kept: after.length, lost };
+      }
+      return out;
+    }, samples);
   }
 
   // The script-free HTML alone, as GitHub or nbviewer would show it (no extension, no stylesheet).

@@ -26,7 +26,7 @@ TAG_STYLE = {
     # JupyterLab's table CSS right-aligns cells, zebra-stripes rows, centres and
     # fixes the table layout: every one of those is undone here.
     "table": "border-collapse:collapse;border:none;margin:2px 0 4px 16px;"
-    "table-layout:auto;font-size:inherit;line-height:inherit;width:auto",
+    "table-layout:auto;font-size:1em;line-height:1.4;width:auto",
     "tr": "background:none;border:none",
     "td": "padding:0 10px 0 0;text-align:left;white-space:nowrap;border:none",
     "th": "padding:0 10px 0 0;text-align:left;white-space:nowrap;border:none;"

@@ -218,7 +218,7 @@ _BOX = (
     "padding:2px 6px;max-width:100%;box-sizing:border-box"
 )
 _MUTED = "opacity:.72"
-_WRAP = "white-space:normal;overflow-wrap:anywhere;word-break:break-word"
+_WRAP = "white-space:normal;overflow-wrap:break-word"  # what the sanitizer keeps
 # Text keeps the theme's colour (AA contrast light and dark); a translucent
 # background says the fate.
 _FATE_STYLE = {
@@ -295,7 +295,7 @@ def _record_html(rec: Mapping[str, Any], crumbs: list[str]) -> str:
 
 
 LEGEND = (
-    "<div style='opacity:.72;overflow-wrap:anywhere'>outer value &#8594; inner value; "
+    "<div style='opacity:.72;overflow-wrap:break-word'>outer value &#8594; inner value; "
     "<b style='text-decoration:underline'>underlined</b>: the axis the transform maps "
     f"or scans over · <span style='{_FATE_STYLE['created']}'>created</span> · "
     f"<span style='{_FATE_STYLE['updated']}'>updated</span> · "

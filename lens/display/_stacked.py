@@ -171,7 +171,7 @@ def spark_html(values: np.ndarray, what: str = "rms") -> str:
 
     HTML that JupyterLab's sanitizer keeps: untrusted notebooks drop SVG. One bar
     per slice (binned past ``MAX_BARS``), in the text colour; outliers and non-finite
-    slices red and full height. The label names the range and the outlier indices;
+    slices red and full height (fixed colours: the sanitizer drops currentColor and CSS variables). The label names the range and the outlier indices;
     the tooltip lists the first values.
     """
     shown = _binned(values)
@@ -180,7 +180,7 @@ def spark_html(values: np.ndarray, what: str = "rms") -> str:
     bars = []
     for i, h in enumerate(_heights(shown, FLOOR)):
         px = BAR_PX if h is None else max(2, round(h * BAR_PX))
-        colour = "#d32f2f" if i in bad or h is None else "currentColor"
+        colour = "#d32f2f" if i in bad or h is None else "#808080"
         bars.append(
             f"<span style='display:inline-block;width:{bar - 1}px;height:{px}px;"
             f"margin-right:1px;background:{colour}'></span>"

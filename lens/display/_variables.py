@@ -177,8 +177,9 @@ class VariablesView(View):
         # One width per column across every table, so the columns line up.
         name_w = max((len(x.name) for x in self.leaves), default=0)
         type_w = max((len(x.type_str) for x in self.leaves), default=0)
-        name_td = f"<td style='min-width:{name_w}ch'>"
-        type_td = f"<td style='min-width:{type_w}ch'>"
+        # (in em: the sanitizer drops ch; a monospace digit is about 0.6 em)
+        name_td = f"<td style='min-width:{0.6 * name_w:.1f}em'>"
+        type_td = f"<td style='min-width:{0.6 * type_w:.1f}em'>"
         out = [f"<div>{e(self._header())}</div>"]
         for col, leaves, shown, hidden in self._layout():
             out.append(

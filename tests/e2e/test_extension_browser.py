@@ -159,6 +159,8 @@ def test_extension_draws_pack_traces_in_jupyterlab(lab, tmp_path):
         "<!doctype html><meta charset=utf-8><body style='margin:8px'>"
         + "".join(PackTraceView(_fixture(n)).html() for n in GOLDEN)
     )
+    samples = tmp_path / "lens_html.json"
+    samples.write_text(json.dumps(_lens_html_samples()))
     out = subprocess.run(
         ["node", str(ROOT / "extension" / "test" / "e2e.mjs")],
         cwd=ROOT / "extension",
@@ -172,6 +174,7 @@ def test_extension_draws_pack_traces_in_jupyterlab(lab, tmp_path):
             CHROMIUM=CHROMIUM,
             GOLDEN=json.dumps(GOLDEN),
             FALLBACK_HTML=str(fallback),
+            LENS_HTML=str(samples),
         ),
     )
     assert out.returncode == 0, out.stderr[-3000:]
@@ -188,6 +191,17 @@ def test_extension_draws_pack_traces_in_jupyterlab(lab, tmp_path):
     # hidden/kernel, hidden/bias, out/kernel and out/bias
     assert report["paramsLanes"] == 4
     assert any(d.startswith("/mlp/") for d in report["details"]), report["details"]
+    panel = report["panel"]
+    assert panel["isPanel"], "the details panel is not right under the clicked lane"
+    assert 0 <= panel["gap"] <= 8, panel
+    assert panel["height"] < 200 and panel["rows"] >= 4, panel
+    assert panel["narrowLines"] == [], panel
+
+    # Untrusted notebooks: JupyterLab's sanitizer keeps every inline style of every
+    # lens output (no <style>, no SVG, no CSS variables, nothing it drops).
+    for name, got in report["sanitized"].items():
+        assert got["kept"] == got["elements"] and got["lost"] == [], (name, got)
+    assert set(report["sanitized"]) == set(_lens_html_samples())
     assert report["htmlFallbackShown"] == 0  # the extension wins over text/html
     assert "unknown schema" in report["errorText"]
     assert report["scanLanes"] == 2  # a 64-step scan: kernel and bias, once each
@@ -245,3 +259,44 @@ def _shape(spec) -> str:
             + ")"
         )
     return s
+
+
+def _lens_html_samples() -> dict[str, str]:
+    """One text/html output of each lens view kind (what a saved notebook holds)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import lens
+    from lens import nn
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, c, _):
+            return nn.tanh(nn.Dense(4)(c)), None
+
+    class Deep(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            scan = nn.scan(
+                Block,
+                variable_axes={"params": 0},
+                split_rngs={"params": True},
+                length=6,
+            )
+            return scan(name="blocks")(x, None)[0]
+
+    x = jnp.ones((2, 4))
+    variables = Deep().init(jax.random.key(0), x)
+    blown = jax.tree.map(lambda a: a, variables)
+    k = blown["params"]["blocks"]["Dense_0"]["kernel"]
+    blown["params"]["blocks"]["Dense_0"]["kernel"] = k.at[3].multiply(50.0)
+    bound = nn.Dense(3).bind(nn.Dense(3).init(jax.random.key(1), x))
+    box = nn.Partitioned(np.ones((4, 8), np.float32), (None, "data"))
+    return {
+        "variables": lens.display.VariablesView(variables).html(),
+        "diff": lens.diff(variables, blown).html(),
+        "module": lens.display.ModuleView(bound).html(),
+        "box": lens.display.BoxView(box).html(),
+        "pack": PackTraceView(_fixture("scan_carry.json")).html(),
+    }
