@@ -11,8 +11,8 @@ import jax
 
 from lens.nnx import filterlib
 from lens.nnx.deprecations import deprecated
-from lens.nnx.graphlib import find_duplicates
-from lens.nnx.graphlib import map as graph_map
+from lens.nnx.graphops import find_duplicates
+from lens.nnx.graphops import map as graph_map
 from lens.nnx.variablelib import Variable
 
 A = TypeVar("A")

@@ -22,8 +22,12 @@ from lens.nnx.pytreelib import Object
 from lens.nnx.statelib import State
 from lens.nnx.tracers import check_mutable
 
+A = TypeVar("A")
+K = TypeVar("K")
+V = TypeVar("V")
 
-class List(Object, MutableSequence):
+
+class List(Object, MutableSequence[A], Generic[A]):
     """A list whose items (modules, variables, arrays) are part of the graph."""
 
     def __init__(self, it: Iterable[Any] | None = None, /):
@@ -76,7 +80,7 @@ class List(Object, MutableSequence):
         return object.__hash__(self)
 
 
-class Dict(Object, MutableMapping):
+class Dict(Object, MutableMapping[K, V], Generic[K, V]):
     """A mapping of string keys to graph members, also reachable as attributes."""
 
     def __init__(self, *args: Any, **kwargs: Any):

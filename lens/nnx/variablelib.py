@@ -31,6 +31,7 @@ from lens.nnx.vardefaults import using_eager_sharding as using_eager_sharding
 from lens.nnx.vardefaults import var_defaults as var_defaults
 
 F = TypeVar("F", bound=Callable[..., Any])
+A = TypeVar("A")
 
 
 _MISSING: Any = object()
@@ -47,7 +48,7 @@ def _remap_sharding_metadata(metadata: dict[str, Any]) -> None:
             metadata["out_sharding"] = metadata.pop(old)
 
 
-class VariableMetadata:
+class VariableMetadata(Generic[A]):
     """An initializer's value with the metadata its variable should get
     (what :func:`with_metadata` and :func:`with_partitioning` initializers return)."""
 
@@ -81,9 +82,6 @@ def with_metadata(initializer: F, **metadata: Any) -> F:
         return VariableMetadata(initializer(*args), metadata)
 
     return wrapper  # type: ignore[return-value]
-
-
-A = TypeVar("A")
 
 
 class Variable(Generic[A]):

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -21,7 +21,10 @@ from lens.nnx.variablelib import Param
 Array = Any
 
 
-class LoRAParam(Param):
+A = TypeVar("A")
+
+
+class LoRAParam(Param[A]):
     """A low-rank adapter's parameter (a Param, so optimizers see it; filter on
     ``nnx.LoRAParam`` to train only the adapters)."""
 

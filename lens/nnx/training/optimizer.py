@@ -4,7 +4,7 @@ variables, and ``ModelAndOptimizer``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -36,7 +36,10 @@ def to_opt_state(tree: Any) -> Any:
     return jax.tree.map(wrap, tree, is_leaf=_is_var)
 
 
-class Optimizer(Object):
+M = TypeVar("M")
+
+
+class Optimizer(Object, Generic[M]):
     """An optax optimizer over a model's ``wrt`` variables (``Param`` by default).
 
     ``optimizer.update(model, grads)`` applies one step in place: the model's

@@ -23,6 +23,8 @@ from lens.nnx.transforms.cotangents import (
     per_arg_states,
     values_from,
 )
+from lens.nnx.transforms.custom_gradients import CustomVjp as CustomVjp
+from lens.nnx.transforms.custom_gradients import custom_vjp as custom_vjp
 from lens.nnx.transforms.general import (
     Carrier,
     DiffSpec,
@@ -48,6 +50,17 @@ from lens.nnx.transforms.general import (
     write_back,
 )
 from lens.nnx.transforms.pack_trace import Picture
+from lens.nnx.transforms.signatures import AxisName as AxisName
+from lens.nnx.transforms.signatures import BwdFn as BwdFn
+from lens.nnx.transforms.signatures import FwdFn as FwdFn
+from lens.nnx.transforms.signatures import GradFn as GradFn
+from lens.nnx.transforms.signatures import SimpleBwdFn as SimpleBwdFn
+from lens.nnx.transforms.signatures import SimpleCustomVjpFn as SimpleCustomVjpFn
+from lens.nnx.transforms.signatures import SimpleFwdFn as SimpleFwdFn
+from lens.nnx.transforms.signatures import SimpleGradFn as SimpleGradFn
+from lens.nnx.transforms.signatures import SimpleJvpFn as SimpleJvpFn
+from lens.nnx.transforms.signatures import SimpleRematFn as SimpleRematFn
+from lens.nnx.transforms.signatures import SimpleVjpFn as SimpleVjpFn
 from lens.nnx.variablelib import Param, Variable
 from lens.traceback_util import api_boundary
 

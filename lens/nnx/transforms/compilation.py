@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Generic, ParamSpec, TypeVar
 
 import jax
 import numpy as np
@@ -27,6 +27,7 @@ from lens.nnx.transforms.general import (
     Carrier,
     Entry,
     Skeleton,
+    TransformMode,
     apply_graph_updates,
     changed_structure,
     check_no_aliases,
@@ -37,9 +38,26 @@ from lens.nnx.transforms.general import (
     transform_mode,
 )
 from lens.nnx.transforms.pack_trace import Picture
+from lens.nnx.transforms.sharding import StateSharding as StateSharding
+from lens.nnx.transforms.sharding import shard_map as shard_map
+from lens.nnx.transforms.signatures import AxisName as AxisName
+from lens.nnx.transforms.signatures import JitFn as JitFn
+from lens.nnx.transforms.signatures import ShardMapFn as ShardMapFn
+from lens.nnx.transforms.signatures import SimpleJitFn as SimpleJitFn
+from lens.nnx.transforms.signatures import SimpleJitPartialFn as SimpleJitPartialFn
+from lens.nnx.transforms.signatures import SimpleShardMapFn as SimpleShardMapFn
 from lens.nnx.transforms.transforms import eval_shape
 from lens.nnx.variablelib import StaticValue, Variable
 from lens.traceback_util import api_boundary
+
+P = ParamSpec("P")
+R = TypeVar("R")
+Specs = Any
+# jax.jit's stages: JitWrapped.lower/trace give JAX's own objects
+Stage = jax.stages.Lowered | jax.stages.Compiled | jax.stages.Traced
+Traced = jax.stages.Traced
+Lowered = jax.stages.Lowered
+Compiled = jax.stages.Compiled
 
 
 def _check_static(value: Any, where: str) -> None:
@@ -98,7 +116,7 @@ def jit(
         return functools.partial(
             jit, **options, graph=graph, graph_updates=graph_updates
         )
-    return JitWrapped(fun, mode, options)
+    return JitWrapped(fun, **options, _mode=mode)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,7 +205,7 @@ class _Call:
 _NOT_PASSED = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames")
 
 
-class JitWrapped:
+class JitWrapped(Generic[P, R]):
     """What ``nnx.jit(f)`` returns (flax.nnx's ``JitWrapped``): call it as ``f``.
 
     ``jitted_fn`` is the ``jax.jit`` of ``f``'s pure state function
@@ -196,7 +214,35 @@ class JitWrapped:
     method (``@nnx.jit`` on ``def __call__(self, x)``).
     """
 
-    def __init__(self, fun: Callable[..., Any], mode: Any, options: dict[str, Any]):
+    def __init__(
+        self,
+        fun: Callable[P, R],
+        in_shardings: Any = None,
+        out_shardings: Any = None,
+        static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Sequence[str] | None = None,
+        donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Sequence[str] | None = None,
+        keep_unused: bool = False,
+        device: Any = None,
+        backend: Any = None,
+        inline: bool = False,
+        *,
+        _mode: TransformMode | None = None,
+    ):
+        mode = _mode or transform_mode("jit", fun, None, None)
+        options = dict(
+            in_shardings=in_shardings,
+            out_shardings=out_shardings,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            donate_argnums=donate_argnums,
+            donate_argnames=donate_argnames,
+            keep_unused=keep_unused,
+            device=device,
+            backend=backend,
+            inline=inline,
+        )
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.mode = mode
@@ -637,3 +683,11 @@ class JitPartial:
 
     def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
         return self.jitted.eval_shape(*self.partial_args, *args, **kwargs)
+
+
+# flax.nnx's tree-mode wrappers and stages: lens has one wrapper for every mode
+SimpleJitWrapped = JitWrapped
+SimpleJitPartialWrapped = JitPartial
+SimpleTraced = SimplePartialTraced = Traced
+SimpleLowered = SimplePartialLowered = Lowered
+SimpleCompiled = SimplePartialCompiled = Compiled

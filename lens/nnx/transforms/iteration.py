@@ -38,7 +38,33 @@ from lens.nnx.transforms.general import (
     with_calling_conventions,
     write_back,
 )
+
+# flax.nnx defines the loops in transforms.iteration; lens keeps them in loops.py
+from lens.nnx.transforms.loops import Carry as Carry
+from lens.nnx.transforms.loops import fori_loop as fori_loop
+from lens.nnx.transforms.loops import scan as scan
+from lens.nnx.transforms.loops import while_loop as while_loop
 from lens.nnx.transforms.pack_trace import Picture, axis_label, without_axis
+from lens.nnx.transforms.signatures import AxisFn as AxisFn
+from lens.nnx.transforms.signatures import AxisName as AxisName
+from lens.nnx.transforms.signatures import ForiLoopBodyFn as ForiLoopBodyFn
+from lens.nnx.transforms.signatures import Index as Index
+from lens.nnx.transforms.signatures import Leaves as Leaves
+from lens.nnx.transforms.signatures import PmapFn as PmapFn
+from lens.nnx.transforms.signatures import ScanFn as ScanFn
+from lens.nnx.transforms.signatures import SimpleForiLoopBodyFn as SimpleForiLoopBodyFn
+from lens.nnx.transforms.signatures import SimplePmapFn as SimplePmapFn
+from lens.nnx.transforms.signatures import SimpleScanFn as SimpleScanFn
+from lens.nnx.transforms.signatures import SimpleVmapFn as SimpleVmapFn
+from lens.nnx.transforms.signatures import (
+    SimpleWhileLoopBodyFn as SimpleWhileLoopBodyFn,
+)
+from lens.nnx.transforms.signatures import (
+    SimpleWhileLoopCondFn as SimpleWhileLoopCondFn,
+)
+from lens.nnx.transforms.signatures import VmapFn as VmapFn
+from lens.nnx.transforms.signatures import WhileLoopBodyFn as WhileLoopBodyFn
+from lens.nnx.transforms.signatures import WhileLoopCondFn as WhileLoopCondFn
 from lens.traceback_util import api_boundary
 
 

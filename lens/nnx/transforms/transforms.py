@@ -23,7 +23,16 @@ from lens.nnx.transforms.general import (
     transform_mode,
     write_back,
 )
+from lens.nnx.transforms.general import resolve_kwargs as resolve_kwargs
 from lens.nnx.transforms.pack_trace import Picture
+from lens.nnx.transforms.signatures import AxisName as AxisName
+from lens.nnx.transforms.signatures import CheckifyFn as CheckifyFn
+from lens.nnx.transforms.signatures import Index as Index
+from lens.nnx.transforms.signatures import Leaves as Leaves
+from lens.nnx.transforms.signatures import SimpleCheckifyFn as SimpleCheckifyFn
+from lens.nnx.transforms.signatures import SimpleCondFn as SimpleCondFn
+from lens.nnx.transforms.signatures import SimpleEvalShapeFn as SimpleEvalShapeFn
+from lens.nnx.transforms.signatures import SimpleMakeJaxprFn as SimpleMakeJaxprFn
 from lens.traceback_util import api_boundary
 
 
