@@ -135,14 +135,7 @@ def value_and_grad(
     @functools.wraps(f)
     @api_boundary
     def wrapper(*args: Any) -> Any:
-        if diff_of and max(diff_of) >= len(args):
-            n = max(diff_of)
-            raise TypeError(  # JAX's class and first sentence
-                f"differentiating with respect to argnums={n} requires at least "
-                f"{n + 1} positional arguments to be passed by the caller, but got "
-                f"only {len(args)} positional arguments.\nnnx.grad: argnums count "
-                "from 0; pass the missing arguments or a smaller argnums."
-            )
+        _check_argnums(diff_of, len(args))
         specs = tuple(
             DiffSpec(_filter_for(diff_of[i], args[i])) if i in diff_of else None
             for i in range(len(args))
@@ -152,28 +145,7 @@ def value_and_grad(
         held = [e.spec is None for e in entries]  # not differentiated
         diff_vals, rest_vals = partition([e.value for e in entries], held)
 
-        def pure(diff_vals: list[Any], rest: Carrier) -> Any:
-            merged = combine(diff_vals, rest.values, held)
-            table: dict[int, Any] = {}
-            with frame("grad") as fr:
-                args2 = rebuild(skel, merged, table)
-                out = f(*args2)
-                if has_aux:
-                    if not (isinstance(out, tuple) and len(out) == 2):
-                        raise TypeError(
-                            "nnx.grad(has_aux=True): the function must return "
-                            "(value, aux)."
-                        )
-                    value, aux = out
-                else:
-                    value, aux = out, None
-                w2 = Walker(diff_resolver, describe=_describe_grad, transform="grad")
-                after, new_entries = split_args(args2, specs, w2)
-                changed = changed_structure(skel, after, table, w2.nodes)
-                w2.frame = fr
-                aux_out = split_outputs(aux, None, w2)
-            new_graph = [e.value for e in new_entries if e.leaf is not None]
-            return value, (new_graph, aux_out, Carrier([], changed))
+        pure = _grad_body(f, skel, specs, held, has_aux)
 
         with Picture("grad", {"argnums": argnums, "has_aux": has_aux}) as picture:
             picture.inputs(
@@ -198,6 +170,52 @@ def value_and_grad(
         return ((value, aux), g) if has_aux else (value, g)
 
     return with_calling_conventions(mode, f, wrapper)
+
+
+def _check_argnums(diff_of: dict[int, Any], n_args: int) -> None:
+    if diff_of and max(diff_of) >= n_args:
+        n = max(diff_of)
+        raise TypeError(  # JAX's class and first sentence
+            f"differentiating with respect to argnums={n} requires at least "
+            f"{n + 1} positional arguments to be passed by the caller, but got "
+            f"only {n_args} positional arguments.\nnnx.grad: argnums count "
+            "from 0; pass the missing arguments or a smaller argnums."
+        )
+
+
+def _grad_body(
+    f: Callable[..., Any],
+    skel: Any,
+    specs: tuple[Any, ...],
+    held: list[bool],
+    has_aux: bool,
+) -> Callable[[list[Any], Carrier], Any]:
+    """The pure function ``jax.value_and_grad`` differentiates: the differentiated
+    values in, ``(value, (new graph values, aux, changed structure))`` out."""
+
+    def pure(diff_vals: list[Any], rest: Carrier) -> Any:
+        merged = combine(diff_vals, rest.values, held)
+        table: dict[int, Any] = {}
+        with frame("grad") as fr:
+            args2 = rebuild(skel, merged, table)
+            out = f(*args2)
+            if has_aux:
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise TypeError(
+                        "nnx.grad(has_aux=True): the function must return (value, aux)."
+                    )
+                value, aux = out
+            else:
+                value, aux = out, None
+            w2 = Walker(diff_resolver, describe=_describe_grad, transform="grad")
+            after, new_entries = split_args(args2, specs, w2)
+            changed = changed_structure(skel, after, table, w2.nodes)
+            w2.frame = fr
+            aux_out = split_outputs(aux, None, w2)
+        new_graph = [e.value for e in new_entries if e.leaf is not None]
+        return value, (new_graph, aux_out, Carrier([], changed))
+
+    return pure
 
 
 def _arg_grads(
