@@ -132,29 +132,7 @@ class CustomVjp:
             tangents = bwd_fn(
                 *(args3[i] for i in int_nondiff), res, (input_updates_g, out_g)
             )
-            if not isinstance(tangents, tuple) or len(tangents) != len(diff_args):
-                raise ValueError(
-                    f"nnx.custom_vjp: the backward pass must return a tuple of "
-                    f"{len(diff_args)} tangents (one per differentiated argument), "
-                    f"got {type(tangents).__name__}"
-                    + (f" of {len(tangents)}" if isinstance(tangents, tuple) else "")
-                    + ".\nReturn a State for each object argument, an array otherwise."
-                )
-            by_entry: list[Any] = [None] * len(entries)
-            for t, i in zip(tangents, diff_args, strict=True):
-                idx = [k for k, e in enumerate(entries) if e.arg == i]
-                vals = values_from(
-                    args[i], t, skel, [entries[k] for k in idx], "nnx.custom_vjp"
-                )
-                for k, v in zip(idx, vals, strict=True):
-                    by_entry[k] = v
-            return partition(
-                [
-                    zero_cotangent(a) if h else cotangent_like(a, by_entry[k])
-                    for k, (a, h) in enumerate(zip(avals, held, strict=True))
-                ],
-                held,
-            )
+            return _cotangents(tangents, args, skel, entries, diff_args, avals, held)
 
         pure.defvjp(pure_fwd, pure_bwd)
         with Picture("custom_vjp", {"nondiff_argnums": int_nondiff}) as picture:
@@ -167,6 +145,42 @@ class CustomVjp:
         write_back(entries, new_graph)
         picture.outputs(new_graph)
         return out
+
+
+def _cotangents(
+    tangents: Any,
+    args: tuple[Any, ...],
+    skel: Any,
+    entries: list[Any],
+    diff_args: list[int],
+    avals: list[Any],
+    held: list[bool],
+) -> Any:
+    """The user's backward pass result (a tangent per differentiated argument: a
+    State for an object) as JAX's cotangents of the differentiated values."""
+    if not isinstance(tangents, tuple) or len(tangents) != len(diff_args):
+        raise ValueError(
+            f"nnx.custom_vjp: the backward pass must return a tuple of "
+            f"{len(diff_args)} tangents (one per differentiated argument), "
+            f"got {type(tangents).__name__}"
+            + (f" of {len(tangents)}" if isinstance(tangents, tuple) else "")
+            + ".\nReturn a State for each object argument, an array otherwise."
+        )
+    by_entry: list[Any] = [None] * len(entries)
+    for t, i in zip(tangents, diff_args, strict=True):
+        idx = [k for k, e in enumerate(entries) if e.arg == i]
+        vals = values_from(
+            args[i], t, skel, [entries[k] for k in idx], "nnx.custom_vjp"
+        )
+        for k, v in zip(idx, vals, strict=True):
+            by_entry[k] = v
+    return partition(
+        [
+            zero_cotangent(a) if h else cotangent_like(a, by_entry[k])
+            for k, (a, h) in enumerate(zip(avals, held, strict=True))
+        ],
+        held,
+    )
 
 
 def custom_vjp(
