@@ -40,9 +40,19 @@ from lens.traceback_util import api_boundary
 class CustomVjp:
     """A function of objects with a custom backward pass (``defvjp``)."""
 
-    def __init__(self, fun: Callable[..., Any], nondiff_argnums: tuple = ()):
+    def __init__(
+        self,
+        fun: Callable[..., Any],
+        nondiff_argnums: tuple = (),
+        *,
+        simple: bool = False,
+    ):
         functools.update_wrapper(self, fun)
         self.fun = fun
+        # flax.nnx's simple modes: jax.custom_vjp's conventions, objects as the
+        # pytrees they are (bwd(*nondiff, residuals, out_g) -> tangents shaped like
+        # the arguments); the full mode passes and takes States (see custom_vjp)
+        self.simple = simple
         self.fwd: Callable[..., Any] | None = None
         self.bwd: Callable[..., Any] | None = None
         self.symbolic_zeros = False
@@ -78,6 +88,16 @@ class CustomVjp:
                 f"nnx.custom_vjp function {getattr(self.fun, '__name__', self.fun)!r} "
                 "has no backward pass.\nCall f.defvjp(f_fwd, f_bwd) before calling it."
             )
+        if self.simple:
+            if self.filters:
+                raise ValueError(
+                    "nnx.custom_vjp with graph_updates=False takes int "
+                    "nondiff_argnums only, not DiffState.\nUse graph mode with "
+                    "graph updates for DiffState."
+                )
+            f = jax.custom_vjp(self.fun, nondiff_argnums=self.int_nondiff)
+            f.defvjp(self.fwd, self.bwd)
+            return f(*args)
         n = len(args)
         specs = tuple(
             None if i in self.int_nondiff else DiffSpec(self.filters.get(i, ...))
@@ -198,7 +218,7 @@ def custom_vjp(
     State for an object: copy ``input_updates_g``'s and set its values).
     ``nondiff_argnums`` takes ints (not differentiated) and ``DiffState(i,
     filter)`` (only that part of an object)."""
-    transform_mode("custom_vjp", fun, graph, graph_updates)
+    mode = transform_mode("custom_vjp", fun, graph, graph_updates)
     if fun is None:
         return functools.partial(
             custom_vjp,
@@ -206,4 +226,4 @@ def custom_vjp(
             graph=graph,
             graph_updates=graph_updates,
         )
-    return CustomVjp(fun, tuple(nondiff_argnums))
+    return CustomVjp(fun, tuple(nondiff_argnums), simple=mode.simple)
