@@ -493,7 +493,7 @@ def test_diff_takes_nnx_states_and_modules_with_key_arrays():
 
     model = nnx.Dropout(0.1, rngs=nnx.Rngs(0))
     model.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
-    before = nnx.state(model)
+    before = nnx.clone(nnx.state(model))  # nnx.state shares the live variables
     model.rngs()  # advances the stream's counter; its key is unchanged
     model.lin.kernel.value = model.lin.kernel.value + 1
     text = lens.diff(before, model).text()

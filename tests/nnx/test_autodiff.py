@@ -144,3 +144,31 @@ def test_vjp_has_aux_and_updates():
     g_bn, g_x = fn(jnp.ones_like(out))
     assert sorted(g_bn.keys()) == ["bias", "mean", "scale", "var"]
     assert g_x.shape == (4, 3)
+
+
+def test_custom_vjp_simple_mode_has_jaxs_conventions():
+    """graph_updates=False: bwd(residuals, out_g) returns tangents shaped like the
+    arguments (an object as the pytree it is), as jax.custom_vjp's."""
+
+    @lnnx.custom_vjp(graph_updates=False)
+    def f(m, x):
+        return jnp.sum(m.w[...] * x)
+
+    def f_fwd(m, x):
+        return f(m, x), (m, x)
+
+    def f_bwd(res, g):
+        m, x = res
+        m_g = jax.tree.map(lambda v: 2 * g * x, m)  # deliberately not the true grad
+        return m_g, g * m.w[...]
+
+    f.defvjp(f_fwd, f_bwd)
+
+    class M(lnnx.Module):
+        def __init__(self):
+            self.w = lnnx.Param(jnp.array([1.0, 2.0]))
+
+    m, x = M(), jnp.array([3.0, 4.0])
+    gm, gx = jax.grad(lambda m, x: f(m, x), argnums=(0, 1))(m, x)
+    np.testing.assert_allclose(gm.w[...], [6.0, 8.0])
+    np.testing.assert_allclose(gx, [1.0, 2.0])
