@@ -640,6 +640,12 @@ def make_ensemble(rngs):
 ensemble = make_ensemble(nnx.Rngs(1))
 ensemble
 """),
+    ("md", "`lens.trace()` records lens.nnx transforms as it records Linen's: each object argument is a lifted scope, each variable type a collection. Here the ensemble's constructor: the rng streams go in split five ways, the members' parameters come out stacked."),
+    ("code", """
+with lens.trace() as trace:
+    make_ensemble(nnx.Rngs(1))
+trace
+"""),
     ("code", """
 @nnx.vmap(in_axes=(0, None))
 def predict(member, x):
@@ -674,6 +680,12 @@ y = forward(jnp.ones((3, 16)), stack)
 y.shape, stack.linear.kernel.shape
 """),
     ("code", "stack"),
+    ("md", "The pack picture of the scanned stack: the carry goes round the loop, each block's parameters are sliced per step (axis 0) and come back restacked."),
+    ("code", """
+with lens.trace() as trace:
+    forward(jnp.ones((3, 16)), stack)
+trace
+"""),
 ]
 
 
