@@ -212,6 +212,8 @@ def imported_modules(cells: Sequence[Cell]) -> set[str]:
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
+# Where IPython keeps a cell's code (tracebacks, jit names): differs per kernel.
+_IPYKERNEL_FILE = re.compile(r"ipykernel_\d+/\d+\.py")
 # lens's module names, read as the flax names they stand for (``<class 'lens.X'>``).
 _LENS_LINEN = re.compile(r"(?<![\w.])lens\.nn\.")
 _LENS = re.compile(r"(?<![\w.])lens\.")
@@ -230,6 +232,7 @@ def normalize(text: str) -> str:
     """
     text = _ANSI.sub("", text)
     text = _ADDRESS.sub("0x?", text)
+    text = _IPYKERNEL_FILE.sub("ipykernel_?/?.py", text)
     text = _LENS.sub("flax.", _LENS_LINEN.sub("flax.linen.", text))
     return "\n".join(line.rstrip() for line in text.strip().splitlines())
 
@@ -286,6 +289,7 @@ class CellResult:
     index: int
     text: str = ""
     error: tuple[str, str] | None = None
+    displays: str = ""  # rich displays' text/plain, kept but not compared
 
 
 @dataclasses.dataclass
@@ -308,7 +312,12 @@ class PageRun:
     @classmethod
     def from_json(cls, data: dict) -> PageRun:
         cells = [
-            CellResult(c["index"], c["text"], tuple(c["error"]) if c["error"] else None)
+            CellResult(
+                c["index"],
+                c["text"],
+                tuple(c["error"]) if c["error"] else None,
+                c.get("displays", ""),
+            )
             for c in data.get("cells", [])
         ]
         fields = {k: v for k, v in data.items() if k != "cells"}
@@ -373,19 +382,32 @@ def _exec_cell(source: str, index: int, namespace: dict, buffer: io.StringIO) ->
             buffer.write(repr(value) + "\n")
 
 
-def _cell_text(outputs: Sequence[dict]) -> tuple[str, tuple[str, str] | None]:
-    parts, error = [], None
+def _cell_text(outputs: Sequence[dict]) -> tuple[str, str, tuple[str, str] | None]:
+    """A kernel cell's compared text, its rich displays' text and its error.
+
+    stdout and the ``text/plain`` of results are compared. A ``display_data`` that
+    carries more than ``text/plain`` (``nnx.display``: treescope's HTML under flax,
+    lens's own view under lens) is a rendering, not a value: its ``text/plain`` is
+    kept apart and not compared.
+    """
+    parts, displays, error = [], [], None
     for output in outputs:
         kind = output.get("output_type")
         if kind == "stream" and output.get("name") == "stdout":
             parts.append(output.get("text", ""))
         elif kind in ("execute_result", "display_data"):
-            text = output.get("data", {}).get("text/plain")
-            if text is not None:
-                parts.append((text if isinstance(text, str) else "".join(text)) + "\n")
+            data = output.get("data", {})
+            text = data.get("text/plain")
+            if text is None:
+                continue
+            text = (text if isinstance(text, str) else "".join(text)) + "\n"
+            if kind == "display_data" and set(data) - {"text/plain"}:
+                displays.append(text)
+            else:
+                parts.append(text)
         elif kind == "error":
             error = (output.get("ename", "?"), _first_line(output.get("evalue", "")))
-    return "".join(parts), error
+    return "".join(parts), "".join(displays), error
 
 
 def run_cells_kernel(
@@ -422,11 +444,9 @@ def run_cells_kernel(
                 return
             except CellExecutionError:
                 pass  # the error output is in the cell
-            text, error = _cell_text(nb_cell.outputs)
-            _emit(
-                out,
-                {"cell": index, "text": text, "error": error, "expected": cell.raises},
-            )
+            text, displays, error = _cell_text(nb_cell.outputs)
+            record = {"cell": index, "text": text, "error": error}
+            _emit(out, {**record, "expected": cell.raises, "displays": displays})
             if error and not cell.raises:
                 return
 
@@ -465,7 +485,10 @@ def read_results(records: Sequence[dict], n_cells: int, seconds: float) -> PageR
     for record in records:
         if "cell" in record:
             error = tuple(record["error"]) if record.get("error") else None
-            run.cells.append(CellResult(record["cell"], record["text"], error))
+            displays = record.get("displays", "")
+            run.cells.append(
+                CellResult(record["cell"], record["text"], error, displays)
+            )
             if error and not record.get("expected"):
                 run.status, run.stop = "error", record["cell"]
                 run.reason = f"{error[0]}: {error[1]}"
@@ -618,8 +641,11 @@ def differences(
         lo = by_index.get(f.index)
         if lo is None or is_timing(cells[f.index].source):
             continue
-        if (f.error is None) != (lo.error is None):
-            continue  # a failure, reported as such
+        if f.error or lo.error:
+            # Where a run stopped is reported as such; errors both runs raised in a
+            # cell tagged raises-exception are compared by their type.
+            if not (cells[f.index].raises and f.error and lo.error):
+                continue
         what = compare_text(f.text, lo.text)
         if what is None and f.error and lo.error and f.error[0] != lo.error[0]:
             what = f"error: {f.error[0]} vs {lo.error[0]}"
@@ -714,7 +740,8 @@ def report(root: pathlib.Path, page_names: Sequence[str]) -> str:
         "stops at the first cell that raises (cells are counted from 0, code cells "
         f"only) or after {PAGE_TIMEOUT:.0f} s. *outputs differ* lists the cells that "
         "ran under both and printed something else: stdout and the `text/plain` of "
-        "results and displays, numbers compared with "
+        "cell results (displays with HTML, such as `nnx.display`, are renderings and "
+        "are not compared), numbers compared with "
         f"rtol={RTOL:g}, atol={ATOL:g}, memory addresses and terminal colours "
         "ignored, `%%time`/`%%timeit` cells not compared. A **bold** lens status "
         "is a page that gets less far on lens than on flax.",

@@ -135,3 +135,24 @@ def test_strip_magics_and_skip_reasons():
     )
     assert fg.skip_reason("guides/x.ipynb", [fg.Cell("import json")]) is None
     assert fg.skip_reason("guides/data_loaders.ipynb", []).startswith("network")
+
+
+def test_kernel_outputs_compare_results_not_rich_displays():
+    outputs = [
+        {"output_type": "stream", "name": "stdout", "text": "y = 1\n"},
+        {"output_type": "stream", "name": "stderr", "text": "a warning\n"},
+        {
+            "output_type": "display_data",
+            "data": {"text/html": "<div/>", "text/plain": "<HTML object>"},
+        },
+        {"output_type": "display_data", "data": {"text/plain": "plain display"}},
+        {"output_type": "execute_result", "data": {"text/plain": "Array(1)"}},
+        {"output_type": "error", "ename": "KeyError", "evalue": "'a'\nmore"},
+    ]
+    text, displays, error = fg._cell_text(outputs)
+    assert text == "y = 1\nplain display\nArray(1)\n"
+    assert displays == "<HTML object>\n"
+    assert error == ("KeyError", "'a'")
+    assert fg.normalize("at /tmp/ipykernel_28178/5812.py:3") == (
+        "at /tmp/ipykernel_?/?.py:3"
+    )
