@@ -80,7 +80,7 @@ class List(Object, MutableSequence[A], Generic[A]):
         return object.__hash__(self)
 
 
-class Dict(Object, MutableMapping[K, V], Generic[K, V]):
+class Dict(Object, MutableMapping[Any, Any], Generic[K, V]):
     """A mapping of string keys to graph members, also reachable as attributes."""
 
     def __init__(self, *args: Any, **kwargs: Any):

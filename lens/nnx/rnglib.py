@@ -98,7 +98,7 @@ def _seed_to_key(seed: Any, tag: str) -> jax.Array:
             f"seed or a key: nnx.Rngs({tag}=0) or nnx.Rngs({tag}=jax.random.key(0))."
         )
     if dtype is not None and getattr(seed, "shape", ()) == (2,):
-        return jax.random.wrap_key_data(seed)
+        return jax.random.wrap_key_data(jnp.asarray(seed))
     return jax.random.key(seed)
 
 

@@ -414,7 +414,7 @@ def convert_pre_linen(params: Any) -> Any:
 # payload], where the payload is the plain checkpoint bytes. A plain checkpoint
 # is a msgpack map or a single leaf, never an array that starts with this tag.
 _CHECKSUM_TAG = "lens-checkpoint-sha256"
-_CHECKSUM_HEAD = b"\x93" + msgpack.packb(_CHECKSUM_TAG)
+_CHECKSUM_HEAD = b"\x93" + bytes(msgpack.packb(_CHECKSUM_TAG) or b"")
 
 
 def _with_checksum(data: bytes) -> bytes:

@@ -113,7 +113,7 @@ def test_chart_has_one_bar_per_slice_outlier_red_labelled_and_no_svg():
     kernel = next(c for c in charts if "stands out: 3" in c)
     bars = _bars(kernel)
     assert len(bars) == 12
-    assert [i for i, (_, c) in enumerate(bars) if c != "currentColor"] == [3]
+    assert [i for i, (_, c) in enumerate(bars) if c != "#808080"] == [3]
     # labelled: which slices, the range, the outlier's index, as visible text
     assert re.search(r">rms of slices 0..11 \(axis 0\): [^<]+; stands out: 3<", kernel)
 

@@ -336,7 +336,8 @@ class JitWrapped(Generic[P, R]):
             args = rebuild(skel.skeleton, values, table)
             n_pos = len(args) - len(kw_names)
             kw = dict(zip(kw_names, args[n_pos:], strict=True))
-            out = self.fun(*args[:n_pos], **kw, **dict(static_kw))
+            fun: Callable[..., Any] = self.fun
+            out = fun(*args[:n_pos], **kw, **dict(static_kw))
             walker = Walker(transform="jit")
             after, entries = split_args(args, (None,) * len(args), walker, skel.static)
             # A changed structure (a new attribute or submodule) is applied
