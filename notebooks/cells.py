@@ -2,12 +2,14 @@
 
 SETUP = """
 import os
+# 8 host devices for the sharding examples when JAX runs on the CPU; a GPU or TPU
+# is used as JAX finds it (the tests force the CPU themselves)
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax, jax.numpy as jnp, numpy as np, optax
 import lens
 from lens import nn
 %load_ext lens
+print("JAX backend:", jax.default_backend(), "with", jax.device_count(), "devices")
 """
 
 TOUR = [
@@ -316,7 +318,7 @@ plain arrays; the boxes survive `vmap`/`scan` (which add their axis name), optax
 and serialization, and turn into real JAX shardings on a device mesh. This notebook
 uses 8 virtual CPU devices.
 """),
-    ("code", SETUP + "from jax.sharding import PartitionSpec, NamedSharding\nprint(jax.device_count(), 'devices')"),
+    ("code", "import os\n# the sharding examples lay arrays out on 8 devices: 8 CPU host devices here,\n# whatever accelerator this machine has\nos.environ.setdefault(\"JAX_PLATFORMS\", \"cpu\")\n" + SETUP.lstrip("\n") + "from jax.sharding import PartitionSpec, NamedSharding\nprint(jax.device_count(), 'devices')"),
     ("md", "## The design note's example"),
     ("code", """
 partitioned_dense = nn.Dense(8, kernel_init=nn.with_partitioning(nn.initializers.lecun_normal(), (None, "data")))
