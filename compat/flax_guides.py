@@ -11,7 +11,8 @@ with IPython magics and shell lines taken out. Either way a page stops at its fi
 failing cell, or after ``--timeout`` seconds (120 by default).
 
 Each run records, per cell, the text a reader sees (stdout and the ``text/plain``
-of results and displays; stderr, where warnings go, is left out) and the error a
+of cell results; stderr, where warnings go, and displays such as ``nnx.display``'s,
+renderings rather than values, are left out of the comparison) and the error a
 cell raised. The two runs are compared cell by cell: numbers within a tolerance,
 memory addresses and terminal colours ignored, and the outputs of ``%%time`` and
 ``%%timeit`` cells not compared at all. ``docs/flax-guides.md`` gets the table.
@@ -385,10 +386,10 @@ def _exec_cell(source: str, index: int, namespace: dict, buffer: io.StringIO) ->
 def _cell_text(outputs: Sequence[dict]) -> tuple[str, str, tuple[str, str] | None]:
     """A kernel cell's compared text, its rich displays' text and its error.
 
-    stdout and the ``text/plain`` of results are compared. A ``display_data`` that
-    carries more than ``text/plain`` (``nnx.display``: treescope's HTML under flax,
-    lens's own view under lens) is a rendering, not a value: its ``text/plain`` is
-    kept apart and not compared.
+    stdout and the ``text/plain`` of results are compared. A ``display_data``
+    (``nnx.display``: treescope's HTML under flax, lens's own view, or plain text,
+    under lens) is a rendering, not a value: its ``text/plain`` is kept apart and
+    not compared.
     """
     parts, displays, error = [], [], None
     for output in outputs:
@@ -401,7 +402,7 @@ def _cell_text(outputs: Sequence[dict]) -> tuple[str, str, tuple[str, str] | Non
             if text is None:
                 continue
             text = (text if isinstance(text, str) else "".join(text)) + "\n"
-            if kind == "display_data" and set(data) - {"text/plain"}:
+            if kind == "display_data":
                 displays.append(text)
             else:
                 parts.append(text)
@@ -740,8 +741,8 @@ def report(root: pathlib.Path, page_names: Sequence[str]) -> str:
         "stops at the first cell that raises (cells are counted from 0, code cells "
         f"only) or after {PAGE_TIMEOUT:.0f} s. *outputs differ* lists the cells that "
         "ran under both and printed something else: stdout and the `text/plain` of "
-        "cell results (displays with HTML, such as `nnx.display`, are renderings and "
-        "are not compared), numbers compared with "
+        "cell results (displays, such as `nnx.display`'s, are renderings and are not "
+        "compared), numbers compared with "
         f"rtol={RTOL:g}, atol={ATOL:g}, memory addresses and terminal colours "
         "ignored, `%%time`/`%%timeit` cells not compared. A **bold** lens status "
         "is a page that gets less far on lens than on flax.",

@@ -137,7 +137,7 @@ def test_strip_magics_and_skip_reasons():
     assert fg.skip_reason("guides/data_loaders.ipynb", []).startswith("network")
 
 
-def test_kernel_outputs_compare_results_not_rich_displays():
+def test_kernel_outputs_compare_results_not_displays():
     outputs = [
         {"output_type": "stream", "name": "stdout", "text": "y = 1\n"},
         {"output_type": "stream", "name": "stderr", "text": "a warning\n"},
@@ -150,8 +150,8 @@ def test_kernel_outputs_compare_results_not_rich_displays():
         {"output_type": "error", "ename": "KeyError", "evalue": "'a'\nmore"},
     ]
     text, displays, error = fg._cell_text(outputs)
-    assert text == "y = 1\nplain display\nArray(1)\n"
-    assert displays == "<HTML object>\n"
+    assert text == "y = 1\nArray(1)\n"
+    assert displays == "<HTML object>\nplain display\n"
     assert error == ("KeyError", "'a'")
     assert fg.normalize("at /tmp/ipykernel_28178/5812.py:3") == (
         "at /tmp/ipykernel_?/?.py:3"
