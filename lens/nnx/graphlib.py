@@ -58,5 +58,6 @@ from lens.nnx.pytreelib import Object as Object
 from lens.nnx.statelib import FlatState as FlatState
 from lens.nnx.statelib import State as State
 from lens.nnx.variablelib import Variable as Variable
+from lens.typing import Key as Key  # flax.nnx.graph.Key (filters guide: KeyPath)
 
 NodeRef = Ref  # flax.nnx's name for a node met before in the same walk
