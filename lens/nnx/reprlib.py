@@ -34,7 +34,8 @@ def size_and_bytes(value: Any) -> tuple[int, int]:
         if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
             n = int(np.prod(leaf.shape))
             size += n
-            nbytes += n * np.dtype(leaf.dtype).itemsize
+            # a key array's dtype (key<fry>) is not numpy's: ask it for its size
+            nbytes += n * int(getattr(leaf.dtype, "itemsize", 0) or 0)
     return size, nbytes
 
 

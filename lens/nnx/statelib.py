@@ -6,6 +6,7 @@ the helpers that filter, split, merge and convert States (``to_pure_dict``,
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import (
     Callable,
     Iterator,
@@ -146,6 +147,17 @@ class State(MutableMapping):
 
         go(self, ())
         return out
+
+    @classmethod
+    def from_flat_path(cls, flat_state: Mapping[Path, Any] | Any, /) -> State:
+        """flax.nnx's older name of :meth:`from_flat_state` (deprecated there too)."""
+        warnings.warn(
+            "`flax.nnx.State` will be deprecated and be replaced by the built-in "
+            "Python dict. Please use the equivalent `nnx.from_flat_state` instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return cls.from_flat_state(flat_state)
 
     @classmethod
     def from_flat_state(cls, flat_state: Mapping[Path, Any] | Any) -> State:
