@@ -48,7 +48,11 @@ def test_print_shows_the_structure():
     )
 
 
-def test_nnx_display_prints_outside_a_notebook(capsys):
+def test_nnx_display_prints_outside_a_notebook(capsys, monkeypatch):
+    import IPython
+
+    # another test in this process may have started an IPython shell
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
     v = nnx.Param(jnp.arange(3.0))
     nnx.display(v, "second")
     out = capsys.readouterr().out
