@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from lens import struct
 from lens.nnx.module import Module
 from lens.nnx.proxy_caller import ApplyCaller
-from lens.nnx.pytreelib import Object
+from lens.nnx.pytreelib import Object, unmark
 from lens.nnx.statelib import State
 from lens.nnx.tracers import check_mutable
 
@@ -31,7 +31,7 @@ class List(Object, MutableSequence[A], Generic[A]):
     """A list whose items (modules, variables, arrays) are part of the graph."""
 
     def __init__(self, it: Iterable[Any] | None = None, /):
-        object.__setattr__(self, "_items", list(it or ()))
+        object.__setattr__(self, "_items", [unmark(x) for x in it or ()])
 
     def _list(self) -> list[Any]:
         d = self.__dict__
@@ -57,7 +57,7 @@ class List(Object, MutableSequence[A], Generic[A]):
 
     def __setitem__(self, i: Any, value: Any) -> None:
         check_mutable(self, "set an item")
-        self._list()[i] = value
+        self._list()[i] = unmark(value)
 
     def __delitem__(self, i: Any) -> None:
         check_mutable(self, "delete an item")
@@ -68,7 +68,7 @@ class List(Object, MutableSequence[A], Generic[A]):
 
     def insert(self, i: int, value: Any) -> None:
         check_mutable(self, "insert an item")
-        self._list().insert(i, value)
+        self._list().insert(i, unmark(value))
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._list())

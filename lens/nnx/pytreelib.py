@@ -42,6 +42,9 @@ class Object:
 
     def __setattr__(self, name: str, value: Any) -> None:
         check_mutable(self, f"set {name!r}")
+        if isinstance(value, _Marked):  # nnx.data(x) / nnx.static(x)
+            _marks(self)[name] = value.kind
+            value = value.value
         current = self.__dict__.get(name)
         if isinstance(current, Variable) and not isinstance(value, Variable):
             current.value = value  # assigning an array to a variable updates it
@@ -76,9 +79,10 @@ class Object:
 # equality when hashable, else by identity, so jit can cache on it).
 def _object_parts(obj: Object) -> tuple[list[tuple[Any, Any]], Any]:
     keys, is_data_key, statics, children = [], [], [], []
+    marks = _declared(obj)
     for k, v in obj._graph_items():
         keys.append(k)
-        held = has_data(v)
+        held = marks[k] == "data" if k in marks else has_data(v)
         is_data_key.append(held)
         if held:
             children.append((k, v))
@@ -107,12 +111,49 @@ def _unflatten_object(cls: type, aux: Any, children: Any) -> Object:
     keys, is_data_key, statics = aux
     obj = Object.__new__(cls)
     data_values, static_values = iter(children), iter(statics)
+    marks = _marks(obj)
     for k, held in zip(keys, is_data_key, strict=True):
         obj._graph_set(k, next(data_values) if held else next(static_values).value)
+        marks[k] = "data" if held else "static"
     return obj
 
 
-_PRIVATE_ATTRIBUTES = frozenset({"_lens_frame", "_items"})
+_PRIVATE_ATTRIBUTES = frozenset({"_lens_frame", "_items", "_lens_marks"})
+
+
+class _Marked:
+    """What ``nnx.data(x)`` / ``nnx.static(x)`` return: ``x``, to be stored as the
+    attribute's value, with whether the attribute is data or static."""
+
+    __slots__ = ("kind", "value")
+
+    def __init__(self, value: Any, kind: str):
+        self.value = value
+        self.kind = kind
+
+
+def unmark(value: Any) -> Any:
+    """``value`` without an ``nnx.data``/``nnx.static`` declaration (a container
+    item holds the value itself)."""
+    return value.value if isinstance(value, _Marked) else value
+
+
+def _marks(obj: Object) -> dict[str, str]:
+    """The attributes ``nnx.data``/``nnx.static`` declared on this object."""
+    marks = obj.__dict__.get("_lens_marks")
+    if marks is None:
+        marks = {}
+        object.__setattr__(obj, "_lens_marks", marks)
+    return marks
+
+
+def _declared(obj: Object) -> dict[str, str]:
+    """Declared data/static attributes: dataclass fields made with
+    ``nnx.data()``/``nnx.static()``, then those set with ``nnx.data(x)``."""
+    fields = getattr(type(obj), "__dataclass_fields__", {})
+    out = {name: f.metadata["nnx"] for name, f in fields.items() if "nnx" in f.metadata}
+    out.update(obj.__dict__.get("_lens_marks") or {})
+    return out
 
 
 def node_items(obj: Object) -> list[tuple[Any, Any]]:
@@ -211,13 +252,33 @@ def dataclass(cls: Any = None, /, **kwargs: Any) -> Any:
     return dataclasses.dataclass(cls, **kwargs)
 
 
-def data(value: Any, /) -> Any:
-    """Marks an attribute value as data (part of the state). In lens every array,
-    variable, module and list/dict of them already is: ``data`` returns ``value``."""
-    return value
+_MISSING: Any = object()
 
 
-def static(value: Any, /) -> Any:
-    """Marks an attribute value as static. lens treats non-array values as static
-    already: ``static`` returns ``value``."""
-    return value
+def data(value: Any = _MISSING, /, **kwargs: Any) -> Any:
+    """Declares an attribute data (a pytree child, whatever its value), as
+    flax.nnx's ``nnx.data``: ``self.x = nnx.data(1.0)``, or as a dataclass field,
+    ``x: float = nnx.data(default=1.0)`` (``kwargs`` go to ``dataclasses.field``).
+
+    Arrays, Variables, objects and containers of them are data without it.
+    """
+    return _declare(value, "data", kwargs)
+
+
+def static(value: Any = _MISSING, /, **kwargs: Any) -> Any:
+    """Declares an attribute static (part of the structure, not a pytree child),
+    as flax.nnx's ``nnx.static``; see :func:`data`."""
+    return _declare(value, "static", kwargs)
+
+
+def _declare(value: Any, kind: str, kwargs: dict[str, Any]) -> Any:
+    if value is _MISSING:
+        metadata = {**kwargs.pop("metadata", {}), "nnx": kind}
+        return dataclasses.field(metadata=metadata, **kwargs)
+    if kwargs:
+        raise TypeError(
+            f"nnx.{kind}(value, ...) takes no field arguments ({', '.join(kwargs)}).\n"
+            f"Write nnx.{kind}(value) for an attribute, or nnx.{kind}(default=value, "
+            "...) for a dataclass field."
+        )
+    return _Marked(value, kind)
