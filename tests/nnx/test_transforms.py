@@ -601,3 +601,43 @@ def test_split_rngs_simple_mode_returns_a_split_copy():
         return nnx.Linear(2, 2, rngs=rngs)
 
     assert make(nnx.Rngs(0)).kernel[...].shape == (3, 2, 2)
+
+
+def test_capture_perturbations_under_vmap_as_in_the_intermediates_guide():
+    """A capture buffer (a Variable holding an empty dict) mapped on axis 0 has
+    nothing to map: vmap over a split model with one must work."""
+
+    class Foo(nnx.Module):
+        def __init__(self, dim):
+            self.w = nnx.Param(jax.random.normal(jax.random.key(0), dim))
+
+        def __call__(self, x):
+            x = self.perturb("grad_of_x", x)
+            y = jnp.dot(x, self.w)
+            self.sow(nnx.Intermediate, "y", y)
+            return y
+
+    @nnx.capture(nnx.Perturbation)
+    def init_perturbations(model, x):
+        graphdef, intms, params = nnx.split(model, nnx.Intermediate, nnx.Param)
+
+        def forward(intms, params, x):
+            return nnx.merge(graphdef, intms, params)(x)
+
+        return nnx.vmap(forward, in_axes=(0, None, 0))(intms, params, x)
+
+    def loss(model, perturbations, x):
+        return nnx.capture(model, nnx.Intermediate, init=perturbations)(x)
+
+    def loss_grad(model, perturbations, x):
+        (_, perturb_grads), sowed = nnx.grad(loss, argnums=(0, 1), has_aux=True)(
+            model, perturbations, x
+        )
+        return nnx.merge_state(perturb_grads, sowed)
+
+    model, x = Foo(4), jnp.ones((3, 4))
+    _, perturbations = init_perturbations(model, x)
+    out = nnx.vmap(loss_grad, in_axes=(None, 0, 0))(model, perturbations, x)
+    assert out["grad_of_x"][...].shape == (3, 4)
+    np.testing.assert_allclose(out["grad_of_x"][...], jnp.tile(model.w[...], (3, 1)))
+    assert out["y"].get_value()[0].shape == (3,)

@@ -315,6 +315,8 @@ def _check_ranks(entries: list[Entry]) -> None:
     for e in entries:
         if e.leaf is None or not isinstance(e.spec, int):
             continue
+        if not hasattr(e.value, "shape") and not jax.tree.leaves(e.value):
+            continue  # a Variable holding an empty pytree (a capture buffer)
         ndim = len(getattr(e.value, "shape", ()))
         if not -ndim <= e.spec < max(ndim, 1) or ndim == 0:
             kind = (
