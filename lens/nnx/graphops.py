@@ -505,6 +505,10 @@ def recursive_map(
             result = f(path, x)
             done[id(x)] = result
             return result
+        if type(x) in (list, tuple):  # plain containers: walked into, as pytrees
+            return f(path, type(x)(go(v, path + (i,)) for i, v in enumerate(x)))
+        if type(x) is dict:
+            return f(path, {k: go(v, path + (k,)) for k, v in x.items()})
         return f(path, x)
 
     return go(out, ())

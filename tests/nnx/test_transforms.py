@@ -641,3 +641,18 @@ def test_capture_perturbations_under_vmap_as_in_the_intermediates_guide():
     assert out["grad_of_x"][...].shape == (3, 4)
     np.testing.assert_allclose(out["grad_of_x"][...], jnp.tile(model.w[...], (3, 1)))
     assert out["y"].get_value()[0].shape == (3,)
+
+
+def test_split_rngs_decorator_simple_graph_mode_splits_streams_in_containers():
+    """flax.nnx's simple mode splits the streams found in the call's arguments
+    (tuples and dicts are walked into), so a vmapped constructor maps them."""
+
+    @nnx.split_rngs(splits=5, graph=True, graph_updates=False)
+    @nnx.vmap(in_axes=0, axis_size=5, graph=True, graph_updates=False)
+    def create(rngs):
+        return nnx.Linear(3, 3, rngs=rngs)
+
+    rngs = nnx.Rngs(0)
+    m = create(rngs)
+    assert m.kernel[...].shape == (5, 3, 3)
+    assert int(rngs.default.count[...]) == 1

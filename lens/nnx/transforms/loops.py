@@ -308,7 +308,7 @@ class _ScanCall:
 
     def run(self) -> Any:
         xs = [
-            jnp.moveaxis(e.value, e.spec, 0)
+            _move_axis(e.value, e.spec, 0)
             for e, k in zip(self.entries, self.kinds, strict=True)
             if k == "scan"
         ]
@@ -439,7 +439,7 @@ class _ScanCall:
             if k == "carry":
                 new_values.append(next(it_c))
             elif k == "scan" and e.leaf is not None:
-                new_values.append(jnp.moveaxis(next(it_s), 0, e.spec))
+                new_values.append(_move_axis(next(it_s), 0, e.spec))
             else:
                 new_values.append(e.value)
         write_back(
@@ -467,6 +467,11 @@ class _ScanCall:
         )
 
 
+def _move_axis(value: Any, source: int, destination: int) -> Any:
+    """``jnp.moveaxis`` on an array, or on each array of a Variable's pytree."""
+    return jax.tree.map(lambda a: jnp.moveaxis(a, source, destination), value)
+
+
 def _kinds_and_length(entries: list[Entry], length: int | None) -> tuple[list, int]:
     """Each value's role (carry, broadcast, scan) and the one loop length."""
     kinds = []
@@ -478,6 +483,8 @@ def _kinds_and_length(entries: list[Entry], length: int | None) -> tuple[list, i
             kinds.append("carry")
         elif e.spec is None:
             kinds.append("broadcast")
+        elif not hasattr(e.value, "shape") and not jax.tree.leaves(e.value):
+            kinds.append("scan")  # an empty pytree (a capture buffer): no length
         else:
             ndim = jnp.ndim(e.value)
             if not -ndim <= e.spec < max(ndim, 1) or ndim == 0:
