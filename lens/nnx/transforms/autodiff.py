@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from lens._argnums import argnums, combine, out_of_range, partition
+from lens.nnx.graphlib import graphdef, merge
 from lens.nnx.graphwalk import Walker, path_str
 from lens.nnx.pytreelib import Object
 from lens.nnx.statelib import State
@@ -359,7 +360,8 @@ def vjp(
     graph_updates: bool | None = None,
 ) -> Any:
     """``jax.vjp`` for functions of objects: ``out, vjp_fn = nnx.vjp(f, m, x)``;
-    ``vjp_fn(out_ct)`` gives one cotangent per primal (a State for an object).
+    ``vjp_fn(out_ct)`` gives one cotangent per primal (for an object, an object of its
+    type whose variables hold the cotangents, as flax.nnx gives it).
 
     flax.nnx runs vjp in tree mode only (``graph=False``) and returns objects
     there; lens returns States (read them by key or attribute), in either mode."""
@@ -371,6 +373,17 @@ def vjp(
     if not primals:  # used as a decorator: nnx.vjp(f)(m, x)
         return functools.partial(vjp, f, has_aux=has_aux, graph=graph)
     return _vjp(f, primals, has_aux)
+
+
+def _object_shaped(primal: Any, cotangent: Any) -> Any:
+    """An object argument's cotangent as flax.nnx gives it: an object of the
+    argument's type whose variables hold the cotangents."""
+    if not isinstance(primal, Object) or not isinstance(cotangent, State):
+        return cotangent
+    try:
+        return merge(graphdef(primal), cotangent)
+    except Exception:  # noqa: BLE001 - a partial cotangent stays a State
+        return cotangent
 
 
 def _vjp(f: Callable[..., Any], primals: tuple, has_aux: bool) -> Any:
@@ -394,7 +407,8 @@ def _vjp(f: Callable[..., Any], primals: tuple, has_aux: bool) -> Any:
 
     def vjp_fn(ct: Any) -> tuple[Any, ...]:
         (cts,) = vjp_values(ct)
-        return tuple(per_arg_states(primals, skel, entries, cts))
+        states = per_arg_states(primals, skel, entries, cts)
+        return tuple(_object_shaped(p, s) for p, s in zip(primals, states))
 
     out = merge_outputs(out, walker.nodes)
     if has_aux:

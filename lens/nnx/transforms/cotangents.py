@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lens.nnx.graphlib import state
 from lens.nnx.pytreelib import Object
 from lens.nnx.statelib import State
 from lens.nnx.transforms.general import Entry, Skeleton
@@ -72,6 +73,8 @@ def values_from(
     if isinstance(arg, Object):
         if tangent is None:
             return [None] * len(mine)
+        if isinstance(tangent, Object):  # flax's tree mode: an object-shaped tangent
+            tangent = state(tangent)
         if not hasattr(tangent, "flat_state"):
             raise TypeError(
                 f"{what}: the tangent of an object argument must be a State (as "

@@ -39,7 +39,6 @@ from lens.nnx.graphwalk import (
     InPlaceBuilder,
     Leaf,
     Walker,
-    check_graph_modes,
     is_graph_node,
     path_str,
 )
@@ -360,10 +359,9 @@ class DiffSpec:
 def check_graph_flags(
     name: str, graph: bool | None, graph_updates: bool | None
 ) -> None:
-    """vjp/jvp: flax.nnx runs them in tree mode only (``graph=False``); lens runs
-    them on its object graph either way, so both spellings are accepted."""
-    if graph_updates is False and graph is not False:
-        check_graph_modes(name, graph, graph_updates)
+    """vjp/jvp: lens runs them on its object graph in every mode flax.nnx names
+    (``graph``/``graph_updates``), so each spelling is accepted."""
+    transform_mode(name, None, graph, graph_updates)
 
 
 def split_all(args: tuple, name: str) -> tuple[Skeleton, list[Entry], Walker]:
