@@ -13,7 +13,7 @@ member its own key; the outer keys are restored after, advanced by one.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -461,11 +461,67 @@ def with_rngs(
     graph: bool | None = None,
     graph_updates: bool | None = None,
 ) -> Any:
-    """``split`` (or ``fork``) the streams of ``node`` for a transformed call;
-    see :func:`fork_rngs` and :func:`split_rngs`."""
-    if broadcast is not None:
-        raise NotImplementedError(
-            "nnx.with_rngs(broadcast=...) is not supported by lens.nnx; use "
-            "stream.broadcast(n) on the streams you need."
-        )
-    return fork_rngs(node, split=split, graph=graph, graph_updates=graph_updates)
+    """A copy of ``node`` whose streams are split, broadcast or forked (flax.nnx's
+    ``with_rngs``); without ``node``, a decorator doing so to a call's arguments.
+
+    ``split`` (an int, a shape, or ``{filter: shape}``) gives a stream that many
+    keys, one per member of a mapped call; ``broadcast`` gives it one new key
+    repeated to that shape (the same dropout mask at every scan step); ``fork``
+    (a filter) gives the remaining streams one new key each. The first rule that
+    matches a stream wins, in that order; the originals advance by one draw.
+
+    Example:
+        >>> from lens import nnx
+        >>> rngs = nnx.Rngs(params=0, dropout=1)
+        >>> new = nnx.with_rngs(rngs, split={"params": 4}, broadcast=3)
+        >>> new.params.key.shape, new.dropout.key.shape
+        ((4,), (3,))
+    """
+    del graph_updates  # one copy in every mode (flax raises in its full mode)
+    if node is None:
+
+        def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(f)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                args, kwargs = with_rngs(
+                    (args, kwargs),
+                    split=split,
+                    fork=fork,
+                    broadcast=broadcast,
+                    only=only,
+                    graph=graph,
+                )
+                return f(*args, **kwargs)
+
+            return wrapper
+
+        return decorate
+    rules = [("split", p, n) for p, n in _shape_rules(split)]
+    rules += [("broadcast", p, n) for p, n in _shape_rules(broadcast)]
+    forks = fork if isinstance(fork, list | tuple) else () if fork is None else (fork,)
+    rules += [("fork", to_predicate(f), None) for f in forks]
+    selected = to_predicate(only)
+    originals = dict(_streams(node))
+
+    def replace(path: tuple, x: Any) -> Any:
+        if not (isinstance(x, RngStream) and selected(path, x)):
+            return x
+        source = originals.get(tuple(path), x)
+        for how, pred, shape in rules:
+            if pred(path, x):
+                if how == "split":
+                    return RngStream(jax.random.split(source(), shape), tag=x.tag)
+                if how == "broadcast":
+                    return source.broadcast(shape)
+                return source.fork()
+        return x
+
+    return recursive_map(replace, node, graph=graph)
+
+
+def _shape_rules(spec: Any) -> list[tuple[Any, Any]]:
+    """``[(predicate, shape)]`` of an int, a shape or a ``{filter: shape}``."""
+    if spec is None:
+        return []
+    items = spec.items() if isinstance(spec, Mapping) else [(..., spec)]
+    return [(to_predicate(f), n) for f, n in items]

@@ -656,3 +656,30 @@ def test_split_rngs_decorator_simple_graph_mode_splits_streams_in_containers():
     m = create(rngs)
     assert m.kernel[...].shape == (5, 3, 3)
     assert int(rngs.default.count[...]) == 1
+
+
+def test_with_rngs_copies_with_split_broadcast_and_forked_streams():
+    """flax.nnx's with_rngs: a copy; the randomness guide's recurrent dropout
+    broadcasts one key over the scan steps (the same mask at every step)."""
+    rngs = nnx.Rngs(params=0, dropout=1, noise=2)
+    new = nnx.with_rngs(
+        rngs, split={"params": 4}, broadcast={"dropout": 3}, fork="noise"
+    )
+    assert new is not rngs
+    assert new.params.key[...].shape == (4,)
+    keys = new.dropout.key[...]
+    assert keys.shape == (3,) and bool(jnp.all(keys == keys[0]))
+    assert new.noise.key[...].shape == ()
+    assert int(rngs.params.count[...]) == 1  # the original advanced once
+
+    drop = nnx.Dropout(0.5, rngs=nnx.Rngs(dropout=0))
+    bcast = nnx.with_rngs(drop, broadcast=4)
+    axes = nnx.prefix(bcast, {"dropout": 0, ...: None})
+
+    @nnx.scan(in_axes=(axes, nnx.Carry, 0), out_axes=(nnx.Carry, 0))
+    def steps(d, c, x):
+        return c, d(x)
+
+    _, ys = steps(bcast, jnp.zeros(()), jnp.ones((4, 16)))
+    masks = ys != 0
+    assert bool(jnp.all(masks == masks[0]))  # one mask for every step
