@@ -21,6 +21,8 @@ from lens.nnx.graphcontext import merge_context as merge_context
 from lens.nnx.graphcontext import split_context as split_context
 from lens.nnx.graphcontext import unflatten as unflatten
 from lens.nnx.graphcontext import update_context as update_context
+from lens.nnx.graphmode import set_graph_mode as set_graph_mode
+from lens.nnx.graphmode import set_graph_updates as set_graph_updates
 from lens.nnx.graphops import A as A
 from lens.nnx.graphops import ApplyCaller as ApplyCaller
 from lens.nnx.graphops import GraphDef as GraphDef
@@ -36,8 +38,6 @@ from lens.nnx.graphops import map as map  # noqa: A004 - Flax's name
 from lens.nnx.graphops import merge as merge
 from lens.nnx.graphops import pop as pop
 from lens.nnx.graphops import recursive_map as recursive_map
-from lens.nnx.graphops import set_graph_mode as set_graph_mode
-from lens.nnx.graphops import set_graph_updates as set_graph_updates
 from lens.nnx.graphops import set_metadata as set_metadata
 from lens.nnx.graphops import split as split
 from lens.nnx.graphops import state as state

@@ -8,7 +8,6 @@ The walk they share (GraphDef, Walker, Builder) is in :mod:`lens.nnx.graphwalk`.
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import itertools
 from collections.abc import Callable, Iterator
@@ -19,6 +18,8 @@ import jax.numpy as jnp
 
 from lens import errors
 from lens.nnx.filterlib import to_predicate
+from lens.nnx.graphmode import set_graph_mode as set_graph_mode
+from lens.nnx.graphmode import set_graph_updates as set_graph_updates
 from lens.nnx.graphstate import GraphState as GraphState
 from lens.nnx.graphstate import PureState as PureState
 from lens.nnx.graphtree import (
@@ -43,7 +44,6 @@ from lens.nnx.pytreelib import Object, node_items
 from lens.nnx.statelib import FlatState, State, map_state, partition_flat
 from lens.nnx.tracers import check_mutable, structure_changed
 from lens.nnx.variablelib import Variable
-from lens.typing import BaseConfigContext
 
 
 def _walk(node: Any) -> tuple[Any, Walker]:
@@ -592,50 +592,3 @@ def unflatten(
     if isinstance(state, list) and not isinstance(state, FlatState):
         state = FlatState(zip(graphdef.paths, state, strict=True), sort=False)
     return merge(graphdef, state, copy=copy_variables)
-
-
-_MODE_STACKS: contextvars.ContextVar[dict[str, list[bool]] | None] = (
-    contextvars.ContextVar("lens_nnx_graph_mode_stacks", default=None)
-)
-
-
-def _mode_stack(name: str) -> list[bool]:
-    """This context's (thread's, task's) stack of values for one mode."""
-    stacks = _MODE_STACKS.get()
-    if stacks is None:
-        stacks = {}
-        _MODE_STACKS.set(stacks)
-    return stacks.setdefault(name, [])
-
-
-class set_graph_mode(BaseConfigContext):  # noqa: N801 - Flax's name
-    """``nnx.set_graph_mode(False)``: the graph API (split, merge, state, clone,
-    ...) defaults to tree mode from then on, walking objects as pytrees; ``with
-    nnx.set_graph_mode(False): ...`` for one block, ``@nnx.set_graph_mode(False)``
-    for a function's calls."""
-
-    @classmethod
-    def get_default(cls) -> bool:
-        """Flax's default: graph mode with graph updates."""
-        return True
-
-    @classmethod
-    def get_stack(cls) -> list:
-        """This context's stack of values."""
-        return _mode_stack("graph")
-
-
-class set_graph_updates(BaseConfigContext):  # noqa: N801 - Flax's name
-    """``nnx.set_graph_updates(False)``: transforms default to not carrying
-    updates made inside them back to the objects (setter, context manager or
-    decorator, as ``set_graph_mode``)."""
-
-    @classmethod
-    def get_default(cls) -> bool:
-        """Flax's default: graph mode with graph updates."""
-        return True
-
-    @classmethod
-    def get_stack(cls) -> list:
-        """This context's stack of values."""
-        return _mode_stack("graph_updates")

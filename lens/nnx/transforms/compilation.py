@@ -1,7 +1,7 @@
 """``nnx.jit``: ``jax.jit`` for functions of eager objects, with a cached graph walk.
 
 The call recipe is the one of :mod:`lens.nnx.transforms.general`. On top of it, each jitted
-function keeps its last call's walk of the arguments (:class:`_CachedWalk`) and
+function keeps its last call's walk of the arguments (:mod:`~lens.nnx.transforms.jit_cache`) and
 reuses it while nothing changed structure, and its compiled program returns only
 the state the function changed.
 """
@@ -15,18 +15,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, ParamSpec, TypeVar
 
 import jax
-import numpy as np
 
-from lens import errors
 from lens._argnums import argnames, argnums, out_of_range
 from lens.core import _trace
 from lens.nnx.graphwalk import Walker
-from lens.nnx.pytreelib import Object
 from lens.nnx.tracers import frame, structure_epoch
 from lens.nnx.transforms.general import (
     Carrier,
-    Entry,
-    Skeleton,
     TransformMode,
     apply_graph_updates,
     changed_structure,
@@ -36,6 +31,15 @@ from lens.nnx.transforms.general import (
     split_args,
     split_outputs,
     transform_mode,
+)
+from lens.nnx.transforms.jit_cache import (
+    CachedWalk,
+    JitSkeleton,
+    Unchanged,
+    cached_walk,
+    call_cached,
+    store_walk,
+    write_changed,
 )
 from lens.nnx.transforms.pack_trace import Picture
 from lens.nnx.transforms.sharding import StateSharding as StateSharding
@@ -47,7 +51,7 @@ from lens.nnx.transforms.signatures import SimpleJitFn as SimpleJitFn
 from lens.nnx.transforms.signatures import SimpleJitPartialFn as SimpleJitPartialFn
 from lens.nnx.transforms.signatures import SimpleShardMapFn as SimpleShardMapFn
 from lens.nnx.transforms.transforms import eval_shape
-from lens.nnx.variablelib import StaticValue, Variable
+from lens.nnx.variablelib import StaticValue
 from lens.traceback_util import api_boundary
 
 P = ParamSpec("P")
@@ -257,7 +261,7 @@ class JitWrapped(Generic[P, R]):
             self._pure, static_argnums=0, donate_argnums=1, **self.pass_through
         )
         # The last call's graph walk, reused while nothing changed structure.
-        self._cache: dict[str, _CachedWalk] = {}
+        self._cache: dict[str, CachedWalk] = {}
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
@@ -275,9 +279,9 @@ class JitWrapped(Generic[P, R]):
         if _trace.active():  # traced again, so that nested transforms are recorded
             out = self._traced_call(call)
         else:
-            hit = _cached_walk(self._cache, call.all_args, call.stat, call.signature)
+            hit = cached_walk(self._cache, call.all_args, call.stat, call.signature)
             if hit is not None:
-                out = _call_cached(hit, call.all_args, self.jitted_fn)
+                out = call_cached(hit, call.all_args, self.jitted_fn)
             else:
                 out = self._slow_call(call, self.jitted_fn)
         if self.mode.simple:
@@ -356,7 +360,7 @@ class JitWrapped(Generic[P, R]):
         pairs = [(e, v) for e, v in zip(entries, values, strict=True) if e.leaf]
         same = tuple(e.value is v and e.arg not in gone for e, v in pairs)
         graph_values = [e.value for (e, _), s in zip(pairs, same) if not s]
-        return Carrier([graph_values, outs], _Unchanged(same))
+        return Carrier([graph_values, outs], Unchanged(same))
 
     def _traced_call(self, call: _Call) -> Any:
         """An uncached call that records a pack-trace record (and its children)."""
@@ -387,7 +391,7 @@ class JitWrapped(Generic[P, R]):
         kept = [per_arg[i] for i in range(total) if i not in donated_args]
         key = StaticValue(
             (
-                _JitSkeleton(skel, call.stat, total),
+                JitSkeleton(skel, call.stat, total),
                 call.static_kw,
                 call.kw_names,
                 donated_args,
@@ -408,10 +412,10 @@ class JitWrapped(Generic[P, R]):
             picture.inputs(entries, ["all"] * len(entries), lambda e, v: v)
         result = jitted(key, donated, kept)
         new_values, outs = result.values
-        if not isinstance(result.aux, _Unchanged):
+        if not isinstance(result.aux, Unchanged):
             nodes = apply_graph_updates([], new_values, result.aux, walker.nodes)
             return merge_outputs(outs, nodes)
-        _write_changed(entries, result.aux.same, new_values)
+        write_changed(entries, result.aux.same, new_values)
         if picture is not None:
             it = iter(new_values)
             olds = [e.value for e in entries if e.leaf is not None]
@@ -419,7 +423,7 @@ class JitWrapped(Generic[P, R]):
                 [o if same else next(it) for o, same in zip(olds, result.aux.same)]
             )
         if cache:
-            _store_walk(
+            store_walk(
                 self._cache,
                 epoch,
                 call.all_args,
@@ -448,160 +452,6 @@ class JitWrapped(Generic[P, R]):
         """The outputs' shapes and dtypes (objects with ``ShapeDtypeStruct``
         values), computing nothing and leaving the arguments unchanged."""
         return eval_shape(self.fun, *args, **kwargs)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Unchanged:
-    """The aux of a jit result whose structure did not change: per graph leaf,
-    whether the function left it as it was (it is then not returned)."""
-
-    same: tuple[bool, ...]
-
-
-def _write_changed(
-    entries: list[Entry], same: tuple[bool, ...], new_values: list[Any]
-) -> None:
-    leaves = [e.leaf for e in entries if e.leaf is not None]
-    it = iter(new_values)
-    for leaf, unchanged in zip(leaves, same, strict=True):
-        if not unchanged:
-            leaf.write(next(it))
-
-
-@dataclasses.dataclass
-class _CachedWalk:
-    """What a jit call learnt from walking its arguments, to skip the next walk.
-
-    Valid while the structure epoch is unchanged (no attribute, container item or
-    variable metadata was set since), the same objects are passed in the same
-    places, and the plain lists and dicts met still hold the same items.
-    """
-
-    epoch: int
-    kinds: tuple[Any, ...]  # per argument: the object itself, or "array"
-    signature: Any
-    static: frozenset[int]
-    containers: list[tuple[Any, Any]]  # (container, snapshot of its items)
-    entries: list[Entry]
-    nodes: list[Any]
-    key: StaticValue
-    donated_args: tuple[int, ...]
-    # derived once: per entry (argument, leaf or None), and the graph leaves
-    reads: list[tuple[int, Any]] = dataclasses.field(default_factory=list)
-    leaves: list[Any] = dataclasses.field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.reads = [(e.arg, e.leaf) for e in self.entries]
-        self.leaves = [e.leaf for e in self.entries if e.leaf is not None]
-
-
-def _snapshot(container: Any) -> Any:
-    if type(container) is list:
-        return tuple(map(id, container))
-    return tuple((k, id(v)) for k, v in container.items())
-
-
-def _arg_kinds(args: tuple[Any, ...], static: frozenset[int]) -> tuple[Any, ...] | None:
-    """Per argument: the object (graph args), "array", or "static"; None when an
-    argument is another pytree (the fast path does not cover it)."""
-    kinds: list[Any] = []
-    for i, a in enumerate(args):
-        if i in static:
-            kinds.append(("static", StaticValue(a)))
-        elif isinstance(a, Object | Variable):
-            kinds.append(a)
-        elif isinstance(a, jax.Array | np.ndarray):
-            kinds.append("array")
-        else:
-            return None
-    return tuple(kinds)
-
-
-def _same_kinds(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        if isinstance(x, tuple):
-            if not (isinstance(y, tuple) and x == y):
-                return False
-        elif x is not y:
-            return False
-    return True
-
-
-def _store_walk(
-    cache: dict[str, _CachedWalk],
-    epoch: int,
-    args: tuple[Any, ...],
-    static: frozenset[int],
-    signature: Any,
-    entries: list[Entry],
-    walker: Walker,
-    key: StaticValue,
-    donated_args: tuple[int, ...],
-) -> None:
-    kinds = _arg_kinds(args, static)
-    if kinds is None or structure_epoch() != epoch:
-        cache.pop("last", None)  # the call changed structure: walk again next time
-        return
-    cache["last"] = _CachedWalk(
-        epoch,
-        kinds,
-        signature,
-        static,
-        [(c, _snapshot(c)) for c in walker.containers],
-        entries,
-        list(walker.nodes),
-        key,
-        donated_args,
-    )
-
-
-def _cached_walk(
-    cache: dict[str, _CachedWalk],
-    args: tuple[Any, ...],
-    static: frozenset[int],
-    signature: Any,
-) -> _CachedWalk | None:
-    hit = cache.get("last")
-    if hit is None or hit.epoch != structure_epoch() or hit.signature != signature:
-        return None
-    if hit.static != static:
-        return None
-    kinds = _arg_kinds(args, static)
-    if kinds is None or not _same_kinds(kinds, hit.kinds):
-        return None
-    for c, snap in hit.containers:
-        if _snapshot(c) != snap:
-            return None
-    return hit
-
-
-def _call_cached(hit: _CachedWalk, args: tuple[Any, ...], jitted: Any) -> Any:
-    per_arg: list[list[Any]] = [[] for _ in args]
-    for i, leaf in hit.reads:
-        per_arg[i].append(leaf.read() if leaf is not None else args[i])
-    donated = [per_arg[i] for i in hit.donated_args]
-    kept = [per_arg[i] for i in range(len(args)) if i not in hit.donated_args]
-    result = jitted(hit.key, donated, kept)
-    new_values, outs = result.values
-    if not isinstance(result.aux, _Unchanged):  # pragma: no cover - cached unchanged
-        raise errors.GraphStructureError(
-            "nnx.jit: the structure changed on a cached call; please report this."
-        )
-    if new_values:  # a forward pass changes nothing: no write-back at all
-        it = iter(new_values)
-        for leaf, unchanged in zip(hit.leaves, result.aux.same, strict=True):
-            if not unchanged:
-                leaf.write(next(it))
-    return merge_outputs(outs, hit.nodes)
-
-
-@dataclasses.dataclass(frozen=True)
-class _JitSkeleton:
-    skeleton: Skeleton
-    static: frozenset[int]
-    n_args: int
 
 
 def jit_partial(
