@@ -90,7 +90,6 @@ from lens.nn._linear import DenseGeneral as DenseGeneral
 from lens.nn._linear import Einsum as Einsum
 from lens.nn._linear import Embed as Embed
 from lens.nn._module import Module as Module
-from lens.nn._module import share_scope as share_scope
 from lens.nn._module_entry import apply as apply
 from lens.nn._module_entry import init as init
 from lens.nn._module_entry import init_with_output as init_with_output
@@ -119,6 +118,7 @@ from lens.nn._recurrent import RNNCellBase as RNNCellBase
 from lens.nn._recurrent import SimpleCell as SimpleCell
 from lens.nn._rnn import RNN as RNN
 from lens.nn._rnn import Bidirectional as Bidirectional
+from lens.nn._share_scope import share_scope as share_scope
 from lens.nn._stochastic import Dropout as Dropout
 from lens.nn._summary import tabulate as tabulate
 from lens.nn._transforms import add_metadata_axis as add_metadata_axis

@@ -13,7 +13,6 @@ from lens.nn._module import CompactNameScope as CompactNameScope
 from lens.nn._module import Module as Module
 from lens.nn._module import TestScope as TestScope
 from lens.nn._module import _map_submodules as _map_submodules
-from lens.nn._module import share_scope as share_scope
 from lens.nn._module_base import ModuleBase as ModuleBase
 from lens.nn._module_base import module_field as module_field
 from lens.nn._module_entry import apply as apply
@@ -49,6 +48,7 @@ from lens.nn._module_tree import _get_suffix_value_pairs as _get_suffix_value_pa
 from lens.nn._module_tree import (
     _map_over_modules_in_tree as _map_over_modules_in_tree,
 )
+from lens.nn._share_scope import share_scope as share_scope
 
 Args = tuple[Any]
 """The positional arguments an interceptor sees."""
