@@ -39,8 +39,7 @@ def while_loop(
       split_rngs: rng filter -> whether each iteration gets its own key (the key
         is folded with the iteration number).
 
-    Returns:
-      The final carry.
+    Returns the final carry.
     """
     rng_filters, rng_splits = _unzip2(split_rngs.items())
 
@@ -54,10 +53,7 @@ def while_loop(
                 for g, s in zip(rng_groups, rng_splits)
             )
 
-        if any(
-            not is_filter_empty(intersect_filters(m, carry_variables))
-            for m in scope_fn.mutable
-        ):
+        if _may_create(scope_fn, carry_variables):
             # lens: carry variables may be created in the body; initialise them
             # before the loop from one dry run of the body.
             def body0(init, i):
@@ -101,6 +97,14 @@ def while_loop(
         group_labels=["carry", "broadcast"],
         rng_labels=["split" if s else "shared" for s in rng_splits],
     )(scope)
+
+
+def _may_create(scope_fn: Any, carry_variables: Filter) -> bool:
+    """Whether a carry collection is mutable, so the body may create variables."""
+    return any(
+        not is_filter_empty(intersect_filters(m, carry_variables))
+        for m in scope_fn.mutable
+    )
 
 
 def _loop_hint(kind: str, name: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import functools
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -71,78 +71,84 @@ def vmap(
     def inner(scope_fn, repack_fn, variable_groups, rng_groups, *args, **kwargs):
         variable_groups = remove_axis_groups(variable_groups, in_var_axes, params)
         check_variable_axes(variable_groups, in_var_axes, "vmap")
-        sizes = mapped_sizes((in_var_axes, in_axes), (variable_groups, args), "vmap")
-        if axis_size is None and len(sizes) == 1:
-            (size,) = sizes
-        elif len(sizes) > 1:
-            raise errors.TransformAxisSizeError(
-                f"Inconsistent batch axis sizes: {sizes}\nEvery mapped argument "
-                "and variable must have the same size along its mapped axis."
-            )
-        elif axis_size is None:
-            raise errors.TransformAxisSizeError(
-                "axis_size should be specified manually.\nvmap cannot tell the "
-                "mapped size: no argument or variable is mapped; pass axis_size=N."
-            )
-        else:
-            size = axis_size
+        size = _mapped_size(variable_groups, in_var_axes, args, in_axes, axis_size)
         rng_groups = tuple(
             split_keys(g, size) if s else g for g, s in zip(rng_groups, rng_splits)
         )
-
-        @functools.partial(
-            jax.vmap,
+        mapped = _mapped_body(
+            fn, scope_fn, repack_fn, kwargs, out_var_axes,
             in_axes=(in_var_axes, rng_axes, in_axes),
             out_axes=(out_axes, out_var_axes),
             axis_name=axis_name,
             axis_size=axis_size,
             spmd_axis_name=spmd_axis_name,
-        )
-        def mapped(variable_groups, rng_groups, args):
-            scope = scope_fn(variable_groups, rng_groups)
-            y = fn(scope, *args, **kwargs)
-            out = repack_fn(scope)
-            check_variable_axes(out, out_var_axes, "vmap", out=True)
-            return y, out
-
-        try:
+        )  # fmt: skip
+        with _explained_axis_errors():
             y, out = mapped(variable_groups, rng_groups, args)
-        except ValueError as e:
-            msg = str(e)
-            if "vmap out_axes[1]" in msg and "got axis spec None" in msg:
-                raise ValueError(
-                    f"{e}\nlens: a collection that vmap broadcasts (variable_axes "
-                    "None) was updated with a value that depends on the mapped "
-                    "axis. Map that collection (variable_axes={name: 0}) or do not "
-                    "update it inside vmap."
-                ) from e
-            if "vmap in_axes" in msg or "vmap out_axes" in msg:
-                raise ValueError(
-                    f"{e}\nlens: in_axes covers the arguments after the scope or "
-                    "module; give one axis per argument, or a single int."
-                ) from e
-            raise
         return y, add_axis_groups(out, out_var_axes, params)
 
+    options = dict(variable_axes=variable_axes, split_rngs=split_rngs, in_axes=in_axes)
+    options.update(out_axes=out_axes, axis_size=axis_size, axis_name=axis_name)
     return pack(
-        inner,
-        in_filters,
-        out_filters,
-        rng_filters,
+        inner, in_filters, out_filters, rng_filters,
         name="vmap",
         enable_kwargs=True,
         hint=variable_hint("variable_axes", "0"),
-        trace_options=dict(
-            variable_axes=variable_axes,
-            split_rngs=split_rngs,
-            in_axes=in_axes,
-            out_axes=out_axes,
-            axis_size=axis_size,
-            axis_name=axis_name,
-            metadata_params=params,
-        ),
-        group_labels=[
-            f"axis {a}" if a is not None else "broadcast" for a in in_var_axes
-        ],
+        trace_options=dict(options, metadata_params=params),
+        group_labels=[f"axis {a}" if a is not None else "broadcast" for a in in_var_axes],
         rng_labels=["split" if s else "shared" for s in rng_splits],
-    )
+    )  # fmt: skip
+
+
+def _mapped_body(fn, scope_fn, repack_fn, kwargs, out_var_axes, **vmap_kwargs):
+    """``fn`` on a fresh scope per element, under ``jax.vmap(**vmap_kwargs)``."""
+
+    def mapped(variable_groups, rng_groups, args):
+        scope = scope_fn(variable_groups, rng_groups)
+        y = fn(scope, *args, **kwargs)
+        out = repack_fn(scope)
+        check_variable_axes(out, out_var_axes, "vmap", out=True)
+        return y, out
+
+    return jax.vmap(mapped, **vmap_kwargs)
+
+
+def _mapped_size(variable_groups, var_axes, args, in_axes, axis_size) -> int:
+    """The one size of every mapped argument and variable, or ``axis_size``."""
+    sizes = mapped_sizes((var_axes, in_axes), (variable_groups, args), "vmap")
+    if len(sizes) > 1:
+        raise errors.TransformAxisSizeError(
+            f"Inconsistent batch axis sizes: {sizes}\nEvery mapped argument "
+            "and variable must have the same size along its mapped axis."
+        )
+    if axis_size is not None:
+        return axis_size
+    if not sizes:
+        raise errors.TransformAxisSizeError(
+            "axis_size should be specified manually.\nvmap cannot tell the "
+            "mapped size: no argument or variable is mapped; pass axis_size=N."
+        )
+    (size,) = sizes
+    return size
+
+
+@contextlib.contextmanager
+def _explained_axis_errors():
+    """Adds what to change to ``jax.vmap``'s axis errors, in lens's terms."""
+    try:
+        yield
+    except ValueError as e:
+        msg = str(e)
+        if "vmap out_axes[1]" in msg and "got axis spec None" in msg:
+            raise ValueError(
+                f"{e}\nlens: a collection that vmap broadcasts (variable_axes "
+                "None) was updated with a value that depends on the mapped "
+                "axis. Map that collection (variable_axes={name: 0}) or do not "
+                "update it inside vmap."
+            ) from e
+        if "vmap in_axes" in msg or "vmap out_axes" in msg:
+            raise ValueError(
+                f"{e}\nlens: in_axes covers the arguments after the scope or "
+                "module; give one axis per argument, or a single int."
+            ) from e
+        raise
