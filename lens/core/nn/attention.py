@@ -165,75 +165,115 @@ def multi_head_dot_product_attention(
     )
     head_dim = qkv_features // num_heads
     dense = functools.partial(
-        dense_general,
-        axis=-1,
-        dtype=dtype,
-        features=(num_heads, head_dim),
-        kernel_init=kernel_init,
-        bias_init=bias_init,
-        bias=bias,
-        precision=precision,
-    )
+        dense_general, axis=-1, dtype=dtype, features=(num_heads, head_dim),
+        kernel_init=kernel_init, bias_init=bias_init, bias=bias, precision=precision,
+    )  # fmt: skip
     query = scope.child(dense, "query")(inputs_q)
     key = scope.child(dense, "key")(inputs_kv)
     value = scope.child(dense, "value")(inputs_kv)
 
     cache_entry: Any = None
     if cache:
-        if not scope.has_variable("cache", "entry"):
-            ndim, tail_shape = key.ndim, key.shape[-2:]
+        key, value, cache_entry, key_padding_mask = _cache_step(
+            scope, key, value, inputs_q, attention_axis, key_padding_mask
+        )
+    attention_bias = _attention_bias(
+        query, key, attention_axis, dtype, causal_mask, cache_entry,
+        padding_mask, key_padding_mask, segmentation, key_segmentation,
+    )  # fmt: skip
+    x = scope.child(attention_fn)(
+        query, key, value, dtype=dtype, axis=attention_axis, bias=attention_bias,
+        precision=precision, dropout_rng=dropout_rng, dropout_rate=dropout_rate,
+        broadcast_dropout=broadcast_dropout, deterministic=deterministic,
+    )  # fmt: skip
+    return scope.child(dense_general, name="out")(
+        x,
+        features=features,
+        axis=(-2, -1),
+        kernel_init=kernel_init,
+        bias_init=bias_init,
+        bias=bias,
+        dtype=dtype,
+        precision=precision,
+    )
 
-            def init_fn(shape: tuple, dtype: Any = jnp.float32) -> CacheEntry:
-                full_shape = tuple(shape) + tail_shape
-                if len(full_shape) != ndim:
-                    raise ValueError(
-                        "Shape should be a tuple with the shape of the batch and "
-                        "attention dims."
-                    )
-                return CacheEntry(
-                    key=jnp.zeros(full_shape, dtype),
-                    value=jnp.zeros(full_shape, dtype),
-                    i=jnp.zeros((), jnp.uint32),
-                )
 
-            cache_entry = init_fn
-        else:
-            cache_entry = scope.get_variable("cache", "entry")
-            if not isinstance(cache_entry, CacheEntry):
+def _cache_step(
+    scope: Scope,
+    key: Array,
+    value: Array,
+    inputs_q: Array,
+    attention_axis: tuple[int, ...],
+    key_padding_mask: Array | None,
+) -> tuple[Array, Array, Any, Array | None]:
+    """Writes this step's key and value into the cache (or creates its init fn)."""
+    if not scope.has_variable("cache", "entry"):
+        ndim, tail_shape = key.ndim, key.shape[-2:]
+
+        def init_fn(shape: tuple, dtype: Any = jnp.float32) -> CacheEntry:
+            full_shape = tuple(shape) + tail_shape
+            if len(full_shape) != ndim:
                 raise ValueError(
-                    "Cache is not initialized.\nThe 'entry' in the cache collection "
-                    "must be the CacheEntry an earlier call created."
+                    "Shape should be a tuple with the shape of the batch and "
+                    "attention dims."
                 )
-            expected = list(cache_entry.key.shape[:-2])
-            for d in attention_axis:
-                expected[d] = 1
-            expected_shape = tuple(expected) + inputs_q.shape[-1:]
-            if expected_shape != inputs_q.shape:
-                raise ValueError(
-                    f"Invalid shape provided, expected shape {expected_shape} instead got {inputs_q.shape}."
-                )
-            cshape = cache_entry.key.shape
-            indices: list[Any] = [0] * len(cshape)
-            i = cache_entry.i
-            attn_size = int(np.prod(np.take(cshape, attention_axis)))
-            for d in attention_axis:
-                attn_size //= cshape[d]
-                indices[d] = i // attn_size
-                i = i % attn_size
-            key = lax.dynamic_update_slice(cache_entry.key, key, indices)
-            value = lax.dynamic_update_slice(cache_entry.value, value, indices)
-            one = jnp.array(1, jnp.uint32)
-            cache_entry = cache_entry.replace(
-                i=cache_entry.i + one, key=key, value=value
+            return CacheEntry(
+                key=jnp.zeros(full_shape, dtype),
+                value=jnp.zeros(full_shape, dtype),
+                i=jnp.zeros((), jnp.uint32),
             )
-            key_padding_mask = jnp.broadcast_to(
-                jnp.arange(cshape[1]) < cache_entry.i, cshape[:2]
-            ).astype(jnp.float32)[..., None]
-        scope.put_variable("cache", "entry", cache_entry)
 
+        cache_entry = init_fn
+    else:
+        cache_entry = scope.get_variable("cache", "entry")
+        if not isinstance(cache_entry, CacheEntry):
+            raise ValueError(
+                "Cache is not initialized.\nThe 'entry' in the cache collection "
+                "must be the CacheEntry an earlier call created."
+            )
+        expected = list(cache_entry.key.shape[:-2])
+        for d in attention_axis:
+            expected[d] = 1
+        expected_shape = tuple(expected) + inputs_q.shape[-1:]
+        if expected_shape != inputs_q.shape:
+            raise ValueError(
+                f"Invalid shape provided, expected shape {expected_shape} instead got {inputs_q.shape}."
+            )
+        cshape = cache_entry.key.shape
+        indices: list[Any] = [0] * len(cshape)
+        i = cache_entry.i
+        attn_size = int(np.prod(np.take(cshape, attention_axis)))
+        for d in attention_axis:
+            attn_size //= cshape[d]
+            indices[d] = (i // attn_size).astype(jnp.int32)
+            i = i % attn_size
+        key = lax.dynamic_update_slice(cache_entry.key, key, indices)
+        value = lax.dynamic_update_slice(cache_entry.value, value, indices)
+        one = jnp.array(1, jnp.uint32)
+        cache_entry = cache_entry.replace(i=cache_entry.i + one, key=key, value=value)
+        key_padding_mask = jnp.broadcast_to(
+            jnp.arange(cshape[1]) < cache_entry.i, cshape[:2]
+        ).astype(jnp.float32)[..., None]
+    scope.put_variable("cache", "entry", cache_entry)
+    return key, value, cache_entry, key_padding_mask
+
+
+def _attention_bias(
+    query: Array,
+    key: Array,
+    attention_axis: tuple[int, ...],
+    dtype: Any,
+    causal_mask: bool,
+    cache_entry: Any,
+    padding_mask: Array | None,
+    key_padding_mask: Array | None,
+    segmentation: Array | None,
+    key_segmentation: Array | None,
+) -> Array | None:
+    """The additive bias (0 or -1e10) of the causal, padding and segment masks."""
     masks = []
     if causal_mask:
-        if cache and isinstance(cache_entry, CacheEntry):
+        if isinstance(cache_entry, CacheEntry):
             pre = (1,) * (key.ndim - 1)
             attn_shape = tuple(np.take(key.shape, attention_axis))
             ii = jnp.arange(int(np.prod(attn_shape)), dtype=jnp.uint32)
@@ -275,29 +315,7 @@ def multi_head_dot_product_attention(
             jnp.full(mask.shape, 0.0).astype(dtype),
             jnp.full(mask.shape, -1e10).astype(dtype),
         )
-    x = scope.child(attention_fn)(
-        query,
-        key,
-        value,
-        dtype=dtype,
-        axis=attention_axis,
-        bias=attention_bias,
-        precision=precision,
-        dropout_rng=dropout_rng,
-        dropout_rate=dropout_rate,
-        broadcast_dropout=broadcast_dropout,
-        deterministic=deterministic,
-    )
-    return scope.child(dense_general, name="out")(
-        x,
-        features=features,
-        axis=(-2, -1),
-        kernel_init=kernel_init,
-        bias_init=bias_init,
-        bias=bias,
-        dtype=dtype,
-        precision=precision,
-    )
+    return attention_bias
 
 
 def make_padding_mask(
