@@ -5,6 +5,8 @@ Every lens object displays in three forms: treescope (``__treescope_repr__``), r
 Displays never raise into a notebook: on error they warn and fall back to ``repr``.
 """
 
+from typing import Any as _Any
+
 from lens.display._base import View as View
 from lens.display._diff import DiffView as DiffView
 from lens.display._diff import diff as diff
@@ -47,3 +49,12 @@ def _register_views() -> None:
 
 
 _register_views()
+
+
+def __getattr__(name: str) -> _Any:
+    """``live`` and ``Live`` load on first use (lens.display._live, threads and all)."""
+    if name in ("live", "Live"):
+        from lens.display import _live
+
+        return getattr(_live, name)
+    raise AttributeError(f"module 'lens.display' has no attribute {name!r}")

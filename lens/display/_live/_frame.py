@@ -1,0 +1,194 @@
+"""One picture of a live view: what the drawer took from the loop, as plain data.
+
+A ``Frame`` holds host values only (floats, NumPy arrays): drawing it never touches
+the device. ``FrameView`` draws it in every lens display form (text, script-free
+HTML, rich), each guarded like every lens view.
+
+Numbers that come from float sums or from the clock are written in fixed phrases
+(``last .. · min .. · max ..``, ``in .. s · .. steps/s``) that
+``notebooks/sanitize.cfg`` blurs, so a stored notebook holds on every CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from lens.display._base import View
+from lens.display._leaf import fmt_num
+from lens.display._live._layers import Group, Sample
+from lens.display._stacked import describe, spark_text
+
+CURVE_COLUMNS = 120
+"""Columns of a curve (bins of steps); more points are binned (min, max, last)."""
+
+
+@dataclasses.dataclass
+class Frame:
+    """Everything one picture shows (host values only)."""
+
+    title: str
+    status: str = "running"  # running, done, interrupted, failed: ...
+    step: float | None = None  # the last step logged (train), when on the host
+    calls: int = 0  # train log calls
+    total: int | None = None
+    elapsed: float = 0.0
+    rate: float | None = None  # steps per second, recent
+    busy: list[tuple[str, str, float]] = dataclasses.field(default_factory=list)
+    compiles: list[tuple[str, float]] = dataclasses.field(default_factory=list)
+    series: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = dataclasses.field(
+        default_factory=dict
+    )
+    groups: list[Group] = dataclasses.field(default_factory=list)
+    samples: list[Sample] = dataclasses.field(default_factory=list)
+
+    @property
+    def done(self) -> int:
+        """Steps done: how many times the loop logged its train split."""
+        return self.calls
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left at the recent rate (None without a total or a rate)."""
+        if self.total is None or not self.rate:
+            return None
+        return max(self.total - self.done, 0) / self.rate
+
+
+def seconds(t: float) -> str:
+    """``12 s``, ``3 min 04 s``, ``1 h 02 min``."""
+    t = max(t, 0.0)
+    if t < 10:
+        return f"{t:.1f} s"
+    if t < 60:
+        return f"{t:.0f} s"
+    if t < 3600:
+        return f"{int(t // 60)} min {int(t % 60):02d} s"
+    return f"{int(t // 3600)} h {int(t % 3600 // 60):02d} min"
+
+
+def progress_line(f: Frame) -> str:
+    """``train_step · 40/100 steps in 1.2 s · 33.1 steps/s · ETA 2 s · done``."""
+    done = f"{f.done}/{f.total}" if f.total is not None else f"{f.done}"
+    parts = [f"{f.title} · {done} steps in {seconds(f.elapsed)}"]
+    parts[0] += f" · {f.rate:.3g} steps/s" if f.rate else " · - steps/s"
+    if f.eta is not None and f.status == "running":
+        parts.append(f"ETA {seconds(f.eta)}")
+    if f.status != "running":
+        parts.append(f.status)
+    return " · ".join(parts)
+
+
+def busy_lines(f: Frame) -> list[str]:
+    """``compiling train_step: 12 s`` for each call in flight, then past compiles."""
+    lines = [f"{kind} {name}: {seconds(t)}" for name, kind, t in f.busy]
+    if f.compiles:
+        lines.append(
+            "compiled "
+            + ", ".join(f"{name} in {seconds(t)}" for name, t in f.compiles[-3:])
+        )
+    return lines
+
+
+def summary(values: np.ndarray) -> str:
+    """``last 0.031 · min 0.03 · max 2.31`` of the finite values."""
+    finite = values[np.isfinite(values)]
+    last = fmt_num(float(values[-1])) if len(values) else "-"
+    if not finite.size:
+        return f"last {last} · min - · max -"
+    return (
+        f"last {last} · min {fmt_num(float(finite.min()))} · "
+        f"max {fmt_num(float(finite.max()))}"
+    )
+
+
+def binned(
+    steps: np.ndarray, values: np.ndarray, columns: int = CURVE_COLUMNS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(step, low, high, last)`` per column: at most ``columns`` columns."""
+    n = len(values)
+    if n <= columns:
+        return steps, values, values, values
+    edges = np.linspace(0, n, columns + 1).astype(int)
+    lo, hi, last, at = [], [], [], []
+    for i, j in zip(edges[:-1], edges[1:]):
+        chunk = values[i:j]
+        finite = chunk[np.isfinite(chunk)]
+        bad = finite.size < chunk.size
+        lo.append(np.nan if bad or not finite.size else finite.min())
+        hi.append(np.nan if bad or not finite.size else finite.max())
+        last.append(chunk[-1])
+        at.append(steps[j - 1])
+    return np.array(at), np.array(lo), np.array(hi), np.array(last)
+
+
+def text(f: Frame, width: int = 48) -> str:
+    """The plain-text form: progress, compiles, one line per curve and layer group."""
+    lines = [progress_line(f), *busy_lines(f)]
+    for metric, splits in f.series.items():
+        for split, (_, values) in splits.items():
+            name = metric if split == "train" else f"{metric} ({split})"
+            spark = spark_text(_last_bins(values, width)) if len(values) else ""
+            lines.append(f"{name}: {summary(values)}  {spark}")
+    lines += layer_lines(f)
+    return "\n".join(lines)
+
+
+def _last_bins(values: np.ndarray, width: int) -> np.ndarray:
+    if len(values) <= width:
+        return values
+    edges = np.linspace(0, len(values), width + 1).astype(int)
+    return np.array([values[j - 1] for j in edges[1:]])
+
+
+def layer_lines(f: Frame) -> list[str]:
+    """Per group, the latest RMS of params (and grads); a stack as a spark line."""
+    if not f.samples:
+        return []
+    latest = f.samples[-1]
+    lines = [f"layers at step {int(latest.step)} (rms):"]
+    for g in f.groups:
+        p = latest.params.get(g.name)
+        grad = latest.grads.get(g.name) if latest.grads is not None else None
+        if p is None:
+            continue
+        if g.layers:
+            lines.append(f"  {g.name} params {describe(p)}")
+            if grad is not None:
+                lines.append(f"  {g.name} grads {describe(grad)}")
+        else:
+            extra = f" grads rms {fmt_num(float(grad))}" if grad is not None else ""
+            lines.append(f"  {g.name} params rms {fmt_num(float(p))}{extra}")
+    return lines
+
+
+class FrameView(View):
+    """A frame in every lens display form (the final picture of a live view)."""
+
+    def __init__(self, frame: Frame) -> None:
+        self.frame = frame
+
+    def text(self) -> str:
+        """Progress, one line per curve, the layers' latest RMS."""
+        return text(self.frame)
+
+    def html_body(self) -> str:
+        """Curves, a layer-by-step heatmap per stack, progress (inline styles)."""
+        from lens.display._live._html import body
+
+        return body(self.frame)
+
+    def rich(self) -> Any:
+        """A progress bar over the text form (for a terminal)."""
+        from rich.console import Group as RichGroup
+        from rich.progress_bar import ProgressBar
+        from rich.text import Text
+
+        f = self.frame
+        parts: list[Any] = []
+        if f.total:
+            parts.append(ProgressBar(total=f.total, completed=min(f.done, f.total)))
+        parts.append(Text(self.text()))
+        return RichGroup(*parts)

@@ -1,0 +1,305 @@
+"""A frame as script-free HTML: curves, progress, per-layer heatmaps.
+
+Only what JupyterLab's sanitizer keeps in an untrusted notebook (so the stored final
+picture looks the same on reopening, on GitHub and in nbconvert HTML): elements with
+inline styles, no SVG, no ``<style>``, no CSS variables. A curve is a box of
+absolutely placed segments (percentages, so it fits any width); a heatmap is a CSS
+grid of coloured cells. Fixed colours (the sanitizer drops ``currentColor``) that
+read on light and dark themes; text keeps the theme's colour.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lens.display._base import e
+from lens.display._leaf import fmt_num
+from lens.display._live._frame import (
+    CURVE_COLUMNS,
+    Frame,
+    busy_lines,
+    progress_line,
+    summary,
+)
+from lens.display._live._layers import Group, Sample
+from lens.display._stacked import outliers, spark_html
+
+SPLIT_COLOURS = {"train": "#1f77b4", "eval": "#ff7f0e"}
+OTHER_COLOURS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2")
+BAD = "#d32f2f"
+PLOT_PX = 72
+HEAT_COLUMNS = 60
+HEAT_ROWS = 48
+# viridis at nine stops: dark (small) to yellow (large); readable on both themes
+RAMP = np.array(
+    [
+        (68, 1, 84),
+        (71, 44, 122),
+        (59, 81, 139),
+        (44, 113, 142),
+        (33, 144, 141),
+        (39, 173, 129),
+        (92, 200, 99),
+        (170, 220, 50),
+        (253, 231, 37),
+    ],
+    np.float64,
+)
+MUTED = "opacity:.72"
+BOX = "border:1px solid rgba(128,128,128,.35);border-radius:3px"
+
+
+def body(f: Frame) -> str:
+    """The whole picture (the part inside lens's root ``div``)."""
+    parts = [_header(f)]
+    if f.series:
+        charts = "".join(_chart(metric, splits) for metric, splits in f.series.items())
+        parts.append(
+            "<div style='display:flex;flex-wrap:wrap;gap:8px 16px;"
+            f"margin:6px 0;max-width:100%'>{charts}</div>"
+        )
+    if f.samples:
+        parts.append(_layers(f.groups, f.samples))
+    return "".join(parts)
+
+
+def _header(f: Frame) -> str:
+    colour = "" if f.status in ("running", "done") else f";color:{BAD}"
+    out = [f"<div style='white-space:normal{colour}'>{e(progress_line(f))}</div>"]
+    if f.total:
+        pct = 100.0 * min(f.done, f.total) / f.total
+        out.append(
+            "<div style='height:4px;max-width:480px;margin:2px 0;"
+            "background:rgba(128,128,128,.25);border-radius:2px'>"
+            f"<div style='width:{pct:.0f}%;height:4px;background:#1f77b4;"
+            "border-radius:2px'></div></div>"
+        )
+    for line in busy_lines(f):
+        accent = line.startswith(("compiling", "running"))
+        style = (
+            "background:rgba(178,106,0,.18);border-radius:2px;padding:0 4px"
+            if accent
+            else MUTED
+        )
+        out.append(f"<div><span style='{style}'>{e(line)}</span></div>")
+    return "".join(out)
+
+
+def _colour(split: str, i: int) -> str:
+    return SPLIT_COLOURS.get(split) or OTHER_COLOURS[i % len(OTHER_COLOURS)]
+
+
+def _chart(metric: str, splits: dict[str, tuple[np.ndarray, np.ndarray]]) -> str:
+    """One metric: its splits as curves on one pair of axes."""
+    finite = [v[np.isfinite(v)] for _, v in splits.values()]
+    allv = np.concatenate(finite) if finite else np.zeros(0)
+    steps = np.concatenate([s for s, _ in splits.values()])
+    log = bool(allv.size and allv.min() > 0 and allv.max() / allv.min() > 20)
+    lo, hi = (float(allv.min()), float(allv.max())) if allv.size else (0.0, 1.0)
+    s0, s1 = (float(steps.min()), float(steps.max())) if steps.size else (0.0, 1.0)
+    scale = _Scale(lo, hi, log)
+    segments, legend = [], []
+    for i, (split, (xs, ys)) in enumerate(splits.items()):
+        colour = _colour(split, i)
+        segments.append(_curve(xs, ys, s0, s1, scale, colour))
+        legend.append(
+            f"<span><span style='display:inline-block;"
+            f"width:10px;height:3px;vertical-align:middle;background:{colour}'>"
+            f"</span> {e(split)} <span style='{MUTED}'>{e(summary(ys))}</span></span>"
+        )
+    axis = f"steps {int(s0)}..{int(s1)}" + (" · log scale" if log else "")
+    return (
+        "<div class='lens-live-chart' style='flex:1 1 260px;min-width:0;"
+        "max-width:520px'>"
+        f"<div style='display:flex;justify-content:space-between;gap:8px'>"
+        f"<b>{e(metric)}</b><span style='{MUTED}'>{e(axis)}</span></div>"
+        f"<div style='position:relative;height:{PLOT_PX}px;{BOX};overflow:hidden'>"
+        f"{''.join(segments)}</div>"
+        "<div style='display:flex;flex-wrap:wrap;gap:0 10px;white-space:normal;"
+        f"overflow-wrap:anywhere'>{''.join(legend)}</div>"
+        "</div>"
+    )
+
+
+class _Scale:
+    def __init__(self, lo: float, hi: float, log: bool) -> None:
+        self.log = log
+        self.lo, self.hi = (np.log10(lo), np.log10(hi)) if log else (lo, hi)
+
+    def __call__(self, v: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = np.log10(v) if self.log else v
+            span = self.hi - self.lo
+            out = (x - self.lo) / span if span > 0 else np.full_like(x, 0.5)
+        return np.clip(out * 92 + 4, 0, 100)  # percent of the box, 4% margins
+
+
+def _curve(
+    xs: np.ndarray, ys: np.ndarray, s0: float, s1: float, scale: _Scale, colour: str
+) -> str:
+    """A staircase of absolutely placed segments, one column per bin of steps:
+    across from the last column at its value, then up or down over the bin's range.
+    A bin holding NaN or inf is a red bar across the whole height."""
+    cols = CURVE_COLUMNS
+    if not len(ys):
+        return ""
+    idx = (
+        np.zeros(len(xs), int)
+        if s1 <= s0
+        else np.minimum(((xs - s0) / (s1 - s0) * cols).astype(int), cols - 1)
+    )
+    out: list[str] = []
+    prev: tuple[int, float] | None = None
+    w = 100.0 / cols
+    for col in np.unique(idx):
+        chunk = ys[idx == col]
+        if not np.all(np.isfinite(chunk)):
+            out.append(_seg(col * w, 0.0, w, 100.0, BAD))
+            prev = None
+            continue
+        y = scale(chunk)
+        low, high = float(y.min()), float(y.max())
+        if prev is not None:
+            pc, py = prev
+            if col > pc + 1:
+                out.append(_seg((pc + 1) * w, py, (col - pc - 1) * w, 0.0, colour))
+            low, high = min(low, py), max(high, py)
+        out.append(_seg(col * w, low, w, high - low, colour))
+        prev = (int(col), float(y[-1]))
+    return "".join(out)
+
+
+def _seg(left: float, bottom: float, width: float, height: float, colour: str) -> str:
+    return (
+        f"<i style='position:absolute;left:{left:.2f}%;width:{width + 0.3:.2f}%;"
+        f"bottom:{bottom:.1f}%;height:{height:.1f}%;min-height:2px;min-width:2px;"
+        f"background:{colour}'></i>"
+    )
+
+
+def _layers(groups: list[Group], samples: list[Sample]) -> str:
+    """The latest per-group RMS table, then a layer-by-step heatmap per stack."""
+    latest = samples[-1]
+    rows = []
+    for g in groups:
+        p = latest.params.get(g.name)
+        if p is None:
+            continue
+        grad = latest.grads.get(g.name) if latest.grads is not None else None
+        cells = [_cell(p, g, "params")]
+        if grad is not None:
+            cells.append(_cell(grad, g, "grads"))
+        rows.append(
+            "<div style='margin:2px 0 2px 12px;white-space:normal;"
+            f"overflow-wrap:anywhere'>{e(g.name)} <span style='{MUTED}'>"
+            f"{e(g.shapes)}</span><div style='display:flex;flex-wrap:wrap;"
+            f"gap:0 16px;margin-left:12px'>{''.join(cells)}</div></div>"
+        )
+    head = (
+        f"<div style='margin-top:6px'><b>layers</b> <span style='{MUTED}'>"
+        f"RMS at step {int(latest.step)}</span></div>"
+    )
+    table = "".join(rows)
+    whats = ["params"] + (["grads"] if latest.grads is not None else [])
+    plain = [g for g in groups if not g.layers]
+    heat = []
+    for what in whats:
+        heat += [_heatmap(g, samples, what) for g in groups if g.layers]
+        if len(plain) >= 2:
+            heat.append(_heatmap_plain(plain, samples, what))
+    grid = (
+        "<div style='display:flex;flex-wrap:wrap;gap:8px 16px;margin-top:4px'>"
+        + "".join(heat)
+        + "</div>"
+        if heat
+        else ""
+    )
+    return head + table + grid
+
+
+def _cell(v: np.ndarray, g: Group, what: str) -> str:
+    if g.layers:
+        chart = spark_html(np.asarray(v, np.float64), f"{what} rms")
+    else:
+        chart = f"{what} rms {e(fmt_num(float(v)))}"
+    return f"<span style='white-space:normal;overflow-wrap:anywhere'>{chart}</span>"
+
+
+def _history(samples: list[Sample], name: str, what: str) -> np.ndarray | None:
+    rows = []
+    for s in samples:
+        d = s.params if what == "params" else s.grads
+        if d is None or name not in d:
+            return None
+        rows.append(np.atleast_1d(np.asarray(d[name], np.float64)))
+    return np.stack(rows, axis=1) if rows else None  # [rows, samples]
+
+
+def _heatmap(g: Group, samples: list[Sample], what: str) -> str:
+    hist = _history(samples, g.name, what)
+    if hist is None:
+        return ""
+    title = f"{g.name}: {what} RMS, layer 0..{g.layers - 1} (top to bottom) by step"
+    return _grid(hist, title, [f"layer {i}" for i in range(hist.shape[0])], samples)
+
+
+def _heatmap_plain(groups: list[Group], samples: list[Sample], what: str) -> str:
+    rows = [_history(samples, g.name, what) for g in groups]
+    if any(r is None for r in rows):
+        return ""
+    hist = np.concatenate([r for r in rows if r is not None], axis=0)
+    title = f"{what} RMS, one row per module (top to bottom as listed) by step"
+    return _grid(hist, title, [g.name for g in groups], samples)
+
+
+def _bin(a: np.ndarray, n: int, axis: int) -> np.ndarray:
+    """At most ``n`` entries along ``axis``: the max of each bin (NaN kept)."""
+    if a.shape[axis] <= n:
+        return a
+    edges = np.linspace(0, a.shape[axis], n + 1).astype(int)
+    parts = [
+        np.max(np.take(a, range(i, j), axis=axis), axis=axis, keepdims=True)
+        for i, j in zip(edges[:-1], edges[1:])
+    ]
+    return np.concatenate(parts, axis=axis)
+
+
+def _grid(hist: np.ndarray, title: str, names: list[str], samples: list[Sample]) -> str:
+    """A heatmap: one row per layer, one column per sample; log colour scale."""
+    latest = hist[:, -1]
+    bad = outliers(latest)
+    note = f"; stands out now: {', '.join(names[i] for i in bad[:5])}" if bad else ""
+    h = _bin(_bin(hist, HEAT_ROWS, 0), HEAT_COLUMNS, 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lg = np.log10(h)
+    finite = lg[np.isfinite(lg)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0, 1)
+    cells = []
+    for r in range(h.shape[0]):
+        for c in range(h.shape[1]):
+            cells.append(f"<i style='background:{_ramp(lg[r, c], lo, hi)}'></i>")
+    rows, cols = h.shape
+    first, last = int(samples[0].step), int(samples[-1].step)
+    return (
+        "<div class='lens-live-heat' style='flex:1 1 260px;min-width:0;"
+        "max-width:520px'>"
+        f"<div style='white-space:normal;overflow-wrap:anywhere'>{e(title)}"
+        f"<span style='color:{BAD}'>{e(note)}</span></div>"
+        f"<div style='display:grid;grid-template-columns:repeat({cols},minmax(0,1fr));"
+        f"grid-auto-rows:{max(3, min(10, 96 // rows))}px;{BOX};overflow:hidden'>"
+        f"{''.join(cells)}</div>"
+        f"<div style='display:flex;justify-content:space-between;{MUTED}'>"
+        f"<span>step {first}</span><span>step {last}</span></div></div>"
+    )
+
+
+def _ramp(v: float, lo: float, hi: float) -> str:
+    if np.isnan(v) or v == np.inf:
+        return BAD  # NaN or infinite: red
+    if v == -np.inf:
+        v = lo  # exactly zero (a dead layer): the darkest colour
+    t = (v - lo) / (hi - lo) if hi > lo else 0.5
+    x = min(max(t, 0.0), 1.0) * (len(RAMP) - 1)
+    i = min(int(x), len(RAMP) - 2)
+    rgb = RAMP[i] + (RAMP[i + 1] - RAMP[i]) * (x - i)
+    return "#" + "".join(f"{int(round(c)):02x}" for c in rgb)
