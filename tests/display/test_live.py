@@ -1,0 +1,450 @@
+"""lens.display.live: what a loop reports, how it is drawn, and what it costs the loop."""
+
+import io
+import re
+import subprocess
+import sys
+import threading
+import time
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import lens
+from lens import nn
+from lens.display import DisplayWarning
+from lens.display._live import Frame, FrameView, Sink, _sinks
+from lens.display._live._html import body
+
+
+class Block(nn.Module):
+    @nn.compact
+    def __call__(self, c, _):
+        return nn.tanh(nn.Dense(4)(c)), None
+
+
+class Stack(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        scan = nn.scan(
+            Block, variable_axes={"params": 0}, split_rngs={"params": True}, length=5
+        )
+        return scan(name="blocks")(x, None)[0]
+
+
+class Recording(Sink):
+    """Keeps every frame it is given."""
+
+    def __init__(self):
+        self.frames, self.final = [], None
+
+    def update(self, frame):
+        self.frames.append(frame)
+
+    def close(self, frame):
+        self.final = frame
+
+
+class Scalar:
+    """A scalar that records which thread converts it (a stand-in device array)."""
+
+    shape, dtype = (), np.dtype("float32")
+
+    def __init__(self, v, seen):
+        self.v, self.seen = v, seen
+
+    def __array__(self, dtype=None, copy=None):
+        self.seen.append(threading.current_thread().name)
+        return np.asarray(self.v, dtype or np.float32)
+
+
+def _wait(cond, timeout=5.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_log_keeps_values_and_converts_them_on_the_drawer_thread():
+    seen = []
+    live = lens.display.live("fit", sink="none", per_second=20)
+    for i in range(5):
+        live.log(i, loss=Scalar(1.0 / (i + 1), seen))
+    assert seen == []  # log itself converts nothing (no device sync in the loop)
+    assert _wait(lambda: len(seen) == 5)
+    assert all(name.startswith("lens-live") for name in seen)
+    frame = live.close()
+    steps, values = frame.series["loss"]["train"]
+    np.testing.assert_allclose(steps, np.arange(5))
+    np.testing.assert_allclose(values, 1.0 / np.arange(1, 6), rtol=1e-6)
+    assert frame.done == 5 and frame.status == "done"
+
+
+def test_device_scalars_and_steps_and_splits():
+    with lens.display.live("fit", total=4, sink="none") as live:
+        for i in range(4):
+            live.log(jnp.asarray(i), loss=jnp.float32(4 - i), lr=0.1)
+            live.log(jnp.asarray(i), split="eval", loss=jnp.float32(5 - i))
+    frame = live.frame()
+    assert frame.done == 4  # eval logs are not progress
+    np.testing.assert_allclose(frame.series["loss"]["eval"][1], [5, 4, 3, 2])
+    np.testing.assert_allclose(frame.series["lr"]["train"][1], [0.1] * 4)
+    assert list(frame.series) == ["loss", "lr"]
+
+
+def test_more_metrics_at_one_step_count_once():
+    with lens.display.live(sink="none") as live:
+        for i in range(3):
+            live.log(i, loss=1.0)
+            live.log(i, accuracy=0.5)
+    assert live.frame().done == 3
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"loss": jnp.ones(3)}, ValueError, r"shape \(3,\), not a scalar.*loss.mean"),
+        ({"loss": "low"}, TypeError, "not a number"),
+        ({"loss": None}, TypeError, "not a number"),
+        ({"loss": [1.0]}, TypeError, "list, not a number"),
+        ({"key": jax.random.key(0)}, TypeError, "not a real number"),
+    ],
+)
+def test_bad_values_are_refused_with_what_and_how(kwargs, error, match):
+    with lens.display.live(sink="none") as live:
+        with pytest.raises(error, match=match):
+            live.log(0, **kwargs)
+        live.log(0, loss=1.0)  # the view still works
+    assert live.frame().done == 1
+
+
+def test_bad_steps_options_and_sinks():
+    live = lens.display.live(sink="none")
+    with pytest.raises(TypeError, match="step=1.5 is not an integer"):
+        live.log(1.5, loss=1.0)
+    with pytest.raises(TypeError, match="split"):
+        live.log(1, split="", loss=1.0)
+    with pytest.raises(TypeError, match="expected a function"):
+        live.watch(3)
+    live.close()
+    with pytest.raises(ValueError, match="total=0 must be a positive int"):
+        lens.display.live(total=0)
+    with pytest.raises(ValueError, match="per_second"):
+        lens.display.live(per_second=0)
+    with pytest.raises(ValueError, match="layer_every"):
+        lens.display.live(layer_every=0)
+    with pytest.raises(ValueError, match="sink='web' is not one of"):
+        lens.display.live(sink="web")
+
+
+def test_logging_inside_jit_says_to_log_outside():
+    live = lens.display.live(sink="none")
+
+    @jax.jit
+    def step(x):
+        live.log(0, loss=x)
+        return x
+
+    with pytest.raises(TypeError, match="tracer.*log it outside"):
+        step(1.0)
+    live.close()
+
+
+def _train_state_loop(live, steps=6, layer_every=None):
+    from lens.training import train_state
+
+    model = Stack()
+    x = jax.random.normal(jax.random.key(1), (8, 4))
+    state = train_state.TrainState.create(
+        apply_fn=model.apply,
+        params=model.init(jax.random.key(0), x)["params"],
+        tx=optax.sgd(0.1),
+    )
+
+    @jax.jit
+    def train_step(state, x):
+        def loss_fn(p):
+            return jnp.mean((state.apply_fn({"params": p}, x) - 0.5) ** 2)
+
+        loss, grads = jax.value_and_grad(loss_fn)(state.params)
+        return state.apply_gradients(grads=grads), loss, grads
+
+    step_fn = live.watch(train_step, "train_step")
+    for i in range(steps):
+        state, loss, grads = step_fn(state, x)
+        live.log(state.step, loss=loss)
+        live.layers(i, state.params, grads)
+    return state, grads
+
+
+def test_layers_of_a_scanned_stack_are_measured_per_layer():
+    with lens.display.live("stack", sink="none", layer_every=2) as live:
+        state, grads = _train_state_loop(live, steps=5)
+    frame = live.frame()
+    assert [s.step for s in frame.samples] == [0, 2, 4]
+    (group,) = frame.groups
+    assert group.name == "blocks/Dense_0" and group.layers == 5
+    latest = frame.samples[-1]  # step 4: the final state
+    dense = state.params["blocks"]["Dense_0"]
+    for got, tree in ((latest.params, dense), (latest.grads, grads["blocks"]["Dense_0"])):
+        k = np.asarray(tree["kernel"]).reshape(5, -1)
+        b = np.asarray(tree["bias"]).reshape(5, -1)
+        want = np.sqrt(((k**2).sum(1) + (b**2).sum(1)) / (16 + 4))
+        np.testing.assert_allclose(got[group.name], want, rtol=1e-5)
+    assert frame.compiles and frame.compiles[0][0] == "train_step"
+    assert frame.done == 5 and frame.step == 5.0  # TrainState.step, fetched
+
+
+def test_layer_rms_matches_numpy():
+    params = {
+        "blocks": {
+            "kernel": np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4),
+            "bias": np.ones((2, 4), np.float32),
+        },
+        "head": {"kernel": np.full((4, 2), 3.0, np.float32)},
+    }
+    with lens.display.live(sink="none", layer_every=1) as live:
+        live.layers(0, params)
+    frame = live.frame()
+    by = {g.name: g for g in frame.groups}
+    assert by["blocks"].layers == 2 and by["head"].layers == 0
+    k = params["blocks"]["kernel"].reshape(2, -1)
+    want = np.sqrt(((k**2).sum(1) + 4) / 16)
+    np.testing.assert_allclose(frame.samples[0].params["blocks"], want, rtol=1e-5)
+    np.testing.assert_allclose(frame.samples[0].params["head"], 3.0, rtol=1e-6)
+    assert frame.samples[0].grads is None
+
+
+def test_watch_shows_a_compile_in_flight_then_records_it():
+    release = threading.Event()
+
+    def slow(x):
+        release.wait(5)
+        return x + 1
+
+    live = lens.display.live(sink="none")
+    fn = live.watch(slow, "slow_step")
+    out = []
+    t = threading.Thread(target=lambda: out.append(fn(1)))
+    t.start()
+    assert _wait(lambda: bool(live.frame().busy))
+    name, kind, secs = live.frame().busy[0]
+    assert (name, kind) == ("slow_step", "compiling") and secs >= 0
+    release.set()
+    t.join()
+    assert out == [2] and live.frame().busy == []
+    assert [c[0] for c in live.frame().compiles] == ["slow_step"]
+    assert fn.__name__ == "slow"  # the wrapped function's attributes
+    frame = live.close()
+    assert "compiled slow_step in" in FrameView(frame).text()
+
+
+def test_watch_an_nnx_jit_optimizer_loop():
+    from lens import nnx
+
+    model = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+
+    @nnx.jit
+    def train_step(model, optimizer, x):
+        loss, grads = nnx.value_and_grad(lambda m: jnp.mean(m(x) ** 2))(model)
+        optimizer.update(model, grads)
+        return loss, grads
+
+    x = jnp.ones((4, 3))
+    with lens.display.live("nnx", sink="none", layer_every=1) as live:
+        step_fn = live.watch(train_step)
+        for i in range(3):
+            loss, grads = step_fn(model, optimizer, x)
+            live.log(i, loss=loss)
+            live.layers(i, nnx.state(model, nnx.Param), grads)
+    frame = live.frame()
+    assert [c[0] for c in frame.compiles] == ["train_step"]
+    assert frame.groups[0].name == "/" and "kernel f32[3,2]" in frame.groups[0].shapes
+    values = frame.series["loss"]["train"][1]
+    assert values[-1] < values[0]
+
+
+def test_a_loop_on_a_background_thread():
+    live = lens.display.live("bg", sink="none", per_second=20)
+
+    def loop():
+        with live:
+            assert lens.display.Live.current() is live
+            for i in range(50):
+                live.log(i, loss=float(i))
+
+    t = threading.Thread(target=loop)
+    t.start()
+    t.join()
+    assert lens.display.Live.current() is None  # the thread's context, not ours
+    frame = live.frame()
+    assert frame.status == "done" and frame.done == 50
+    np.testing.assert_allclose(frame.series["loss"]["train"][1], np.arange(50))
+
+
+def test_current_is_per_context():
+    assert lens.display.Live.current() is None
+    with lens.display.live(sink="none") as outer:
+        with lens.display.live(sink="none") as inner:
+            assert lens.display.Live.current() is inner
+        assert lens.display.Live.current() is outer
+    assert lens.display.Live.current() is None
+
+
+def test_interrupt_and_failure_are_the_final_status():
+    with pytest.raises(KeyboardInterrupt):
+        with lens.display.live(sink="none") as live:
+            live.log(0, loss=1.0)
+            raise KeyboardInterrupt
+    assert live.frame().status == "interrupted"
+    with pytest.raises(ZeroDivisionError):
+        with lens.display.live(sink="none") as live:
+            1 / 0
+    assert live.frame().status == "failed: ZeroDivisionError"
+    assert live.close() is live.close()  # idempotent
+
+
+def test_the_drawer_draws_in_place_and_closes_once():
+    sink = Recording()
+    with lens.display.live("fit", sink=sink, per_second=20) as live:
+        for i in range(20):
+            live.log(i, loss=float(i))
+            time.sleep(0.01)
+    assert 1 <= len(sink.frames) < 20  # throttled: not one per step
+    assert sink.final is not None and sink.final.done == 20
+
+
+class Broken(Sink):
+    def update(self, frame):
+        raise RuntimeError("no canvas")
+
+    def close(self, frame):
+        raise RuntimeError("no canvas")
+
+
+def test_a_drawing_error_warns_and_falls_back_to_text(capsys):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with lens.display.live("fit", sink=Broken(), per_second=20) as live:
+            live.log(0, loss=1.0)
+            assert _wait(lambda: isinstance(live._sink, _sinks.TextSink))
+            live.log(1, loss=0.5)
+    assert [w.category for w in caught] == [DisplayWarning]
+    assert "no canvas" in str(caught[0].message)
+    assert "fit · 2 steps in" in capsys.readouterr().out  # the final text
+
+
+def test_text_sink_writes_progress_then_the_whole_picture():
+    out = io.StringIO()
+    sink = _sinks.TextSink(out, every=0.0)
+    with lens.display.live("fit", total=3, sink=sink, per_second=20) as live:
+        for i in range(3):
+            live.log(i, loss=1.0 / (i + 1))
+        _wait(lambda: "loss" in out.getvalue())
+    text = out.getvalue()
+    assert re.search(r"fit · \d/3 steps in", text)
+    last = text.strip().splitlines()
+    assert last[-1].startswith("loss: last 0.333 · min 0.333 · max 1")
+
+
+def test_rich_sink_in_a_terminal():
+    out = io.StringIO()
+    with lens.display.live("fit", total=2, sink=_sinks.RichSink(out)) as live:
+        live.log(0, loss=1.0)
+        live.log(1, loss=0.5)
+    assert "fit · 2/2 steps" in out.getvalue()
+
+
+def test_notebook_sink_updates_one_output_then_shows_the_final_frame(monkeypatch):
+    import IPython.display
+
+    calls = []
+
+    class Handle:
+        def update(self, obj, raw=False):
+            calls.append(("update", obj))
+
+    def display(obj, raw=False, display_id=None):
+        calls.append(("display", obj))
+        return Handle() if display_id else None
+
+    monkeypatch.setattr(IPython.display, "display", display)
+    with lens.display.live("fit", sink="notebook", per_second=20) as live:
+        live.log(0, loss=1.0)
+        assert _wait(lambda: len(calls) > 1)
+    kinds = [c[0] for c in calls]
+    assert calls[0] == ("display", {"text/plain": ""})
+    assert set(kinds[1:-2]) == {"update"}  # in place: no new output while running
+    assert calls[-2] == ("update", {"text/plain": ""})
+    final = calls[-1][1]
+    assert kinds[-1] == "display" and isinstance(final, FrameView)
+    assert final.frame.done == 1
+    live_html = calls[1][1]["text/html"]
+    assert "<script" not in live_html and "<svg" not in live_html
+
+
+def _frame(**kw):
+    steps = np.arange(300, dtype=float)
+    f = Frame(title="fit", status="done", calls=300, total=300, elapsed=3.0, rate=100.0)
+    f.series = {
+        "loss": {
+            "train": (steps, np.exp(-steps / 50)),
+            "eval": (steps[::50], np.exp(-steps[::50] / 40)),
+        }
+    }
+    for k, v in kw.items():
+        setattr(f, k, v)
+    return f
+
+
+def test_html_is_script_free_and_deterministic():
+    html = FrameView(_frame()).html()
+    assert html == FrameView(_frame()).html()
+    assert "<script" not in html and "<svg" not in html and "<style" not in html
+    assert "var(--" not in html
+    assert "log scale" in html  # loss over two decades
+    assert html.count("#ff7f0e") > 3 and html.count("#1f77b4") > 100
+    # one column per bin: 300 points drawn in at most 120 columns (and joins)
+    assert html.count("position:absolute") < 2 * 120 + 20
+
+
+def test_nan_is_red_and_named():
+    f = _frame()
+    v = np.ones(300)
+    v[150] = np.nan
+    f.series = {"loss": {"train": (np.arange(300.0), v)}}
+    html = body(f)
+    assert "#d32f2f" in html
+    assert "loss: last 1 · min 1 · max 1" in FrameView(f).text()
+
+
+def test_heatmap_marks_an_exploding_layer():
+    bias = np.ones((6, 4), np.float32)
+    with lens.display.live(sink="none", layer_every=1) as live:
+        for i in range(4):
+            k = np.ones((6, 4, 4), np.float32)
+            k[3] *= 10.0**i
+            live.layers(i, {"blocks": {"kernel": k, "bias": bias}})
+    frame = live.frame()
+    html = body(frame)
+    assert "RMS, layer 0..5" in html and "stands out now: layer 3" in html
+    assert html.count("<i style='background:") == 6 * 4
+    text = FrameView(frame).text()
+    assert "blocks params rms per slice (6):" in text and "stands out: 3" in text
+
+
+def test_import_is_lazy():
+    code = (
+        "import sys, lens.display\n"
+        "assert 'lens.display._live' not in sys.modules\n"
+        "lens.display.live\n"
+        "assert 'lens.display._live' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
