@@ -180,6 +180,26 @@ class Leaf:
             self.owner[self.key] = value
 
 
+def _first_variable(x: Any) -> tuple[Path, str]:
+    """The path to the first Variable inside ``x`` and its type name (flax.nnx
+    names the Variable an aliasing error is about); ``x`` itself if it has none."""
+    found = _find_variable(x)
+    return found if found is not None else ((), type(x).__name__)
+
+
+def _find_variable(x: Any, seen: set[int] | None = None) -> tuple[Path, str] | None:
+    if isinstance(x, Variable):
+        return (), type(x).__name__
+    seen = set() if seen is None else seen
+    if isinstance(x, Object) and id(x) not in seen:
+        seen.add(id(x))
+        for k, v in node_items(x):
+            found = _find_variable(v, seen)
+            if found is not None:
+                return (k, *found[0]), found[1]
+    return None
+
+
 class Walker:
     """One walk over one or more graphs, numbering nodes so aliases are seen as such.
 
@@ -228,9 +248,14 @@ class Walker:
             return None
         first_spec, first_path, first_role = self.specs[i]
         if not _spec_eq(first_spec, spec):
+            sub, kind = _first_variable(x)
             raise errors.InconsistentAliasingError(
-                f"Inconsistent aliasing in nnx.{self.transform}: the same "
-                f"{type(x).__name__} is the {first_role} {path_str(first_path)} with "
+                "Inconsistent aliasing detected. The following nodes have different "
+                f"prefixes:\nNode: {kind}\n"
+                f"  {path_str(first_path + sub)}: {first_spec!r}\n"
+                f"  {path_str(path + sub)}: {spec!r}\n"
+                f"In nnx.{self.transform}, the same {type(x).__name__} is the "
+                f"{first_role} {path_str(first_path)} with "
                 f"{self.describe(first_spec)} and the {self.role} {path_str(path)} "
                 f"with {self.describe(spec)}.\nEvery alias of an object must be lifted "
                 "the same way: give both the same spec, or pass the object once."

@@ -25,7 +25,6 @@ from lens.nnx.transforms.general import (
     TransformMode,
     apply_graph_updates,
     changed_structure,
-    check_no_aliases,
     merge_outputs,
     rebuild,
     split_args,
@@ -275,7 +274,7 @@ class JitWrapped(Generic[P, R]):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         call = self._split_call(args, kwargs)
         if self.mode.simple:
-            check_no_aliases("jit", args=args, kwargs=kwargs)
+            self.mode.check_inputs(args=args, kwargs=kwargs)
         if _trace.active():  # traced again, so that nested transforms are recorded
             out = self._traced_call(call)
         else:
@@ -284,8 +283,7 @@ class JitWrapped(Generic[P, R]):
                 out = call_cached(hit, call.all_args, self.jitted_fn)
             else:
                 out = self._slow_call(call, self.jitted_fn)
-        if self.mode.simple:
-            check_no_aliases("jit", args=(args, kwargs), out=out)
+        self.mode.check_outputs((args, kwargs), out)
         return out
 
     def _split_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call:

@@ -447,6 +447,22 @@ class TransformMode:
     def simple(self) -> bool:
         return not (self.graph and self.updates)
 
+    def check_inputs(self, **trees: Any) -> None:
+        """Tree mode rejects a Variable reached twice among the inputs; graph mode
+        keeps shared references (flax.nnx's graph flatten numbers them)."""
+        if not self.graph:
+            check_no_aliases(self.name, **trees)
+
+    def check_outputs(self, args: Any, out: Any) -> None:
+        """The simple modes reject an input Variable returned as an output (tree
+        mode: any Variable reached twice among the arguments and outputs)."""
+        if not self.simple:
+            return
+        if self.graph:
+            check_returned_inputs(self.name, args, out)
+        else:
+            check_no_aliases(self.name, args=args, out=out)
+
 
 def _current(switch_name: str) -> bool:
     switch = getattr(graphlib, switch_name, None)
@@ -542,22 +558,36 @@ def variables_with_paths(tree: Any, root: str) -> Iterator[tuple[str, Any]]:
 
 
 def check_no_aliases(name: str, **trees: Any) -> None:
-    """flax.nnx's rule for the simple modes: no Variable may be reached twice among
+    """flax.nnx's rule for tree mode: no Variable may be reached twice among
     ``trees`` (duplicate inputs, duplicate outputs, or inputs returned)."""
     seen: dict[int, str] = {}
     for label, tree in trees.items():
         for path, v in variables_with_paths(tree, label):
             first = seen.setdefault(id(v), path)
             if first != path:
-                raise ValueError(
-                    f"Duplicate {type(v).__name__} found at paths:\n\n  - {first}\n"
-                    f"  - {path}\n\nnnx.{name} with graph_updates=False does not "
-                    "support Variable aliasing (duplicate inputs, duplicate outputs, "
-                    "or input Variables returned as outputs).\nRemove the duplicate, "
-                    f"pass copies made with nnx.clone(), or use graph mode with graph "
-                    f"updates: nnx.{name}(..., graph=True, graph_updates=True) (lens "
-                    f"keeps the aliases there), or nnx.compat.{name}."
-                )
+                raise _duplicate(name, v, first, path)
+
+
+def check_returned_inputs(name: str, args: Any, out: Any) -> None:
+    """flax.nnx's rule for graph mode without graph updates: an input Variable may
+    not be returned (shared references among the inputs, or among the outputs,
+    are kept)."""
+    inputs = {id(v): p for p, v in variables_with_paths(args, "args")}
+    for path, v in variables_with_paths(out, "out"):
+        if id(v) in inputs:
+            raise _duplicate(name, v, inputs[id(v)], path)
+
+
+def _duplicate(name: str, v: Variable, first: str, path: str) -> ValueError:
+    return ValueError(
+        f"Duplicate {type(v).__name__} found at paths:\n\n  - {first}\n"
+        f"  - {path}\n\nnnx.{name} with graph_updates=False does not "
+        "support Variable aliasing (duplicate inputs, duplicate outputs, "
+        "or input Variables returned as outputs).\nRemove the duplicate, "
+        f"pass copies made with nnx.clone(), or use graph mode with graph "
+        f"updates: nnx.{name}(..., graph=True, graph_updates=True) (lens "
+        f"keeps the aliases there), or nnx.compat.{name}."
+    )
 
 
 def with_calling_conventions(
@@ -578,10 +608,10 @@ def with_calling_conventions(
         if resolve:
             args, kwargs = resolve_kwargs(f, args, kwargs), {}
         if mode.simple:
-            check_no_aliases(mode.name, args=args, kwargs=kwargs)
+            mode.check_inputs(args=args, kwargs=kwargs)
         out = transformed(*args, **kwargs)
-        if mode.simple and check_outputs:
-            check_no_aliases(mode.name, args=(args, kwargs), out=out)
+        if check_outputs:
+            mode.check_outputs((args, kwargs), out)
         return out
 
     return call

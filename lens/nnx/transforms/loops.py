@@ -23,7 +23,6 @@ from lens.nnx.transforms.general import (
     GraphArg,
     StateAxes,
     axes_resolver,
-    check_no_aliases,
     check_structure,
     lift_args,
     merge_outputs,
@@ -87,8 +86,9 @@ def while_loop(
 ) -> Any:
     """``jax.lax.while_loop`` whose carry may hold objects: ``body_fun`` updates
     them (in place or by returning them); their final values come back."""
-    if transform_mode("while_loop", None, graph, graph_updates).simple:
-        check_no_aliases("while_loop", init_val=init_val)
+    transform_mode("while_loop", None, graph, graph_updates).check_inputs(
+        init_val=init_val
+    )
     skel, entries, _ = lift_args("while_loop", (init_val,))
 
     def body(values: list[Any]) -> list[Any]:
@@ -123,8 +123,9 @@ def fori_loop(
 ) -> Any:
     """``jax.lax.fori_loop`` whose carry may hold objects (see :func:`while_loop`);
     with static bounds it is reverse-differentiable, as JAX's is."""
-    if transform_mode("fori_loop", None, graph, graph_updates).simple:
-        check_no_aliases("fori_loop", init_val=init_val)
+    transform_mode("fori_loop", None, graph, graph_updates).check_inputs(
+        init_val=init_val
+    )
     skel, entries, _ = lift_args("fori_loop", (init_val,))
 
     def body(i: Any, values: list[Any]) -> list[Any]:

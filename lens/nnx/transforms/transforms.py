@@ -47,8 +47,7 @@ def cond(
 ) -> Any:
     """``jax.lax.cond`` with objects among the operands: the branch taken updates
     them. Both branches must return the same structure."""
-    if transform_mode("cond", None, graph, graph_updates).simple:
-        check_no_aliases("cond", operands=operands)
+    transform_mode("cond", None, graph, graph_updates).check_inputs(operands=operands)
     return _switch(
         "cond",
         jnp.asarray(pred, bool).astype(jnp.int32),
@@ -66,8 +65,7 @@ def switch(
     graph_updates: bool | None = None,
 ) -> Any:
     """``jax.lax.switch`` with objects among the operands (see :func:`cond`)."""
-    if transform_mode("switch", None, graph, graph_updates).simple:
-        check_no_aliases("switch", operands=operands)
+    transform_mode("switch", None, graph, graph_updates).check_inputs(operands=operands)
     return _switch("switch", index, branches, operands)
 
 
