@@ -18,242 +18,256 @@ refine that inside one module (``StateAxes``, ``DiffState``); ``split_rngs`` giv
 mapped call its own keys; every alias of one object must be lifted the same way.
 """
 
-from lens.core.spmd import logical_axis_rules
-from lens.nn import initializers
-from lens.nn.activation import (
-    celu,
-    elu,
-    gelu,
-    glu,
-    hard_sigmoid,
-    hard_silu,
-    hard_swish,
-    hard_tanh,
-    leaky_relu,
-    log_sigmoid,
-    log_softmax,
-    logsumexp,
-    one_hot,
-    relu,
-    relu6,
-    selu,
-    sigmoid,
-    silu,
-    soft_sign,
-    softmax,
-    softplus,
-    standardize,
-    swish,
-    tanh,
-)
-from lens.nn.attention import (
-    combine_masks,
-    make_attention_mask,
-    make_causal_mask,
-)
-from lens.nn.pooling import avg_pool, max_pool, min_pool, pool
-from lens.nnx import (
-    bridge,
-    compat,
-    extract,
-    filterlib,
-    graph,
-    graphlib,
-    helpers,
-    ids,
-    module,
-    nn,
-    pytreelib,
-    reprlib,
-    rnglib,
-    spmd,
-    statelib,
-    summary,
-    training,
-    transforms,
-    traversals,
-    variablelib,
-    visualization,
-)
-from lens.nnx.extract import NodeStates, from_tree, prefix, to_tree
-from lens.nnx.filterlib import (
-    All,
-    Any,
-    Everything,
-    Not,
-    Nothing,
-    OfType,
-    PathContains,
-    WithTag,
-)
-from lens.nnx.graphlib import (
-    A,
-    GraphState,
-    MergeContext,
-    PureState,
-    SplitContext,
-    UpdateContext,
-    as_pure,
-    cached_partial,
-    call,
-    clone,
-    current_update_context,
-    find_duplicates,
-    flatten,
-    graphdef,
-    iter_graph,
-    map,
-    merge,
-    merge_context,
-    pop,
-    pure,
-    recursive_map,
-    set_graph_mode,
-    set_graph_updates,
-    set_metadata,
-    split,
-    split_context,
-    state,
-    unflatten,
-    unpack,
-    update,
-    update_context,
-    variables,
-    vars_as,
-    with_vars,
-)
-from lens.nnx.graphwalk import GraphDef
-from lens.nnx.helpers import Dict, List, Sequential, TrainState
-from lens.nnx.module import (
-    Module,
-    capture,
-    iter_children,
-    iter_module_children,
-    iter_modules,
-    view,
-    view_info,
-    with_attributes,
-)
-from lens.nnx.nn.activations import PReLU, identity
-from lens.nnx.nn.attention import MultiHeadAttention, dot_product_attention
-from lens.nnx.nn.linear import Conv, ConvTranspose, Einsum, Embed, Linear, LinearGeneral
-from lens.nnx.nn.lora import LoRA, LoRALinear, LoRAParam
-from lens.nnx.nn.normalization import (
-    BatchNorm,
-    GroupNorm,
-    InstanceNorm,
-    LayerNorm,
-    RMSNorm,
-    SpectralNorm,
-    WeightNorm,
-)
-from lens.nnx.nn.recurrent import (
-    RNN,
-    Bidirectional,
-    GRUCell,
-    LSTMCell,
-    OptimizedLSTMCell,
-    RNNCellBase,
-    SimpleCell,
-)
-from lens.nnx.nn.stochastic import Dropout
-from lens.nnx.proxy_caller import ApplyCaller
-from lens.nnx.pytreelib import (
-    Data,
-    Object,
-    Static,
-    data,
-    dataclass,
-    has_data,
-    is_data,
-    register_data_type,
-    static,
-)
-from lens.nnx.pytreelib import Object as Pytree
-from lens.nnx.rnglib import (
-    Rngs,
-    RngStream,
-    fork_rngs,
-    reseed,
-    restore_rngs,
-    split_rngs,
-    with_rngs,
-)
-from lens.nnx.spmd import (
-    PARTITION_NAME,
-    as_abstract,
-    get_abstract_model,
-    get_named_sharding,
-    get_partition_spec,
-    with_partitioning,
-)
-from lens.nnx.statelib import (
-    FlatState,
-    State,
-    filter_state,
-    from_flat_state,
-    map_state,
-    merge_state,
-    replace_by_pure_dict,
-    restore_int_paths,
-    split_state,
-    to_flat_state,
-    to_pure_dict,
-)
-from lens.nnx.summary import tabulate
-from lens.nnx.training import metrics, optimizer
-from lens.nnx.training.ema import EMA
-from lens.nnx.training.metrics import Metric, MultiMetric
-from lens.nnx.training.optimizer import (
-    ModelAndOptimizer,
-    OptArray,
-    Optimizer,
-    OptVariable,
-    to_opt_state,
-)
-from lens.nnx.transforms.autodiff import (
-    checkpoint,
-    grad,
-    jvp,
-    remat,
-    value_and_grad,
-    vjp,
-)
-from lens.nnx.transforms.compilation import jit, jit_partial
-from lens.nnx.transforms.custom_gradients import CustomVjp, custom_vjp
-from lens.nnx.transforms.general import DiffState, StateAxes
-from lens.nnx.transforms.iteration import pmap, transform_metadata, vmap
-from lens.nnx.transforms.loops import Carry, fori_loop, scan, while_loop
-from lens.nnx.transforms.sharding import StateSharding, shard_map
-from lens.nnx.transforms.transforms import (
-    checkify,
-    cond,
-    eval_shape,
-    make_jaxpr,
-    switch,
-)
-from lens.nnx.variablelib import (
-    BatchStat,
-    Cache,
-    Intermediate,
-    OptState,
-    Param,
-    Perturbation,
-    RngCount,
-    RngKey,
-    RngState,
-    Variable,
-    VariableMetadata,
-    register_variable_name,
-    use_eager_sharding,
-    using_eager_sharding,
-    var_defaults,
-    variable_name_from_type,
-    variable_type_from_name,
-    with_metadata,
-)
-from lens.nnx.visualization import display
-from lens.typing import Initializer
+from typing import TYPE_CHECKING
+
+from lens._lazy import lazy_exports
+
+# The public names; at run time each loads on first use (lens/_lazy.py), so
+# `import lens.nnx` stays cheap.
+if TYPE_CHECKING:
+    from lens.core.spmd import logical_axis_rules
+    from lens.nn import initializers
+    from lens.nn.activation import (
+        celu,
+        elu,
+        gelu,
+        glu,
+        hard_sigmoid,
+        hard_silu,
+        hard_swish,
+        hard_tanh,
+        leaky_relu,
+        log_sigmoid,
+        log_softmax,
+        logsumexp,
+        one_hot,
+        relu,
+        relu6,
+        selu,
+        sigmoid,
+        silu,
+        soft_sign,
+        softmax,
+        softplus,
+        standardize,
+        swish,
+        tanh,
+    )
+    from lens.nn.attention import (
+        combine_masks,
+        make_attention_mask,
+        make_causal_mask,
+    )
+    from lens.nn.pooling import avg_pool, max_pool, min_pool, pool
+    from lens.nnx import (
+        bridge,
+        compat,
+        extract,
+        filterlib,
+        graph,
+        graphlib,
+        helpers,
+        ids,
+        module,
+        nn,
+        pytreelib,
+        reprlib,
+        rnglib,
+        spmd,
+        statelib,
+        summary,
+        training,
+        transforms,
+        traversals,
+        variablelib,
+        visualization,
+    )
+    from lens.nnx.extract import NodeStates, from_tree, prefix, to_tree
+    from lens.nnx.filterlib import (
+        All,
+        Any,
+        Everything,
+        Not,
+        Nothing,
+        OfType,
+        PathContains,
+        WithTag,
+    )
+    from lens.nnx.graphlib import (
+        A,
+        GraphState,
+        MergeContext,
+        PureState,
+        SplitContext,
+        UpdateContext,
+        as_pure,
+        cached_partial,
+        call,
+        clone,
+        current_update_context,
+        find_duplicates,
+        flatten,
+        graphdef,
+        iter_graph,
+        map,
+        merge,
+        merge_context,
+        pop,
+        pure,
+        recursive_map,
+        set_graph_mode,
+        set_graph_updates,
+        set_metadata,
+        split,
+        split_context,
+        state,
+        unflatten,
+        unpack,
+        update,
+        update_context,
+        variables,
+        vars_as,
+        with_vars,
+    )
+    from lens.nnx.graphwalk import GraphDef
+    from lens.nnx.helpers import Dict, List, Sequential, TrainState
+    from lens.nnx.module import (
+        Module,
+        capture,
+        iter_children,
+        iter_module_children,
+        iter_modules,
+        view,
+        view_info,
+        with_attributes,
+    )
+    from lens.nnx.nn.activations import PReLU, identity
+    from lens.nnx.nn.attention import MultiHeadAttention, dot_product_attention
+    from lens.nnx.nn.linear import (
+        Conv,
+        ConvTranspose,
+        Einsum,
+        Embed,
+        Linear,
+        LinearGeneral,
+    )
+    from lens.nnx.nn.lora import LoRA, LoRALinear, LoRAParam
+    from lens.nnx.nn.normalization import (
+        BatchNorm,
+        GroupNorm,
+        InstanceNorm,
+        LayerNorm,
+        RMSNorm,
+        SpectralNorm,
+        WeightNorm,
+    )
+    from lens.nnx.nn.recurrent import (
+        RNN,
+        Bidirectional,
+        GRUCell,
+        LSTMCell,
+        OptimizedLSTMCell,
+        RNNCellBase,
+        SimpleCell,
+    )
+    from lens.nnx.nn.stochastic import Dropout
+    from lens.nnx.proxy_caller import ApplyCaller
+    from lens.nnx.pytreelib import (
+        Data,
+        Object,
+        Static,
+        data,
+        dataclass,
+        has_data,
+        is_data,
+        register_data_type,
+        static,
+    )
+    from lens.nnx.pytreelib import Object as Pytree
+    from lens.nnx.rnglib import (
+        Rngs,
+        RngStream,
+        fork_rngs,
+        reseed,
+        restore_rngs,
+        split_rngs,
+        with_rngs,
+    )
+    from lens.nnx.spmd import (
+        PARTITION_NAME,
+        as_abstract,
+        get_abstract_model,
+        get_named_sharding,
+        get_partition_spec,
+        with_partitioning,
+    )
+    from lens.nnx.statelib import (
+        FlatState,
+        State,
+        filter_state,
+        from_flat_state,
+        map_state,
+        merge_state,
+        replace_by_pure_dict,
+        restore_int_paths,
+        split_state,
+        to_flat_state,
+        to_pure_dict,
+    )
+    from lens.nnx.summary import tabulate
+    from lens.nnx.training import metrics, optimizer
+    from lens.nnx.training.ema import EMA
+    from lens.nnx.training.metrics import Metric, MultiMetric
+    from lens.nnx.training.optimizer import (
+        ModelAndOptimizer,
+        OptArray,
+        Optimizer,
+        OptVariable,
+        to_opt_state,
+    )
+    from lens.nnx.transforms.autodiff import (
+        checkpoint,
+        grad,
+        jvp,
+        remat,
+        value_and_grad,
+        vjp,
+    )
+    from lens.nnx.transforms.compilation import jit, jit_partial
+    from lens.nnx.transforms.custom_gradients import CustomVjp, custom_vjp
+    from lens.nnx.transforms.general import DiffState, StateAxes
+    from lens.nnx.transforms.iteration import pmap, transform_metadata, vmap
+    from lens.nnx.transforms.loops import Carry, fori_loop, scan, while_loop
+    from lens.nnx.transforms.sharding import StateSharding, shard_map
+    from lens.nnx.transforms.transforms import (
+        checkify,
+        cond,
+        eval_shape,
+        make_jaxpr,
+        switch,
+    )
+    from lens.nnx.variablelib import (
+        BatchStat,
+        Cache,
+        Intermediate,
+        OptState,
+        Param,
+        Perturbation,
+        RngCount,
+        RngKey,
+        RngState,
+        Variable,
+        VariableMetadata,
+        register_variable_name,
+        use_eager_sharding,
+        using_eager_sharding,
+        var_defaults,
+        variable_name_from_type,
+        variable_type_from_name,
+        with_metadata,
+    )
+    from lens.nnx.visualization import display
+    from lens.typing import Initializer
 
 __all__ = [
     "GraphState",
@@ -471,3 +485,5 @@ __all__ = [
     "logical_axis_rules",
     "Initializer",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -13,6 +13,7 @@ from typing import Any, Generic, Self, TypeVar
 
 import jax
 
+from lens._views import install as install_views
 from lens.nnx import reprlib
 from lens.nnx.tracers import check_mutable, current_frame
 from lens.nnx.variablelib import StaticValue, Variable
@@ -282,3 +283,7 @@ def _declare(value: Any, kind: str, kwargs: dict[str, Any]) -> Any:
             "...) for a dataclass field."
         )
     return _Marked(value, kind)
+
+
+# Objects display through lens.display (registered there; loaded on first display).
+install_views(Object)

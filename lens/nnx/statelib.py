@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 import jax
 
 from lens import errors
+from lens._views import install as install_views
 from lens.nnx import reprlib
 from lens.nnx.filterlib import PathIn, to_predicate
 from lens.nnx.graphwalk import Path, path_str
@@ -246,6 +247,8 @@ jax.tree_util.register_pytree_with_keys(
     state_flatten,
     lambda keys, children: State(dict(zip(keys, children, strict=True))),
 )
+# States display through lens.display (registered there; loaded on first display).
+install_views(State)
 
 
 def _value(x: Any) -> Any:

@@ -8,9 +8,7 @@ from typing import Any
 
 import jax
 
-from lens._views import install as install_views
 from lens.nnx.graphlib import state
-from lens.nnx.pytreelib import Object
 from lens.nnx.statelib import State
 from lens.nnx.variablelib import Variable
 
@@ -38,11 +36,6 @@ def view_title(x: Any) -> tuple[dict[str, Any], str]:
     """What an nnx object or State displays: its variables by type, and a title."""
     s = x if isinstance(x, State) else state(x)
     return variables_by_type(s), "State" if isinstance(x, State) else type(x).__name__
-
-
-# Objects and States display through lens.display (registered there).
-for _cls in (Object, State):
-    install_views(_cls)
 
 
 def display(*args: Any) -> None:
