@@ -315,44 +315,7 @@ class MultiHeadDotProductAttention(Module):
         attention is not allowed. ``sow_weights`` sows the attention weights
         into ``intermediates``.
         """
-        if inputs_kv is not None:
-            if inputs_k is not None or inputs_v is not None:
-                raise ValueError(
-                    "If either `inputs_k` or `inputs_v` is not None, `inputs_kv` must "
-                    "be None. If `inputs_kv` is not None, both `inputs_k` and "
-                    "`inputs_v` must be None. We recommend using `inputs_k` and "
-                    "`inputs_v` args, since `inputs_kv` will be deprecated soon."
-                )
-            inputs_k = inputs_v = inputs_kv
-            warnings.warn(
-                "The inputs_kv arg will be deprecated soon. Use inputs_k and inputs_v "
-                "instead.",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-        else:
-            if inputs_k is None:
-                if inputs_v is not None:
-                    raise ValueError(
-                        "`inputs_k` cannot be None if `inputs_v` is not None. To have "
-                        "both `inputs_k` and `inputs_v` be the same value, pass in the "
-                        "value to `inputs_k` and leave `inputs_v` as None."
-                    )
-                inputs_k = inputs_q
-            if inputs_v is None:
-                inputs_v = inputs_k
-            elif inputs_v.shape[-1] == inputs_v.shape[-2]:
-                warnings.warn(
-                    f"You are passing an array of shape {inputs_v.shape} to the "
-                    "`inputs_v` arg, when you may have intended to pass it to the "
-                    "`mask` arg. As in Flax since 0.7.4, the function signature of "
-                    "MultiHeadDotProductAttention's `__call__` method has changed to "
-                    "`__call__(inputs_q, inputs_k=None, inputs_v=None, *, "
-                    "inputs_kv=None, mask=None, deterministic=None)`. Use the kwarg "
-                    "`mask` instead.",
-                    DeprecationWarning,
-                    stacklevel=2,
-                )
+        inputs_k, inputs_v = _resolve_kv(inputs_q, inputs_k, inputs_v, inputs_kv)
         features = self.out_features or inputs_q.shape[-1]
         qkv_features = self.qkv_features or inputs_q.shape[-1]
         assert qkv_features % self.num_heads == 0, (
@@ -392,71 +355,8 @@ class MultiHeadDotProductAttention(Module):
                 param_dtype=self.param_dtype,
             )(key)
         if self.decode:
-            initialized = self.has_variable("cache", "cached_key")
-            cached_key = self.variable(
-                "cache", "cached_key", jnp.zeros, key.shape, key.dtype
-            )
-            cached_value = self.variable(
-                "cache", "cached_value", jnp.zeros, value.shape, value.dtype
-            )
-            cache_index = self.variable(
-                "cache", "cache_index", lambda: jnp.array(0, dtype=jnp.int32)
-            )
-            if initialized:
-                *batch_dims, max_length, num_heads, depth = cached_key.value.shape
-                expected = tuple(batch_dims) + (1, num_heads, depth)
-                if expected != query.shape:
-                    raise ValueError(
-                        "Autoregressive cache shape error, expected query shape "
-                        f"{expected} instead got {query.shape}.\nWith decode=True, "
-                        "apply one step (length 1) at a time after initializing the "
-                        "cache with the full length."
-                    )
-                cur = cache_index.value
-                zero = jnp.array(0, dtype=lax.dtype(cur.dtype))
-                indices = (zero,) * len(batch_dims) + (cur, zero, zero)
-                key = lax.dynamic_update_slice(cached_key.value, key, indices)
-                value = lax.dynamic_update_slice(cached_value.value, value, indices)
-                cached_key.value = key
-                cached_value.value = value
-                cache_index.value = cache_index.value + 1
-                mask = combine_masks(
-                    mask,
-                    jnp.broadcast_to(
-                        jnp.arange(max_length) <= cur,
-                        tuple(batch_dims) + (1, 1, max_length),
-                    ),
-                )
-        if self.dropout_rate > 0.0:  # `deterministic` is needed only with dropout
-            m_deterministic = merge_param(
-                "deterministic", self.deterministic, deterministic
-            )
-            if not m_deterministic and dropout_rng is None:
-                dropout_rng = self.make_rng("dropout")
-        else:
-            m_deterministic = True
-        attn_kwargs = dict(
-            mask=mask,
-            dropout_rng=dropout_rng,
-            dropout_rate=self.dropout_rate,
-            broadcast_dropout=self.broadcast_dropout,
-            deterministic=m_deterministic,
-            dtype=self.dtype,
-            precision=self.precision,
-            force_fp32_for_softmax=self.force_fp32_for_softmax,
-            qk_attn_weights_einsum=(
-                self.qk_attn_weights_einsum_cls()
-                if self.qk_attn_weights_einsum_cls
-                else None
-            ),
-            attn_weights_value_einsum=(
-                self.attn_weights_value_einsum_cls()
-                if self.attn_weights_value_einsum_cls
-                else None
-            ),
-        )
-        accepted = _parameters(self.attention_fn)
-        attn_kwargs = {k: v for k, v in attn_kwargs.items() if k in accepted}
+            key, value, mask = _decode_step(self, query, key, value, mask)
+        attn_kwargs = _attention_kwargs(self, mask, deterministic, dropout_rng)
         if sow_weights:
             attn_kwargs["module"] = self
         x = self.attention_fn(query, key, value, **attn_kwargs)
@@ -473,6 +373,138 @@ class MultiHeadDotProductAttention(Module):
             dot_general_cls=self.out_dot_general_cls,
             name="out",
         )(x)
+
+
+def _resolve_kv(
+    inputs_q: Array,
+    inputs_k: Array | None,
+    inputs_v: Array | None,
+    inputs_kv: Array | None,
+) -> tuple[Array, Array]:
+    """``inputs_k``/``inputs_v`` from the call's arguments, as Flax resolves them."""
+    if inputs_kv is not None:
+        if inputs_k is not None or inputs_v is not None:
+            raise ValueError(
+                "If either `inputs_k` or `inputs_v` is not None, `inputs_kv` must "
+                "be None. If `inputs_kv` is not None, both `inputs_k` and "
+                "`inputs_v` must be None. We recommend using `inputs_k` and "
+                "`inputs_v` args, since `inputs_kv` will be deprecated soon."
+            )
+        inputs_k = inputs_v = inputs_kv
+        warnings.warn(
+            "The inputs_kv arg will be deprecated soon. Use inputs_k and inputs_v "
+            "instead.",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    else:
+        if inputs_k is None:
+            if inputs_v is not None:
+                raise ValueError(
+                    "`inputs_k` cannot be None if `inputs_v` is not None. To have "
+                    "both `inputs_k` and `inputs_v` be the same value, pass in the "
+                    "value to `inputs_k` and leave `inputs_v` as None."
+                )
+            inputs_k = inputs_q
+        if inputs_v is None:
+            inputs_v = inputs_k
+        elif inputs_v.shape[-1] == inputs_v.shape[-2]:
+            warnings.warn(
+                f"You are passing an array of shape {inputs_v.shape} to the "
+                "`inputs_v` arg, when you may have intended to pass it to the "
+                "`mask` arg. As in Flax since 0.7.4, the function signature of "
+                "MultiHeadDotProductAttention's `__call__` method has changed to "
+                "`__call__(inputs_q, inputs_k=None, inputs_v=None, *, "
+                "inputs_kv=None, mask=None, deterministic=None)`. Use the kwarg "
+                "`mask` instead.",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+    assert inputs_k is not None and inputs_v is not None
+    return inputs_k, inputs_v
+
+
+def _decode_step(
+    module: Module, query: Array, key: Array, value: Array, mask: Array | None
+) -> tuple[Array, Array, Array | None]:
+    """With ``decode=True``: writes this step into the cache, masks what is unwritten.
+
+    The first call (the full length) creates the cache; later calls take one step.
+    """
+    initialized = module.has_variable("cache", "cached_key")
+    cached_key = module.variable("cache", "cached_key", jnp.zeros, key.shape, key.dtype)
+    cached_value = module.variable(
+        "cache", "cached_value", jnp.zeros, value.shape, value.dtype
+    )
+    cache_index = module.variable(
+        "cache", "cache_index", lambda: jnp.array(0, dtype=jnp.int32)
+    )
+    if initialized:
+        *batch_dims, max_length, num_heads, depth = cached_key.value.shape
+        expected = tuple(batch_dims) + (1, num_heads, depth)
+        if expected != query.shape:
+            raise ValueError(
+                "Autoregressive cache shape error, expected query shape "
+                f"{expected} instead got {query.shape}.\nWith decode=True, "
+                "apply one step (length 1) at a time after initializing the "
+                "cache with the full length."
+            )
+        cur = cache_index.value
+        zero = jnp.array(0, dtype=lax.dtype(cur.dtype))
+        indices = (zero,) * len(batch_dims) + (cur, zero, zero)
+        key = lax.dynamic_update_slice(cached_key.value, key, indices)
+        value = lax.dynamic_update_slice(cached_value.value, value, indices)
+        cached_key.value = key
+        cached_value.value = value
+        cache_index.value = cache_index.value + 1
+        mask = combine_masks(
+            mask,
+            jnp.broadcast_to(
+                jnp.arange(max_length) <= cur,
+                tuple(batch_dims) + (1, 1, max_length),
+            ),
+        )
+    return key, value, mask
+
+
+def _attention_kwargs(
+    module: MultiHeadDotProductAttention,
+    mask: Array | None,
+    deterministic: bool | None,
+    dropout_rng: Any,
+) -> dict[str, Any]:
+    """The keyword arguments of ``attention_fn`` that it accepts."""
+    if module.dropout_rate > 0.0:  # `deterministic` is needed only with dropout
+        m_deterministic = merge_param(
+            "deterministic", module.deterministic, deterministic
+        )
+        if not m_deterministic and dropout_rng is None:
+            dropout_rng = module.make_rng("dropout")
+    else:
+        m_deterministic = True
+    attn_kwargs = dict(
+        mask=mask,
+        dropout_rng=dropout_rng,
+        dropout_rate=module.dropout_rate,
+        broadcast_dropout=module.broadcast_dropout,
+        deterministic=m_deterministic,
+        dtype=module.dtype,
+        precision=module.precision,
+        force_fp32_for_softmax=module.force_fp32_for_softmax,
+        qk_attn_weights_einsum=(
+            module.qk_attn_weights_einsum_cls()
+            if module.qk_attn_weights_einsum_cls
+            else None
+        ),
+        attn_weights_value_einsum=(
+            module.attn_weights_value_einsum_cls()
+            if module.attn_weights_value_einsum_cls
+            else None
+        ),
+    )
+    accepted = _parameters(module.attention_fn)
+    attn_kwargs = {k: v for k, v in attn_kwargs.items() if k in accepted}
+    return attn_kwargs
 
 
 def _parameters(fn: Callable[..., Any]) -> frozenset[str]:

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from lens._kernels import conv as kconv
 from lens._kernels import linear as ops
 from lens._kernels.dtypes import promote_dtype
 from lens.core.nn import initializers
@@ -93,73 +94,23 @@ class _Conv(Module):
         a missing batch axis is added and removed again.
         """
         kernel_size = ops.canonicalize_tuple(self.kernel_size)
-        nd = len(kernel_size)
-        inputs, batch_shape = ops.flatten_batch(inputs, nd)
-        strides = ops.broadcast_window(self.strides, nd)
-        input_dilation = ops.broadcast_window(self.input_dilation, nd)
-        kernel_dilation = ops.broadcast_window(self.kernel_dilation, nd)
-
-        padding = ops.canonicalize_padding(self.padding, nd)
-        if padding in ("CIRCULAR", "REFLECT"):
-            dilated = [(k - 1) * d + 1 for k, d in zip(kernel_size, kernel_dilation)]
-            pads = [(0, 0)] + [((k - 1) // 2, k // 2) for k in dilated] + [(0, 0)]
-            mode = "wrap" if padding == "CIRCULAR" else "reflect"
-            inputs = jnp.pad(inputs, pads, mode=mode)
-            padding = "VALID"
-        elif padding == "CAUSAL":
-            if nd != 1:
-                raise ValueError(
-                    "Causal padding is only implemented for 1D convolutions.\n"
-                    f"kernel_size={self.kernel_size} has {nd} spatial axes."
-                )
-            left = kernel_dilation[0] * (kernel_size[0] - 1)
-            inputs = jnp.pad(inputs, [(0, 0), (left, 0), (0, 0)])
-            padding = "VALID"
-
+        win = kconv.window(
+            kernel_size,
+            self.strides,
+            self.input_dilation,
+            self.kernel_dilation,
+            self.padding,
+        )
+        inputs, batch_shape = ops.flatten_batch(inputs, len(kernel_size))
+        inputs, padding = kconv.pad_inputs(inputs, win)
         dimension_numbers = ops.conv_dimension_numbers(inputs.shape)
-        in_features = jnp.shape(inputs)[-1]
         conv = ops.pick_op(
             self,
             "conv_general_dilated",
             "conv_general_dilated_cls",
             lax.conv_general_dilated,
         )
-        if self.shared_weights:
-            if in_features % self.feature_group_count:
-                raise ValueError(
-                    f"{type(self).__name__}: {in_features} input features are not "
-                    f"divisible by feature_group_count={self.feature_group_count}."
-                )
-            kernel_shape = kernel_size + (
-                in_features // self.feature_group_count,
-                self.features,
-            )
-        else:
-            if self.feature_group_count != 1:
-                raise NotImplementedError(
-                    "`lax.conv_general_dilated_local` does not support "
-                    f"`feature_group_count != 1`, got `{self.feature_group_count}`."
-                )
-            out_shape = jax.eval_shape(
-                lambda lhs, rhs: conv(
-                    lhs=lhs,
-                    rhs=rhs,
-                    window_strides=strides,
-                    padding=padding,
-                    dimension_numbers=dimension_numbers,
-                    lhs_dilation=input_dilation,
-                    rhs_dilation=kernel_dilation,
-                ),
-                inputs,
-                jax.ShapeDtypeStruct(
-                    kernel_size + (in_features, self.features), inputs.dtype
-                ),
-            ).shape
-            kernel_shape = out_shape[1:-1] + (
-                int(np.prod(kernel_size)) * in_features,
-                self.features,
-            )
-
+        kernel_shape = self._kernel_shape(conv, inputs, win, padding)
         if self.mask is not None and self.mask.shape != kernel_shape:
             raise ValueError(
                 "Mask needs to have the same shape as weights. Shapes are: "
@@ -185,10 +136,10 @@ class _Conv(Module):
             y = conv(
                 inputs,
                 kernel,
-                strides,
+                win.strides,
                 padding,
-                lhs_dilation=input_dilation,
-                rhs_dilation=kernel_dilation,
+                lhs_dilation=win.input_dilation,
+                rhs_dilation=win.kernel_dilation,
                 dimension_numbers=dimension_numbers,
                 feature_group_count=self.feature_group_count,
                 precision=self.precision,
@@ -197,19 +148,53 @@ class _Conv(Module):
             y = lax.conv_general_dilated_local(
                 lhs=inputs,
                 rhs=kernel,
-                window_strides=strides,
+                window_strides=win.strides,
                 padding=padding,
                 filter_shape=kernel_size,
-                lhs_dilation=input_dilation,
-                rhs_dilation=kernel_dilation,
+                lhs_dilation=win.input_dilation,
+                rhs_dilation=win.kernel_dilation,
                 dimension_numbers=dimension_numbers,
                 precision=self.precision,
             )
-        if bias is not None:
-            y += jnp.reshape(bias, (1,) * (y.ndim - bias.ndim) + bias.shape)
-        if batch_shape is not None:
-            y = jnp.reshape(y, batch_shape + y.shape[1:])
-        return y
+        return kconv.restore_batch(kconv.add_bias(y, bias), batch_shape)
+
+    def _kernel_shape(self, conv: Any, inputs: Array, win: Any, padding: Any) -> tuple:
+        """The kernel's shape: one shared window, or one per output position."""
+        kernel_size, in_features = win.kernel_size, jnp.shape(inputs)[-1]
+        if self.shared_weights:
+            if in_features % self.feature_group_count:
+                raise ValueError(
+                    f"{type(self).__name__}: {in_features} input features are not "
+                    f"divisible by feature_group_count={self.feature_group_count}."
+                )
+            return kernel_size + (
+                in_features // self.feature_group_count,
+                self.features,
+            )
+        if self.feature_group_count != 1:
+            raise NotImplementedError(
+                "`lax.conv_general_dilated_local` does not support "
+                f"`feature_group_count != 1`, got `{self.feature_group_count}`."
+            )
+        out_shape = jax.eval_shape(
+            lambda lhs, rhs: conv(
+                lhs=lhs,
+                rhs=rhs,
+                window_strides=win.strides,
+                padding=padding,
+                dimension_numbers=ops.conv_dimension_numbers(inputs.shape),
+                lhs_dilation=win.input_dilation,
+                rhs_dilation=win.kernel_dilation,
+            ),
+            inputs,
+            jax.ShapeDtypeStruct(
+                kernel_size + (in_features, self.features), inputs.dtype
+            ),
+        ).shape
+        return out_shape[1:-1] + (
+            int(np.prod(kernel_size)) * in_features,
+            self.features,
+        )
 
 
 class Conv(_Conv):
