@@ -11,11 +11,15 @@ import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from lens.configurations import config
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-_EAGER_SHARDING: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "lens_nnx_eager_sharding", default=True
+# None: no use_eager_sharding in this context, so the global option decides
+# (``config.update('flax_always_shard_variable', False)``, as in flax.nnx).
+_EAGER_SHARDING: contextvars.ContextVar[bool | None] = contextvars.ContextVar(
+    "lens_nnx_eager_sharding", default=None
 )
 
 
@@ -37,8 +41,15 @@ class use_eager_sharding:  # noqa: N801 - Flax's name
 
 
 def using_eager_sharding() -> bool:
-    """Whether variables created now with ``out_sharding`` are sharded at once."""
-    return _EAGER_SHARDING.get()
+    """Whether variables created now with ``out_sharding`` are sharded at once.
+
+    ``nnx.use_eager_sharding`` decides where it was called; elsewhere the option
+    ``flax_always_shard_variable`` (``lens.config``, default True) does.
+    """
+    value = _EAGER_SHARDING.get()
+    if value is None:
+        return bool(config.flax_always_shard_variable)
+    return value
 
 
 @dataclasses.dataclass(frozen=True)

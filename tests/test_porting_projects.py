@@ -1,0 +1,55 @@
+"""What real projects built on Flax did that lens did not take (compat/projects.py).
+
+Each test is one behaviour a third-party project's own test suite relied on, found by
+running that suite with ``flax`` resolved to lens; see docs/porting.md, "Real
+projects".
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax.sharding import PartitionSpec as P
+
+import lens
+from lens import nnx
+
+
+@pytest.fixture
+def always_shard_off():
+    old = lens.config.flax_always_shard_variable
+    lens.config.update("flax_always_shard_variable", False)
+    try:
+        yield
+    finally:
+        lens.config.update("flax_always_shard_variable", old)
+
+
+def test_always_shard_variable_off_keeps_sharding_as_metadata(always_shard_off):
+    # A training library's tests annotate params for a ('tp', 'fsdp') mesh and
+    # run them on one CPU with no mesh: the option turns eager sharding off.
+    p = nnx.Param(jnp.ones((2, 4)), sharding=P("tp", "fsdp"))
+    assert nnx.using_eager_sharding() is False
+    assert p.get_metadata()["out_sharding"] == P("tp", "fsdp")
+    assert p.get_metadata()["eager_sharding"] is False
+    assert jnp.array_equal(p[...], jnp.ones((2, 4)))
+
+
+def test_use_eager_sharding_overrides_the_option(always_shard_off):
+    with nnx.use_eager_sharding(True):
+        assert nnx.using_eager_sharding() is True
+        with pytest.raises(ValueError, match="An auto mesh context or metadata"):
+            nnx.Param(jnp.ones((2, 4)), sharding=P("tp", "fsdp"))
+    assert nnx.using_eager_sharding() is False
+
+
+def test_eager_sharding_is_on_by_default():
+    assert lens.config.flax_always_shard_variable is True
+    assert nnx.using_eager_sharding() is True
+    with pytest.raises(ValueError, match="An auto mesh context or metadata"):
+        nnx.Param(jnp.ones((2, 4)), sharding=P("tp", "fsdp"))
+    mesh = jax.make_mesh((1, 1), ("tp", "fsdp"))
+    with jax.set_mesh(mesh):
+        p = nnx.Param(jnp.ones((2, 4)), sharding=P("tp", "fsdp"))
+    assert p[...].sharding.spec == P("tp", "fsdp")
