@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from lens.core import _meta
+from lens.display import _placement
 
 STATS_MAX_ELEMENTS = 1 << 22  # beyond this, statistics are skipped (they would be slow)
 
@@ -86,7 +87,8 @@ def _sharding_str(x: Any) -> str | None:
     if spec is None or mesh is None or getattr(mesh, "size", 1) <= 1:
         return None
     shape = "x".join(str(v) for v in dict(mesh.shape).values())
-    return f"{spec} on {shape} mesh"
+    where = _placement.describe(x)  # which process and device holds which part
+    return f"{spec} on {shape} mesh" + (f": {where}" if where else "")
 
 
 def numeric_array(x: Any) -> np.ndarray | None:
@@ -114,7 +116,9 @@ def numeric_array(x: Any) -> np.ndarray | None:
     size = int(np.prod(getattr(x, "shape", ())))
     if size == 0 or size > STATS_MAX_ELEMENTS:
         return None
-    a = np.asarray(x)
+    a = _placement.host_value(x)  # None: part of it is on other processes only
+    if a is None:
+        return None
     if a.dtype.kind not in "biuf" and "bfloat16" not in str(a.dtype):
         return None
     return a.astype(np.float64)

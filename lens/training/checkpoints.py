@@ -169,10 +169,29 @@ def _step_text(path: str, prefix: str) -> str:
     return os.path.basename(path)[len(_split_prefix("", prefix)[1]) :]
 
 
+def _spans_processes(leaf: Any) -> bool:
+    return isinstance(leaf, jax.Array) and not leaf.is_fully_addressable
+
+
 def _check_single_process(target: Any, path: str, step: Any) -> None:
-    for leaf in jax.tree_util.tree_leaves(target):
-        if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
-            raise errors.MPACheckpointingRequiredError(path, step)
+    if any(_spans_processes(x) for x in jax.tree_util.tree_leaves(target)):
+        err = errors.MPACheckpointingRequiredError(path, step)
+        err.add_note(
+            "An array of the target spans devices of several processes, and "
+            "save_checkpoint writes from one process. Call "
+            "lens.training.checkpoints.save_checkpoint_multiprocess(...) from every "
+            "process instead (it gathers the shards; process 0 writes), or pass "
+            "orbax_checkpointer=... to it (each process writes its own shards)."
+        )
+        raise err
+
+
+def _check_overwrite(ckpt_dir: str, path: str, step: Any, prefix: str) -> None:
+    existing = _all_checkpoints(ckpt_dir, prefix)
+    if existing:
+        newest = float(_step_text(existing[-1], prefix))
+        if float(step) <= newest:
+            raise errors.InvalidCheckpointError(path, step)
 
 
 def save_checkpoint(
@@ -222,11 +241,8 @@ def save_checkpoint(
         async_manager.wait_previous_save()
     path = _checkpoint_path(ckpt_dir, step, prefix)
     _check_single_process(target, path, step)
-    existing = _all_checkpoints(ckpt_dir, prefix)
-    if existing and not overwrite:
-        newest = float(_step_text(existing[-1], prefix))
-        if float(step) <= newest:
-            raise errors.InvalidCheckpointError(path, step)
+    if not overwrite:
+        _check_overwrite(ckpt_dir, path, step, prefix)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     if orbax_checkpointer is not None:
         orbax_checkpointer.save(path, target, force=overwrite)
@@ -300,28 +316,89 @@ def save_checkpoint_multiprocess(
     async_manager: Any = None,
     gda_manager: Any = None,
     orbax_checkpointer: Any = None,
-) -> str | None:
-    """:func:`save_checkpoint` from process 0 only (the others return None).
+) -> str:
+    """:func:`save_checkpoint` for a run over several processes: call it from every
+    process (with the same arguments); returns the path on each.
 
-    Arrays that span processes need Orbax: pass ``orbax_checkpointer``.
+    Arrays that span processes are gathered to every host first (a collective,
+    hence every process); then process 0 alone writes the one msgpack file, in the
+    format :func:`save_checkpoint` writes, and tells the others whether it
+    succeeded (a failed write raises on every process, not only on process 0).
+    The file holds whole arrays, so it restores onto any mesh or number of
+    processes (see :func:`restore_checkpoint`); it needs the whole state in
+    process 0's host memory, and a directory every process sees to restore from.
+    With ``orbax_checkpointer`` each process writes its own shards instead.
+
+    With ``async_manager``, process 0 writes in the background: a failed write
+    then surfaces at its next ``wait_previous_save()`` only, on process 0.
+
+    Raises:
+      InvalidCheckpointError: on every process, if a checkpoint at ``step`` or
+        later exists and ``overwrite`` is False.
+      RuntimeError: on the processes other than 0, if process 0 failed to write.
     """
     del gda_manager
+    ckpt_dir = safe_normpath(os.fspath(ckpt_dir))
+    path = _checkpoint_path(ckpt_dir, step, prefix)
     if orbax_checkpointer is not None:
-        path = _checkpoint_path(safe_normpath(os.fspath(ckpt_dir)), step, prefix)
         orbax_checkpointer.save(path, target, force=overwrite)
         return path
+    if async_manager is not None:
+        async_manager.wait_previous_save()
+    if not overwrite:  # on every process, before any of them starts a collective
+        _check_overwrite(ckpt_dir, path, step, prefix)
+    target = _gather_to_host(target)
     if jax.process_index() != 0:
-        return None
-    return save_checkpoint(
-        ckpt_dir,
-        target,
-        step,
-        prefix=prefix,
-        keep=keep,
-        overwrite=overwrite,
-        keep_every_n_steps=keep_every_n_steps,
-        async_manager=async_manager,
-    )
+        _written_by_process_0(path, None)
+        return path
+    try:
+        save_checkpoint(
+            ckpt_dir,
+            target,
+            step,
+            prefix=prefix,
+            keep=keep,
+            overwrite=overwrite,
+            keep_every_n_steps=keep_every_n_steps,
+            async_manager=async_manager,
+        )
+    except BaseException:
+        _written_by_process_0(path, False)
+        raise
+    _written_by_process_0(path, True)
+    return path
+
+
+def _gather_to_host(target: Any) -> Any:
+    """``target`` with each array that spans processes replaced by the whole
+    array as a NumPy array on this host (one collective for all of them)."""
+    leaves, treedef = jax.tree_util.tree_flatten(target)
+    where = [i for i, x in enumerate(leaves) if _spans_processes(x)]
+    if not where:
+        return target
+    from jax.experimental import multihost_utils
+
+    whole = multihost_utils.process_allgather([leaves[i] for i in where], tiled=True)
+    for i, value in zip(where, whole, strict=True):
+        leaves[i] = value
+    return jax.tree_util.tree_unflatten(treedef, leaves)
+
+
+def _written_by_process_0(path: str, ok: bool | None) -> None:
+    """Process 0 tells every other process whether it wrote ``path``; a process
+    other than 0 (``ok=None``) raises if it did not."""
+    if jax.process_count() == 1:
+        return
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    flag = multihost_utils.broadcast_one_to_all(np.int32(1 if ok else 0))
+    if ok is None and int(flag) != 1:
+        raise RuntimeError(
+            f"save_checkpoint_multiprocess: process 0 failed to write {path}; its "
+            "own traceback says why (this is process "
+            f"{jax.process_index()}). Nothing was saved at this step."
+        )
 
 
 def restore_checkpoint(
@@ -341,6 +418,12 @@ def restore_checkpoint(
 
     ``ckpt_dir`` may also be a checkpoint file. With ``target=None`` the state
     dict is returned. Without any checkpoint, ``target`` is returned unchanged.
+    Leaves come back as NumPy arrays, except where ``target`` has an array that
+    spans processes or a ``jax.ShapeDtypeStruct`` with a sharding: the value is
+    then laid out by that sharding (on any mesh, whatever the mesh it was saved
+    from), each process building its own shards. Every process may restore
+    the same file: after :func:`save_checkpoint_multiprocess`, that is how a
+    multi-process run resumes.
     A checksum saved with the file (``save_checkpoint(..., checksum=True)``) is
     always checked; ``checksum=True`` also requires that the file has one.
 
@@ -349,7 +432,7 @@ def restore_checkpoint(
       CheckpointCorruptedError: if the file does not match its checksum (or has
         none and ``checksum`` is True).
       SerializationError: if the file is not a checkpoint, or its structure
-        differs from ``target``'s.
+        (or an array's shape) differs from ``target``'s.
     """
     del parallel, gda_manager, allow_partial_mpa_restoration, orbax_transforms
     ckpt_dir = safe_normpath(os.fspath(ckpt_dir))
@@ -383,7 +466,34 @@ def restore_checkpoint(
         restored = serialization.msgpack_restore(data)
     if target is None:
         return restored
-    return serialization.from_state_dict(target, restored)
+    return _placed(target, serialization.from_state_dict(target, restored))
+
+
+def _wants_placement(leaf: Any) -> bool:
+    """A target leaf whose restored value goes onto its devices: an array that
+    spans processes, or an abstract array (``jax.ShapeDtypeStruct``) that names a
+    sharding. Other leaves come back as NumPy arrays, as in Flax."""
+    if isinstance(leaf, jax.ShapeDtypeStruct):
+        return leaf.sharding is not None
+    return _spans_processes(leaf)
+
+
+def _placed(target: Any, restored: Any) -> Any:
+    """``restored`` with each value at a :func:`_wants_placement` leaf of
+    ``target`` laid out by that leaf's sharding (this process builds its shards)."""
+    if not any(_wants_placement(x) for x in jax.tree_util.tree_leaves(target)):
+        return restored
+    import numpy as np
+
+    def place(want: Any, value: Any) -> Any:
+        if not _wants_placement(want):
+            return value
+        value = np.asarray(value)  # its shape is the target's (from_state_dict checks)
+        return jax.make_array_from_callback(
+            value.shape, want.sharding, lambda index: value[index]
+        )
+
+    return jax.tree_util.tree_map(place, target, restored)
 
 
 def convert_pre_linen(params: Any) -> Any:

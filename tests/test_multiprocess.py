@@ -1,0 +1,259 @@
+"""A sharded train step over two processes equals the same step on one.
+
+Starts ``tests/multiprocess_worker.py`` as 2 processes x 4 CPU devices, joined by
+``jax.distributed`` (gloo collectives on localhost), and runs the same code in
+this process on its 8 devices (tests/conftest.py). Both train a lens.nn and a
+lens.nnx model with the same logical axis rules, each process loading its own
+rows of the batch; the losses, the parameters, and the checkpoint restored onto
+another mesh must agree. Then this process (one process, another mesh) restores
+the checkpoint the two wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from lens import errors, nn, nnx
+from lens.training import checkpoints
+from tests import multiprocess_worker as worker
+
+ROOT = Path(__file__).parent.parent
+WORKER = Path(worker.__file__)
+TIMEOUT_S = 240  # the whole 2-process run; it takes seconds on an idle machine
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = (
+        "--xla_force_host_platform_device_count=4 --xla_backend_optimization_level=0"
+    )
+    env["JAX_PLATFORMS"] = "cpu"
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+    for p in procs:
+        p.wait(timeout=30)
+
+
+def _wait(procs: list[subprocess.Popen], deadline: float) -> str | None:
+    """None once every process exited 0; else why not (the others are killed:
+    a process left alone would wait forever at its next collective)."""
+    try:
+        while time.monotonic() < deadline:
+            codes = [p.poll() for p in procs]
+            if any(c not in (None, 0) for c in codes):
+                return f"a process failed (exit codes {codes})"
+            if all(c == 0 for c in codes):
+                return None
+            time.sleep(0.2)
+        return f"timed out after {TIMEOUT_S} s"
+    finally:
+        _stop(procs)
+
+
+def run_processes(out: Path, num_processes: int = 2) -> None:
+    """Runs the worker as ``num_processes`` processes; fails the test with every
+    process's output if one fails or the run times out."""
+    port = _free_port()
+    logs = [out / f"process_{i}.log" for i in range(num_processes)]
+    procs = []
+    for i, log in enumerate(logs):
+        with open(log, "w") as f:
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, str(WORKER), "--process-id", str(i)]
+                    + ["--num-processes", str(num_processes)]
+                    + ["--coordinator", f"localhost:{port}", "--out", str(out)],
+                    stdout=f,
+                    stderr=subprocess.STDOUT,
+                    env=_env(),
+                    cwd=ROOT,
+                )
+            )
+    failure = _wait(procs, time.monotonic() + TIMEOUT_S)
+    if failure:
+        outputs = "\n".join(
+            f"----- process {i} -----\n{log.read_text()[-6000:]}"
+            for i, log in enumerate(logs)
+        )
+        pytest.fail(f"2-process run: {failure}\n{outputs}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, object]:
+    """What the 2 processes wrote, and the same run in this process."""
+    two = tmp_path_factory.mktemp("two_processes")
+    run_processes(two)
+    one = tmp_path_factory.mktemp("one_process")
+    assert jax.process_count() == 1 and jax.device_count() == 8
+    return {
+        "one": worker.run(str(one)),
+        "two": [dict(np.load(two / f"result_{i}.npz")) for i in range(2)],
+        "two_dir": two,
+    }
+
+
+def _arrays(result: dict, prefix: str) -> dict[str, np.ndarray]:
+    return {k: v for k, v in result.items() if k.startswith(prefix)}
+
+
+@pytest.mark.parametrize("process", [0, 1])
+def test_losses_and_parameters_equal_one_process(runs, process):
+    one, two = runs["one"], runs["two"][process]
+    for name in ("nn_losses", "nnx_losses"):
+        assert len(two[name]) == worker.STEPS
+        np.testing.assert_allclose(two[name], one[name], rtol=1e-5, err_msg=name)
+    assert two["nn_losses"][-1] < two["nn_losses"][0]  # it trained
+    for prefix in ("nn[", "nnx["):
+        expected = _arrays(one, prefix)
+        assert len(expected) == 4 and set(_arrays(two, prefix)) == set(expected)
+        for k, v in expected.items():
+            np.testing.assert_allclose(two[k], v, rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+@pytest.mark.parametrize("process", [0, 1])
+def test_checkpoint_restores_onto_another_mesh(runs, process):
+    one, two = runs["one"], runs["two"][process]
+    restored = _arrays(two, "restored[")
+    assert len(restored) == 8
+    for k, v in restored.items():
+        trained = k.replace("restored['nn']", "nn").replace("restored['nnx']", "nnx")
+        np.testing.assert_allclose(v, two[trained], rtol=0, atol=0, err_msg=k)
+        np.testing.assert_allclose(v, one[k], rtol=1e-5, atol=1e-6, err_msg=k)
+    # laid out by the target's shardings on the 1x8 mesh
+    assert list(two["restored_specs"]) == list(one["restored_specs"])
+    assert "P(None, 'model')" in set(two["restored_specs"])
+
+
+def test_one_process_restores_what_two_saved(runs):
+    """The 2-process checkpoint onto this process's 8 devices, as a 4x2 mesh."""
+    mesh = worker.make_mesh((4, 2))
+    x = np.zeros((worker.BATCH, worker.FEATURES), np.float32)
+    with jax.set_mesh(mesh), nn.logical_axis_rules(worker.RULES):
+        _, nnx_abstract = nnx.get_abstract_model(
+            lambda: worker.NNXMLP(nnx.Rngs(0)), mesh
+        )
+        target = {
+            "nn": worker.nn_abstract(mesh, x),
+            "nnx": nnx_abstract.to_pure_dict(),
+        }
+    ckpt = runs["two_dir"] / "ckpt"
+    restored = checkpoints.restore_checkpoint(ckpt, target=target, step=worker.STEPS)
+    kernel = restored["nn"]["Dense_0"]["kernel"]
+    assert isinstance(kernel, nn.Partitioned)
+    for value in (kernel.value, restored["nnx"]["up"]["kernel"]):
+        assert value.sharding == NamedSharding(mesh, P(None, "model"))
+        assert len(value.addressable_shards) == 8
+    saved = runs["two"][0]
+    np.testing.assert_array_equal(kernel.value, saved["nn['Dense_0']['kernel']"])
+    np.testing.assert_array_equal(
+        restored["nnx"]["up"]["kernel"], saved["nnx['up']['kernel']"]
+    )
+
+
+def _line(text: str, collection: str, module: str, name: str) -> str:
+    """The display's line for ``collection/module/name``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(collection))
+    if module:
+        start += next(i for i, line in enumerate(lines[start:]) if module in line)
+    return next(line for line in lines[start:] if line.strip().startswith(name + " "))
+
+
+@pytest.mark.parametrize("process", [0, 1])
+def test_display_shows_each_process_and_device(runs, process):
+    text = str(runs["two"][process]["display"])
+    # the batch: rows 0:8 on process 0's 4 devices, rows 8:16 on process 1's
+    batch = _line(text, "batch", "", "x")
+    assert "[0:8,:] p0:d0-3 · [8:16,:] p1:d" in batch
+    # restored onto 1x8: a quarter of the columns per device, 4 per process
+    kernel = _line(text, "restored", "/Dense_0", "kernel")
+    assert "[:,0:4] p0:d0 · [:,4:8] p0:d1" in kernel
+    assert kernel.count(" p0:d") == 4 and kernel.count(" p1:d") == 4
+    # statistics only where this process holds every value
+    assert "mean" not in batch and "mean" not in kernel
+    assert "mean" in _line(text, "params", "/Dense_0", "kernel")
+    # one process: devices only
+    one = str(runs["one"]["display"])
+    assert "[0:8,:] d0-3 · [8:16,:] d4-7" in _line(one, "batch", "", "x")
+    assert "mean" in _line(one, "batch", "", "x")
+
+
+def test_multiprocess_save_faults_reach_every_process(runs):
+    for process, result in enumerate(runs["two"]):
+        single = str(result["fault_single"])
+        assert single.startswith("MPACheckpointingRequiredError")
+        assert "save_checkpoint_multiprocess" in single  # says how to fix
+        assert str(result["fault_outdated"]).startswith("InvalidCheckpointError")
+        failed = str(result["fault_write_fails"])
+        if process == 0:
+            assert failed.startswith("OSError: disk full")
+        else:
+            assert failed.startswith("RuntimeError: save_checkpoint_multiprocess")
+            assert "process 0 failed to write" in failed
+
+
+def test_a_failed_process_stops_the_others_at_once(tmp_path):
+    """One process exits with an error: the run fails then, not at the timeout,
+    and the process still waiting (as at a collective) is killed."""
+    code = ["import sys, time; time.sleep(60)", "import sys; sys.exit(3)"]
+    procs = [subprocess.Popen([sys.executable, "-c", c]) for c in code]
+    start = time.monotonic()
+    failure = _wait(procs, start + 50)
+    assert failure is not None and "exit codes" in failure
+    assert time.monotonic() - start < 30
+    assert procs[0].returncode not in (None, 0)  # killed
+
+
+# ------------------------------------------------ checkpoints on one process
+
+
+def _sharded(mesh_shape=(2, 4), spec=P("data", "model")):
+    mesh = worker.make_mesh(mesh_shape)
+    value = np.arange(32, dtype=np.float32).reshape(4, 8)
+    return jax.device_put(value, NamedSharding(mesh, spec)), value
+
+
+def test_restore_places_leaves_by_an_abstract_target(tmp_path):
+    array, value = _sharded()
+    path = checkpoints.save_checkpoint_multiprocess(tmp_path, {"w": array, "n": 1}, 1)
+    assert path == str(tmp_path / "checkpoint_1")  # returned on every process
+    sharding = NamedSharding(worker.make_mesh((8, 1)), P(None, "data"))
+    target = {"w": jax.ShapeDtypeStruct((4, 8), np.float32, sharding=sharding), "n": 0}
+    restored = checkpoints.restore_checkpoint(tmp_path, target=target)
+    assert restored["w"].sharding == sharding
+    np.testing.assert_array_equal(restored["w"], value)
+    assert restored["n"] == 1
+    # a target array on one process comes back as NumPy, as in Flax
+    plain = checkpoints.restore_checkpoint(tmp_path, target={"w": array, "n": 0})
+    assert isinstance(plain["w"], np.ndarray)
+
+
+def test_restore_into_a_target_of_another_shape_says_where(tmp_path):
+    array, _ = _sharded()
+    checkpoints.save_checkpoint(tmp_path, {"w": array}, 1)
+    target = {"w": jax.ShapeDtypeStruct((8, 4), np.float32, sharding=array.sharding)}
+    with pytest.raises(errors.SerializationError, match=r"/w has shape \[4, 8\]"):
+        checkpoints.restore_checkpoint(tmp_path, target=target)
