@@ -23,6 +23,7 @@ import jax
 from lens import nn as linen
 from lens.core._freeze import FrozenDict
 from lens.core.meta import AxisMetadata, Partitioned
+from lens.nnx.bridge.context import current_module
 from lens.nnx.bridge.variables import to_linen_var, to_nnx_var
 from lens.nnx.filterlib import Not
 from lens.nnx.graphlib import iter_graph, state, update
@@ -56,6 +57,18 @@ def lazy_init(fn: Any, *args: Any, **kwargs: Any) -> Any:
     finally:
         _INITIALIZING.reset(token)
     return fn
+
+
+_INIT_FLAG = "_to_nnx_initializing"
+
+
+def set_initializing(module: Any, initializing: bool) -> None:
+    """Marks every :class:`ToNNX` in ``module``'s graph: its calls run the Linen
+    ``init`` (``True``) or ``apply`` (what ``bridge.linen_in_bridge_mdl`` does
+    inside a bridge module's ``init``)."""
+    for _, m in iter_graph(module, graph=True):
+        if isinstance(m, ToNNX):
+            object.__setattr__(m, _INIT_FLAG, initializing)
 
 
 def _flatten(tree: Mapping, prefix: tuple = ()) -> dict[tuple, Any]:
@@ -111,6 +124,12 @@ class ToNNX(Module):
             f"has no attribute {name!r}"
         )
 
+    def _graph_items(self) -> list[tuple[Any, Any]]:
+        return [(k, v) for k, v in super()._graph_items() if k != _INIT_FLAG]
+
+    def _is_initializing(self) -> bool:
+        return id(self) in _INITIALIZING.get() or bool(vars(self).get(_INIT_FLAG))
+
     def _linen_variables(self) -> dict[str, Any]:
         flat: dict[tuple, Any] = {}
         for key, value in vars(self).items():
@@ -148,10 +167,10 @@ class ToNNX(Module):
         if "params" not in keys and "default" in keys:
             keys["params"] = keys.pop("default")
         module = self.to_nnx__module
-        if id(self) in _INITIALIZING.get():
+        if self._is_initializing():
             out, updates = module.init_with_output(keys, *args, method=method, **kwargs)
         else:
-            mutable = False if mutable is None else mutable
+            mutable = _default_mutable() if mutable is None else mutable
             out = module.apply(
                 self._linen_variables(),
                 *args,
@@ -178,6 +197,13 @@ class ToNNX(Module):
                 merged.update(_flatten(value))
                 value = _unflatten(merged)
             setattr(self, attr, value)
+
+
+def _default_mutable() -> Any:
+    """Inside a bridge module's apply, the collections it may change."""
+    running = current_module()
+    scope = None if running is None else vars(running).get("scope")
+    return False if scope is None else scope.mutable
 
 
 def _rng_keys(module: linen.Module, add_default: bool) -> dict[str, Any]:
