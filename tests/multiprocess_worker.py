@@ -99,15 +99,10 @@ class NNMLP(nn.Module):
 
 def nn_abstract(mesh: jax.sharding.Mesh, x: Any) -> Any:
     """The parameters' shapes, each with the sharding its logical names give on
-    ``mesh`` (call within ``nn.logical_axis_rules``)."""
-    abstract = jax.eval_shape(NNMLP().init, jax.random.key(0), x)["params"]
-
-    def placed(sharding: NamedSharding, leaf: Any) -> Any:
-        value = leaf.value if isinstance(leaf, nn.Partitioned) else leaf
-        value = jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=sharding)
-        return leaf.replace_boxed(value) if isinstance(leaf, nn.Partitioned) else value
-
-    return jax.tree.map(placed, nn.get_sharding(abstract, mesh), abstract)
+    ``mesh`` (call within ``nn.logical_axis_rules``); nothing is allocated."""
+    init, key = NNMLP().init, jax.random.key(0)
+    shardings = nn.get_sharding(jax.eval_shape(init, key, x), mesh)
+    return jax.eval_shape(jax.jit(init, out_shardings=shardings), key, x)["params"]
 
 
 def train_nn(mesh: jax.sharding.Mesh, x: jax.Array, y: jax.Array) -> dict[str, Any]:

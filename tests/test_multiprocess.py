@@ -257,3 +257,20 @@ def test_restore_into_a_target_of_another_shape_says_where(tmp_path):
     target = {"w": jax.ShapeDtypeStruct((8, 4), np.float32, sharding=array.sharding)}
     with pytest.raises(errors.SerializationError, match=r"/w has shape \[4, 8\]"):
         checkpoints.restore_checkpoint(tmp_path, target=target)
+
+
+def test_scaling_page_script_runs_on_one_process(tmp_path, monkeypatch, capsys):
+    """docs/scaling.md's script as pasted, on this process's 8 devices (its
+    2-process form is the worker's, run above)."""
+    import re
+
+    page = (ROOT / "docs" / "scaling.md").read_text()
+    (script,) = re.findall(r"```python\n(.*?)```", page, re.S)
+    monkeypatch.setenv("CKPT_DIR", str(tmp_path))
+    monkeypatch.delenv("NUM_PROCESSES", raising=False)
+    exec(compile(script, "docs/scaling.md", "exec"), {"__name__": "scaling"})  # noqa: S102
+    lines = capsys.readouterr().out.splitlines()
+    losses = [float(line.split("loss ")[1]) for line in lines if "loss" in line]
+    assert len(losses) == 3 and losses[2] < losses[0]
+    assert lines[-1] == "P(None, 'model')"  # restored onto the 1x8 mesh
+    assert (tmp_path / "checkpoint_3").is_file()
