@@ -59,6 +59,13 @@ class _AtPaths:
         return f"AtPaths{tuple(sorted(self.paths, key=repr))!r}"
 
 
+class PrefixAxes(StateAxes):
+    """An object's specs made by :func:`prefix` (flax.nnx's tree-shaped prefix:
+    transforms take it in every mode)."""
+
+    from_prefix = True
+
+
 def _object_axes(node: Any, prefix_fn: Callable[..., Any]) -> StateAxes:
     """One object's spec: its variables grouped by the prefix each gets."""
     groups: dict[Any, list[tuple]] = {}
@@ -72,8 +79,8 @@ def _object_axes(node: Any, prefix_fn: Callable[..., Any]) -> StateAxes:
                 order.append(p)
             groups[key].append(path)
     if len(order) == 1:
-        return StateAxes({...: order[0]})
-    return StateAxes({_AtPaths(*groups[_hashable(p)]): p for p in order})
+        return PrefixAxes({...: order[0]})
+    return PrefixAxes({_AtPaths(*groups[_hashable(p)]): p for p in order})
 
 
 def _hashable(x: Any) -> Any:

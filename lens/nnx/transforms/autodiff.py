@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -37,6 +38,7 @@ from lens.nnx.transforms.general import (
     call_inside,
     changed_structure,
     check_graph_flags,
+    check_prefix,
     diff_resolver,
     lift_args,
     merge_outputs,
@@ -130,6 +132,7 @@ def value_and_grad(
             "reduce_axes from its transforms.\nReduce the loss over those axes "
             "yourself (e.g. jax.lax.psum inside shard_map)."
         )
+    check_prefix(argnums, "argnums", dataclasses.replace(mode, name="grad"))
     diff, single = _normalize_argnums(argnums)
     diff_of = dict(diff)
 
@@ -138,7 +141,9 @@ def value_and_grad(
     def wrapper(*args: Any) -> Any:
         _check_argnums(diff_of, len(args))
         specs = tuple(
-            DiffSpec(_filter_for(diff_of[i], args[i])) if i in diff_of else None
+            DiffSpec(... if mode.simple else _filter_for(diff_of[i], args[i]))
+            if i in diff_of
+            else None
             for i in range(len(args))
         )
         walker = Walker(diff_resolver, describe=_describe_grad, transform="grad")
@@ -166,7 +171,14 @@ def value_and_grad(
             picture.outputs(new_graph)
         aux = merge_outputs(aux_out, nodes)
         grad_of = combine(grads, [None] * sum(held), held)
-        g = [_arg_grads(args, skel, entries, grad_of, i) for i, _ in diff]
+        if mode.simple:  # flax.nnx: gradients shaped as the arguments
+            shaped = rebuild(
+                skel,
+                [e.value if g is None else g for e, g in zip(entries, grad_of)],
+            )
+            g = [shaped[i] for i, _ in diff]
+        else:
+            g = [_arg_grads(args, skel, entries, grad_of, i) for i, _ in diff]
         g = g[0] if single else tuple(g)
         return ((value, aux), g) if has_aux else (value, g)
 

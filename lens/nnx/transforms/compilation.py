@@ -25,6 +25,7 @@ from lens.nnx.transforms.general import (
     TransformMode,
     apply_graph_updates,
     changed_structure,
+    check_prefix,
     merge_outputs,
     rebuild,
     split_args,
@@ -119,6 +120,8 @@ def jit(
         return functools.partial(
             jit, **options, graph=graph, graph_updates=graph_updates
         )
+    check_prefix(in_shardings, "in_shardings", mode)
+    check_prefix(out_shardings, "out_shardings", mode)
     return JitWrapped(fun, **options, _mode=mode)
 
 

@@ -24,6 +24,7 @@ from lens.nnx.transforms.cotangents import (
 from lens.nnx.transforms.general import (
     DiffSpec,
     DiffState,
+    check_prefix,
     check_structure,
     diff_resolver,
     merge_outputs,
@@ -226,4 +227,5 @@ def custom_vjp(
             graph=graph,
             graph_updates=graph_updates,
         )
+    check_prefix(tuple(nondiff_argnums), "nondiff_argnums", mode)
     return CustomVjp(fun, tuple(nondiff_argnums), simple=mode.simple)

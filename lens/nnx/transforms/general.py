@@ -57,6 +57,9 @@ class StateAxes:
     """
 
     _what = "axis"
+    # made by nnx.prefix from a model: flax's tree-shaped prefix, allowed in
+    # every mode
+    from_prefix = False
 
     def __init__(self, filter_axes: Mapping[Any, Any] | Any):
         items = filter_axes.items() if isinstance(filter_axes, Mapping) else filter_axes
@@ -483,6 +486,48 @@ def transform_mode(
     g = _current("set_graph_mode") if graph is None else bool(graph)
     u = _current("set_graph_updates") if graph_updates is None else bool(graph_updates)
     return TransformMode(name, g, u)
+
+
+def check_prefix(prefix: Any, prefix_name: str, mode: TransformMode) -> None:
+    """flax.nnx's checks of a transform's prefix (``in_axes``, ``argnums``,
+    ``in_shardings``, ...): no Variables; no per-filter specs (``StateAxes``,
+    ``DiffState``, ``StateSharding``) outside the full graph mode; no objects
+    in graph mode."""
+    name = mode.name
+
+    def is_leaf(x: Any) -> bool:
+        return (
+            x is None
+            or isinstance(x, Variable | StateAxes | DiffState)
+            or is_graph_node(x)
+        )
+
+    for kp, leaf in jax.tree_util.tree_flatten_with_path(prefix, is_leaf=is_leaf)[0]:
+        where = f"at path {jax.tree_util.keystr(kp)} in `{prefix_name}` for nnx.{name}"
+        kind = type(leaf).__name__
+        if isinstance(leaf, Variable):
+            raise ValueError(
+                f"Found Variable of type {kind} {where}. Variables prefixes are "
+                "not supported.\nPass a prefix for the entire Variable (e.g. 0 or "
+                "None) instead of a Variable."
+            )
+        per_filter = isinstance(leaf, DiffState) or (
+            isinstance(leaf, StateAxes) and not leaf.from_prefix
+        )
+        if per_filter and mode.simple:
+            raise ValueError(
+                f"`{prefix_name}` cannot contain `{kind}` objects when "
+                f"`graph=False` or `graph_updates=False`.\nRemove the {kind} from "
+                f"`{prefix_name}`, or use nnx.{name}(..., graph=True, "
+                f"graph_updates=True) (or nnx.compat.{name})."
+            )
+        if is_graph_node(leaf) and mode.graph:
+            raise ValueError(
+                f"Found graph node of type {kind} {where}. Graph nodes are not "
+                "allowed as prefixes when graph=True.\nRemove it from "
+                f"`{prefix_name}`, pass graph=False to nnx.{name}, or build the "
+                "prefix with nnx.prefix(..., graph=True)."
+            )
 
 
 def reject_bound_method(name: str, f: Any) -> None:

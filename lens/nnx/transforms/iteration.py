@@ -30,6 +30,7 @@ from lens.nnx.transforms.general import (
     apply_graph_updates,
     axes_resolver,
     changed_structure,
+    check_prefix,
     merge_outputs,
     rebuild,
     split_args,
@@ -109,6 +110,8 @@ def vmap(
         jax.vmap,
         f,
         in_axes,
+    check_prefix(in_axes, "in_axes", mode)
+    check_prefix(out_axes, "out_axes", mode)
         out_axes,
         axis_names,
         check_sizes=axis_size is None,

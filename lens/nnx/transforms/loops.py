@@ -23,6 +23,7 @@ from lens.nnx.transforms.general import (
     GraphArg,
     StateAxes,
     axes_resolver,
+    check_prefix,
     check_structure,
     lift_args,
     merge_outputs,
@@ -191,6 +192,8 @@ def scan(
             graph=graph,
             graph_updates=graph_updates,
         )
+    check_prefix(in_axes, "in_axes", mode)
+    check_prefix(out_axes, "out_axes", mode)
     _check_scan_axes(in_axes, out_axes)
     options = _ScanOptions(
         f,

@@ -1,0 +1,100 @@
+"""What nnx transforms do in flax.nnx's simple modes (``graph_updates=False`` and
+tree mode ``graph=False``): gradients shaped as the arguments, which aliases are
+allowed, and which prefixes are refused; each checked against flax.nnx where flax
+is installed."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lens import nnx as lnnx
+
+fnnx = pytest.importorskip("flax.nnx")
+BOTH = pytest.mark.parametrize("nnx", [lnnx, fnnx], ids=["lens", "flax"])
+MODES = pytest.mark.parametrize(
+    "graph, graph_updates", [(True, True), (True, False), (False, False)]
+)
+
+
+@BOTH
+@MODES
+def test_grad_is_a_state_in_full_mode_and_shaped_as_the_argument_otherwise(
+    nnx, graph, graph_updates
+):
+    class M(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.array(2.0))
+            self.s = nnx.BatchStat(jnp.array(3.0))
+
+    m = M()
+    grads = nnx.grad(
+        lambda m: m.w[...] * m.s[...], graph=graph, graph_updates=graph_updates
+    )(m)
+    if graph and graph_updates:  # Params only, as a State
+        assert isinstance(grads, nnx.State)
+        assert set(grads.keys()) == {"w"}
+    else:  # every array leaf, as an M of Variables of their types
+        assert type(grads) is M
+        assert type(grads.s) is nnx.BatchStat
+        np.testing.assert_allclose(grads.s[...], 2.0)
+    w = grads["w"] if isinstance(grads, nnx.State) else grads.w
+    assert type(w) is nnx.Param
+    np.testing.assert_allclose(w[...], 3.0)
+
+
+@BOTH
+@MODES
+def test_shared_inputs_are_kept_in_graph_mode_and_refused_in_tree_mode(
+    nnx, graph, graph_updates
+):
+    v = nnx.Param(jnp.array(1.0))
+
+    class C(nnx.Module):
+        def __init__(self, v):
+            self.v = v
+
+    c1, c2 = C(v), C(v)
+    f = nnx.jit(
+        lambda a, b: a.v[...] + b.v[...], graph=graph, graph_updates=graph_updates
+    )
+    if graph:
+        np.testing.assert_allclose(f(c1, c2), 2.0)
+    else:
+        with pytest.raises(ValueError, match=r"^Duplicate Param"):
+            f(c1, c2)
+    returned = nnx.jit(lambda a: a.v, graph=graph, graph_updates=graph_updates)
+    if graph and graph_updates:
+        assert returned(c1) is v
+    else:  # an input Variable may not come back out
+        with pytest.raises(ValueError, match="does not support Variable aliasing"):
+            returned(c1)
+
+
+@BOTH
+def test_prefixes_flax_refuses(nnx):
+    with pytest.raises(ValueError, match="cannot contain `DiffState` objects"):
+        nnx.grad(lambda x: x, argnums=nnx.DiffState(0, ...), graph=False)
+    with pytest.raises(ValueError, match="cannot contain `StateAxes` objects"):
+        nnx.vmap(lambda x: x, in_axes=nnx.StateAxes({...: 0}), graph_updates=False)
+    with pytest.raises(ValueError, match="Graph nodes are not allowed as prefixes"):
+        nnx.vmap(lambda x: x, in_axes=nnx.Dict(a=nnx.Param(1)), graph=True)
+    with pytest.raises(ValueError, match="Variables prefixes are not supported"):
+        nnx.vmap(lambda x: x, in_axes=(nnx.Variable(0),), graph=False)
+
+
+@BOTH
+def test_inconsistent_aliasing_names_the_variable_and_its_paths(nnx):
+    class Shared(nnx.Module):
+        def __init__(self):
+            self.a = nnx.Param(jnp.zeros((3, 3)))
+
+    class Foo(nnx.Module):
+        def __init__(self, shared):
+            self.a = shared
+
+    shared = Shared()
+    f = nnx.vmap(lambda m1, m2: None, in_axes=(0, 1))
+    with pytest.raises(
+        ValueError, match=r"^Inconsistent aliasing detected[\s\S]*Param[\s\S]*a: 0"
+    ):
+        f(Foo(shared), Foo(shared))
