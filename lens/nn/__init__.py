@@ -110,8 +110,6 @@ if TYPE_CHECKING:
     from lens.nn._normalization import InstanceNorm as InstanceNorm
     from lens.nn._normalization import LayerNorm as LayerNorm
     from lens.nn._normalization import RMSNorm as RMSNorm
-    from lens.nn._normalization import SpectralNorm as SpectralNorm
-    from lens.nn._normalization import WeightNorm as WeightNorm
     from lens.nn._pooling import avg_pool as avg_pool
     from lens.nn._pooling import max_pool as max_pool
     from lens.nn._pooling import min_pool as min_pool
@@ -147,6 +145,8 @@ if TYPE_CHECKING:
     from lens.nn._transforms import vjp as vjp
     from lens.nn._transforms import vmap as vmap
     from lens.nn._transforms import while_loop as while_loop
+    from lens.nn._weight_norms import SpectralNorm as SpectralNorm
+    from lens.nn._weight_norms import WeightNorm as WeightNorm
     from lens.nn.batch_apply import BatchApply as BatchApply
     from lens.nn.fp8_ops import Fp8DirectDotGeneralOp as Fp8DirectDotGeneralOp
     from lens.nn.fp8_ops import Fp8DotGeneral as Fp8DotGeneral

@@ -11,9 +11,9 @@ from lens.nn._normalization import GroupNorm as GroupNorm
 from lens.nn._normalization import InstanceNorm as InstanceNorm
 from lens.nn._normalization import LayerNorm as LayerNorm
 from lens.nn._normalization import RMSNorm as RMSNorm
-from lens.nn._normalization import SpectralNorm as SpectralNorm
-from lens.nn._normalization import WeightNorm as WeightNorm
-from lens.nn._normalization import _l2_normalize as _l2_normalize
 from lens.nn._transforms import map_variables as map_variables
+from lens.nn._weight_norms import SpectralNorm as SpectralNorm
+from lens.nn._weight_norms import WeightNorm as WeightNorm
+from lens.nn._weight_norms import _l2_normalize as _l2_normalize
 from lens.nn.module import Module as Module
 from lens.nn.module import compact as compact
