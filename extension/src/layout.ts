@@ -78,8 +78,27 @@ export interface Entry {
   outer?: Spec;
 }
 
+/** How arguments go in and results come out of a mapping or scanning transform. */
+export interface Axes {
+  in: { arg: string; axis: string }[];
+  out: string | null;
+  name: string | null;
+  partition: string | null;
+  text: string;
+}
+
+/** A transform that passes its state through whole (jit, remat): one compact line. */
+export interface Passes {
+  text: string;
+  flow: string;
+  keys: string[];
+}
+
 export interface PackRecord {
   id: number;
+  args?: string[];
+  axes?: Axes | null;
+  passes?: Passes | null;
   transform: string;
   options: Record<string, unknown>;
   scopes: { path: string; root: boolean; root_index: number; relative_path: string[] }[];

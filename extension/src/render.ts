@@ -11,6 +11,7 @@
  */
 
 import {
+  Axes,
   FILTER_BOX_LANES,
   Lane,
   OPEN_GROUP_LANES,
@@ -250,6 +251,9 @@ export class PackView {
     if (options) {
       box.appendChild(el('div', 'lens-pack-options', options));
     }
+    if (rec.axes && rec.axes.text) {
+      box.appendChild(axesNode(rec.axes));
+    }
     const notes = rec.scope_notes.filter(n => !n.root || rec.scope_notes.length > 1);
     for (const n of notes) {
       box.appendChild(el('div', 'lens-pack-scope', `scope ${n.path}: ${n.text}`));
@@ -259,7 +263,10 @@ export class PackView {
     if (roots.length === 1 && mutableBack) {
       box.appendChild(el('div', 'lens-pack-scope', `commits back to ${roots[0]}`));
     }
-    const groups = laneGroups(rec);
+    const groups = rec.passes ? [] : laneGroups(rec);
+    if (rec.passes) {
+      box.appendChild(passesNode(rec));
+    }
     if (groups.length) {
       box.appendChild(laneHead());
     }
@@ -373,6 +380,65 @@ export class PackView {
       n.removeAttribute('aria-expanded');
     });
   }
+}
+
+/** `axes: in: member 0, x None (broadcast) · out: 0 · axis_name 'batch'`, each argument a chip. */
+function axesNode(axes: Axes): HTMLElement {
+  const node = el('div', 'lens-pack-axes');
+  node.appendChild(el('span', 'lens-pack-col', 'axes: '));
+  node.title = axes.text;
+  if (axes.in.length) {
+    node.appendChild(el('span', 'lens-pack-col', 'in '));
+    axes.in.forEach((a, i) => {
+      const chip = el('span', 'lens-pack-arg');
+      chip.appendChild(el('b', undefined, a.arg));
+      chip.appendChild(document.createTextNode(` ${a.axis}`));
+      node.appendChild(chip);
+      if (i < axes.in.length - 1) {
+        node.appendChild(document.createTextNode(' '));
+      }
+    });
+  }
+  const rest: string[] = [];
+  if (axes.out !== null) {
+    rest.push(`out ${axes.out}`);
+  }
+  if (axes.name !== null) {
+    rest.push(`axis_name '${axes.name}'`);
+  }
+  if (axes.partition !== null) {
+    rest.push(`partition name '${axes.partition}'`);
+  }
+  if (rest.length) {
+    node.appendChild(el('span', undefined, `${axes.in.length ? ' · ' : ''}${rest.join(' · ')}`));
+  }
+  return node;
+}
+
+/** A pass-through box (jit, remat): what it does, and each variable that flows as a chip. */
+function passesNode(rec: PackRecord): HTMLElement {
+  const node = el('div', 'lens-pack-passes');
+  const line = el('div', 'lens-pack-passes-text', rec.passes!.text);
+  line.appendChild(el('span', 'lens-pack-col', ` · ${rec.passes!.flow}`));
+  node.appendChild(line);
+  const chips = el('div', 'lens-pack-chips');
+  for (const lane of rec.lanes) {
+    const chip = el('span', `lens-pack-lane lens-pack-chip lens-pack-fate-${lane.fate}`);
+    chip.dataset.key = lane.key;
+    chip.dataset.collection = lane.collection;
+    chip.dataset.fate = lane.fate;
+    chip.tabIndex = 0;
+    chip.title = laneDetails(lane)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('\n');
+    const swatch = el('span', 'lens-pack-swatch');
+    swatch.style.background = collectionColor(lane.collection);
+    chip.appendChild(swatch);
+    chip.appendChild(breakable(el('span'), lane.relative || lane.path));
+    chips.appendChild(chip);
+  }
+  node.appendChild(chips);
+  return node;
 }
 
 function legend(): HTMLElement {

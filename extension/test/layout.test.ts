@@ -192,8 +192,8 @@ describe('lanes', () => {
       { path: '/b', root: true, text: 'lifted' }
     ]);
     expect(rec.lanes.map((l: { path: string; committed: string }) => [l.path, l.committed])).toEqual([
+      ['/a/inner/v', '/a'], // lanes in a stable order: group, scope, collection, path
       ['/a/w', '/a'],
-      ['/a/inner/v', '/a'],
       ['/b/u', '/b']
     ]);
   });
@@ -210,7 +210,7 @@ describe('lanes', () => {
     const scan = fixture('scan_carry.json').packs[0];
     const hits = (q: string) => scan.lanes.filter((l: never) => laneMatches(l, q)).map((l: { relative: string }) => l.relative);
     expect(hits('batchnorm_0/mean')).toEqual(['BatchNorm_0/mean']);
-    expect(hits('params dense')).toEqual(['Dense_0/kernel', 'Dense_0/bias']);
+    expect(hits('params dense')).toEqual(['Dense_0/bias', 'Dense_0/kernel']);
     expect(hits('carry')).toEqual(['steps']);
     expect(hits('')).toHaveLength(scan.lanes.length);
   });

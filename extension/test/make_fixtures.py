@@ -129,6 +129,52 @@ def multi_scope(scope: Any, x: jax.Array) -> jax.Array:
     return vf((a, a.push("inner"), scope.push("b")), x)
 
 
+def nnx_payloads() -> dict[str, Any]:
+    """lens.nnx: a vmapped constructor (an ensemble built stacked, with an axis
+    name and a partition name) and a jitted scan over a layer stack."""
+    from lens import nnx
+
+    class MLP(nnx.Module):
+        def __init__(self, rngs: Any) -> None:
+            self.hidden = nnx.Linear(6, 3, rngs=rngs)
+
+        def __call__(self, x: jax.Array) -> jax.Array:
+            return self.hidden(x)
+
+    @nnx.split_rngs(splits=5)
+    @nnx.vmap(
+        in_axes=0,
+        out_axes=0,
+        axis_name="ensemble",
+        transform_metadata={nnx.PARTITION_NAME: "members"},
+    )
+    def make_ensemble(rngs: Any) -> MLP:
+        return MLP(rngs)
+
+    class Layer(nnx.Module):
+        def __init__(self, rngs: Any) -> None:
+            self.linear = nnx.Linear(4, 4, rngs=rngs)
+
+        def __call__(self, x: jax.Array) -> jax.Array:
+            return x + self.linear(x)
+
+    @nnx.split_rngs(splits=3)
+    @nnx.vmap(in_axes=0, out_axes=0)
+    def make_stack(rngs: Any) -> Layer:
+        return Layer(rngs)
+
+    @nnx.jit
+    @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+    def forward(x: jax.Array, block: Layer) -> jax.Array:
+        return block(x)
+
+    stack = make_stack(nnx.Rngs(2))
+    return {
+        "nnx_ensemble.json": _trace(lambda: make_ensemble(nnx.Rngs(1))),
+        "nnx_jit_scan.json": _trace(lambda: forward(jnp.ones((2, 4)), stack)),
+    }
+
+
 def _trace(fn: Callable[[], Any]) -> dict[str, Any]:
     with lens.trace() as t:
         fn()
@@ -163,6 +209,7 @@ def payloads() -> dict[str, dict[str, Any]]:
                 jax.eval_shape(lambda: Stack().init(key, x[0])),
             )
         ),
+        **nnx_payloads(),
     }
 
 

@@ -43,6 +43,41 @@ describe('renderPayload', () => {
     expect(host.querySelector('.lens-pack-rng')!.textContent).toBe('rng params: split into 3 keys');
   });
 
+  it('shows in_axes per argument, the axis and partition names, and created state', () => {
+    const host = document.createElement('div');
+    const doc = fixture('nnx_ensemble.json');
+    renderPayload(host, doc);
+    const axes = host.querySelector('.lens-pack-axes')!;
+    expect(Array.from(axes.querySelectorAll('.lens-pack-arg')).map(n => n.textContent)).toEqual(['rngs 0']);
+    expect(axes.textContent).toContain("out 0 · axis_name 'ensemble' · partition name 'members'");
+    const created = Array.from(host.querySelectorAll('.lens-pack-lane[data-fate="created"]')) as HTMLElement[];
+    expect(created.map(n => n.querySelector('.lens-pack-name')!.textContent)).toEqual([
+      '/out/hidden/bias',
+      '/out/hidden/kernel'
+    ]);
+    expect(created[1].querySelector('.lens-pack-axis')!.textContent).toBe('5');
+  });
+
+  it('draws a pass-through jit as one line of variables, its nested scan in full', () => {
+    const host = document.createElement('div');
+    const doc = fixture('nnx_jit_scan.json');
+    renderPayload(host, doc);
+    const jit = host.querySelector('.lens-pack-box[data-transform="jit"]') as HTMLElement;
+    const own = (sel: string) =>
+      Array.from(jit.querySelectorAll(sel)).filter(n => n.closest('.lens-pack-box') === jit);
+    expect(own('.lens-pack-group').length).toBe(0);
+    expect(own('.lens-pack-passes-text')[0].textContent).toBe(
+      'traced once and compiled; state passed through · 2 variables flow through'
+    );
+    expect(own('.lens-pack-chip').map(n => n.textContent)).toEqual(['linear/bias', 'linear/kernel']);
+    const scan = jit.querySelector('.lens-pack-box[data-transform="scan"]') as HTMLElement;
+    expect(scan.querySelectorAll('.lens-pack-group .lens-pack-lane').length).toBe(2);
+    expect(Array.from(scan.querySelectorAll('.lens-pack-arg')).map(n => n.textContent)).toEqual(['x Carry', 'block 0']);
+    // a chip opens the details panel as a lane does
+    (own('.lens-pack-chip')[1] as HTMLElement).click();
+    expect(jit.querySelector('.lens-pack-details-title')!.textContent).toBe('/block/linear/kernel in jit at /block');
+  });
+
   it('keeps user strings as text (no HTML injection)', () => {
     const host = document.createElement('div');
     renderPayload(host, fixture('vmap_scan.json'));
@@ -185,5 +220,5 @@ describe('renderPayload', () => {
       drawn += host.querySelector('.lens-pack-box') ? 1 : 0;
     }
     expect(drawn).toBeGreaterThan(0); // corruption in one record leaves the others drawn
-  });
+  }, 60000); // 300 renders: seconds on a loaded 2-core machine
 });

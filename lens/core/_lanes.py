@@ -16,6 +16,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lens.core import _axes
+
+
+def _lane_order(lane: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Lanes in a stable order: by filter group (none last), scope, collection, path."""
+    g = lane["group"]
+    return (g < 0, g, lane["scope"], lane["collection"], lane["path"])
+
 
 def _matches(filt: Any, collection: str) -> bool:
     """Whether a recorded (JSON) filter takes ``collection``."""
@@ -166,6 +174,7 @@ _ROLE_NOTES = {
     "tangent": "differentiated: a tangent flows through it",
     "constant": "held constant (not differentiated)",
     "lifted": "passed in whole (the same value inside)",
+    "returned": "built inside and returned",
 }
 _MAP_VARIABLES_NOTES = {
     "mapped": "passed through trans_in_fn, back through trans_out_fn",
@@ -305,15 +314,18 @@ def summary(rec: Mapping[str, Any], lanes_: list[dict[str, Any]], n: int | None)
 
 
 def describe(rec: Mapping[str, Any]) -> dict[str, Any]:
-    """``rec`` with ``summary``, ``lanes``, ``rng_lanes``, ``scope_notes`` and
-    ``size`` added (children described too; iterative, any depth)."""
+    """``rec`` with ``summary``, ``lanes``, ``rng_lanes``, ``scope_notes``,
+    ``size``, ``axes`` and ``passes`` added (children described too; iterative,
+    any depth)."""
     top = dict(rec)
     stack = [top]
     while stack:
         r = stack.pop()
-        ls = lanes(r)
+        ls = sorted(lanes(r), key=_lane_order)
         n = size(r, ls)
         r["lanes"] = ls
+        r["axes"] = _axes.axes(r)
+        r["passes"] = _axes.passes(r, ls)
         r["size"] = n
         r["rng_lanes"] = rng_lanes(r, n)
         r["scope_notes"] = scope_notes(r)

@@ -114,9 +114,19 @@ def _roots(rec: Mapping[str, Any]) -> list[str]:
 
 
 def fate_text(lane: Mapping[str, Any], many_roots: bool) -> str:
-    """``created``; with several lifted scopes, also where: ``created -> /b``."""
+    """``created``; with several lifted scopes, also where: ``created → /b``."""
     where = lane.get("committed")
-    return lane["fate"] + (f" -> {where}" if many_roots and where else "")
+    return lane["fate"] + (f" → {where}" if many_roots and where else "")
+
+
+def flowing(rec: Mapping[str, Any]) -> list[str]:
+    """A pass-through box's variables, one short entry each: ``Param linear/bias``
+    (``, updated`` when it came back changed)."""
+    out = []
+    for lane in rec.get("lanes", []):
+        fate = "" if lane["fate"] == "unchanged" else f" ({lane['fate']})"
+        out.append(f"{lane['collection']} {lane['relative'] or lane['path']}{fate}")
+    return out
 
 
 def _commits_to(rec: Mapping[str, Any]) -> str | None:
@@ -175,6 +185,9 @@ def text_lines(records: Sequence[Mapping[str, Any]], depth: int = 0) -> list[str
         out.append(pad + printable(rec.get("summary", rec.get("transform", "?"))))
         if options_text(rec):
             out.append(f"{pad}  options: {printable(options_text(rec))}")
+        axes = rec.get("axes")
+        if axes and axes.get("text"):
+            out.append(f"{pad}  axes: {printable(axes['text'])}")
         for note in rec.get("scope_notes", []):
             if not note["root"]:
                 out.append(f"{pad}  scope {printable(note['path'])}: {note['text']}")
@@ -183,7 +196,19 @@ def text_lines(records: Sequence[Mapping[str, Any]], depth: int = 0) -> list[str
             out.append(f"{pad}  {printable(_commits_to(rec))}")
         shown = 0
         total = len(rec.get("lanes", []))
-        for gi, lanes in _grouped(rec):
+        passes = rec.get("passes")
+        if passes:
+            out.append(f"{pad}  {printable(passes['text'])} · {passes['flow']}")
+            names = flowing(rec)
+            if names:
+                more = (
+                    f", ... {len(names) - TEXT_LANES} more"
+                    if len(names) > TEXT_LANES
+                    else ""
+                )
+                out.append(f"{pad}    {printable(', '.join(names[:TEXT_LANES]))}{more}")
+            total = 0
+        for gi, lanes in _grouped(rec) if not passes else ():
             out.append(
                 f"{pad}  [{printable(_group_title(rec, gi))}] {len(lanes)} variable{'s' if len(lanes) != 1 else ''}"
             )
@@ -194,7 +219,7 @@ def text_lines(records: Sequence[Mapping[str, Any]], depth: int = 0) -> list[str
                 outer, inner = _outer_inner(lane)
                 out.append(
                     f"{pad}    {printable(lane['collection'])} {printable(lane['relative'])}  "
-                    f"{shape_text(outer, lane['axis'])} -> {shape_text(inner)}  "
+                    f"{shape_text(outer, lane['axis'])} → {shape_text(inner)}  "
                     f"{printable(lane['note'])}; {printable(fate_text(lane, many))}"
                 )
         if total > shown:
@@ -256,6 +281,22 @@ def _lane_html(lane: Mapping[str, Any], many_roots: bool) -> str:
     )
 
 
+def _passes_html(rec: Mapping[str, Any], passes: Mapping[str, Any]) -> str:
+    """A pass-through box (jit, remat): what it does, then the variables that flow."""
+    chips = " ".join(
+        f"<span style='white-space:nowrap;{_FATE_STYLE[lane['fate']]}' "
+        f"title='{e(lane['collection'] + ' ' + lane['path'] + ': ' + lane['fate_text'])}'>"
+        f"<span style='color:{color(lane['collection'])}'>&#9632;</span> "
+        f"{e(lane['relative'] or lane['path'])}</span>"
+        for lane in rec.get("lanes", [])
+    )
+    return (
+        f"<div style='{_WRAP}'>{e(passes['text'])} "
+        f"<span style='{_MUTED}'>· {e(passes['flow'])}</span></div>"
+        + (f"<div style='{_WRAP};margin-left:8px'>{chips}</div>" if chips else "")
+    )
+
+
 def _record_html(rec: Mapping[str, Any], crumbs: list[str]) -> str:
     trail = crumbs + [f"{rec.get('transform', '?')}"]
     head = (
@@ -265,6 +306,9 @@ def _record_html(rec: Mapping[str, Any], crumbs: list[str]) -> str:
     body = []
     if options_text(rec):
         body.append(f"<div style='{_MUTED};{_WRAP}'>{e(options_text(rec))}</div>")
+    axes = rec.get("axes")
+    if axes and axes.get("text"):
+        body.append(f"<div style='{_WRAP}'>axes: {e(axes['text'])}</div>")
     if len(trail) > 1:
         body.append(f"<div style='{_MUTED};{_WRAP}'>in: {e(' › '.join(trail))}</div>")
     for note in rec.get("scope_notes", []):
@@ -275,7 +319,10 @@ def _record_html(rec: Mapping[str, Any], crumbs: list[str]) -> str:
     if _commits_to(rec):
         body.append(f"<div style='{_MUTED};{_WRAP}'>{e(_commits_to(rec))}</div>")
     many = len(_roots(rec)) > 1
-    for gi, lanes in _grouped(rec):
+    passes = rec.get("passes")
+    if passes:
+        body.append(_passes_html(rec, passes))
+    for gi, lanes in _grouped(rec) if not passes else ():
         rows = "".join(_lane_html(lane, many) for lane in lanes)
         body.append(
             f"<details open style='margin:0 0 0 4px'><summary style='cursor:pointer'>{e(_group_title(rec, gi))} "

@@ -285,11 +285,15 @@ def test_pack_trace_text_html_and_mime(variables):
     # One lane per variable: outer -> inner with the mapped axis marked, its axis
     # name from metadata_params, and what came back.
     assert (
-        "    params Dense_0/kernel  f32[*3*,3,4] ('ens',None,'model') -> "
+        "    params Dense_0/kernel  f32[*3*,3,4] ('ens',None,'model') → "
         "f32[3,4] (None,'model')  vmap axis 0, size 3 ('ens'); created"
         in text.splitlines()
     )
     assert "  rng params: split into 3 keys" in text.splitlines()
+    # in_axes / out_axes and the partition name metadata_params gives the new axis
+    assert "  axes: in: every argument 0 · out: 0 · partition name 'ens'" in (
+        text.splitlines()
+    )
     assert "  commits back to /" in text.splitlines()
     bundle = trace._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "text/html", "application/vnd.lens.pack+json"}

@@ -33,17 +33,14 @@ def test_vmap_records_mapped_state_and_what_came_back():
     doc = t.to_json()
     jsonschema.validate(doc, _trace.schema())
     (rec,) = doc["packs"]
-    assert (
-        rec["summary"]
-        == "vmap over 5 at /args[0]: Param, BatchStat on axis 0; 2 updated"
-    )
+    assert rec["summary"] == "vmap over 5 at /m: Param, BatchStat on axis 0; 2 updated"
     lanes = _lanes(rec)
     kernel = lanes["Param lin/kernel"]
     assert (kernel["outer"]["shape"], kernel["inner"]["shape"]) == ([5, 3, 4], [3, 4])
     assert (kernel["axis"], kernel["size"], kernel["fate"]) == (0, 5, "unchanged")
     mean = lanes["BatchStat bn/mean"]
     assert mean["fate"] == "updated" and mean["inner"]["shape"] == [4]
-    assert mean["committed"] == "/args[0]"
+    assert mean["committed"] == "/m"
 
 
 def test_scan_records_carry_and_scanned_state_with_nested_vmap_as_child():
@@ -67,7 +64,7 @@ def test_scan_records_carry_and_scanned_state_with_nested_vmap_as_child():
         y = run(jnp.ones((2, 4)), stack)
     assert y.shape == (2, 4)
     (scan,) = t.to_json()["packs"]
-    assert scan["summary"] == "scan over 3 steps at /args[1]: Param on axis 0"
+    assert scan["summary"] == "scan over 3 steps at /blk: Param on axis 0"
     assert _lanes(scan)["Param lin/kernel"]["note"] == "scan axis 0, length 3"
     (child,) = scan["children"]
     assert child["transform"] == "vmap"
@@ -108,9 +105,7 @@ def test_jit_is_traced_again_under_a_trace_and_records_nested_transforms():
         y = step(net, x)
     assert len(calls) == 2 and y.shape == (2, 4)
     (jit,) = t.to_json()["packs"]
-    assert (
-        jit["summary"] == "jit at /args[0]: Param, BatchStat passed in whole; 2 updated"
-    )
+    assert jit["summary"] == "jit at /m: Param, BatchStat passed in whole; 2 updated"
     assert {x["relative"]: x["fate"] for x in jit["lanes"]}["bn/mean"] == "updated"
     (vmap,) = jit["children"]
     assert [x["role"] for x in vmap["lanes"]] == ["broadcast", "broadcast"]
@@ -130,7 +125,7 @@ def test_grad_records_differentiated_and_constant_state():
     assert grads["lin"]["kernel"].value.shape == (3, 4)
     (rec,) = t.to_json()["packs"]
     assert rec["summary"] == (
-        "grad at /args[0]: Param differentiated, BatchStat constant; 2 updated"
+        "grad at /m: Param differentiated, BatchStat constant; 2 updated"
     )
     fates = {x["relative"]: (x["role"], x["fate"]) for x in rec["lanes"]}
     assert fates["lin/kernel"] == ("differentiated", "unchanged")

@@ -153,7 +153,7 @@ def value_and_grad(
 
         pure = _grad_body(f, skel, specs, held, has_aux)
 
-        with Picture("grad", {"argnums": argnums, "has_aux": has_aux}) as picture:
+        with Picture("grad", {"argnums": argnums, "has_aux": has_aux}, f) as picture:
             picture.inputs(
                 entries,
                 ["constant" if h else "differentiated" for h in held],
@@ -347,7 +347,7 @@ def remat(
         def pure(values: list[Any]) -> Any:
             return call_inside("remat", f, skel, values, len(args), stat)
 
-        with Picture("remat", {"static_argnums": tuple(sorted(static))}) as picture:
+        with Picture("remat", {"static_argnums": tuple(sorted(static))}, f) as picture:
             picture.whole(entries, "all")
             new, outs = jax.checkpoint(pure, prevent_cse=prevent_cse, policy=policy)(
                 [e.value for e in entries]

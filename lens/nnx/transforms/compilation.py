@@ -369,7 +369,7 @@ class JitWrapped(Generic[P, R]):
             "static_argnums": tuple(sorted(self.specs.static)),
             "donate_argnums": tuple(sorted(self.specs.donate)),
         }
-        with Picture("jit", options) as picture:
+        with Picture("jit", options, self.fun) as picture:
             # A new function: jax.jit's cache is keyed on it, and the body must run.
             fresh = jax.jit(
                 lambda *a: self._pure(*a),

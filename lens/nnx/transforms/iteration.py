@@ -45,7 +45,12 @@ from lens.nnx.transforms.loops import Carry as Carry
 from lens.nnx.transforms.loops import fori_loop as fori_loop
 from lens.nnx.transforms.loops import scan as scan
 from lens.nnx.transforms.loops import while_loop as while_loop
-from lens.nnx.transforms.pack_trace import Picture, axis_label, without_axis
+from lens.nnx.transforms.pack_trace import (
+    Picture,
+    axis_label,
+    created,
+    without_axis,
+)
 from lens.nnx.transforms.signatures import AxisFn as AxisFn
 from lens.nnx.transforms.signatures import AxisName as AxisName
 from lens.nnx.transforms.signatures import ForiLoopBodyFn as ForiLoopBodyFn
@@ -147,6 +152,8 @@ def _mapped_call(
         if check_sizes:
             _check_sizes(entries)
         options = {"in_axes": in_axes, "out_axes": out_axes, **map_kwargs}
+        if axis_names.meta:
+            options["transform_metadata"] = dict(axis_names.meta)
 
         def run(change: StructureChanged | None) -> Any:
             body = mapped_body(
@@ -164,7 +171,7 @@ def _mapped_call(
                 **map_kwargs,
             )(Carrier([e.value for e in entries], None))
 
-        with Picture(name, options) as picture:
+        with Picture(name, options, f) as picture:
             picture.inputs(
                 entries,
                 [axis_label(e.spec) for e in entries],
@@ -179,10 +186,14 @@ def _mapped_call(
                 nodes = apply_graph_updates(
                     [], new_values, change.changed, walker.nodes
                 )
-                return merge_outputs(place_state_axes(outs), nodes)
+                result = merge_outputs(place_state_axes(outs), nodes)
+                created(picture, result, out_axes)
+                return result
             write_back(entries, new_values)
             picture.outputs(new_values)
-        return merge_outputs(place_state_axes(outs), walker.nodes)
+            result = merge_outputs(place_state_axes(outs), walker.nodes)
+            created(picture, result, out_axes)
+        return result
 
     return wrapper
 

@@ -339,7 +339,9 @@ class _ScanCall:
                 "out_axes": o.out_axes,
                 "length": o.length,
                 "reverse": o.reverse,
+                "transform_metadata": o.axis_names.meta,
             },
+            o.f,
         )
         picture.inputs(
             self.entries,

@@ -11,6 +11,7 @@ trace is active it costs one context-variable read.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -21,11 +22,38 @@ import numpy as np
 from lens.core import _trace
 
 
-def _root(path: tuple[Any, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``('args', 0, 'lin', 'kernel')`` -> ``(('args[0]',), ('lin', 'kernel'))``."""
-    if len(path) >= 2 and path[0] == "args":
+def arg_names(fn: Callable[..., Any] | None) -> list[str]:
+    """The names of ``fn``'s positional parameters (``[]`` when unknown); after
+    them, a ``*args`` parameter's elements are named ``args[i]``."""
+    if fn is None:
+        return []
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    names = []
+    for p in params:
+        if p.kind == p.VAR_POSITIONAL:
+            break
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+    return names
+
+
+def arg_name(i: int, names: Sequence[str]) -> str:
+    """Argument ``i`` by its parameter name, else ``args[i]``."""
+    return names[i] if 0 <= i < len(names) else f"args[{i}]"
+
+
+def _root(
+    path: tuple[Any, ...], names: Sequence[str] = ()
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``('args', 0, 'lin', 'kernel')`` -> ``(('model',), ('lin', 'kernel'))`` for
+    ``f(model, x)`` (``args[0]`` when the name is unknown); an element of a tuple
+    argument is ``pair[1]``."""
+    if len(path) >= 2 and path[0] == "args" and isinstance(path[1], int):
         n = 3 if len(path) > 3 and isinstance(path[2], int) else 2
-        head = f"args[{']['.join(str(p) for p in path[1:n])}]"
+        head = arg_name(path[1], names) + "".join(f"[{p}]" for p in path[2:n])
         return (head,), tuple(str(p) for p in path[n:])
     return (), tuple(str(p) for p in path)
 
@@ -55,9 +83,17 @@ def _changed(old: Any, new: Any) -> bool:
 class Picture:
     """Records one lens.nnx transform call (see the module docstring)."""
 
-    def __init__(self, transform: str, options: Mapping[str, Any]):
+    def __init__(
+        self,
+        transform: str,
+        options: Mapping[str, Any],
+        fn: Callable[..., Any] | None = None,
+    ):
         self.rec = _trace.recorder(transform, options)
         self.active = self.rec.active
+        self._names = arg_names(fn) if self.active else []
+        if self.active and self._names:
+            self.rec.rec["args"] = list(self._names)
         self._graph: list[tuple[Any, int, tuple[str, ...], str]] = []
         self._roots: list[tuple[str, ...]] = []
         self._inner: Callable[[Any, Any], Any] = lambda e, v: v
@@ -84,7 +120,7 @@ class Picture:
         for e, label in zip(entries, labels, strict=True):
             if e.leaf is None:
                 continue
-            root, rel = _root(e.leaf.path)
+            root, rel = _root(e.leaf.path, self._names)
             if root not in self._roots:
                 self._roots.append(root)
             if label not in groups:
@@ -153,3 +189,63 @@ def axis_label(spec: Any) -> str:
     if spec is None:
         return "broadcast"
     return getattr(spec, "__name__", None) or str(spec).lower()
+
+
+def _objects(out: Any) -> list[tuple[str, Any]]:
+    """The objects a transform returned, named ``out`` (or ``out[i]``)."""
+    from lens.nnx.pytreelib import Object
+
+    if isinstance(out, Object):
+        return [("out", out)]
+    if isinstance(out, tuple | list):
+        return [(f"out[{i}]", x) for i, x in enumerate(out) if isinstance(x, Object)]
+    return []
+
+
+def _out_axis(out_axes: Any, i: int, many: bool) -> int | None:
+    axis = out_axes[i] if many and isinstance(out_axes, tuple | list) else out_axes
+    return axis if isinstance(axis, int) else None
+
+
+def created(picture: Picture, out: Any, out_axes: Any) -> None:
+    """Stages 5-6 for objects built inside and returned (a constructor under
+    ``vmap``): each returned object is a lifted scope (``/out``), and its variables
+    that were not among the arguments' are *created*, committed stacked on their
+    out axis."""
+    if not picture.active:
+        return
+    from lens.nnx.graphops import iter_graph
+    from lens.nnx.variablelib import Variable
+
+    known = {id(e.leaf.variable) for e, *_ in picture._graph}  # noqa: SLF001
+    objs = _objects(out)
+    for i, (name, obj) in enumerate(objs):
+        axis = _out_axis(out_axes, i, isinstance(out, tuple | list))
+        outer: dict[str, dict[str, Any]] = {}
+        for path, x in iter_graph(obj):
+            if isinstance(x, Variable) and id(x) not in known:
+                value = x.get_value()
+                _put(
+                    outer.setdefault(type(x).__name__, {}), tuple(map(str, path)), value
+                )
+        if not outer:
+            continue
+        ri, root = len(picture._roots), (name,)  # noqa: SLF001
+        picture._roots.append(root)  # noqa: SLF001
+        rec = picture.rec
+        rec.scopes([root], [0], [(ri, ())])
+        cols = list(outer)
+        rec.rec["groups"].append(
+            {
+                "index": len(rec.rec["groups"]),
+                "filter": cols,
+                "label": f"axis {axis}" if axis is not None else "returned",
+                "collections": cols,
+                "variables": [],
+            }
+        )
+        strip = without_axis(lambda _, a=axis: a)
+        for col, tree in outer.items():
+            inner = jax.tree.map(lambda v, s=strip: s(None, v), tree)
+            rec.repack(ri, root, col, inner, None)
+            rec.commit(ri, root, col, tree)
