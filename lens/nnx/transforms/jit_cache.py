@@ -19,6 +19,8 @@ from lens.nnx.tracers import structure_epoch
 from lens.nnx.transforms.general import Entry, Skeleton, merge_outputs
 from lens.nnx.variablelib import StaticValue, Variable
 
+_set = object.__setattr__
+
 
 @dataclasses.dataclass(frozen=True)
 class Unchanged:
@@ -59,10 +61,52 @@ class CachedWalk:
     # derived once: per entry (argument, leaf or None), and the graph leaves
     reads: list[tuple[int, Any]] = dataclasses.field(default_factory=list)
     leaves: list[Any] = dataclasses.field(default_factory=list)
+    # per argument: its Variables (read directly), or its leaves (None: the argument)
+    plan: list[tuple[bool, list[Any]]] = dataclasses.field(default_factory=list)
+    # the last write-back: (the ``same`` it was for, the Variables or Leaves to write)
+    writes: tuple[Any, list[Any], bool] | None = None
 
     def __post_init__(self) -> None:
         self.reads = [(e.arg, e.leaf) for e in self.entries]
         self.leaves = [e.leaf for e in self.entries if e.leaf is not None]
+        by_arg: list[list[Any]] = [[] for _ in self.kinds]
+        for e in self.entries:
+            by_arg[e.arg].append(e.leaf)
+        self.plan = [
+            (True, [leaf.variable for leaf in leaves])
+            if leaves and all(x is not None and x.variable is not None for x in leaves)
+            else (False, leaves)
+            for leaves in by_arg
+        ]
+
+    def read_args(self, args: tuple[Any, ...]) -> list[list[Any]]:
+        """Per argument, the current values of its leaves (a Variable's ``_value``
+        read directly: this is the hot path of every cached call)."""
+        return [
+            [v._value for v in items]
+            if direct
+            else [args[i] if x is None else x.read() for x in items]
+            for i, (direct, items) in enumerate(self.plan)
+        ]
+
+    def write_back(self, same: tuple[bool, ...], new_values: list[Any]) -> None:
+        """Writes ``new_values`` into the leaves the program changed."""
+        if self.writes is None or self.writes[0] is not same:
+            changed = [
+                leaf
+                for leaf, unchanged in zip(self.leaves, same, strict=True)
+                if not unchanged
+            ]
+            direct = all(leaf.variable is not None for leaf in changed)
+            targets = [leaf.variable for leaf in changed] if direct else changed
+            self.writes = (same, targets, direct)
+        _, targets, direct = self.writes
+        if direct:
+            for v, value in zip(targets, new_values, strict=True):
+                _set(v, "_value", value)
+        else:
+            for leaf, value in zip(targets, new_values, strict=True):
+                leaf.write(value)
 
 
 def _snapshot(container: Any) -> Any:
@@ -148,9 +192,7 @@ def cached_walk(
 
 
 def call_cached(hit: CachedWalk, args: tuple[Any, ...], jitted: Any) -> Any:
-    per_arg: list[list[Any]] = [[] for _ in args]
-    for i, leaf in hit.reads:
-        per_arg[i].append(leaf.read() if leaf is not None else args[i])
+    per_arg = hit.read_args(args)
     donated = [per_arg[i] for i in hit.donated_args]
     kept = [per_arg[i] for i in range(len(args)) if i not in hit.donated_args]
     result = jitted(hit.key, donated, kept)
@@ -160,10 +202,7 @@ def call_cached(hit: CachedWalk, args: tuple[Any, ...], jitted: Any) -> Any:
             "nnx.jit: the structure changed on a cached call; please report this."
         )
     if new_values:  # a forward pass changes nothing: no write-back at all
-        it = iter(new_values)
-        for leaf, unchanged in zip(hit.leaves, result.aux.same, strict=True):
-            if not unchanged:
-                leaf.write(next(it))
+        hit.write_back(result.aux.same, new_values)
     return merge_outputs(outs, hit.nodes)
 
 
