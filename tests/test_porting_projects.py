@@ -7,6 +7,10 @@ projects".
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -53,3 +57,22 @@ def test_eager_sharding_is_on_by_default():
     with jax.set_mesh(mesh):
         p = nnx.Param(jnp.ones((2, 4)), sharding=P("tp", "fsdp"))
     assert p[...].sharding.spec == P("tp", "fsdp")
+
+
+def test_nnx_nn_dtypes_by_attribute_path_in_a_fresh_process():
+    # A quantization library resolves 'flax.nnx.nn.dtypes.promote_dtype' with
+    # getattr from sys.modules['flax'] to intercept it: no import of the module.
+    code = (
+        "import sys, lens; lens.alias_flax(); from flax import nnx; "
+        "f = sys.modules['flax'].nnx.nn.dtypes.promote_dtype; "
+        "import lens.nnx.nn.dtypes as d; assert f is d.promote_dtype; print('ok')"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "ok"

@@ -2,4 +2,5 @@
 ``recurrent``, ``stochastic``, ``activations``, ``lora``, ``dtypes``,
 ``initializers``)."""
 
+from lens.nnx.nn import dtypes as dtypes
 from lens.nnx.nn import initializers as initializers
