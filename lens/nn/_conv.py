@@ -110,7 +110,7 @@ class _Conv(Module):
             "conv_general_dilated_cls",
             lax.conv_general_dilated,
         )
-        kernel_shape = self._kernel_shape(conv, inputs, win, padding)
+        kernel_shape = _kernel_shape(self, conv, inputs, win, padding)
         if self.mask is not None and self.mask.shape != kernel_shape:
             raise ValueError(
                 "Mask needs to have the same shape as weights. Shapes are: "
@@ -158,43 +158,46 @@ class _Conv(Module):
             )
         return kconv.restore_batch(kconv.add_bias(y, bias), batch_shape)
 
-    def _kernel_shape(self, conv: Any, inputs: Array, win: Any, padding: Any) -> tuple:
-        """The kernel's shape: one shared window, or one per output position."""
-        kernel_size, in_features = win.kernel_size, jnp.shape(inputs)[-1]
-        if self.shared_weights:
-            if in_features % self.feature_group_count:
-                raise ValueError(
-                    f"{type(self).__name__}: {in_features} input features are not "
-                    f"divisible by feature_group_count={self.feature_group_count}."
-                )
-            return kernel_size + (
-                in_features // self.feature_group_count,
-                self.features,
+
+def _kernel_shape(
+    self: _Conv, conv: Any, inputs: Array, win: Any, padding: Any
+) -> tuple:
+    """The kernel's shape: one shared window, or one per output position.
+
+    A function, not a method: tabulate lists every method call of a module."""
+    kernel_size, in_features = win.kernel_size, jnp.shape(inputs)[-1]
+    if self.shared_weights:
+        if in_features % self.feature_group_count:
+            raise ValueError(
+                f"{type(self).__name__}: {in_features} input features are not "
+                f"divisible by feature_group_count={self.feature_group_count}."
             )
-        if self.feature_group_count != 1:
-            raise NotImplementedError(
-                "`lax.conv_general_dilated_local` does not support "
-                f"`feature_group_count != 1`, got `{self.feature_group_count}`."
-            )
-        out_shape = jax.eval_shape(
-            lambda lhs, rhs: conv(
-                lhs=lhs,
-                rhs=rhs,
-                window_strides=win.strides,
-                padding=padding,
-                dimension_numbers=ops.conv_dimension_numbers(inputs.shape),
-                lhs_dilation=win.input_dilation,
-                rhs_dilation=win.kernel_dilation,
-            ),
-            inputs,
-            jax.ShapeDtypeStruct(
-                kernel_size + (in_features, self.features), inputs.dtype
-            ),
-        ).shape
-        return out_shape[1:-1] + (
-            int(np.prod(kernel_size)) * in_features,
+        return kernel_size + (
+            in_features // self.feature_group_count,
             self.features,
         )
+    if self.feature_group_count != 1:
+        raise NotImplementedError(
+            "`lax.conv_general_dilated_local` does not support "
+            f"`feature_group_count != 1`, got `{self.feature_group_count}`."
+        )
+    out_shape = jax.eval_shape(
+        lambda lhs, rhs: conv(
+            lhs=lhs,
+            rhs=rhs,
+            window_strides=win.strides,
+            padding=padding,
+            dimension_numbers=ops.conv_dimension_numbers(inputs.shape),
+            lhs_dilation=win.input_dilation,
+            rhs_dilation=win.kernel_dilation,
+        ),
+        inputs,
+        jax.ShapeDtypeStruct(kernel_size + (in_features, self.features), inputs.dtype),
+    ).shape
+    return out_shape[1:-1] + (
+        int(np.prod(kernel_size)) * in_features,
+        self.features,
+    )
 
 
 class Conv(_Conv):

@@ -10,21 +10,21 @@ the returned ``str`` also renders as an HTML table in a notebook.
 from __future__ import annotations
 
 import dataclasses
-import enum
-import html
-import io
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 
 from lens.core._filters import DenyList, Filter
 from lens.core._freeze import unfreeze
-from lens.core._partitioning import Partitioned
 from lens.core._rng import LazyRng
 from lens.nn import _context
+from lens.nn._summary_render import (
+    _from_value_representation,
+    _render_table,
+    _represent_tree,
+    _size_and_bytes,
+)
 
 # ------------------------------------------------------------ call records
 
@@ -80,88 +80,6 @@ def record_call(
     )
 
 
-# ------------------------------------------------------- value representations
-
-
-class _ValueRepresentation:
-    def render(self) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-
-@dataclasses.dataclass
-class _ArrayRepresentation(_ValueRepresentation):
-    shape: tuple[int, ...]
-    dtype: Any
-
-    @classmethod
-    def from_array(cls, x: Any) -> _ArrayRepresentation:
-        return cls(jnp.shape(x), jnp.result_type(x))
-
-    @classmethod
-    def render_array(cls, x: Any) -> str:
-        return cls.from_array(x).render()
-
-    def render(self) -> str:
-        return f"[dim]{self.dtype}[/dim][{','.join(str(d) for d in self.shape)}]"
-
-
-@dataclasses.dataclass
-class _PartitionedArrayRepresentation(_ValueRepresentation):
-    array_representation: _ArrayRepresentation
-    names: Any
-
-    @classmethod
-    def from_partitioned(cls, p: Partitioned) -> _PartitionedArrayRepresentation:
-        return cls(_ArrayRepresentation.from_array(p.value), p.names)
-
-    def render(self) -> str:
-        return self.array_representation.render() + f" [dim]P[/dim]{self.names}"
-
-
-@dataclasses.dataclass
-class _ObjectRepresentation(_ValueRepresentation):
-    obj: Any
-
-    def render(self) -> str:
-        return repr(self.obj)
-
-
-def _get_value_representation(x: Any) -> _ValueRepresentation:
-    if isinstance(x, int | float | bool | type(None)) or (
-        isinstance(x, np.ndarray) and np.isscalar(x)
-    ):
-        return _ObjectRepresentation(x)
-    if isinstance(x, Partitioned):
-        return _PartitionedArrayRepresentation.from_partitioned(x)
-    try:
-        return _ArrayRepresentation.from_array(x)
-    except Exception:  # noqa: BLE001 - anything that is not an array
-        return _ObjectRepresentation(x)
-
-
-def _from_value_representation(x: Any) -> Any:
-    if isinstance(x, _ArrayRepresentation):
-        return jax.ShapeDtypeStruct(x.shape, x.dtype)
-    if isinstance(x, _PartitionedArrayRepresentation):
-        a = x.array_representation
-        return jax.ShapeDtypeStruct(a.shape, a.dtype)
-    if isinstance(x, _ObjectRepresentation):
-        return x.obj
-    raise TypeError(x, type(x))
-
-
-def _represent_tree(x: Any) -> Any:
-    return jax.tree_util.tree_map(
-        _get_value_representation,
-        x,
-        is_leaf=lambda v: v is None or isinstance(v, Partitioned),
-    )
-
-
-def _maybe_render(x: Any) -> str:
-    return x.render() if hasattr(x, "render") else repr(x)
-
-
 # ------------------------------------------------------------------- table
 
 
@@ -211,18 +129,6 @@ class Table(list[Row]):
         super().__init__(rows)
         self.module = module
         self.collections = collections
-
-
-class Tabulation(str):
-    """The text of a table; it also displays as an HTML table in notebooks."""
-
-    _html: str = ""
-
-    def _repr_html_(self) -> str:
-        return self._html
-
-    def __repr__(self) -> str:
-        return str(self)
 
 
 def tabulate(
@@ -437,215 +343,3 @@ def _process_inputs(args: tuple, kwargs: dict) -> Any:
     if kwargs:
         return kwargs
     return ()
-
-
-# ------------------------------------------------------------------ render
-
-
-def _size_and_bytes(tree: Any) -> tuple[int, int]:
-    leaves = jax.tree_util.tree_leaves(tree)
-    size = sum(x.size for x in leaves if hasattr(x, "size"))
-    nbytes = sum(x.size * x.dtype.itemsize for x in leaves if hasattr(x, "size"))
-    return size, nbytes
-
-
-def _bytes_repr(num_bytes: int) -> str:
-    if num_bytes > 1e9:
-        return f"{num_bytes / 1e9:,.1f} GB"
-    if num_bytes > 1e6:
-        return f"{num_bytes / 1e6:,.1f} MB"
-    if num_bytes > 1e3:
-        return f"{num_bytes / 1e3:,.1f} KB"
-    return f"{num_bytes:,} B"
-
-
-def _size_and_bytes_repr(size: int, num_bytes: int) -> str:
-    if not size:
-        return ""
-    return f"{size:,} [dim]({_bytes_repr(num_bytes)})[/dim]"
-
-
-def _normalize_structure(obj: Any) -> Any:
-    if isinstance(obj, _ValueRepresentation):
-        return obj
-    if isinstance(obj, tuple | list):
-        return tuple(_normalize_structure(x) for x in obj)
-    if isinstance(obj, Mapping):
-        return {
-            _normalize_structure(k): _normalize_structure(v) for k, v in obj.items()
-        }
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {
-            f.name: _normalize_structure(getattr(obj, f.name))
-            for f in dataclasses.fields(obj)
-        }
-    if isinstance(obj, enum.Enum):
-        return obj.value
-    return obj
-
-
-def _summary_tree_map(f: Callable[..., Any], tree: Any) -> Any:
-    return jax.tree_util.tree_map(f, tree, is_leaf=lambda x: x is None)
-
-
-def _yaml_scalar(x: Any) -> str:
-    if x is None:
-        return "null"
-    if isinstance(x, bool):
-        return "true" if x else "false"
-    return str(x)
-
-
-def _yaml_lines(value: Any, indent: int) -> list[str]:
-    """Block-style YAML lines of dicts, sequences and scalars (keys in order)."""
-    pad = " " * indent
-    if isinstance(value, Mapping):
-        if not value:
-            return [pad + "{}"]
-        lines = []
-        for k, v in value.items():
-            key = f"{pad}{_yaml_scalar(k)}:"
-            if isinstance(v, Mapping) and v:
-                lines.append(key)
-                lines += _yaml_lines(v, indent + 2)
-            elif isinstance(v, tuple | list) and v:
-                lines.append(key)
-                lines += _yaml_lines(v, indent)
-            else:
-                lines.append(f"{key} {_yaml_lines(v, 0)[0]}")
-        return lines
-    if isinstance(value, tuple | list):
-        if not value:
-            return [pad + "[]"]
-        lines = []
-        for v in value:
-            sub = _yaml_lines(v, indent + 2)
-            first = sub[0][indent + 2 :] if len(sub[0]) > indent + 2 else sub[0].strip()
-            lines.append(f"{pad}- {first}")
-            lines += sub[1:]
-        return lines
-    return [pad + _yaml_scalar(value)]
-
-
-def _as_yaml_str(value: Any) -> str:
-    if value is None or (hasattr(value, "__len__") and len(value) == 0):
-        return ""
-    return "\n".join(_yaml_lines(value, 0)).replace("'", "").strip()
-
-
-def _render_table(
-    table: Table,
-    console_extras: Mapping[str, Any] | None,
-    table_kwargs: Mapping[str, Any],
-    column_kwargs: Mapping[str, Any],
-    non_params_cols: list[str],
-) -> str:
-    import rich.console
-    import rich.table
-    import rich.text
-
-    console_kwargs: dict[str, Any] = {"force_terminal": True, "force_jupyter": False}
-    if console_extras is not None:
-        console_kwargs.update(console_extras)
-    rich_table = rich.table.Table(
-        show_header=True,
-        show_lines=True,
-        show_footer=True,
-        title=f"{type(table.module).__name__} Summary",
-        **table_kwargs,
-    )
-    for c in non_params_cols:
-        rich_table.add_column(c, **column_kwargs)
-    for col in table.collections:
-        rich_table.add_column(col, **column_kwargs)
-    html_rows = []
-    for row in table:
-        cells = []
-        for collection, size_bytes in row.size_and_bytes(table.collections).items():
-            text = ""
-            if collection in row.module_variables:
-                tree = _normalize_structure(
-                    _represent_tree(row.module_variables[collection])
-                )
-                text += _as_yaml_str(_summary_tree_map(_maybe_render, tree))
-                if text:
-                    text += "\n\n"
-            text += f"[bold]{_size_and_bytes_repr(*size_bytes)}[/bold]"
-            cells.append(text)
-        method = (
-            f" [dim]({row.method})[/dim]"
-            if row.method not in ("__call__", "<lambda>")
-            else ""
-        )
-        values = [
-            _as_yaml_str(
-                _summary_tree_map(_maybe_render, _normalize_structure(getattr(row, c)))
-            )
-            for c in non_params_cols[2:]
-        ]
-        first = ["/".join(row.path), type(row.module_copy).__name__ + method]
-        rich_table.add_row(*first, *values, *cells)
-        html_rows.append(first + values + cells)
-    n = len(non_params_cols)
-    rich_table.columns[n - 1].footer = rich.text.Text.from_markup(
-        "Total", justify="right"
-    )
-    totals = {col: (0, 0) for col in table.collections}
-    for row in table:
-        for col, (s, b) in row.size_and_bytes(table.collections).items():
-            totals[col] = (totals[col][0] + s, totals[col][1] + b)
-    for i, col in enumerate(table.collections):
-        rich_table.columns[n + i].footer = _size_and_bytes_repr(*totals[col])
-    all_size = sum(s for s, _ in totals.values())
-    all_bytes = sum(b for _, b in totals.values())
-    rich_table.caption_style = "bold"
-    rich_table.caption = (
-        f"\nTotal Parameters: {_size_and_bytes_repr(all_size, all_bytes)}"
-    )
-    buf = io.StringIO()
-    rich.console.Console(file=buf, **console_kwargs).print(rich_table)
-    out = Tabulation("\n" + buf.getvalue() + "\n")
-    out._html = _html_table(
-        table, non_params_cols, html_rows, totals, (all_size, all_bytes)
-    )
-    return out
-
-
-def _plain(markup: str) -> str:
-    from rich.text import Text
-
-    return Text.from_markup(markup).plain
-
-
-def _html_table(
-    table: Table,
-    cols: list[str],
-    rows: list[list[str]],
-    totals: Mapping[str, tuple[int, int]],
-    grand: tuple[int, int],
-) -> str:
-    head = "".join(
-        f"<th style='text-align:left;padding:2px 8px'>{html.escape(c)}</th>"
-        for c in list(cols) + list(table.collections)
-    )
-    body = []
-    for r in rows:
-        tds = "".join(
-            "<td style='vertical-align:top;padding:2px 8px;white-space:pre'>"
-            f"{html.escape(_plain(c))}</td>"
-            for c in r
-        )
-        body.append(f"<tr>{tds}</tr>")
-    foot = ["<td></td>"] * (len(cols) - 1) + ["<td style='text-align:right'>Total</td>"]
-    foot += [
-        f"<td style='padding:2px 8px'>{html.escape(_plain(_size_and_bytes_repr(*totals[c])))}</td>"
-        for c in table.collections
-    ]
-    title = html.escape(f"{type(table.module).__name__} Summary")
-    caption = html.escape(_plain(f"Total Parameters: {_size_and_bytes_repr(*grand)}"))
-    return (
-        f"<div><b>{title}</b><table style='border-collapse:collapse;"
-        "font-family:monospace;font-size:12px'>"
-        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
-        f"<tfoot><tr>{''.join(foot)}</tr></tfoot></table><b>{caption}</b></div>"
-    )

@@ -3,5 +3,5 @@
 from lens.nn._summary import Row as Row
 from lens.nn._summary import Table as Table
 from lens.nn._summary import _get_module_table as _get_module_table
-from lens.nn._summary import _ObjectRepresentation as _ObjectRepresentation
 from lens.nn._summary import tabulate as tabulate
+from lens.nn._summary_render import _ObjectRepresentation as _ObjectRepresentation

@@ -50,3 +50,29 @@ def test_tabulate_escapes_user_names_in_html():
 
     html = Evil().tabulate(jax.random.key(0), jnp.ones((1, 2)))._repr_html_()
     assert "<img" not in html and "&lt;img" in html
+
+
+def test_layers_list_one_row_per_call_not_their_helpers():
+    # A layer's internal helpers are functions, not methods: tabulate lists every
+    # method call of a module, so a helper method would add a row (as in Flax).
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Conv(4, (3,), padding="CIRCULAR")(x)
+            x = nn.ConvLocal(2, (2,))(x)
+            return nn.MultiHeadDotProductAttention(num_heads=2, decode=False)(x)
+
+    table_fn = nn.summary._get_module_table(
+        Net(),
+        depth=None,
+        show_repeated=False,
+        compute_flops=False,
+        compute_vjp_flops=False,
+    )
+    rows = table_fn({"params": jax.random.key(0)}, jnp.ones((1, 6, 3)))
+    assert [(r.path, r.method) for r in rows][:3] == [
+        ((), "__call__"),
+        (("Conv_0",), "__call__"),
+        (("ConvLocal_0",), "__call__"),
+    ]
+    assert {r.method for r in rows} == {"__call__"}
