@@ -1,57 +1,411 @@
-"""``nnx.tabulate``: a table of a model's modules, the shapes each call saw, and
-its variables per type, as flax.nnx prints it.
+"""``nnx.tabulate``: a table of a model's method calls (path, type, inputs,
+outputs, optionally their FLOPs) and its variables per type, as flax.nnx prints it.
+
+The model is cloned and every public method of its object types records its
+calls while the top method runs (abstractly, under ``jax.eval_shape``; with
+``compute_flops`` each call is a jitted function whose lowering gives the
+count). Rows are in call order; a module called twice with the same inputs is
+shown once.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
 import io
-from collections.abc import Callable, Mapping
+import itertools
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
 import jax
-import numpy as np
+import jax.numpy as jnp
 
-from lens.nnx.graphlib import clone
-from lens.nnx.module import iter_modules
+from lens.nnx.graphlib import clone, merge, split
+from lens.nnx.module import Module
 from lens.nnx.pytreelib import Object, node_items
-from lens.nnx.variablelib import Variable
+from lens.nnx.rnglib import RngStream
+from lens.nnx.variablelib import RngState, Variable
+from lens.typing import SizeBytes as _BaseSizeBytes
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+_ID = "_lens_tabulate_id"
 
 
-def _spec(x: Any) -> str:
-    if hasattr(x, "shape") and hasattr(x, "dtype"):
-        return f"[dim]{np.dtype(x.dtype).name}[/dim][{','.join(map(str, x.shape))}]"
-    return repr(x)
+class SizeBytes(_BaseSizeBytes):
+    """A count of values and bytes, shown as ``6,070 (24.3 KB)``."""
+
+    def __repr__(self) -> str:
+        return f"{self.size:,} [dim]({_bytes_repr(self.bytes)})[/dim]"
+
+    __str__ = __repr__
 
 
-def _tree_text(tree: Any) -> str:
-    leaves = jax.tree.leaves(tree)
-    return "\n".join(_spec(x) for x in leaves)
-
-
-def _size(values: list[Any]) -> tuple[int, int]:
-    n = sum(int(np.prod(getattr(v, "shape", ()))) for v in values)
-    b = sum(
-        int(np.prod(getattr(v, "shape", ()))) * np.dtype(v.dtype).itemsize
-        for v in values
-        if hasattr(v, "dtype")
-    )
-    return n, b
-
-
-def _bytes(b: int) -> str:
+def _bytes_repr(num_bytes: int) -> str:
     for unit, k in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if b >= k:
-            return f"{b / k:.1f} {unit}"
-    return f"{b} B"
+        if num_bytes > k:
+            return f"{num_bytes / k:,.1f} {unit}"
+    return f"{num_bytes:,} B"
 
 
-def _count(values: list[Any]) -> str:
-    n, b = _size(values)
-    return f"[bold]{n:,} [dim]({_bytes(b)})[/dim][/bold]"
+def _size_of(value: Any) -> SizeBytes:
+    leaves = [x for x in jax.tree.leaves(value) if hasattr(x, "size")]
+    return SizeBytes(
+        sum(int(x.size) for x in leaves),
+        sum(int(x.size) * x.dtype.itemsize for x in leaves),
+    )
+
+
+@dataclasses.dataclass
+class ObjectInfo:
+    """One object of the model: its path, the size of its variables per type
+    (its own and those below it, each variable counted once), and its own
+    variables per type by attribute name."""
+
+    path: tuple[Any, ...]
+    stats: dict[type, SizeBytes]
+    variable_groups: dict[type, dict[Any, Variable]]
+
+
+@dataclasses.dataclass
+class CallInfo:
+    """One row: a method call (what ``row_filter`` receives)."""
+
+    call_order: int
+    object_id: int
+    type: type
+    path: tuple[Any, ...]
+    inputs_repr: str
+    outputs: Any
+    flops: int | None
+    vjp_flops: int | None
+
+
+def filter_rng_streams(row: CallInfo) -> bool:
+    """The default ``row_filter``: hides the calls of rng streams."""
+    return not issubclass(row.type, RngStream)
+
+
+def _var_type(v: Variable) -> type:
+    return RngState if isinstance(v, RngState) else type(v)
+
+
+def _add(stats: dict[type, SizeBytes], t: type, size: SizeBytes) -> None:
+    stats[t] = (
+        SizeBytes(stats[t].size + size.size, stats[t].bytes + size.bytes)
+        if t in stats
+        else size
+    )
+
+
+def _children(x: Any) -> Iterator[tuple[Any, Any]]:
+    if isinstance(x, Object):
+        yield from node_items(x)
+    elif isinstance(x, dict):
+        yield from x.items()
+    elif isinstance(x, list | tuple):
+        yield from enumerate(x)
+
+
+def _collect_stats(
+    path: tuple[Any, ...], node: Any, infos: dict[int, ObjectInfo | None]
+) -> None:
+    """Fills ``infos`` (by id) for ``node`` and the objects below it, marking
+    each object with its id so the calls of its copies can be traced back."""
+    info = ObjectInfo(path, {}, {})
+    infos[id(node)] = info
+    if isinstance(node, Object):
+        object.__setattr__(node, _ID, id(node))
+    for key, value in list(_children(node)):
+        if id(value) in infos:
+            continue
+        if isinstance(value, Variable):
+            t = _var_type(value)
+            _add(info.stats, t, _size_of(value.value))
+            info.variable_groups.setdefault(t, {})[key] = value
+            infos[id(value)] = None
+        elif isinstance(value, Object | dict | list | tuple):
+            _collect_stats((*path, key), value, infos)
+            child = infos[id(value)]
+            assert child is not None
+            for t, size in child.stats.items():
+                _add(info.stats, t, size)
+
+
+def _object_types(model: Any) -> set[type]:
+    from lens.nnx.graphlib import iter_graph
+
+    return {type(x) for _, x in iter_graph(model, graph=True) if isinstance(x, Object)}
+
+
+def _methods(types: set[type]) -> dict[tuple[type, str], Callable[..., Any]]:
+    """The public methods (and ``__call__``) of the model's object types, less
+    the ones lens's base classes define (``sow``, ``train``, ...)."""
+    out = {}
+    for t in types:
+        for name, fn in inspect.getmembers(t, inspect.isfunction):
+            if name.startswith("_") and name != "__call__":
+                continue
+            if getattr(Module, name, None) is fn or getattr(Object, name, None) is fn:
+                continue
+            out[(t, name)] = fn
+    return out
+
+
+def _flops(lowered: Any) -> int:
+    cost = lowered.cost_analysis() or lowered.compile().cost_analysis()
+    if isinstance(cost, list | tuple):  # older JAX: one dict per computation
+        cost = cost[0] if cost else None
+    return 0 if not cost or "flops" not in cost else int(cost["flops"])
+
+
+def _vjp_flops(run: Callable[[Any], Any], state: Any) -> int:
+    """FLOPs of the forward and backward pass of ``run(state)`` with respect to
+    its floating-point inputs (the outputs as their own cotangents)."""
+    leaves, treedef = jax.tree.flatten(state)
+    inexact = [i for i, x in enumerate(leaves) if jnp.issubdtype(x.dtype, jnp.inexact)]
+
+    def fwd_bwd(*xs: Any) -> Any:
+        def f(*diff: Any) -> Any:
+            full = list(xs)
+            for i, d in zip(inexact, diff, strict=True):
+                full[i] = d
+            out = jax.tree.leaves(run(jax.tree.unflatten(treedef, full)))
+            return [o for o in out if jnp.issubdtype(o.dtype, jnp.inexact)]
+
+        out, pullback = jax.vjp(f, *(xs[i] for i in inexact))
+        return pullback(out)
+
+    return _flops(jax.jit(fwd_bwd).lower(*leaves))
+
+
+@dataclasses.dataclass
+class _Recorder:
+    """Wraps methods so each call of a model object adds a :class:`CallInfo`."""
+
+    infos: dict[int, ObjectInfo | None]
+    compute_flops: bool
+    compute_vjp_flops: bool
+    rows: list[CallInfo] = dataclasses.field(default_factory=list)
+    seen: set[Any] = dataclasses.field(default_factory=set)
+    counter: Iterator[int] = dataclasses.field(default_factory=itertools.count)
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def recorded(obj: Any, *args: Any, **kwargs: Any) -> Any:
+            info = self.infos.get(vars(obj).get(_ID, -1))
+            if info is None:  # not an object of the model (or a container)
+                return fn(obj, *args, **kwargs)
+            order = next(self.counter)
+            inputs = _inputs_repr(args, kwargs)
+            path = info.path if fn.__name__ == "__call__" else (*info.path, fn.__name__)
+            flops = vjp_flops = None
+            if self.compute_flops or self.compute_vjp_flops:
+                out, flops, vjp_flops = self._jitted_call(fn, obj, args, kwargs)
+            else:
+                out = fn(obj, *args, **kwargs)
+            key = (inputs, vars(obj)[_ID], fn.__name__)
+            if key not in self.seen:
+                self.seen.add(key)
+                self.rows.append(
+                    CallInfo(
+                        order, vars(obj)[_ID], type(obj), path, inputs,
+                        jax.tree.map(_dummy, out), flops, vjp_flops,
+                    )
+                )  # fmt: skip
+            return out
+
+        return recorded
+
+    def _jitted_call(
+        self, fn: Callable[..., Any], obj: Any, args: tuple, kwargs: dict
+    ) -> tuple[Any, int | None, int | None]:
+        graphdef, state = split(((obj, *args), kwargs))
+
+        def run(state: Any) -> Any:
+            (o, *a), k = merge(graphdef, state)
+            return fn(o, *a, **k)
+
+        jitted = jax.jit(run)
+        lowered = jitted.lower(state)  # traces fn once; the call below reuses it
+        flops = _flops(lowered) if self.compute_flops else None
+        vjp = _vjp_flops(run, state) if self.compute_vjp_flops else None
+        return jitted(state), flops, vjp
+
+
+class _Text(str):
+    """A leaf already rendered (shown as is, no quotes)."""
+
+
+def _array_text(shape: Any, dtype: Any) -> _Text:
+    return _Text(f"[dim]{dtype}[/dim][{','.join(map(str, shape))}]")
+
+
+def _dummy(x: Any) -> Any:
+    """What a call's input or output leaf shows as."""
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return _array_text(jnp.shape(x), jnp.result_type(x))
+    if isinstance(x, Object | Variable):
+        return _Text(f"{type(x).__name__}(...)")
+    return x
+
+
+def _simple(x: Any) -> Any:
+    """``x`` as dicts, lists and text leaves (what the table shows)."""
+    if isinstance(x, _Text):
+        return x
+    if isinstance(x, dict):
+        keys = list(x)
+        try:
+            keys = sorted(keys)
+        except TypeError:
+            pass
+        return {k: _simple(x[k]) for k in keys}
+    if isinstance(x, list | tuple):
+        return [_simple(e) for e in x]
+    if isinstance(x, type):
+        return _Text(f"type[{x.__name__}]")
+    if isinstance(x, str):
+        return _Text(x)
+    if x is None or isinstance(x, int | float | bool | complex):
+        return _Text(repr(x))
+    flat = jax.tree_util.tree_flatten_with_path(x, is_leaf=lambda y: y is not x)[0]
+    if flat and flat[0][0]:  # another pytree: its children by key
+        return {jax.tree_util.keystr(p).lstrip("."): _simple(v) for p, v in flat}
+    return _Text(repr(x))
+
+
+def _yaml_lines(x: Any) -> list[str]:
+    """Block YAML of a simple structure, as flax prints inputs and outputs."""
+    if isinstance(x, dict):
+        if not x:
+            return ["{}"]
+        out = []
+        for k, v in x.items():
+            if isinstance(v, dict) and v:
+                out += [f"{k}:", *("  " + line for line in _yaml_lines(v))]
+            elif isinstance(v, list) and v:
+                out += [f"{k}:", *_yaml_lines(v)]
+            else:
+                out.append(f"{k}: {_yaml_lines(v)[0]}")
+        return out
+    if isinstance(x, list):
+        if not x:
+            return ["[]"]
+        out = []
+        for v in x:
+            first, *rest = _yaml_lines(v)
+            out += [f"- {first}", *("  " + line for line in rest)]
+        return out
+    return [str(x)]
+
+
+def _as_text(value: Any) -> str:
+    if value is None or (hasattr(value, "__len__") and len(value) == 0):
+        return ""
+    return "\n".join(_yaml_lines(_simple(jax.tree.map(_dummy, value))))
+
+
+def _inputs_repr(args: tuple, kwargs: dict) -> str:
+    parts = []
+    if args:
+        parts.append(_as_text(args[0] if len(args) == 1 and not kwargs else list(args)))
+    if kwargs:
+        parts.append(_as_text(kwargs))
+    return "\n".join(parts)
+
+
+def _variables_cell(info: ObjectInfo, var_type: type) -> str:
+    attributes: dict[Any, Any] = {}
+    for name, variable in info.variable_groups.get(var_type, {}).items():
+        value = variable.value
+        value_repr = (
+            _array_text(jnp.shape(value), jnp.result_type(value))
+            if hasattr(value, "shape") and hasattr(value, "dtype")
+            else ""
+        )
+        metadata = {k: _simple(v) for k, v in variable.metadata.items()}
+        if metadata:
+            attributes[name] = {"value": value_repr, **metadata}
+        elif value_repr:
+            attributes[name] = value_repr
+    cell = _as_text(attributes) + "\n\n" if attributes else ""
+    size = info.stats.get(var_type)
+    return cell + f"[bold]{size}[/bold]" if size else cell
+
+
+def _in_notebook() -> bool:
+    ipython = sys.modules.get("IPython")
+    return ipython is not None and ipython.get_ipython() is not None
+
+
+def _build_table(
+    title: str,
+    rows: list[CallInfo],
+    root: ObjectInfo,
+    infos: dict[int, ObjectInfo | None],
+    flags: tuple[bool, bool],
+    table_kwargs: Mapping[str, Any],
+    column_kwargs: Mapping[str, Any],
+) -> Any:
+    import rich.table
+    import rich.text
+
+    compute_flops, compute_vjp_flops = flags
+    var_types = sorted(root.stats, key=lambda t: t.__name__)
+    table = rich.table.Table(
+        show_header=True, show_lines=True, show_footer=True, title=title,
+        **dict(table_kwargs),
+    )  # fmt: skip
+    names = ["path", "type", "inputs", "outputs"]
+    names += ["flops"] * compute_flops + ["vjp_flops"] * compute_vjp_flops
+    for name in [*names, *(t.__name__ for t in var_types)]:
+        table.add_column(name, **dict(column_kwargs))
+    for row in rows:
+        info = infos[row.object_id]
+        assert info is not None
+        cells = ["/".join(map(str, row.path)), row.type.__name__, row.inputs_repr]
+        cells.append(_as_text(row.outputs))
+        cells += [str(row.flops)] * compute_flops + [
+            str(row.vjp_flops)
+        ] * compute_vjp_flops
+        cells += [_variables_cell(info, t) for t in var_types]
+        table.add_row(*cells)
+    offset = len(names) - 1
+    table.columns[offset].footer = rich.text.Text.from_markup("Total", justify="right")
+    for i, t in enumerate(var_types):
+        table.columns[offset + 1 + i].footer = str(root.stats[t])
+    table.caption_style = "bold"
+    total = sum(root.stats.values(), SizeBytes(0, 0))
+    table.caption = f"\nTotal Parameters: {total}"
+    return table
+
+
+def _record(
+    model: Any, method: str, args: tuple, kwargs: dict, recorder: _Recorder
+) -> None:
+    """Runs ``model.<method>(*args, **kwargs)`` abstractly with every public
+    method of the model's object types recording its calls."""
+    methods = _methods(_object_types(model))
+    if not callable(getattr(type(model), method, None)):
+        raise AttributeError(
+            f"nnx.tabulate: {type(model).__name__} has no method {method!r}.\n"
+            "Pass method= the name of a method of the object."
+        )
+    methods.setdefault((type(model), method), getattr(type(model), method))
+    try:
+        for (t, name), fn in methods.items():
+            setattr(t, name, recorder.wrap(fn))
+        top = getattr(type(model), method)
+        jax.eval_shape(lambda: (top(model, *args, **kwargs), None)[1])
+    finally:
+        for (t, name), fn in methods.items():
+            if name in t.__dict__:
+                setattr(t, name, fn)
+            else:
+                delattr(t, name)
 
 
 def tabulate(
@@ -59,7 +413,7 @@ def tabulate(
     *input_args: Any,
     depth: int | None = None,
     method: str = "__call__",
-    row_filter: Callable[[Any], bool] | None = None,
+    row_filter: Callable[[CallInfo], bool] = filter_rng_streams,
     table_kwargs: Mapping[str, Any] = _EMPTY,
     column_kwargs: Mapping[str, Any] = _EMPTY,
     console_kwargs: Mapping[str, Any] = _EMPTY,
@@ -67,112 +421,35 @@ def tabulate(
     compute_vjp_flops: bool = False,
     **input_kwargs: Any,
 ) -> str:
-    """A rich table of ``obj``'s modules in call order: path, type, input and
-    output shapes of the call, and its own variables per type with counts and
-    bytes; totals at the bottom. The call runs on a copy, abstractly (nothing is
-    computed and ``obj`` is not changed)."""
-    import rich.console
-    import rich.table
-    import rich.text
+    """A rich table of ``obj.<method>(*input_args, **input_kwargs)``: one row per
+    method call of an object of ``obj`` (path, type, inputs, outputs, and with
+    ``compute_flops`` / ``compute_vjp_flops`` the FLOPs of its forward /
+    forward-and-backward pass), then its variables per type: each object's own
+    with their shapes, the sizes including those below it, totals at the foot.
 
-    if compute_flops or compute_vjp_flops:
-        raise NotImplementedError(
-            "nnx.tabulate(compute_flops=...) is not supported by lens.nnx."
-        )
+    The call runs on a copy and abstractly (``obj`` is not changed); ``depth``
+    keeps rows at most that deep, ``row_filter`` the rows it accepts (rng stream
+    calls are hidden by default). ``table_kwargs``, ``column_kwargs`` and
+    ``console_kwargs`` go to ``rich``'s Table, add_column and Console.
+    """
     model = clone(obj)
-    paths: dict[int, tuple] = {}
-    calls: list[tuple[tuple, Any, Any, Any]] = []
-    seen: set[int] = set()
-    patched: list[tuple[type, Any]] = []
-    for cls in {type(m) for _, m in iter_modules(model)}:
-        original = cls.__dict__.get("__call__")
-        if original is None:
-            continue
-
-        def make(original: Any) -> Any:
-            @functools.wraps(original)
-            def recorded(self: Any, *args: Any, **kwargs: Any) -> Any:
-                out = original(self, *args, **kwargs)
-                if id(self) in paths and id(self) not in seen:
-                    seen.add(id(self))
-                    calls.append((paths[id(self)], self, (args, kwargs), out))
-                return out
-
-            return recorded
-
-        patched.append((cls, original))
-        cls.__call__ = make(original)  # type: ignore[method-assign]
-    try:
-        from lens.nnx.transforms.transforms import eval_shape
-
-        def run(m: Any, a: tuple, k: dict) -> Any:
-            # the transform rebuilds the model: find paths on the copy it calls
-            paths.update({id(x): p for p, x in iter_modules(m)})
-            return getattr(m, method)(*a, **k)
-
-        eval_shape(run, model, input_args, input_kwargs)
-    finally:
-        for cls, original in patched:
-            cls.__call__ = original  # type: ignore[method-assign]
-    calls.sort(key=lambda c: (c[0] != (), 0))  # the root first, then call order
-    if not any(c[0] == () for c in calls):
-        calls.insert(0, ((), model, ((input_args, input_kwargs), {}), None))
-    if depth is not None:
-        calls = [c for c in calls if len(c[0]) <= depth]
-
-    def own_vars(m: Object, deep: bool) -> dict[str, list[tuple[str, Any]]]:
-        by_type: dict[str, list[tuple[str, Any]]] = {}
-        if deep:
-            items: list[tuple[str, Any]] = []
-            for p, sub in iter_modules(m):
-                for k, v in node_items(sub):
-                    if isinstance(v, Variable):
-                        items.append(("/".join(map(str, p + (k,))), v))
-        else:
-            items = [(str(k), v) for k, v in node_items(m) if isinstance(v, Variable)]
-        for name, v in items:
-            by_type.setdefault(type(v).__name__, []).append((name, v.value))
-        return by_type
-
-    all_types = sorted({t for _, m, _, _ in calls for t in own_vars(m, True)})
-    title = f"{type(obj).__name__} Summary"
-    table = rich.table.Table(title=title, show_lines=True, **dict(table_kwargs))
-    for col in ("path", "type", "inputs", "outputs", *all_types):
-        table.add_column(col, **dict(column_kwargs))
-    totals: dict[str, list[Any]] = {t: [] for t in all_types}
-    for path, m, (args, kwargs), out in calls:
-        root = path == ()
-        mine = own_vars(m, deep=root)
-        cells = []
-        for t in all_types:
-            entries = mine.get(t, [])
-            if not root:
-                totals[t] += [v for _, v in entries]
-            if not entries:
-                cells.append("")
-            elif root:
-                cells.append(_count([v for _, v in entries]))
-            else:
-                lines = [f"{n}: {_spec(v)}" for n, v in entries]
-                cells.append(
-                    "\n".join(lines) + "\n\n" + _count([v for _, v in entries])
-                )
-        table.add_row(
-            "/".join(map(str, path)),
-            type(m).__name__,
-            _tree_text((args, kwargs)),
-            "" if out is None else _tree_text(out),
-            *cells,
-        )
-    root_totals = own_vars(model, True)
-    table.add_row(
-        "", "", "", rich.text.Text("Total", style="bold", justify="right"),
-        *(_count([v for _, v in root_totals.get(t, [])]) if root_totals.get(t) else ""
-          for t in all_types),
+    infos: dict[int, ObjectInfo | None] = {}
+    _collect_stats((), model, infos)
+    recorder = _Recorder(infos, compute_flops, compute_vjp_flops)
+    _record(model, method, input_args, input_kwargs, recorder)
+    rows = sorted(recorder.rows, key=lambda r: r.call_order)
+    rows = [
+        r for r in rows if (depth is None or len(r.path) <= depth) and row_filter(r)
+    ]
+    root = infos[id(model)]
+    assert root is not None
+    table = _build_table(
+        f"{type(obj).__name__} Summary", rows, root, infos,
+        (compute_flops, compute_vjp_flops), table_kwargs, column_kwargs,
     )  # fmt: skip
-    everything = [v for t in all_types for _, v in root_totals.get(t, [])]
-    table.caption = f"\n[bold]Total Parameters: {_count(everything)}[/bold]"
+    import rich.console
+
+    kwargs = {"force_terminal": True, "force_jupyter": _in_notebook()}
     buf = io.StringIO()
-    kwargs = {"force_terminal": True, "width": 120, **dict(console_kwargs)}
-    rich.console.Console(file=buf, **kwargs).print(table)
+    rich.console.Console(file=buf, **{**kwargs, **console_kwargs}).print(table)
     return buf.getvalue()

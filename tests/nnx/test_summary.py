@@ -1,0 +1,87 @@
+"""nnx.tabulate against flax.nnx's: the same rows, FLOPs columns and variable
+cells, one row per distinct call, and a clear error for a missing method."""
+
+import jax.numpy as jnp
+import pytest
+
+from lens import nnx as lnnx
+
+fnnx = pytest.importorskip("flax.nnx")
+PLAIN = {"force_terminal": False, "no_color": True, "width": 300}
+
+
+def _model(nnx, shared=True):
+    class Block(nnx.Module):
+        def __init__(self, linear, rngs):
+            self.linear = linear
+            self.bn = nnx.BatchNorm(3, rngs=rngs)
+
+        def forward(self, x, *, scale=None):
+            return nnx.relu(self.bn(self.linear(x)))
+
+    class Model(nnx.Module):
+        def __init__(self, rngs):
+            linear = nnx.Linear(3, 3, rngs=rngs)
+            self.block1 = Block(linear, rngs)
+            self.block2 = Block(linear if shared else nnx.Linear(3, 3, rngs=rngs), rngs)
+            self.meta = nnx.Param(jnp.ones((2,)), note="a note", n=3)
+
+        def __call__(self, x):
+            y = self.block1.forward(x, scale={}) if shared else self.block1.forward(x)
+            extra = {"none": None} if shared else {}  # (flax drops None outputs)
+            return self.block2.forward(y), {"sum": y.sum(), **extra}
+
+    return Model(nnx.Rngs(0))
+
+
+def _table(nnx, shared=True, **kwargs):
+    model = _model(nnx, shared)
+    return nnx.tabulate(model, jnp.ones((4, 3)), console_kwargs=PLAIN, **kwargs)
+
+
+def test_flops_columns_match_flax():
+    # (flax's tabulate fails on shared modules and keyword arguments with flops)
+    ours = _table(lnnx, False, compute_flops=True, compute_vjp_flops=True)
+    theirs = _table(fnnx, False, compute_flops=True, compute_vjp_flops=True)
+    assert ours.splitlines()[1:] == theirs.splitlines()[1:]
+    header = ours.splitlines()[2]
+    assert "flops" in header and "vjp_flops" in header
+
+
+def test_rows_cells_and_totals_match_flax():
+    ours, theirs = _table(lnnx, False), _table(fnnx, False)
+    assert ours.splitlines()[1:] == theirs.splitlines()[1:]
+    assert "block2/linear" in ours
+
+
+def test_shared_module_and_keyword_inputs():
+    ours = _table(lnnx, compute_vjp_flops=True)
+    # the shared Linear is called twice with the same inputs: one row
+    assert sum(" block1/linear " in line for line in ours.splitlines()) == 1
+    assert "block2/linear" not in ours
+    assert "note: a note" in ours and "n: 3" in ours
+    assert "scale: {}" in ours and "none: None" in ours
+
+
+def test_depth_and_row_filter():
+    text = _table(lnnx, depth=1)
+    assert "block1/forward" not in text and "Model" in text
+    only_bn = _table(lnnx, row_filter=lambda row: row.type.__name__ == "BatchNorm")
+    assert "block1/bn" in only_bn and "block1/forward" not in only_bn
+
+
+def test_model_is_not_changed_and_methods_are_restored():
+    model = _model(lnnx)
+    before = lnnx.state(model)
+    cls_call = type(model).__dict__["__call__"]
+    lnnx.tabulate(model, jnp.ones((4, 3)), compute_flops=True)
+    assert type(model).__dict__["__call__"] is cls_call
+    assert "_lens_tabulate_id" not in vars(model)
+    after = lnnx.state(model)
+    assert float(jnp.sum(after["block1"]["bn"]["mean"][...])) == 0.0
+    assert before.flat_state().paths == after.flat_state().paths
+
+
+def test_missing_method_is_a_clear_error():
+    with pytest.raises(AttributeError, match="has no method 'encode'"):
+        lnnx.tabulate(_model(lnnx), jnp.ones((4, 3)), method="encode")
