@@ -3,6 +3,7 @@ tree mode ``graph=False``): gradients shaped as the arguments, which aliases are
 allowed, and which prefixes are refused; each checked against flax.nnx where flax
 is installed."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -98,3 +99,70 @@ def test_inconsistent_aliasing_names_the_variable_and_its_paths(nnx):
         ValueError, match=r"^Inconsistent aliasing detected[\s\S]*Param[\s\S]*a: 0"
     ):
         f(Foo(shared), Foo(shared))
+
+
+@BOTH
+@pytest.mark.parametrize("graph", [True, False])
+def test_custom_vjp_simple_mode_writes_updates_back_and_gives_their_cotangents(
+    nnx, graph
+):
+    class Foo(nnx.Module):
+        def __init__(self):
+            self.x = nnx.Param(jnp.array(1.0))
+            self.z = nnx.BatchStat(jnp.array(0.0))
+
+    @nnx.custom_vjp(graph=graph, graph_updates=False)
+    def f(m):
+        m.z[...] += 1.0
+        return jnp.sin(m.x[...])
+
+    seen = []
+
+    def f_fwd(m):
+        return f(m), (jnp.cos(m.x[...]), m)
+
+    def f_bwd(res, g, updates_g):
+        cos_x, m = res
+        (m_up,) = updates_g
+        seen.append((m_up.x is None, type(m_up.z)))
+        m_g = jax.tree.map(jnp.zeros_like, m)
+        m_g.x[...] = 10 * cos_x * g  # a custom gradient
+        return (m_g,)
+
+    f.defvjp(f_fwd, f_bwd)
+    m = Foo()
+    grads = nnx.grad(lambda m: f(m), graph=graph, graph_updates=False)(m)
+    np.testing.assert_allclose(grads.x[...], 10 * np.cos(1.0), rtol=1e-6)
+    np.testing.assert_allclose(m.z[...], 1.0)  # the update came back
+    assert seen == [(True, nnx.BatchStat)]
+
+
+@BOTH
+def test_full_mode_custom_vjp_and_remat_apply_static_changes(nnx):
+    class Foo(nnx.Module):
+        def __init__(self):
+            self.x = nnx.Param(jnp.array(1.0))
+            self.calls = 0
+
+    def body(m):
+        m.calls += 1
+        return jnp.sin(m.x[...])
+
+    @nnx.custom_vjp
+    def f(m):
+        return body(m)
+
+    def f_fwd(m):
+        return f(m), (jnp.cos(m.x[...]),)
+
+    def f_bwd(res, g):
+        (m_g,), out_g = g
+        m_g["x"][...] = res[0] * out_g
+        return (m_g,)
+
+    f.defvjp(f_fwd, f_bwd)
+    m = Foo()
+    grads = nnx.grad(f)(m)
+    np.testing.assert_allclose(grads["x"][...], np.cos(1.0), rtol=1e-6)
+    assert m.calls == 1
+    assert nnx.remat(body)(m).shape == () and m.calls == 2

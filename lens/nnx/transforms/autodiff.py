@@ -35,7 +35,7 @@ from lens.nnx.transforms.general import (
     GraphArg,
     Skeleton,
     apply_graph_updates,
-    call_inside,
+    call_changing,
     changed_structure,
     check_graph_flags,
     check_prefix,
@@ -345,16 +345,16 @@ def remat(
         skel, entries, walker = lift_args("remat", args, stat)
 
         def pure(values: list[Any]) -> Any:
-            return call_inside("remat", f, skel, values, len(args), stat)
+            return call_changing("remat", f, skel, values, len(args), stat)
 
         with Picture("remat", {"static_argnums": tuple(sorted(static))}, f) as picture:
             picture.whole(entries, "all")
-            new, outs = jax.checkpoint(pure, prevent_cse=prevent_cse, policy=policy)(
-                [e.value for e in entries]
-            )
-        write_back(entries, new)
+            new, outs, changed = jax.checkpoint(
+                pure, prevent_cse=prevent_cse, policy=policy
+            )([e.value for e in entries])
+        nodes = apply_graph_updates(entries, new, changed.aux, walker.nodes)
         picture.outputs(new)
-        return merge_outputs(outs, walker.nodes)
+        return merge_outputs(outs, nodes)
 
     return with_calling_conventions(mode, f, wrapper)
 

@@ -22,8 +22,11 @@ from lens.nnx.transforms.cotangents import (
     zero_cotangent,
 )
 from lens.nnx.transforms.general import (
+    Carrier,
     DiffSpec,
     DiffState,
+    apply_graph_updates,
+    changed_structure,
     check_prefix,
     check_structure,
     diff_resolver,
@@ -32,9 +35,9 @@ from lens.nnx.transforms.general import (
     split_args,
     split_outputs,
     transform_mode,
-    write_back,
 )
 from lens.nnx.transforms.pack_trace import Picture
+from lens.nnx.transforms.simple_vjp import simple_custom_vjp
 from lens.traceback_util import api_boundary
 
 
@@ -96,9 +99,9 @@ class CustomVjp:
                     "nondiff_argnums only, not DiffState.\nUse graph mode with "
                     "graph updates for DiffState."
                 )
-            f = jax.custom_vjp(self.fun, nondiff_argnums=self.int_nondiff)
-            f.defvjp(self.fwd, self.bwd)
-            return f(*args)
+            return simple_custom_vjp(
+                self.fun, self.fwd, self.bwd, self.int_nondiff, args
+            )
         n = len(args)
         specs = tuple(
             None if i in self.int_nondiff else DiffSpec(self.filters.get(i, ...))
@@ -117,30 +120,38 @@ class CustomVjp:
             return combine(dv, rv, held)
 
         def run(f: Callable[..., Any], values: list[Any]) -> Any:
+            table: dict[int, Any] = {}
             with frame("custom_vjp") as fr:
-                args2 = rebuild(skel, values)
+                args2 = rebuild(skel, values, table)
                 result = f(*args2)
                 w2 = Walker(transform="custom_vjp")
                 after, new_entries = split_args(args2, (None,) * n, w2)
-                check_structure(skel, after, "custom_vjp")
+                if len(new_entries) != len(entries):  # only statics may change
+                    check_structure(skel, after, "custom_vjp")
+                changed = changed_structure(skel, after, table, w2.nodes)
                 new_vals = [e.value for e in new_entries]
                 w2.frame = fr
-            return new_vals, result, w2
+            return new_vals, result, w2, Carrier([], changed)
 
         @jax.custom_vjp
         def pure(dv: list[Any], rv: list[Any]) -> Any:
-            new_vals, out, _ = run(fun, merged(dv, rv))
-            return [v for v, e in zip(new_vals, entries, strict=True) if e.leaf], out
+            new_vals, out, w2, changed = run(fun, merged(dv, rv))
+            graph = [v for v, e in zip(new_vals, entries, strict=True) if e.leaf]
+            # an input returned comes back as itself (its cotangent is its
+            # input update's)
+            return graph, split_outputs(out, None, w2), changed
 
         def pure_fwd(dv: list[Any], rv: list[Any]) -> Any:
-            new_vals, (out, res), w2 = run(fwd_fn, merged(dv, rv))
+            new_vals, (out, res), w2, changed = run(fwd_fn, merged(dv, rv))
+            out_c = split_outputs(out, None, w2)
             res_c = split_outputs(res, None, w2)
             graph = [v for v, e in zip(new_vals, entries, strict=True) if e.leaf]
-            return (graph, out), (new_vals, res_c)
+            return (graph, out_c, changed), (new_vals, res_c)
 
         def pure_bwd(residual: Any, g: Any) -> Any:
             new_vals, res_c = residual
-            graph_g, out_g = g
+            graph_g, out_c_g, _ = g
+            out_g = _output_cotangents(out_c_g)
             table: dict[int, Any] = {}
             args3 = rebuild(skel, new_vals, table)
             res = merge_outputs(res_c, [table[i] for i in range(len(table))])
@@ -162,10 +173,23 @@ class CustomVjp:
                 ["constant" if h else "differentiated" for h in held],
                 lambda e, v: v,
             )
-            new_graph, out = pure(diff_vals, rest_vals)
-        write_back(entries, new_graph)
+            new_graph, out_c, changed = pure(diff_vals, rest_vals)
+        nodes = apply_graph_updates(entries, new_graph, changed.aux, walker.nodes)
         picture.outputs(new_graph)
-        return out
+        return merge_outputs(out_c, nodes)
+
+
+def _output_cotangents(out_c_g: Any) -> Any:
+    """The outputs' cotangents as the backward pass takes them: an object made
+    inside as an object of its cotangents; an input returned as None (its
+    cotangent is in the input updates')."""
+
+    def build(x: Any) -> Any:
+        if isinstance(x, Carrier):
+            return merge_outputs(x, []) if x.values else None
+        return x
+
+    return jax.tree.map(build, out_c_g, is_leaf=lambda x: isinstance(x, Carrier))
 
 
 def _cotangents(

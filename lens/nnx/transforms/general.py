@@ -408,16 +408,35 @@ def call_inside(
 ) -> tuple[list[Any], Any]:
     """Rebuilds the arguments from ``values``, calls ``f``, and returns the new
     values of their graph leaves and the outputs (objects as carriers)."""
+    new, outs, changed = call_changing(name, f, skel, values, n_args, static, out_spec)
+    if changed.aux is not None:
+        check_structure(skel, changed.aux.value[0], name)
+    return new, outs
+
+
+def call_changing(
+    name: str,
+    f: Callable[..., Any],
+    skel: Any,
+    values: Sequence[Any],
+    n_args: int,
+    static: frozenset[int] = frozenset(),
+    out_spec: Any = None,
+) -> tuple[list[Any], Any, Carrier]:
+    """:func:`call_inside` where the function may change the arguments' structure
+    (flax.nnx's graph updates): the third result carries the new structure out
+    (``Carrier([], None)`` if unchanged), for :func:`apply_graph_updates`."""
     specs = (None,) * n_args
+    table: dict[int, Any] = {}
     with frame(name) as fr:
-        args = rebuild(skel, list(values))
+        args = rebuild(skel, list(values), table)
         out = f(*args)
         w = Walker(transform=name)
         after, entries = split_args(args, specs, w, static)
-        check_structure(skel, after, name)
+        changed = changed_structure(skel, after, table, w.nodes)
         w.frame = fr
         outs = split_outputs(out, out_spec, w)
-    return [e.value for e in entries if e.leaf is not None], outs
+    return [e.value for e in entries if e.leaf is not None], outs, Carrier([], changed)
 
 
 def lift_args(
