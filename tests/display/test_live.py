@@ -176,6 +176,7 @@ def _train_state_loop(live, steps=6, layer_every=None):
         return state.apply_gradients(grads=grads), loss, grads
 
     step_fn = live.watch(train_step, "train_step")
+    grads = None
     for i in range(steps):
         state, loss, grads = step_fn(state, x)
         live.log(state.step, loss=loss)
@@ -192,7 +193,11 @@ def test_layers_of_a_scanned_stack_are_measured_per_layer():
     assert group.name == "blocks/Dense_0" and group.layers == 5
     latest = frame.samples[-1]  # step 4: the final state
     dense = state.params["blocks"]["Dense_0"]
-    for got, tree in ((latest.params, dense), (latest.grads, grads["blocks"]["Dense_0"])):
+    assert grads is not None and latest.grads is not None
+    for got, tree in (
+        (latest.params, dense),
+        (latest.grads, grads["blocks"]["Dense_0"]),
+    ):
         k = np.asarray(tree["kernel"]).reshape(5, -1)
         b = np.asarray(tree["bias"]).reshape(5, -1)
         want = np.sqrt(((k**2).sum(1) + (b**2).sum(1)) / (16 + 4))
@@ -299,14 +304,16 @@ def test_current_is_per_context():
 
 
 def test_interrupt_and_failure_are_the_final_status():
+    live = lens.display.live(sink="none")
     with pytest.raises(KeyboardInterrupt):
-        with lens.display.live(sink="none") as live:
+        with live:
             live.log(0, loss=1.0)
             raise KeyboardInterrupt
     assert live.frame().status == "interrupted"
+    live = lens.display.live(sink="none")
     with pytest.raises(ZeroDivisionError):
-        with lens.display.live(sink="none") as live:
-            1 / 0
+        with live:
+            live.log(0, loss=1.0 / 0)
     assert live.frame().status == "failed: ZeroDivisionError"
     assert live.close() is live.close()  # idempotent
 

@@ -181,14 +181,13 @@ class FrameView(View):
         return body(self.frame)
 
     def rich(self) -> Any:
-        """A progress bar over the text form (for a terminal)."""
+        """The text form over a progress bar (for a terminal)."""
         from rich.console import Group as RichGroup
         from rich.progress_bar import ProgressBar
         from rich.text import Text
 
         f = self.frame
-        parts: list[Any] = []
-        if f.total:
+        parts: list[Any] = [Text(self.text())]
+        if f.total:  # last: rich's bar ends without a line break
             parts.append(ProgressBar(total=f.total, completed=min(f.done, f.total)))
-        parts.append(Text(self.text()))
         return RichGroup(*parts)

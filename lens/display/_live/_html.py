@@ -116,7 +116,7 @@ def _chart(metric: str, splits: dict[str, tuple[np.ndarray, np.ndarray]]) -> str
         f"<div style='position:relative;height:{PLOT_PX}px;{BOX};overflow:hidden'>"
         f"{''.join(segments)}</div>"
         "<div style='display:flex;flex-wrap:wrap;gap:0 10px;white-space:normal;"
-        f"overflow-wrap:anywhere'>{''.join(legend)}</div>"
+        f"word-wrap:break-word'>{''.join(legend)}</div>"
         "</div>"
     )
 
@@ -171,7 +171,7 @@ def _curve(
 
 def _seg(left: float, bottom: float, width: float, height: float, colour: str) -> str:
     return (
-        f"<i style='position:absolute;left:{left:.2f}%;width:{width + 0.3:.2f}%;"
+        f"<i style='position:absolute;left:{left:.2f}%;width:{min(width + 0.3, 100 - left):.2f}%;"
         f"bottom:{bottom:.1f}%;height:{height:.1f}%;min-height:2px;min-width:2px;"
         f"background:{colour}'></i>"
     )
@@ -191,7 +191,7 @@ def _layers(groups: list[Group], samples: list[Sample]) -> str:
             cells.append(_cell(grad, g, "grads"))
         rows.append(
             "<div style='margin:2px 0 2px 12px;white-space:normal;"
-            f"overflow-wrap:anywhere'>{e(g.name)} <span style='{MUTED}'>"
+            f"word-wrap:break-word'>{e(g.name)} <span style='{MUTED}'>"
             f"{e(g.shapes)}</span><div style='display:flex;flex-wrap:wrap;"
             f"gap:0 16px;margin-left:12px'>{''.join(cells)}</div></div>"
         )
@@ -222,7 +222,7 @@ def _cell(v: np.ndarray, g: Group, what: str) -> str:
         chart = spark_html(np.asarray(v, np.float64), f"{what} rms")
     else:
         chart = f"{what} rms {e(fmt_num(float(v)))}"
-    return f"<span style='white-space:normal;overflow-wrap:anywhere'>{chart}</span>"
+    return f"<span style='white-space:normal;word-wrap:break-word'>{chart}</span>"
 
 
 def _history(samples: list[Sample], name: str, what: str) -> np.ndarray | None:
@@ -283,7 +283,7 @@ def _grid(hist: np.ndarray, title: str, names: list[str], samples: list[Sample])
     return (
         "<div class='lens-live-heat' style='flex:1 1 260px;min-width:0;"
         "max-width:520px'>"
-        f"<div style='white-space:normal;overflow-wrap:anywhere'>{e(title)}"
+        f"<div style='white-space:normal;word-wrap:break-word'>{e(title)}"
         f"<span style='color:{BAD}'>{e(note)}</span></div>"
         f"<div style='display:grid;grid-template-columns:repeat({cols},minmax(0,1fr));"
         f"grid-auto-rows:{max(3, min(10, 96 // rows))}px;{BOX};overflow:hidden'>"

@@ -76,7 +76,6 @@ class Live:
         self._last_step: Any = None
         self._start = time.perf_counter()
         self._ticks: list[tuple[float, int]] = []
-        self._first_log: float | None = None
         self._last_log: float | None = None
         self._inflight: dict[int, tuple[str, bool, float]] = {}
         self._tokens = itertools.count()
@@ -122,7 +121,6 @@ class Live:
             if split == "train" and not _same_step(step, self._last_step):
                 self._calls += 1
                 self._last_step = step
-                self._first_log = now if self._first_log is None else self._first_log
                 self._last_log = now
         self._store.log(step, split, scalars)
 
@@ -215,12 +213,14 @@ class Live:
         )
 
     def _rate(self, now: float) -> float | None:
-        """Steps per second: over the recent window, or the whole run once closed."""
+        """Steps per second: over the recent window, or the whole run once closed
+        (from the view's start, so a compile counts)."""
         if self._status != "running" or len(self._ticks) < 2:
-            if self._calls < 2 or self._first_log is None or self._last_log is None:
+            # overall: every step over the time from the view's start (compiles too)
+            if not self._calls or self._last_log is None:
                 return None
-            span = self._last_log - self._first_log
-            return (self._calls - 1) / span if span > 0 else None
+            span = self._last_log - self._start
+            return self._calls / span if span > 0 else None
         (t0, n0), (t1, n1) = self._ticks[0], self._ticks[-1]
         return (n1 - n0) / (t1 - t0) if t1 > t0 and n1 > n0 else None
 

@@ -1,0 +1,160 @@
+// A live training view in a real JupyterLab: driven by tests/e2e/test_live_browser.py,
+// which starts JupyterLab with a notebook holding two training loops. Prints one
+// JSON report on stdout; screenshots go to $SHOTS.
+const { chromium } = await import(process.env.PLAYWRIGHT);
+import { readFileSync } from 'fs';
+
+const base = process.env.LAB_URL;
+const shots = process.env.SHOTS;
+const VISIBLE = '.jp-NotebookPanel:not(.lm-mod-hidden)';
+
+async function openNotebook(page, notebook) {
+  await page.goto(`${base}/lab/tree/${notebook}`);
+  await page.waitForFunction(
+    nb => {
+      const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+      return w && w.context && w.context.path === nb && w.sessionContext;
+    },
+    notebook,
+    { timeout: 120000 }
+  );
+  await page.evaluate(() => {
+    window.jupyterapp.shell.collapseLeft();
+    window.jupyterapp.shell.collapseRight();
+  });
+}
+
+// Every 50 ms while the notebook runs: per code cell, how many outputs it has and
+// the live output's text; so the test sees frames replace each other in place.
+function watchOutputs() {
+  window.__live = { samples: [], maxOutputs: {} };
+  window.__liveTimer = setInterval(() => {
+    const cells = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell');
+    cells.forEach((cell, i) => {
+      const outs = cell.querySelectorAll('.jp-OutputArea-child');
+      const m = window.__live.maxOutputs;
+      m[i] = Math.max(m[i] || 0, outs.length);
+      const lens = cell.querySelector('.jp-OutputArea-output .lens');
+      if (lens) window.__live.samples.push({ cell: i, outputs: outs.length, text: lens.innerText.slice(0, 400) });
+    });
+  }, 50);
+}
+
+// A shot of what is on screen now: an element shot would wait for the element to
+// stop changing, that is for the loop to end.
+async function shoot(page, locator, path) {
+  const t0 = Date.now();
+  const before = await locator.evaluate(n => { n.scrollIntoView({ block: 'start' }); return n.innerText.slice(0, 80); });
+  (report.shots = report.shots || []).push({ path, before, t: Date.now() - t0 });
+  const box = await locator.boundingBox();
+  const view = page.viewportSize();
+  const height = Math.min(Math.max(box.height, 20), view.height - Math.max(box.y, 0));
+  await page.screenshot({ path, clip: { x: box.x, y: Math.max(box.y, 0), width: box.width, height } });
+  report.shots[report.shots.length - 1].after = Date.now() - t0;
+}
+
+function measure(root) {
+  const overflow = [];
+  const check = n => {
+    if (n.clientWidth > 0 && n.scrollWidth > n.clientWidth + 1) {
+      overflow.push(`${n.className || n.tagName}: ${n.textContent.slice(0, 60)} (${n.scrollWidth} > ${n.clientWidth})`);
+    }
+  };
+  check(root);
+  root.querySelectorAll('div').forEach(check);
+  const area = root.closest('.jp-OutputArea-output') || root.parentElement;
+  const r = root.getBoundingClientRect();
+  const a = area.getBoundingClientRect();
+  if (r.right > a.right + 1) overflow.push(`wider than its output area (${r.right} > ${a.right})`);
+  const boxes = Array.from(root.querySelectorAll('.lens-live-chart, .lens-live-heat')).map(n => {
+    const b = n.getBoundingClientRect();
+    return { right: Math.round(b.right), width: Math.round(b.width) };
+  });
+  const outside = boxes.filter(b => b.right > a.right + 1);
+  if (outside.length) overflow.push(`${outside.length} charts past the output area`);
+  return {
+    width: Math.round(r.width),
+    overflow,
+    charts: root.querySelectorAll('.lens-live-chart').length,
+    heatmaps: root.querySelectorAll('.lens-live-heat').length,
+    segments: root.querySelectorAll('.lens-live-chart i').length,
+    text: root.innerText.slice(0, 2000)
+  };
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+         '--disable-component-update', '--disable-sync']
+});
+const report = { final: {} };
+globalThis.report = report;
+try {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
+  await openNotebook(page, 'live.ipynb');
+  await page.evaluate(async () => { await window.jupyterapp.shell.currentWidget.sessionContext.ready; });
+  await page.evaluate(() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs'));
+  await page.evaluate(watchOutputs);
+  // Not awaited in the page: run-all's promise settles only when every cell is done.
+  await page.evaluate(() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); });
+  // While the first loop runs: a frame with curves, shot as it is drawn.
+  await page.waitForFunction(
+    () => window.__live.samples.some(s => s.cell === 0 && Number((s.text.match(/(\d+)\/80 steps/) || [])[1]) >= 30 && !/done/.test(s.text)),
+    null, { timeout: 180000, polling: 100 });
+  await shoot(page, page.locator(`${VISIBLE} .jp-CodeCell`).first().locator('.jp-OutputArea'), `${shots}/live-running.png`);
+  // The second cell's slow first call: the compile indicator, shot while it counts.
+  await page.waitForFunction(
+    () => window.__live.samples.some(s => s.cell === 1 && /compiling slow_step: [3-9]/.test(s.text)),
+    null, { timeout: 180000, polling: 100 });
+  await shoot(page, page.locator(`${VISIBLE} .jp-CodeCell`).nth(1).locator('.jp-OutputArea'), `${shots}/live-compiling.png`);
+  await page.waitForFunction(
+    () => {
+      const w = window.jupyterapp.shell.currentWidget;
+      const k = w.sessionContext.session && w.sessionContext.session.kernel;
+      const done = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell')[1]
+        .querySelectorAll('.jp-OutputArea-output .lens').length;
+      return done >= 1 && k && k.status === 'idle' && window.__live.samples.some(s => s.cell === 1 && /done/.test(s.text));
+    },
+    null, { timeout: 180000, polling: 200 });
+  await page.evaluate(() => clearInterval(window.__liveTimer));
+  const log = await page.evaluate(() => window.__live);
+  report.maxOutputs = log.maxOutputs;
+  report.whileRunning = log.samples.filter(s => s.cell === 0 && !/done/.test(s.text)).map(s => s.outputs);
+  report.stepsSeen = Array.from(new Set(log.samples.filter(s => s.cell === 0)
+    .map(s => (s.text.match(/(\d+)\/80 steps/) || [])[1]).filter(Boolean).map(Number))).sort((a, b) => a - b);
+  report.compilingSeen = log.samples.filter(s => /compiling slow_step/.test(s.text)).map(s => s.text.match(/compiling slow_step: [^\n]*/)[0]);
+  await page.evaluate(() => window.jupyterapp.commands.execute('docmanager:save'));
+  await page.waitForTimeout(1500);
+
+  for (const [width, theme] of [[600, 'light'], [1200, 'light'], [1200, 'dark']]) {
+    await page.setViewportSize({ width, height: 1000 });
+    if (theme === 'dark') {
+      await page.evaluate(() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Dark' }));
+      await page.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
+    }
+    await page.waitForTimeout(500);
+    const key = `${width}${theme === 'dark' ? '-dark' : ''}`;
+    const finals = page.locator(`${VISIBLE} .jp-CodeCell .jp-OutputArea-output .lens`);
+    report.final[key] = [];
+    for (let i = 0; i < await finals.count(); i++) {
+      const f = finals.nth(i);
+      await f.scrollIntoViewIfNeeded();
+      report.final[key].push(await f.evaluate(measure));
+      await f.screenshot({ path: `${shots}/live-final-${i}-${key}.png` });
+    }
+  }
+
+  // The final picture through JupyterLab's sanitizer (an untrusted, reopened notebook).
+  const html = JSON.parse(readFileSync(process.env.FINAL_HTML, 'utf8'));
+  report.sanitized = await page.evaluate(html => {
+    const sanitizer = window.jupyterapp.shell.currentWidget.content.rendermime.sanitizer;
+    const styles = h => Array.from(new DOMParser().parseFromString(`<body>${h}</body>`, 'text/html').body.querySelectorAll('*'))
+      .map(n => `${n.tagName}{${n.style.cssText}}`);
+    const before = styles(html);
+    const after = styles(sanitizer.sanitize(html));
+    return { elements: before.length, kept: after.length, lost: before.filter((x, i) => after[i] !== x).slice(0, 5) };
+  }, html);
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(report));

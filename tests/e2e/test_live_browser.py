@@ -1,0 +1,161 @@
+"""In a real browser: a live training view updates in place in JupyterLab.
+
+Reuses the JupyterLab fixture of test_extension_browser.py (a server on a free local
+port over a temporary folder) and adds a notebook with two loops: a scanned stack
+trained with a TrainState (curves, per-layer heatmaps, 80 steps) and a function
+whose first call takes 6 s (the compile indicator). tests/e2e/live_browser.mjs
+drives Debian's Chromium with Playwright: while the loops run it samples each cell's
+outputs every 50 ms (frames must change, the cell must keep one output), then
+measures the final pictures at 600 and 1200 px, light and dark (nothing wider than
+its box), and runs the final HTML through JupyterLab's sanitizer (an untrusted,
+reopened notebook keeps every inline style). Screenshots go to
+extension/test/screenshots/live-*.png (the good ones are copied to docs/images/).
+"""
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+
+import nbformat
+
+from tests.e2e.test_extension_browser import CHROMIUM, ROOT, lab  # noqa: F401
+
+LOOP = """
+import time, jax, jax.numpy as jnp, optax, lens
+from lens import nn
+from lens.training import train_state
+
+class Block(nn.Module):
+    @nn.compact
+    def __call__(self, c, _):
+        return nn.tanh(nn.Dense(16)(c)), None
+
+class Stack(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        scan = nn.scan(Block, variable_axes={"params": 0}, split_rngs={"params": True}, length=8)
+        return scan(name="blocks")(x, None)[0]
+
+model = Stack()
+x = jax.random.normal(jax.random.key(1), (64, 16))
+y = jnp.sin(2 * x)
+state = train_state.TrainState.create(
+    apply_fn=model.apply, params=model.init(jax.random.key(0), x)["params"], tx=optax.adam(3e-2))
+
+@jax.jit
+def train_step(state, x, y):
+    def loss_fn(p):
+        return jnp.mean((state.apply_fn({"params": p}, x) - y) ** 2)
+    loss, grads = jax.value_and_grad(loss_fn)(state.params)
+    return state.apply_gradients(grads=grads), loss, grads
+
+with lens.display.live("scan stack", total=80, layer_every=4) as live:
+    step_fn = live.watch(train_step, "train_step")
+    for step in range(80):
+        state, loss, grads = step_fn(state, x, y)
+        live.log(step, loss=loss, lr=3e-2 * (1 - step / 80))
+        if step % 10 == 9:
+            live.log(step, split="eval", loss=1.2 * loss)
+        live.layers(step, state.params, grads)
+        time.sleep(0.1)
+"""
+
+COMPILE = """
+calls = []
+def slow_step(v):
+    if not calls:
+        time.sleep(6.0)  # a stand-in for a long first compile
+    calls.append(v)
+    return v
+
+with lens.display.live("compile", total=3) as live2:
+    f = live2.watch(slow_step, "slow_step")
+    for i in range(3):
+        live2.log(i, loss=f(1.0 / (i + 1)))
+"""
+
+
+def _final_html() -> str:
+    """A final picture with every part (curves, eval, a stack's heatmaps, NaN)."""
+    import numpy as np
+
+    import lens
+
+    with lens.display.live("sanitizer", total=8, sink="none", layer_every=1) as live:
+        for i in range(8):
+            live.log(i, loss=float("nan") if i == 5 else 1.0 / (i + 1))
+            live.log(i, split="eval", loss=2.0 / (i + 1))
+            k = np.ones((4, 3, 3), np.float32) * (i + 1)
+            live.layers(i, {"stack": {"kernel": k, "bias": np.ones((4, 3))}})
+    return lens.display._live.FrameView(live.frame()).html()
+
+
+def test_live_view_updates_in_place_in_jupyterlab(lab, tmp_path):  # noqa: F811
+    url, root = lab
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [nbformat.v4.new_code_cell(src.strip()) for src in (LOOP, COMPILE)]
+    nbformat.write(nb, root / "live.ipynb")
+    shots = ROOT / "extension" / "test" / "screenshots"
+    shots.mkdir(exist_ok=True)
+    final = tmp_path / "final.json"
+    final.write_text(json.dumps(_final_html()))
+    playwright = ROOT / "extension" / "node_modules" / "playwright-core" / "index.mjs"
+    out = subprocess.run(
+        ["node", str(pathlib.Path(__file__).with_name("live_browser.mjs"))],
+        capture_output=True,
+        text=True,
+        timeout=540,
+        env=dict(
+            os.environ,
+            LAB_URL=url,
+            SHOTS=str(shots),
+            CHROMIUM=CHROMIUM,
+            PLAYWRIGHT=playwright.as_uri(),
+            FINAL_HTML=str(final),
+        ),
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    print(
+        "browser report:", json.dumps({k: v for k, v in report.items() if k != "final"})
+    )
+
+    # Updates appear: many frames, each replacing the last in the one output.
+    assert len(report["stepsSeen"]) >= 3, report["stepsSeen"]
+    assert report["whileRunning"] and set(report["whileRunning"]) == {1}
+    # After the loop: the emptied live output and the final picture, nothing more.
+    assert report["maxOutputs"] == {"0": 2, "1": 2}, report["maxOutputs"]
+    assert report["compilingSeen"], "no compile indicator while slow_step ran"
+
+    for key in ("600", "1200", "1200-dark"):
+        loop, compile_ = report["final"][key]
+        assert loop["overflow"] == [] and compile_["overflow"] == [], (
+            key,
+            loop,
+            compile_,
+        )
+        assert loop["charts"] == 2 and loop["heatmaps"] == 2, (key, loop)
+        assert loop["segments"] > 40  # the curves were drawn
+        assert "scan stack · 80/80 steps" in loop["text"] and "done" in loop["text"]
+        assert "blocks/Dense_0: params RMS" in loop["text"]
+        assert re.search(r"compiled slow_step in [67]\.\d s", compile_["text"])
+    assert report["final"]["600"][0]["width"] < 600
+    assert report["final"]["1200"][0]["width"] > 900
+
+    san = report["sanitized"]
+    assert san["kept"] == san["elements"] and san["lost"] == [], san
+
+    # The saved notebook holds the final picture (what nbval, GitHub and nbconvert see).
+    saved = nbformat.read(root / "live.ipynb", 4)
+    outputs = saved.cells[0].outputs
+    assert [o.output_type for o in outputs] == ["display_data", "display_data"]
+    assert outputs[0].data == {"text/plain": ""}
+    assert "lens-live-chart" in outputs[1].data["text/html"]
+    assert outputs[1].data["text/plain"].startswith("scan stack · 80/80 steps")
