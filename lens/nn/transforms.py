@@ -2,7 +2,6 @@
 
 from lens.nn._lifting import InstancePlaceholder as InstancePlaceholder
 from lens.nn._lifting import VariablePlaceholder as VariablePlaceholder
-from lens.nn._lifting import _HashableProxy as _HashableProxy
 from lens.nn._lifting import clean_clone as clean_clone
 from lens.nn._lifting import decorator_lift_transform as decorator_lift_transform
 from lens.nn._lifting import (
@@ -20,6 +19,7 @@ from lens.nn._lifting import (
     module_class_lift_transform_cached as module_class_lift_transform_cached,
 )
 from lens.nn._lifting import set_module_scopes as set_module_scopes
+from lens.nn._module_hash import _HashableProxy as _HashableProxy
 from lens.nn._transforms import Target as Target
 from lens.nn._transforms import TransformTarget as TransformTarget
 from lens.nn._transforms import add_metadata_axis as add_metadata_axis
