@@ -244,6 +244,11 @@ _BOX = (
 )
 _MUTED = "opacity:.72"
 _WRAP = "white-space:normal;overflow-wrap:break-word"  # what the sanitizer keeps
+# Shapes and paths break only where they say (<wbr> after "/" and ","), never
+# inside a token: a cell too narrow for one scrolls with the root instead.
+_TOKENS = "white-space:normal;overflow-wrap:normal;word-break:keep-all"
+# A path breaks at "/", and inside a name only when one name is wider than 12em.
+_PATH = "white-space:normal;overflow-wrap:anywhere;min-width:12em"
 # Text keeps the theme's colour (AA contrast light and dark); a translucent
 # background says the fate.
 _FATE_STYLE = {
@@ -258,7 +263,7 @@ def _shape_html(spec: Mapping[str, Any] | None, axis: int | None = None) -> str:
     return "".join(
         f"<b style='text-decoration:underline'>{e(t.strip('*'))}</b>"
         if mapped
-        else e(t)
+        else e(t).replace(",", ",<wbr>")
         for t, mapped in _shape_parts(spec, axis)
     )
 
@@ -269,13 +274,13 @@ def _lane_html(lane: Mapping[str, Any], many_roots: bool) -> str:
     full = f"{lane['collection']} {lane['path']}"
     return (
         f"<tr title='{e(full)}' style='vertical-align:top'>"
-        f"<td style='{_WRAP};padding:1px 8px 1px 0'>"
+        f"<td style='{_PATH};padding:1px 8px 1px 0'>"
         f"<span style='color:{c}'>&#9632;</span> <span style='{_MUTED}'>"
         f"{e(lane['collection'])}</span> {'/<wbr>'.join(e(p) for p in lane['path'].split('/'))}</td>"
-        f"<td style='{_WRAP};padding:1px 4px'>{_shape_html(outer, lane['axis'])}</td>"
+        f"<td style='{_TOKENS};padding:1px 4px'>{_shape_html(outer, lane['axis'])}</td>"
         f"<td style='{_MUTED};padding:1px 2px'>&#8594;</td>"
-        f"<td style='{_WRAP};padding:1px 4px'>{_shape_html(inner)}</td>"
-        f"<td style='{_WRAP};padding:1px 0 1px 8px'>{e(lane['note'])}; "
+        f"<td style='{_TOKENS};padding:1px 4px'>{_shape_html(inner)}</td>"
+        f"<td style='{_WRAP};min-width:12em;padding:1px 0 1px 8px'>{e(lane['note'])}; "
         f"<span style='{_FATE_STYLE[lane['fate']]}' title='{e(lane['fate_text'])}'>"
         f"{e(fate_text(lane, many_roots))}</span></td></tr>"
     )
@@ -327,7 +332,7 @@ def _record_html(rec: Mapping[str, Any], crumbs: list[str]) -> str:
         body.append(
             f"<details open style='margin:0 0 0 4px'><summary style='cursor:pointer'>{e(_group_title(rec, gi))} "
             f"<span style='{_MUTED}'>· {len(lanes)} variable{'s' if len(lanes) != 1 else ''}"
-            f"</span></summary><table style='border-collapse:collapse;width:100%;"
+            f"</span></summary><table style='border-collapse:collapse;width:auto;"
             f"margin:0;table-layout:auto'>{rows}</table></details>"
         )
     for r in rec.get("rng_lanes", []):
@@ -350,6 +355,21 @@ LEGEND = (
 )
 
 
+def _header(recs: Sequence[Mapping[str, Any]]) -> str:
+    """``Pack trace · 2 transforms · 9 variable lanes`` (the extension's header too)."""
+    n = lanes = 0
+    stack = list(recs)
+    while stack:
+        r = stack.pop()
+        n += 1
+        lanes += len(r.get("lanes", []))
+        stack.extend(r.get("children", []))
+    return (
+        f"<div><b>Pack trace</b> · {n} transform{'s' if n != 1 else ''} · "
+        f"{lanes} variable lane{'s' if lanes != 1 else ''}</div>"
+    )
+
+
 class PackTraceView(View):
     """Displays a :class:`~lens.core.PackTrace` (or its JSON)."""
 
@@ -367,7 +387,7 @@ class PackTraceView(View):
         recs = self.doc.get("packs", [])
         if not recs:
             return "<div class='m'>PackTrace: no pack calls were recorded.</div>"
-        return LEGEND + "".join(_record_html(r, []) for r in recs)
+        return _header(recs) + LEGEND + "".join(_record_html(r, []) for r in recs)
 
     def _repr_mimebundle_(
         self, include: Any = None, exclude: Any = None
