@@ -76,3 +76,17 @@ def test_nnx_nn_dtypes_by_attribute_path_in_a_fresh_process():
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "ok"
+
+
+def test_variable_state_is_the_variable_class():
+    # isinstance(x, nnx.Variable | nnx.VariableState): flax.nnx keeps the old name.
+    assert nnx.VariableState is nnx.Variable
+    assert isinstance(nnx.Param(jnp.ones(2)), nnx.Variable | nnx.VariableState)
+
+
+def test_sharding_names_reads_out_sharding_with_a_deprecation_warning():
+    p = nnx.Param(jnp.ones((2, 3)), out_sharding=("fsdp", None), eager_sharding=False)
+    with pytest.warns(DeprecationWarning, match="'sharding_names' is deprecated"):
+        assert p.sharding_names == ("fsdp", None)
+    with pytest.warns(DeprecationWarning):
+        assert nnx.Param(jnp.ones(2)).sharding_names is None

@@ -258,6 +258,7 @@ if TYPE_CHECKING:
         RngState,
         Variable,
         VariableMetadata,
+        VariableState,
         register_variable_name,
         use_eager_sharding,
         using_eager_sharding,

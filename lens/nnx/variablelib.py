@@ -281,6 +281,16 @@ class Variable(Generic[A]):
     def type(self) -> type:
         return type(self)
 
+    @property
+    def sharding_names(self) -> Any:
+        """Deprecated in flax.nnx: the ``out_sharding`` metadata (None if unset)."""
+        warnings.warn(
+            "'sharding_names' is deprecated, use 'out_sharding' instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.metadata.get("out_sharding")
+
     def __getattr__(self, name: str) -> Any:
         meta = object.__getattribute__(self, "metadata")
         if name in meta:
