@@ -2,7 +2,7 @@
 
 ``tests/test_multiprocess.py`` runs it as 2 processes x 4 CPU devices and compares
 what it writes with the same code run in the test process (1 process x 8 devices);
-``docs/scaling.md`` walks through it. One process of a run::
+``docs/scaling.md`` shows a shorter version. One process of a run::
 
     XLA_FLAGS=--xla_force_host_platform_device_count=4 JAX_PLATFORMS=cpu \\
       python tests/multiprocess_worker.py --process-id 0 --num-processes 2 \\
@@ -50,7 +50,7 @@ def make_mesh(shape: tuple[int, int]) -> jax.sharding.Mesh:
 
 
 def global_batch() -> tuple[np.ndarray, np.ndarray]:
-    """The whole batch; each process keeps only its own rows (see main)."""
+    """The whole batch; each process keeps only its own rows (load_batch)."""
     rng = np.random.default_rng(0)
     x = rng.normal(size=(BATCH, FEATURES)).astype(np.float32)
     y = np.tanh(x @ rng.normal(size=(FEATURES, FEATURES))).astype(np.float32)
@@ -196,6 +196,9 @@ def checkpoint_round_trip(
     nnx_params = nnx.state(nnx_model, nnx.Param).to_pure_dict()
     saved = {"nn": nn_params, "nnx": nnx_params}
     checkpoints.save_checkpoint_multiprocess(ckpt_dir, saved, step=STEPS)
+    checkpoints.save_checkpoint_multiprocess(
+        ckpt_dir, nn_params, step=STEPS, prefix="checkpoint_nn_"
+    )
     other = make_mesh(RESTORE_MESH_SHAPE)
     with jax.set_mesh(other), nn.logical_axis_rules(RULES):
         gdef, nnx_abstract = nnx.get_abstract_model(lambda: NNXMLP(nnx.Rngs(0)), other)
@@ -206,6 +209,23 @@ def checkpoint_round_trip(
     restored = checkpoints.restore_checkpoint(ckpt_dir, target=target)
     nnx.replace_by_pure_dict(nnx_abstract, restored["nnx"])
     return restored["nn"], nnx.merge(gdef, nnx_abstract)
+
+
+def restore_into_live_arrays(ckpt_dir: str, nn_params: Any) -> dict[str, Any]:
+    """Restores into the trained arrays themselves (on 2 processes they span
+    both): each leaf comes back with its target's sharding."""
+    restored = checkpoints.restore_checkpoint(
+        ckpt_dir, target=nn_params, prefix="checkpoint_nn_"
+    )
+    same = [
+        getattr(r, "sharding", None) == t.sharding
+        for r, t in zip(
+            jax.tree.leaves(nn.unbox(restored)),
+            jax.tree.leaves(nn.unbox(nn_params)),
+            strict=True,
+        )
+    ]
+    return {"restored": restored, "same_sharding": np.array(same)}
 
 
 def fault_checks(ckpt_dir: str, x: jax.Array, params: Any) -> dict[str, str]:
@@ -252,7 +272,7 @@ def fault_checks(ckpt_dir: str, x: jax.Array, params: Any) -> dict[str, str]:
 
 
 def gathered(tree: Any) -> dict[str, np.ndarray]:
-    """Every array leaf of ``tree``, whole on this host, by its '/'-joined path."""
+    """Every array leaf of ``tree``, whole on this host, by its key path."""
     tree = nn.unbox(tree)
     if jax.process_count() > 1:
         tree = multihost_utils.process_allgather(tree, tiled=True)
@@ -270,6 +290,7 @@ def run(out_dir: str) -> dict[str, Any]:
         os.path.join(out_dir, "ckpt"), nn_run["params"], nnx_run["model"]
     )
     restored = {"nn": nn_restored, "nnx": nnx.state(nnx_restored).to_pure_dict()}
+    live = restore_into_live_arrays(os.path.join(out_dir, "ckpt"), nn_run["params"])
     result: dict[str, Any] = {
         "nn_losses": np.array(nn_run["losses"]),
         "nnx_losses": np.array(nnx_run["losses"]),
@@ -278,9 +299,11 @@ def run(out_dir: str) -> dict[str, Any]:
         ("nn", nn_run["params"]),
         ("nnx", nnx.to_pure_dict(nnx_run["params"])),
         ("restored", restored),
+        ("live", live["restored"]),
     ):
         for path, value in gathered(tree).items():
             result[f"{name}{path}"] = value
+    result["live_same_sharding"] = live["same_sharding"]
     result["restored_specs"] = np.array(
         [str(leaf.sharding.spec) for leaf in jax.tree.leaves(nn.unbox(restored))]
     )

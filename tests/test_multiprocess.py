@@ -142,6 +142,11 @@ def test_checkpoint_restores_onto_another_mesh(runs, process):
         trained = k.replace("restored['nn']", "nn").replace("restored['nnx']", "nnx")
         np.testing.assert_allclose(v, two[trained], rtol=0, atol=0, err_msg=k)
         np.testing.assert_allclose(v, one[k], rtol=1e-5, atol=1e-6, err_msg=k)
+    # restored into the trained arrays (spanning both processes): same layout
+    assert two["live_same_sharding"].tolist() == [True] * 4
+    for k, v in _arrays(two, "live[").items():
+        np.testing.assert_array_equal(v, two[k.replace("live", "nn", 1)], err_msg=k)
+    assert len(_arrays(two, "live[")) == 4
     # laid out by the target's shardings on the 1x8 mesh
     assert list(two["restored_specs"]) == list(one["restored_specs"])
     assert "P(None, 'model')" in set(two["restored_specs"])
