@@ -404,7 +404,7 @@ def view_info(node: Any, /, *, only: Any = ..., graph: bool | None = None) -> st
     seen: dict[str, str] = {}
     for path, m in iter_graph(node):
         set_view = getattr(m, "set_view", None)
-        name = type(m).__name__
+        name = type(m).__qualname__
         if set_view is None or name in seen or not predicate(path, m):
             continue
         doc = inspect.getdoc(set_view) or ""

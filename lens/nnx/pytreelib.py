@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import typing
 from collections.abc import Iterator
 from typing import Any, Generic, Self, TypeVar
 
@@ -16,7 +17,7 @@ import jax
 from lens._views import install as install_views
 from lens.nnx import reprlib
 from lens.nnx.tracers import check_mutable, current_frame
-from lens.nnx.variablelib import StaticValue, Variable
+from lens.nnx.variablelib import RngState, StaticValue, Variable
 
 
 class Object:
@@ -28,6 +29,7 @@ class Object:
         # module)``, ``jax.jit(f)(module)``) unless it opts out with
         # ``class M(nnx.Module, pytree=False)``; it is a graph node either way.
         super().__init_subclass__(**kwargs)
+        cls._lens_pytree = pytree
         if pytree:
             jax.tree_util.register_pytree_with_keys(
                 cls,
@@ -41,11 +43,17 @@ class Object:
         object.__setattr__(obj, "_lens_frame", current_frame())
         return obj
 
+    _lens_pytree = True
+
     def __setattr__(self, name: str, value: Any) -> None:
         check_mutable(self, f"set {name!r}")
         if isinstance(value, _Marked):  # nnx.data(x) / nnx.static(x)
+            if value.kind == "static" and type(self)._lens_pytree:
+                _check_static(self, name, value.value, explicit=True)
             _marks(self)[name] = value.kind
             value = value.value
+        elif type(self)._lens_pytree and _is_static(self, name):
+            _check_static(self, name, value, explicit=False)
         current = self.__dict__.get(name)
         if isinstance(current, Variable) and not isinstance(value, Variable):
             current.value = value  # assigning an array to a variable updates it
@@ -58,6 +66,13 @@ class Object:
 
     def __repr__(self) -> str:
         return _repr_node(self, 0, set())
+
+    @property
+    def _pytree__nodes(self) -> dict[Any, bool]:
+        """flax.nnx's attribute table: each attribute and whether it is data
+        (a pytree child) rather than static."""
+        keys, is_data_key, _ = _object_parts(self)[1]
+        return dict(zip(keys, is_data_key, strict=True))
 
     # How the graph walk sees an object: its (key, value) children, and how a
     # rebuilt one gets them back. Containers (nnx.List) override both.
@@ -148,13 +163,73 @@ def _marks(obj: Object) -> dict[str, str]:
     return marks
 
 
+def _annotation_kind(annotation: Any) -> str | None:
+    if isinstance(annotation, str):  # postponed: "nnx.Data[int]"
+        head = annotation.split("[", 1)[0].rsplit(".", 1)[-1]
+        return {"Data": "data", "Static": "static"}.get(head)
+    origin = typing.get_origin(annotation)
+    return "data" if origin is Data else "static" if origin is Static else None
+
+
+def _class_marks(cls: type) -> dict[str, str]:
+    """The attributes a class declares data or static: ``nnx.Data[T]`` /
+    ``nnx.Static[T]`` annotations, then ``nnx.data()``/``nnx.static()`` fields
+    (computed once per class)."""
+    cached = cls.__dict__.get("_lens_class_marks")
+    if cached is None:
+        cached = {}
+        for klass in reversed(cls.__mro__):
+            for name, ann in vars(klass).get("__annotations__", {}).items():
+                kind = _annotation_kind(ann)
+                if kind is not None:
+                    cached[name] = kind
+        fields = getattr(cls, "__dataclass_fields__", {})
+        cached.update(
+            {
+                name: f.metadata["nnx"]
+                for name, f in fields.items()
+                if "nnx" in f.metadata
+            }
+        )
+        type.__setattr__(cls, "_lens_class_marks", cached)
+    return cached
+
+
 def _declared(obj: Object) -> dict[str, str]:
-    """Declared data/static attributes: dataclass fields made with
-    ``nnx.data()``/``nnx.static()``, then those set with ``nnx.data(x)``."""
-    fields = getattr(type(obj), "__dataclass_fields__", {})
-    out = {name: f.metadata["nnx"] for name, f in fields.items() if "nnx" in f.metadata}
-    out.update(obj.__dict__.get("_lens_marks") or {})
-    return out
+    """Declared data/static attributes: by the class (annotations, fields), then
+    those set with ``nnx.data(x)``/``nnx.static(x)``."""
+    return {**_class_marks(type(obj)), **(obj.__dict__.get("_lens_marks") or {})}
+
+
+def _is_static(obj: Object, name: str) -> bool:
+    marks = obj.__dict__.get("_lens_marks")
+    if marks and name in marks:
+        return marks[name] == "static"
+    return _class_marks(type(obj)).get(name) == "static"
+
+
+def _check_static(obj: Object, name: str, value: Any, *, explicit: bool) -> None:
+    """A static attribute must not hold arrays, Variables or objects."""
+    if not has_data(value):
+        return
+    where = f"attribute '{name}' of Pytree type '{type(obj)}'"
+    fix = (
+        f"\nMake it data instead: obj.{name} = nnx.data(...), or declare the "
+        f"field with nnx.data(); or opt out: class {type(obj).__name__}(..., "
+        "pytree=False)."
+    )
+    if explicit:
+        msg = (
+            f"Found data in value of type '{type(value)}' annotated with "
+            f"nnx.static(...) when setting {where}."
+        )
+    elif name not in vars(obj):
+        msg = f"Found unexpected data on value of type {type(value)} in static {where}."
+    elif is_data(value):
+        msg = f"Cannot assign data value of type '{type(value)}' to static {where}."
+    else:
+        msg = f"Found data on value of type '{type(value)}' assigned to static {where}."
+    raise ValueError(msg + fix)
 
 
 def node_items(obj: Object) -> list[tuple[Any, Any]]:
@@ -186,14 +261,19 @@ def _repr_node(x: Any, depth: int, seen: set[int]) -> str:
 
 
 def _node_comment(x: Object) -> str:
-    """`` # Param: 9 (36 B), BatchStat: 2 (8 B)`` over the node's variables."""
+    """`` # Param: 9 (36 B), BatchStat: 2 (8 B), Total: 11 (44 B)`` over the
+    node's variables (rng keys and counts together as ``RngState``)."""
     by_type: dict[str, list[Any]] = {}
     for v in _variables_below(x, set()):
-        by_type.setdefault(type(v).__name__, []).append(v._value)
+        name = "RngState" if isinstance(v, RngState) else type(v).__name__
+        by_type.setdefault(name, []).append(v._value)
     parts = [
         reprlib.size_comment(vals, f"{name}: ")[3:] for name, vals in by_type.items()
     ]
     parts = [p for p in parts if p]
+    if len(parts) > 1:
+        everything = [v for vals in by_type.values() for v in vals]
+        parts.append(reprlib.size_comment(everything, "Total: ")[3:])
     return f" # {', '.join(parts)}" if parts else ""
 
 

@@ -31,7 +31,6 @@ def test_data_and_static_declare_attributes_as_flax_does():
             self.x = nnx.data(1.0)
             self.a = jnp.ones(2)
             self.name = "hi"
-            self.arr = nnx.static(jnp.zeros(2))  # an array declared static
 
     keys = [jax.tree_util.keystr(k) for k, _ in jax.tree.leaves_with_path(P())]
     assert keys == [".a", ".x"]
@@ -52,3 +51,73 @@ def test_data_and_static_declare_attributes_as_flax_does():
     assert list(nnx.List([nnx.data(1.0), 2])) == [1.0, 2]
     with pytest.raises(TypeError, match="takes no field arguments"):
         nnx.data(1.0, default=2.0)
+
+
+def test_static_attributes_refuse_data_as_flax_does():
+    """flax.nnx 0.12: an attribute declared static (``nnx.static(x)``, an
+    ``nnx.Static[T]`` annotation, an ``nnx.static()`` field) holds no arrays,
+    Variables or objects; the error says how to make it data. Annotations
+    ``nnx.Data[T]`` declare data."""
+    import dataclasses
+
+    import jax
+
+    p = nnx.Pytree()
+    with pytest.raises(ValueError, match="Found data in value of type .* nnx.static"):
+        p.a = nnx.static(jnp.ones(2))
+    assert "a" not in vars(p)
+    p.b = nnx.static(3)
+    with pytest.raises(ValueError, match="Found data on value of type .*list"):
+        p.b = ["hi", jnp.ones(2)]
+    with pytest.raises(ValueError, match="Cannot assign data value of type"):
+        p.b = jnp.ones(2)
+    assert p.b == 3
+    p.b = nnx.data(jnp.ones(2))  # re-declared: data now
+    assert len(jax.tree.leaves(p)) == 1
+
+    @dataclasses.dataclass
+    class Foo(nnx.Pytree):
+        a: nnx.Data[int]
+        b: nnx.Static[int]
+        c: jax.Array
+
+    foo = Foo(a=1, b=2, c=jnp.array(3))
+    assert len(jax.tree.leaves(foo)) == 2 and foo._pytree__nodes == {
+        "a": True,
+        "b": False,
+        "c": True,
+    }
+
+    @nnx.dataclass
+    class Bar(nnx.Pytree):
+        a: jax.Array = nnx.static()
+
+    with pytest.raises(ValueError, match="Found unexpected data on value of type"):
+        Bar(a=jnp.array(3))
+
+    class Loose(nnx.Pytree, pytree=False):  # not a pytree: no data/static rules
+        pass
+
+    loose = Loose()
+    loose.a = nnx.static(jnp.ones(2))
+    assert loose.a.shape == (2,)
+
+
+def test_module_repr_comments_match_flax():
+    """Each node's comment sums its variables per type, rng keys and counts as
+    RngState, with a Total when there is more than one type."""
+    fnnx = pytest.importorskip("flax.nnx")
+
+    def text(nn):
+        class Block(nn.Module):
+            def __init__(self, rngs):
+                self.linear = nn.Linear(2, 3, rngs=rngs)
+                self.bn = nn.BatchNorm(3, rngs=rngs)
+                self.dropout = nn.Dropout(0.2, rngs=rngs)
+
+        lines = repr(Block(nn.Rngs(0))).splitlines()
+        return [line for line in lines if "#" in line]
+
+    ours = text(nnx)
+    assert ours == text(fnnx)
+    assert ours[0].endswith("RngState: 2 (12 B), Total: 23 (96 B)")
