@@ -188,14 +188,14 @@ def train_nnx(mesh: jax.sharding.Mesh, x: jax.Array, y: jax.Array) -> dict[str, 
 
 def checkpoint_round_trip(
     ckpt_dir: str, nn_params: Any, nnx_model: Any
-) -> tuple[Any, Any]:
+) -> tuple[Any, Any, str]:
     """Saves both models' parameters from every process, then restores them onto
     a mesh of another shape: the target holds abstract arrays whose shardings say
-    where each restored leaf goes."""
+    where each restored leaf goes. Returns both and the path saved to."""
     # an nnx State goes in as a pure dict (serialization holds plain containers)
     nnx_params = nnx.state(nnx_model, nnx.Param).to_pure_dict()
     saved = {"nn": nn_params, "nnx": nnx_params}
-    checkpoints.save_checkpoint_multiprocess(ckpt_dir, saved, step=STEPS)
+    path = checkpoints.save_checkpoint_multiprocess(ckpt_dir, saved, step=STEPS)
     checkpoints.save_checkpoint_multiprocess(
         ckpt_dir, nn_params, step=STEPS, prefix="checkpoint_nn_"
     )
@@ -208,7 +208,7 @@ def checkpoint_round_trip(
         }
     restored = checkpoints.restore_checkpoint(ckpt_dir, target=target)
     nnx.replace_by_pure_dict(nnx_abstract, restored["nnx"])
-    return restored["nn"], nnx.merge(gdef, nnx_abstract)
+    return restored["nn"], nnx.merge(gdef, nnx_abstract), path
 
 
 def restore_into_live_arrays(ckpt_dir: str, nn_params: Any) -> dict[str, Any]:
@@ -286,12 +286,13 @@ def run(out_dir: str) -> dict[str, Any]:
     x, y = load_batch(mesh)
     nn_run = train_nn(mesh, x, y)
     nnx_run = train_nnx(mesh, x, y)
-    nn_restored, nnx_restored = checkpoint_round_trip(
+    nn_restored, nnx_restored, saved_path = checkpoint_round_trip(
         os.path.join(out_dir, "ckpt"), nn_run["params"], nnx_run["model"]
     )
     restored = {"nn": nn_restored, "nnx": nnx.state(nnx_restored).to_pure_dict()}
     live = restore_into_live_arrays(os.path.join(out_dir, "ckpt"), nn_run["params"])
     result: dict[str, Any] = {
+        "saved_path": np.array(saved_path),
         "nn_losses": np.array(nn_run["losses"]),
         "nnx_losses": np.array(nnx_run["losses"]),
     }

@@ -136,6 +136,8 @@ def test_losses_and_parameters_equal_one_process(runs, process):
 @pytest.mark.parametrize("process", [0, 1])
 def test_checkpoint_restores_onto_another_mesh(runs, process):
     one, two = runs["one"], runs["two"][process]
+    # every process gets the path (as in Flax), not only process 0
+    assert str(two["saved_path"]) == str(runs["two_dir"] / "ckpt" / "checkpoint_3")
     restored = _arrays(two, "restored[")
     assert len(restored) == 8
     for k, v in restored.items():
