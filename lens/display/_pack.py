@@ -247,8 +247,9 @@ _WRAP = "white-space:normal;overflow-wrap:break-word"  # what the sanitizer keep
 # Shapes and paths break only where they say (<wbr> after "/" and ","), never
 # inside a token: a cell too narrow for one scrolls with the root instead.
 _TOKENS = "white-space:normal;overflow-wrap:normal;word-break:keep-all"
-# A path breaks at "/", and inside a name only when one name is wider than 12em.
-_PATH = "white-space:normal;overflow-wrap:anywhere;min-width:12em"
+# A path breaks at "/" (and inside a name only where one name is wider than its
+# cell); the sanitizer keeps only normal and break-word for overflow-wrap.
+_PATH = "white-space:normal;overflow-wrap:break-word;min-width:12em"
 # Text keeps the theme's colour (AA contrast light and dark); a translucent
 # background says the fate.
 _FATE_STYLE = {

@@ -193,7 +193,7 @@ def spark_html(values: np.ndarray, what: str = "rms") -> str:
         f"<span style='display:inline-flex;align-items:flex-end;height:{BAR_PX}px;"
         f"vertical-align:middle;border-bottom:1px solid rgba(128,128,128,.6);"
         f"opacity:.85'>{''.join(bars)}</span> "
-        f"<span style='opacity:.72'>{_escape(label(values, what))}</span></span>"
+        f"<span>{_escape(label(values, what))}</span></span>"
     )
 
 

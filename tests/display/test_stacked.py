@@ -90,7 +90,7 @@ def test_nan_slice_is_marked():
 
 def _charts(html: str) -> list[str]:
     return re.findall(
-        r"<span class='spark'.*?<span style='opacity:.72'>[^<]*</span></span>", html
+        r"<span class='spark'.*?<span>[^<]*</span></span>", html
     )
 
 
