@@ -281,3 +281,28 @@ def test_scaling_page_script_runs_on_one_process(tmp_path, monkeypatch, capsys):
     assert len(losses) == 3 and losses[2] < losses[0]
     assert lines[-1] == "P(None, 'model')"  # restored onto the 1x8 mesh
     assert (tmp_path / "checkpoint_3").is_file()
+
+
+def test_orbax_restore_lands_on_the_target_sharding(tmp_path):
+    """With ``orbax_checkpointer`` (each process writes its own shards), restore
+    passes the target's shardings to Orbax, as Flax does: the arrays come back
+    on the target's mesh, not the one they were saved from."""
+    ocp = pytest.importorskip("orbax.checkpoint")  # lens does not depend on it
+    array, value = _sharded()
+    ckpt = ocp.PyTreeCheckpointer()
+    path = checkpoints.save_checkpoint_multiprocess(
+        tmp_path, {"w": array}, 1, orbax_checkpointer=ckpt
+    )
+    sharding = NamedSharding(worker.make_mesh((1, 8)), P(None, "model"))
+    target = {"w": jax.ShapeDtypeStruct((4, 8), np.float32, sharding=sharding)}
+    restored = checkpoints.restore_checkpoint(
+        path, target=target, orbax_checkpointer=ckpt
+    )
+    assert restored["w"].sharding == sharding
+    np.testing.assert_array_equal(restored["w"], value)
+    # without a sharding in the target, NumPy, as in Flax
+    plain = checkpoints.restore_checkpoint(
+        path, target={"w": np.zeros((4, 8), np.float32)}, orbax_checkpointer=ckpt
+    )
+    assert isinstance(plain["w"], np.ndarray)
+    np.testing.assert_array_equal(plain["w"], value)

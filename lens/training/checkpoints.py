@@ -434,7 +434,7 @@ def restore_checkpoint(
       SerializationError: if the file is not a checkpoint, or its structure
         (or an array's shape) differs from ``target``'s.
     """
-    del parallel, gda_manager, allow_partial_mpa_restoration, orbax_transforms
+    del parallel, gda_manager, allow_partial_mpa_restoration
     ckpt_dir = safe_normpath(os.fspath(ckpt_dir))
     if step is not None:
         path = _checkpoint_path(ckpt_dir, step, prefix)
@@ -457,8 +457,9 @@ def restore_checkpoint(
     else:
         path = ckpt_dir
     if orbax_checkpointer is not None:
+        kwargs = _orbax_restore_kwargs(orbax_checkpointer, target, orbax_transforms)
         restored = serialization.to_state_dict(
-            orbax_checkpointer.restore(path, item=target)
+            orbax_checkpointer.restore(path, item=target, **kwargs)
         )
     else:
         with open(path, "rb") as f:
@@ -467,6 +468,22 @@ def restore_checkpoint(
     if target is None:
         return restored
     return _placed(target, serialization.from_state_dict(target, restored))
+
+
+def _orbax_restore_kwargs(checkpointer: Any, target: Any, transforms: Any) -> dict:
+    """As Flax: with a target, Orbax restores each array with the sharding of the
+    target's leaf (``restore_args``), and a PyTree handler gets ``transforms``."""
+    if target is None:
+        return {}
+    from lens.training import orbax_utils
+
+    kwargs = {"restore_args": orbax_utils.restore_args_from_target(target)}
+    handler = getattr(checkpointer, "_handler", None)
+    if type(handler).__name__ == "PyTreeCheckpointHandler":
+        kwargs["transforms"] = orbax_utils.maybe_construct_transformations(
+            target, transforms
+        )
+    return kwargs
 
 
 def _wants_placement(leaf: Any) -> bool:
@@ -486,8 +503,8 @@ def _placed(target: Any, restored: Any) -> Any:
     import numpy as np
 
     def place(want: Any, value: Any) -> Any:
-        if not _wants_placement(want):
-            return value
+        if not _wants_placement(want) or isinstance(value, jax.Array):
+            return value  # (an Orbax checkpointer places the arrays it restores)
         value = np.asarray(value)  # its shape is the target's (from_state_dict checks)
         return jax.make_array_from_callback(
             value.shape, want.sharding, lambda index: value[index]
