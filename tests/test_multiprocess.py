@@ -306,3 +306,8 @@ def test_orbax_restore_lands_on_the_target_sharding(tmp_path):
     )
     assert isinstance(plain["w"], np.ndarray)
     np.testing.assert_array_equal(plain["w"], value)
+    # keep applies to Orbax checkpoints too: the older one goes
+    checkpoints.save_checkpoint_multiprocess(
+        tmp_path, {"w": array}, 2, keep=1, orbax_checkpointer=ckpt
+    )
+    assert checkpoints.available_steps(tmp_path) == [2]

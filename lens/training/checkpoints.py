@@ -342,6 +342,8 @@ def save_checkpoint_multiprocess(
     path = _checkpoint_path(ckpt_dir, step, prefix)
     if orbax_checkpointer is not None:
         orbax_checkpointer.save(path, target, force=overwrite)
+        if jax.process_index() == 0:  # old checkpoints go, as after any save
+            _remove_old(ckpt_dir, prefix, path, keep, overwrite, keep_every_n_steps)
         return path
     if async_manager is not None:
         async_manager.wait_previous_save()
