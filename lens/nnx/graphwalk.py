@@ -180,24 +180,27 @@ class Leaf:
             self.owner[self.key] = value
 
 
-def _first_variable(x: Any) -> tuple[Path, str]:
-    """The path to the first Variable inside ``x`` and its type name (flax.nnx
-    names the Variable an aliasing error is about); ``x`` itself if it has none."""
-    found = _find_variable(x)
-    return found if found is not None else ((), type(x).__name__)
-
-
-def _find_variable(x: Any, seen: set[int] | None = None) -> tuple[Path, str] | None:
+def _variables_in(x: Any, seen: set[int]) -> Iterator[tuple[Path, Variable]]:
+    """Every Variable inside ``x`` (once each), with its path from ``x``."""
     if isinstance(x, Variable):
-        return (), type(x).__name__
-    seen = set() if seen is None else seen
-    if isinstance(x, Object) and id(x) not in seen:
+        if id(x) not in seen:
+            seen.add(id(x))
+            yield (), x
+        return
+    if isinstance(x, Object):
+        if id(x) in seen:
+            return
         seen.add(id(x))
-        for k, v in node_items(x):
-            found = _find_variable(v, seen)
-            if found is not None:
-                return (k, *found[0]), found[1]
-    return None
+        items: Any = node_items(x)
+    elif type(x) in (list, tuple):
+        items = enumerate(x)
+    elif type(x) is dict:
+        items = x.items()
+    else:
+        return
+    for k, v in items:
+        for sub, var in _variables_in(v, seen):
+            yield (k, *sub), var
 
 
 class Walker:
@@ -246,21 +249,34 @@ class Walker:
         i = self.index.get(id(x))
         if i is None:
             return None
-        first_spec, first_path, first_role = self.specs[i]
-        if not _spec_eq(first_spec, spec):
-            sub, kind = _first_variable(x)
-            raise errors.InconsistentAliasingError(
-                "Inconsistent aliasing detected. The following nodes have different "
-                f"prefixes:\nNode: {kind}\n"
-                f"  {path_str(first_path + sub)}: {first_spec!r}\n"
-                f"  {path_str(path + sub)}: {spec!r}\n"
-                f"In nnx.{self.transform}, the same {type(x).__name__} is the "
-                f"{first_role} {path_str(first_path)} with "
-                f"{self.describe(first_spec)} and the {self.role} {path_str(path)} "
-                f"with {self.describe(spec)}.\nEvery alias of an object must be lifted "
-                "the same way: give both the same spec, or pass the object once."
-            )
+        first_spec, _, _ = self.specs[i]
+        if _spec_eq(first_spec, spec):
+            return i
+        if isinstance(x, Object):
+            # specs written differently may agree on every variable (0 and
+            # StateAxes({...: 0})): flax.nnx compares them per Variable
+            for sub, v in _variables_in(x, set()):
+                j = self.index.get(id(v))
+                vspec = self._resolve(spec, path + sub, v)
+                if j is not None and not _spec_eq(self.specs[j][0], vspec):
+                    self._inconsistent(v, j, vspec, path + sub)
+            return i
+        self._inconsistent(x, i, spec, path)
         return i
+
+    def _inconsistent(self, x: Any, i: int, spec: Any, path: Path) -> None:
+        first_spec, first_path, first_role = self.specs[i]
+        raise errors.InconsistentAliasingError(
+            "Inconsistent aliasing detected. The following nodes have different "
+            f"prefixes:\nNode: {type(x).__name__}\n"
+            f"  {path_str(first_path)}: {first_spec!r}\n"
+            f"  {path_str(path)}: {spec!r}\n"
+            f"In nnx.{self.transform}, the same {type(x).__name__} is the "
+            f"{first_role} {path_str(first_path)} with "
+            f"{self.describe(first_spec)} and the {self.role} {path_str(path)} "
+            f"with {self.describe(spec)}.\nEvery alias of an object must be lifted "
+            "the same way: give both the same spec, or pass the object once."
+        )
 
     def _register(self, x: Any, spec: Any, path: Path) -> int:
         if (

@@ -166,3 +166,39 @@ def test_full_mode_custom_vjp_and_remat_apply_static_changes(nnx):
     np.testing.assert_allclose(grads["x"][...], np.cos(1.0), rtol=1e-6)
     assert m.calls == 1
     assert nnx.remat(body)(m).shape == () and m.calls == 2
+
+
+@BOTH
+def test_jit_shardings_are_prefixes_over_objects(nnx):
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("a", "b"))
+
+    def sharding(*names):
+        return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*names))
+
+    per_filter = nnx.StateSharding(
+        {nnx.PathContains("kernel"): sharding("a", "b"), ...: sharding("b")}
+    )
+    m = nnx.Linear(16, 32, rngs=nnx.Rngs(0))
+
+    @nnx.jit(in_shardings=(per_filter, None))
+    def f(m, x):
+        m.kernel[...] = m.kernel[...] * 2  # an update keeps its input sharding
+        return m(x)
+
+    y = f(m, jnp.ones((4, 16)))
+    assert y.shape == (4, 32)
+    assert m.kernel.sharding.spec == jax.sharding.PartitionSpec("a", "b")
+    assert m.bias.sharding.spec == jax.sharding.PartitionSpec("b")
+
+    out_spec = nnx.prefix(m, {...: sharding("b")}, graph=True)
+    made = nnx.jit(
+        lambda: nnx.Linear(16, 32, rngs=nnx.Rngs(0)),
+        out_shardings=out_spec,
+        graph_updates=False,
+    )()
+    assert made.bias.sharding.spec == jax.sharding.PartitionSpec("b")
+
+    v = nnx.Param(jnp.ones(4))
+    g = nnx.jit(lambda a, b: a[...] + b[...], in_shardings=(sharding(), sharding("a")))
+    with pytest.raises(ValueError, match="^Inconsistent aliasing detected"):
+        g(v, v)

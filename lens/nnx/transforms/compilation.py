@@ -41,6 +41,11 @@ from lens.nnx.transforms.jit_cache import (
     store_walk,
     write_changed,
 )
+from lens.nnx.transforms.jit_shardings import (
+    place_inputs,
+    place_outputs,
+    replace_updates,
+)
 from lens.nnx.transforms.pack_trace import Picture
 from lens.nnx.transforms.sharding import StateSharding as StateSharding
 from lens.nnx.transforms.sharding import shard_map as shard_map
@@ -208,7 +213,14 @@ class _Call:
         return (self.kw_names, self.static_kw)
 
 
-_NOT_PASSED = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames")
+_NOT_PASSED = (
+    "static_argnums",
+    "static_argnames",
+    "donate_argnums",
+    "donate_argnames",
+    "in_shardings",  # prefixes over objects: applied by jit_shardings
+    "out_shardings",
+)
 
 
 class JitWrapped(Generic[P, R]):
@@ -275,6 +287,12 @@ class JitWrapped(Generic[P, R]):
 
     @api_boundary
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        in_shardings = self.options["in_shardings"]
+        out_shardings = self.options["out_shardings"]
+        placed = []
+        if in_shardings is not None:
+            stat = frozenset(i % len(args) for i in self.specs.static if args)
+            args, placed = place_inputs(in_shardings, args, stat)
         call = self._split_call(args, kwargs)
         if self.mode.simple:
             self.mode.check_inputs(args=args, kwargs=kwargs)
@@ -287,6 +305,9 @@ class JitWrapped(Generic[P, R]):
             else:
                 out = self._slow_call(call, self.jitted_fn)
         self.mode.check_outputs((args, kwargs), out)
+        replace_updates(placed)
+        if out_shardings is not None:
+            out = place_outputs(out_shardings, out)
         return out
 
     def _split_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call:
