@@ -369,7 +369,8 @@ class Embed(Module):
     def __call__(self, inputs: Array) -> Array:
         """Embeds integer ``inputs``: the output has a trailing ``features`` axis.
 
-        An id outside ``[0, num_embeddings)`` gives NaNs (``jnp.take``'s fill).
+        An id outside ``[0, num_embeddings)`` gives NaNs (``jnp.take``'s fill),
+        except with ``num_embeddings=1``, whose one row every id gets (as Flax).
         """
         if not jnp.issubdtype(inputs.dtype, jnp.integer):
             raise ValueError(
@@ -381,14 +382,8 @@ class Embed(Module):
             self.embedding, dtype=self.dtype, inexact=False
         )
         if self.num_embeddings == 1:
-            # Like jnp.take: id 0 gives the one row, other ids NaN (Flax broadcasts
-            # the row to every id).
-            return jnp.where(
-                jnp.broadcast_to(inputs[..., None], inputs.shape + (self.features,))
-                == 0,
-                embedding,
-                jnp.nan,
-            )
+            # As Flax (and lens.nnx.Embed): the one row for every id.
+            return jnp.broadcast_to(embedding, inputs.shape + (self.features,))
         return jnp.take(embedding, inputs, axis=0)
 
     def attend(self, query: Array) -> Array:

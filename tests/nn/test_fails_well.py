@@ -10,6 +10,7 @@ import warnings
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from lens import errors, nn
@@ -134,6 +135,15 @@ GOOD = [
 @pytest.mark.parametrize("make", GOOD)
 def test_edge_values_that_describe_a_layer_still_work(make):
     make()
+
+
+def test_embed_with_one_row_gives_it_to_every_id_as_flax():
+    flax_nn = pytest.importorskip("flax.linen")
+    ids = jnp.array([0, 3, 10])
+    v = nn.Embed(1, 3).init(KEY, ids)
+    out = nn.Embed(1, 3).apply(v, ids)
+    assert out.shape == (3, 3) and bool(jnp.all(out == v["params"]["embedding"][0]))
+    np.testing.assert_array_equal(out, flax_nn.Embed(1, 3).apply(v, ids))
 
 
 def test_dropout_rate_one_and_zero_still_run():
