@@ -22,6 +22,7 @@ def median_time(
     for _ in range(warmup):
         block(fn())
     samples = []
+    out = None
     for _ in range(repeats):
         t0 = time.perf_counter()
         for _ in range(number):

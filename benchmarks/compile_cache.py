@@ -1,14 +1,19 @@
 """The first jitted train step after a kernel restart, with lens's compilation cache.
 
-Each measurement is a fresh Python process (as after a kernel restart) that builds an
-MLP, jits an Adam train step and times its first call (trace, lower, compile or
-load, run). ``cold``: no persistent cache. ``warm``: lens's cache
-(:func:`lens.compilation_cache.enable_compilation_cache`) already holds the program.
-``flax``: the same model in flax.linen, no cache (flax's default).
+Each measurement is a fresh Python process (as after a kernel restart) that builds
+the suite's small transformer (benchmarks/suite.py), jits an Adam train step and
+times its first call phase by phase: trace, lower, compile (or load from the
+persistent cache), run. ``cold``: no persistent cache. ``warm``: lens's cache
+(:func:`lens.compilation_cache.enable_compilation_cache`) already holds the
+program. ``flax``: the same model in flax.linen, no cache (flax's default).
+
+JAX's persistent cache stores compiled executables keyed by the lowered program,
+so a warm start still traces and lowers: only the XLA compile is skipped.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import subprocess
@@ -16,9 +21,9 @@ import sys
 import tempfile
 
 CHILD = r"""
-import sys, time
+import json, sys, time
 import jax, jax.numpy as jnp, optax
-lib, cache = sys.argv[1], sys.argv[2]
+lib, cache, blocks = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if cache != "-":
     from lens.compilation_cache import enable_compilation_cache
     enable_compilation_cache(cache)
@@ -26,53 +31,76 @@ if lib == "flax":
     from flax import linen as nn
 else:
     from lens import nn
-depth = int(sys.argv[3])
-class MLP(nn.Module):
-    @nn.compact
-    def __call__(self, x):
-        for _ in range(depth):
-            x = nn.relu(nn.Dense(64)(x))
-        return nn.Dense(1)(x)
-model, x = MLP(), jnp.ones((8, 64))
-params = model.init(jax.random.key(0), x)
+from benchmarks.suite import transformer
+model, ids = transformer(nn, blocks), jnp.zeros((4, 32), jnp.int32)
+params = model.init(jax.random.key(0), ids)["params"]
 tx = optax.adam(1e-3)
 opt = tx.init(params)
+def loss(p):
+    logits = model.apply({"params": p}, ids)
+    return optax.softmax_cross_entropy_with_integer_labels(logits, ids).mean()
 @jax.jit
-def step(params, opt, x):
-    loss, g = jax.value_and_grad(lambda p: jnp.mean(model.apply(p, x) ** 2))(params)
-    updates, opt = tx.update(g, opt, params)
-    return optax.apply_updates(params, updates), opt, loss
-start = time.perf_counter()
-jax.block_until_ready(step(params, opt, x))
-print(time.perf_counter() - start)
+def step(p, s):
+    value, g = jax.value_and_grad(loss)(p)
+    u, s = tx.update(g, s, p)
+    return optax.apply_updates(p, u), s, value
+t0 = time.perf_counter()
+traced = step.trace(params, opt)
+t1 = time.perf_counter()
+lowered = traced.lower()
+t2 = time.perf_counter()
+compiled = lowered.compile()
+t3 = time.perf_counter()
+jax.block_until_ready(compiled(params, opt))
+t4 = time.perf_counter()
+print(json.dumps({"trace": t1 - t0, "lower": t2 - t1, "compile": t3 - t2,
+                  "run": t4 - t3}))
 """
 
+PHASES = ("trace", "lower", "compile", "run")
 
-def _first_step(lib: str, cache: str | None, depth: int) -> float:
-    env = dict(os.environ, JAX_PLATFORMS="cpu", LENS_COMPILATION_CACHE="1")
+
+def _first_step(lib: str, cache: str | None, blocks: int) -> dict[str, float]:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        LENS_COMPILATION_CACHE="1",
+        PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+    )
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, lib, cache or "-", str(depth)],
+        [sys.executable, "-c", CHILD, lib, cache or "-", str(blocks)],
         capture_output=True,
         text=True,
         env=env,
         check=True,
     )
-    return float(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def run(repeats: int = 5, depth: int = 16) -> list[dict]:
-    """Medians of ``repeats`` fresh processes per case (interleaved)."""
-    times: dict[str, list[float]] = {"cold": [], "warm": [], "flax": []}
+def run(repeats: int = 5, blocks: int = 4) -> list[dict]:
+    """Per case (cold, warm, flax): the medians of ``repeats`` fresh processes
+    (interleaved) of each phase and of the whole first step, and each repeat's
+    warm / cold ratio (``ratios``, on the ``warm`` row)."""
+    samples: dict[str, list[dict[str, float]]] = {"cold": [], "warm": [], "flax": []}
     with tempfile.TemporaryDirectory() as folder:
-        _first_step("lens", folder, depth)  # fills the cache
+        _first_step("lens", folder, blocks)  # fills the cache
         for _ in range(repeats):
-            times["cold"].append(_first_step("lens", None, depth))
-            times["warm"].append(_first_step("lens", folder, depth))
-            times["flax"].append(_first_step("flax", None, depth))
-    return [
-        {"case": case, "depth": depth, "seconds": statistics.median(ts)}
-        for case, ts in times.items()
-    ]
+            samples["cold"].append(_first_step("lens", None, blocks))
+            samples["warm"].append(_first_step("lens", folder, blocks))
+            samples["flax"].append(_first_step("flax", None, blocks))
+    total = {k: [sum(s.values()) for s in v] for k, v in samples.items()}
+    rows = []
+    for case, runs in samples.items():
+        row: dict = {
+            "case": case,
+            "seconds": statistics.median(total[case]),
+            **{p: statistics.median(r[p] for r in runs) for p in PHASES},
+        }
+        if case == "warm":
+            row["ratios"] = [w / c for w, c in zip(total["warm"], total["cold"])]
+        rows.append(row)
+    return rows
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,11 +1,14 @@
-"""The rest of the suite (issue 8): transformer first call, scan compile, vmap, import.
+"""The rest of the suite (issues 8 and 29): transformer first call, scan, vmap, import.
 
 - first jitted train step of a small transformer (lens vs flax vs pure floor is in
   nn_mlp; here lens vs flax);
-- ``nn.scan`` over 8, 32, 128 layers: compile time, against a Python-unrolled stack,
-  lens and flax (target: lens's compile at 128 layers <= 1.5x its compile at 8);
+- ``nn.scan`` over 8, 32, 128 layers, phase by phase (init, trace, lower, compile),
+  against a Python-unrolled stack, lens and flax (target: lens's trace + lower +
+  compile at 128 layers <= its time at 8);
 - ``nn.vmap`` ensemble of 8: compile and run;
-- cold ``import lens`` vs ``import flax.linen`` (fresh interpreters; target <= 1.0).
+- cold imports in fresh interpreters, what each adds over ``import jax``: lens.nn /
+  flax.linen and lens.nnx / flax.nnx (target <= 0.3), and with a first use of the
+  names a model needs (what a lazy package postpones).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import optax
 from benchmarks._timing import block, median_time
 
 
-def transformer(nn):
+def transformer(nn, blocks: int = 4):
     class Block(nn.Module):
         @nn.compact
         def __call__(self, x):
@@ -37,7 +40,7 @@ def transformer(nn):
         @nn.compact
         def __call__(self, ids):
             x = nn.Embed(512, 64)(ids)
-            for _ in range(4):
+            for _ in range(blocks):
                 x = Block()(x)
             return nn.Dense(512)(nn.LayerNorm()(x))
 
@@ -96,25 +99,142 @@ def scan_stack(nn, layers: int, unrolled: bool):
     return Stack()
 
 
-def _compile_time(model, x) -> float:
-    variables = model.init(jax.random.key(0), x)
-    f = jax.jit(lambda v, x: model.apply(v, x))
+def _scan_phases(model, x) -> tuple[float, float, float, float]:
+    """Seconds of ``init`` (eager), then trace, lower and compile of a fresh jit of
+    ``apply``."""
     t0 = time.perf_counter()
-    f.lower(variables, x).compile()
-    return time.perf_counter() - t0
+    variables = block(model.init(jax.random.key(0), x))
+    f = jax.jit(lambda v, x: model.apply(v, x))
+    t1 = time.perf_counter()
+    traced = f.trace(variables, x)
+    t2 = time.perf_counter()
+    lowered = traced.lower()
+    t3 = time.perf_counter()
+    lowered.compile()
+    t4 = time.perf_counter()
+    return t1 - t0, t2 - t1, t3 - t2, t4 - t3
 
 
-def _import_time(module: str, repeats: int = 5) -> float:
-    code = f"import time; t=time.perf_counter(); import {module}; print(time.perf_counter()-t)"
-    times = [
-        float(
-            subprocess.run(
-                [sys.executable, "-c", code], capture_output=True, text=True, check=True
-            ).stdout
+IMPORT_CHILD = (
+    "import time; t0 = time.perf_counter(); import jax; t1 = time.perf_counter(); "
+    "{stmt}; t2 = time.perf_counter(); print(t2 - t1)"
+)
+
+# (row, {library: statement}); what each adds over ``import jax`` (a fresh process
+# each). "first use" also touches the names a first model needs, so what a lazy
+# package postpones is counted too.
+IMPORTS = [
+    (
+        "cold import of lens.nn / flax.linen, over import jax",
+        {"lens": "import lens.nn", "flax": "import flax.linen"},
+    ),
+    (
+        "cold import of lens.nnx / flax.nnx, over import jax",
+        {"lens": "import lens.nnx", "flax": "import flax.nnx"},
+    ),
+    (
+        "cold import + first use of nn (Module, Dense, compact, relu), over jax",
+        {
+            lib: f"import {mod} as nn; nn.Module, nn.Dense, nn.compact, nn.relu"
+            for lib, mod in (("lens", "lens.nn"), ("flax", "flax.linen"))
+        },
+    ),
+    (
+        "cold import + first use of nnx (Module, Linear, Rngs, jit, Optimizer), "
+        "over jax",
+        {
+            lib: f"import {mod} as nnx; "
+            "nnx.Module, nnx.Linear, nnx.Rngs, nnx.jit, nnx.Optimizer"
+            for lib, mod in (("lens", "lens.nnx"), ("flax", "flax.nnx"))
+        },
+    ),
+]
+
+
+def _import_time(stmt: str) -> float:
+    """Seconds ``stmt`` adds over ``import jax`` in a fresh interpreter."""
+    code = IMPORT_CHILD.format(stmt=stmt)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def import_rows(repeats: int = 5) -> list[dict]:
+    """Medians over ``repeats`` interleaved fresh processes, with each repeat's
+    lens / flax ratio on the lens row."""
+    rows = []
+    for bench, stmts in IMPORTS:
+        samples: dict[str, list[float]] = {lib: [] for lib in stmts}
+        for _ in range(repeats):
+            for lib, stmt in stmts.items():
+                samples[lib].append(_import_time(stmt))
+        ratios = [a / b for a, b in zip(samples["lens"], samples["flax"])]
+        for lib, ts in samples.items():
+            row = {"bench": bench, "library": lib, "seconds": statistics.median(ts)}
+            if lib == "lens":
+                row["ratios"] = ratios
+            rows.append(row)
+    rows.append(
+        {
+            "bench": "cold import of lens (the package alone), over import jax",
+            "library": "lens",
+            "seconds": statistics.median(_import_time("import lens") for _ in range(3)),
+        }
+    )
+    return rows
+
+
+SCAN_PHASES = ("init", "trace", "lower", "compile")
+
+
+def scan_rows(scan_layers=(8, 32, 128), repeats: int = 3) -> list[dict]:
+    """``nn.scan`` over ``scan_layers`` layers, phase by phase (interleaved
+    repeats, medians), and trace + lower + compile together; each repeat's ratio to
+    the fewest layers rides on that row (``ratios``)."""
+    import flax.linen as fnn
+
+    import lens.nn as lnn
+
+    x = jnp.ones((8, 64))
+    libs = {"lens": lnn, "flax": fnn}
+    samples: dict[tuple[str, int], list[tuple[float, ...]]] = {
+        (lib, n): [] for n in scan_layers for lib in libs
+    }
+    for _ in range(repeats):
+        for lib, n in samples:
+            samples[(lib, n)].append(_scan_phases(scan_stack(libs[lib], n, False), x))
+    rows = []
+    for (lib, n), ts in samples.items():
+        for j, phase in enumerate(SCAN_PHASES):
+            rows.append(
+                {
+                    "bench": f"nn.scan {n} layers: {phase}",
+                    "library": lib,
+                    "seconds": statistics.median(t[j] for t in ts),
+                }
+            )
+        tlc = [sum(t[1:]) for t in ts]
+        first = [sum(t[1:]) for t in samples[(lib, scan_layers[0])]]
+        rows.append(
+            {
+                "bench": f"nn.scan {n} layers: trace + lower + compile",
+                "library": lib,
+                "seconds": statistics.median(tlc),
+                "ratios": [a / b for a, b in zip(tlc, first)],
+            }
         )
-        for _ in range(repeats)
-    ]
-    return statistics.median(times)
+    for n in scan_layers:
+        for lib, nn in libs.items():
+            model = scan_stack(nn, n, True)
+            rows.append(
+                {
+                    "bench": f"Python-unrolled {n} layers: trace + lower + compile",
+                    "library": lib,
+                    "seconds": sum(_scan_phases(model, x)[1:]),
+                }
+            )
+    return rows
 
 
 def run(first_steps: int = 5, scan_layers=(8, 32, 128), repeats: int = 5) -> list[dict]:
@@ -144,22 +264,9 @@ def run(first_steps: int = 5, scan_layers=(8, 32, 128), repeats: int = 5) -> lis
             }
         )
 
-    x = jnp.ones((8, 64))
-    for layers in scan_layers:
-        for name, nn in (("lens", lnn), ("flax", fnn)):
-            for unrolled in (False, True):
-                kind = "Python-unrolled" if unrolled else "nn.scan"
-                rows.append(
-                    {
-                        "bench": f"{kind} {layers} layers: compile",
-                        "library": name,
-                        "seconds": statistics.median(
-                            _compile_time(scan_stack(nn, layers, unrolled), x)
-                            for _ in range(1 if unrolled else min(3, repeats))
-                        ),
-                    }
-                )
+    rows += scan_rows(scan_layers, repeats)
 
+    x = jnp.ones((8, 64))
     for name, nn in (("lens", lnn), ("flax", fnn)):
         Member = ensemble_member(nn)
         E = nn.vmap(
@@ -188,27 +295,7 @@ def run(first_steps: int = 5, scan_layers=(8, 32, 128), repeats: int = 5) -> lis
             }
         )
 
-    rows.append(
-        {
-            "bench": "cold import of lens (the package alone)",
-            "library": "lens",
-            "seconds": _import_time("lens", repeats),
-        }
-    )
-    rows.append(
-        {
-            "bench": "cold import of lens.nn / flax.linen",
-            "library": "lens",
-            "seconds": _import_time("lens.nn", repeats),
-        }
-    )
-    rows.append(
-        {
-            "bench": "cold import of lens.nn / flax.linen",
-            "library": "flax",
-            "seconds": _import_time("flax.linen", repeats),
-        }
-    )
+    rows += import_rows(repeats)
     return rows
 
 

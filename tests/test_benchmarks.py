@@ -32,9 +32,23 @@ def test_quick_run_reports_every_target(tmp_path):
     for name in (
         "first jitted train step, trace",
         "nn.scan 8 layers: compile",
-        "Python-unrolled 8 layers: compile",
+        "nn.scan 16 layers: trace + lower + compile",
+        "Python-unrolled 8 layers: trace + lower + compile",
         "nn.vmap ensemble of 8: run",
+        "cold import + first use of nnx",
     ):
         assert name in text
+    # Issue 29's table: every row it can fill in a quick run, with a verdict.
+    issue = text.split("## Issue 29's table")[1].split("## Every benchmark")[0]
+    for label in (
+        "cold import, lens.nn over jax vs flax.linen",
+        "cold import, lens.nnx over jax vs flax.nnx",
+        "first jitted train step, MLP depth 16 (vs pure)",
+        "lens.nnx jitted forward, depth 16",
+        "lens nn.scan trace + lower + compile, 16 / 8 layers",
+        "first jitted step after a restart, transformer (warm / cold)",
+    ):
+        line = next(x for x in issue.splitlines() if x.startswith(f"| {label}"))
+        assert line.rstrip().endswith(("| met |", "| MISSED |")), line
     assert "same XLA ops as pure JAX's (bitcasts aside): True" in text
     assert "1,000-leaf collection, HTML" in text
