@@ -165,6 +165,13 @@ def nnx_create() -> NNXMLP:
     return model
 
 
+def nnx_eager(mesh: jax.sharding.Mesh) -> Any:
+    """The model built outside jit: each variable is put on its devices as it is
+    created (nnx's eager sharding), on every process."""
+    with jax.set_mesh(mesh), nnx.logical_axis_rules(RULES):
+        return NNXMLP(nnx.Rngs(0))
+
+
 def train_nnx(mesh: jax.sharding.Mesh, x: jax.Array, y: jax.Array) -> dict[str, Any]:
     with jax.set_mesh(mesh), nnx.logical_axis_rules(RULES):
         model = nnx_create()
@@ -281,7 +288,8 @@ def gathered(tree: Any) -> dict[str, np.ndarray]:
 
 
 def run(out_dir: str) -> dict[str, Any]:
-    """Trains both models on the (2, 4) mesh; returns what the test compares."""
+    """Trains both models on the (2, 4) mesh, checkpoints them, builds the nnx
+    model eagerly too; returns what the test compares."""
     mesh = make_mesh(MESH_SHAPE)
     x, y = load_batch(mesh)
     nn_run = train_nn(mesh, x, y)
@@ -290,6 +298,7 @@ def run(out_dir: str) -> dict[str, Any]:
         os.path.join(out_dir, "ckpt"), nn_run["params"], nnx_run["model"]
     )
     restored = {"nn": nn_restored, "nnx": nnx.state(nnx_restored).to_pure_dict()}
+    eager = nnx_eager(mesh)
     live = restore_into_live_arrays(os.path.join(out_dir, "ckpt"), nn_run["params"])
     result: dict[str, Any] = {
         "saved_path": np.array(saved_path),
@@ -301,10 +310,12 @@ def run(out_dir: str) -> dict[str, Any]:
         ("nnx", nnx.to_pure_dict(nnx_run["params"])),
         ("restored", restored),
         ("live", live["restored"]),
+        ("eager", nnx.state(eager).to_pure_dict()),
     ):
         for path, value in gathered(tree).items():
             result[f"{name}{path}"] = value
     result["live_same_sharding"] = live["same_sharding"]
+    result["eager_kernel_spec"] = np.array(str(eager.up.kernel.value.sharding.spec))
     result["restored_specs"] = np.array(
         [str(leaf.sharding.spec) for leaf in jax.tree.leaves(nn.unbox(restored))]
     )
