@@ -7,13 +7,16 @@ projects".
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import types
 
 import jax
 import jax.numpy as jnp
 import pytest
+from jax.core import Tracer
 from jax.sharding import PartitionSpec as P
 
 import lens
@@ -90,3 +93,78 @@ def test_sharding_names_reads_out_sharding_with_a_deprecation_warning():
         assert p.sharding_names == ("fsdp", None)
     with pytest.warns(DeprecationWarning):
         assert nnx.Param(jnp.ones(2)).sharding_names is None
+
+
+_SPY = """
+CALLS = []
+ORIGINAL = None
+
+
+def trampoline(*args, **kwargs):
+    import lens_test_dot_spy as spy
+
+    spy.CALLS.append(args[0])
+    return spy.ORIGINAL(*args, **kwargs)
+"""
+
+
+@contextlib.contextmanager
+def dot_general_code_patched(folder):
+    # qwix's way: lax.dot_general keeps its identity and runs other code, so every
+    # alias of it (a layer's default argument) calls the patch.
+    (folder / "lens_test_dot_spy.py").write_text(_SPY)
+    sys.path.insert(0, str(folder))
+    import lens_test_dot_spy as spy  # pyright: ignore[reportMissingImports]
+
+    fn = jax.lax.dot_general
+    code = fn.__code__
+    spy.ORIGINAL = types.FunctionType(
+        code, fn.__globals__, fn.__name__, fn.__defaults__
+    )
+    spy.ORIGINAL.__kwdefaults__ = fn.__kwdefaults__
+    fn.__code__ = spy.trampoline.__code__
+    try:
+        yield spy.CALLS
+    finally:
+        fn.__code__ = code
+        sys.path.remove(str(folder))
+        sys.modules.pop("lens_test_dot_spy", None)
+
+
+def test_layers_call_a_code_patched_dot_general_eagerly_every_call(tmp_path):
+    # qwix's LoRA creates its parameters inside the patched dot_general: under a
+    # jitted layer they leaked as tracers, and a cached trace skipped the patch.
+    from lens._kernels.intercept import intercepted
+
+    x = jnp.ones((2, 3))
+    linear = nnx.Linear(3, 4, rngs=nnx.Rngs(0))
+    dense = lens.nn.Dense(4)
+    params = dense.init(jax.random.key(0), x)
+    want = (linear(x), dense.apply(params, x))  # jitted: traces are cached now
+    assert intercepted() is False
+    with dot_general_code_patched(tmp_path) as calls:
+        assert intercepted() is True
+        got = (linear(x), linear(x), dense.apply(params, x))
+    assert intercepted() is False
+    assert len(calls) == 3  # once per call: no cached trace skips the patch
+    assert not any(isinstance(a, Tracer) for a in calls)
+    for g, w in zip(got, (want[0], want[0], want[1]), strict=True):
+        assert jnp.allclose(g, w, atol=1e-6)
+
+
+def test_layers_call_a_swapped_dot_general_eagerly(monkeypatch):
+    calls = []
+    original = jax.lax.dot_general
+
+    def spy(*args, **kwargs):
+        calls.append(args[0])
+        return original(*args, **kwargs)
+
+    x = jnp.ones((2, 3))
+    dense = lens.nn.Dense(4)
+    params = dense.init(jax.random.key(0), x)
+    want = dense.apply(params, x)
+    monkeypatch.setattr(jax.lax, "dot_general", spy)
+    got = dense.apply(params, x)
+    assert len(calls) == 1 and not isinstance(calls[0], Tracer)
+    assert jnp.allclose(got, want, atol=1e-6)

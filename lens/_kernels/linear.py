@@ -1,7 +1,8 @@
 """Dense and convolution arithmetic shared by lens.nn's and lens.nnx's layers.
 
 ``dense_jit`` and ``dense_general_jit`` are the contractions as one jitted function
-each (static arguments by position: a keyword call takes JAX's slower path).
+each (static arguments by position: a keyword call takes JAX's slower path), run
+eagerly while a library has patched the functions they call (``intercept``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from lens._kernels.dtypes import promote_dtype
+from lens._kernels.intercept import intercepted
 from lens.typing import LaxPadding, PaddingLike
 
 Array = Any
@@ -80,10 +82,33 @@ def dense_general(
 
 
 # Static arguments by position: a call with keywords takes JAX's slower path.
-dense_jit = jax.jit(dense, static_argnums=(3, 4))
-dense_general_jit = jax.jit(
+_dense_jit = jax.jit(dense, static_argnums=(3, 4))
+_dense_general_jit = jax.jit(
     dense_general, static_argnames=("axis", "batch_dims", "dtype", "precision")
 )
+
+
+def dense_jit(
+    inputs: Array, kernel: Array, bias: Array | None, dtype: Any, precision: Any
+) -> Array:
+    """:func:`dense` as one jitted call; eager (as flax's layers) while a library
+    has patched ``lax.dot_general`` or ``promote_dtype`` (see ``intercept``), so
+    the patch runs on every call and what it creates stays concrete."""
+    if intercepted():
+        return dense(inputs, kernel, bias, dtype, precision, lax.dot_general)
+    return _dense_jit(inputs, kernel, bias, dtype, precision)
+
+
+def dense_general_jit(
+    inputs: Array, kernel: Array, bias: Array | None, **static: Any
+) -> Array:
+    """:func:`dense_general` as one jitted call; eager while patched (as
+    :func:`dense_jit`)."""
+    if intercepted():
+        return dense_general(
+            inputs, kernel, bias, dot_general=lax.dot_general, **static
+        )
+    return _dense_general_jit(inputs, kernel, bias, **static)
 
 
 def conv_dimension_numbers(input_shape: Sequence[int]) -> lax.ConvDimensionNumbers:
