@@ -61,13 +61,60 @@ function measure(root) {
   if (r.right > a.right + 1) {
     overflow.push(`renderer wider than its output area (${r.right} > ${a.right})`);
   }
-  const lanes = Array.from(root.querySelectorAll('.lens-pack-lane:not(.lens-pack-lane-head)')).map(n => ({
+  const chips = Array.from(root.querySelectorAll('.lens-pack-chip')).map(n => n.dataset.key);
+  const lanes = Array.from(root.querySelectorAll('.lens-pack-lane:not(.lens-pack-lane-head):not(.lens-pack-chip)')).map(n => ({
     path: n.querySelector('.lens-pack-name').textContent,
     outer: n.querySelector('.lens-pack-outer').textContent,
     inner: n.querySelector('.lens-pack-inner').textContent,
     visible: n.getBoundingClientRect().width > 0
   }));
-  return { width: Math.round(r.width), overflow, lanes, boxes: root.querySelectorAll('.lens-pack-box').length };
+  return { width: Math.round(r.width), overflow, lanes, chips, boxes: root.querySelectorAll('.lens-pack-box').length };
+}
+
+/**
+ * WCAG contrast of every visible text under `root`: the text colour, faded by the
+ * opacity of it and its ancestors, over the backgrounds of its ancestors blended
+ * from the page down. Returns the texts below 4.5:1 (a lone ■ swatch is a graphic,
+ * not text, and is skipped).
+ */
+function lowContrast(root) {
+  const parse = c => {
+    const m = /rgba?\(([^)]+)\)/.exec(c || '');
+    if (!m) return null;
+    const p = m[1].split(/[\s,/]+/).filter(Boolean).map(Number);
+    return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+  };
+  const over = (top, under) => [0, 1, 2].map(i => top[i] * top[3] + under[i] * (1 - top[3])).concat([1]);
+  const lum = c => {
+    const f = v => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
+  };
+  const low = [];
+  let checked = 0;
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const t = walker.currentNode;
+    const text = t.textContent.trim();
+    const el = t.parentElement;
+    if (!text || text === '\u25a0' || !el || !el.getClientRects().length) continue;
+    const chain = [];
+    for (let n = el; n; n = n.parentElement) chain.push(n);
+    let bg = [255, 255, 255, 1];
+    let alpha = 1;
+    for (const n of chain.reverse()) {
+      const cs = getComputedStyle(n);
+      const c = parse(cs.backgroundColor);
+      if (c && c[3] > 0) bg = over(c, bg);
+      alpha *= Number(cs.opacity);
+    }
+    const fg = parse(getComputedStyle(el).color);
+    const seen = over([fg[0], fg[1], fg[2], fg[3] * alpha], bg);
+    const [a, b] = [lum(seen), lum(bg)].sort((x, y) => y - x);
+    const ratio = (a + 0.05) / (b + 0.05);
+    checked++;
+    if (ratio < 4.5) low.push(`${text.slice(0, 40)} (${ratio.toFixed(2)})`);
+  }
+  return { checked, low: low.slice(0, 10) };
 }
 
 const browser = await chromium.launch({
@@ -122,7 +169,7 @@ try {
   report.scanLanes = await scan.locator('.lens-pack-lane:not(.lens-pack-lane-head)').count();
 
   // The golden payloads (stored outputs, no kernel needed) at two widths, light and dark.
-  for (const [width, theme] of [[600, 'light'], [1200, 'light'], [1200, 'dark']]) {
+  for (const [width, theme] of [[600, 'light'], [1200, 'light'], [600, 'dark'], [1200, 'dark']]) {
     await page.setViewportSize({ width, height: 1000 });
     if (theme === 'dark') {
       await page.evaluate(() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Dark' }));
@@ -142,7 +189,51 @@ try {
       await r.scrollIntoViewIfNeeded();
       const key = `${goldenNames[i]}@${width}${theme === 'dark' ? '-dark' : ''}`;
       report.golden[key] = await r.locator('.lens-pack').evaluate(measure);
+      report.golden[key].contrast = await r.locator('.lens-pack').evaluate(lowContrast);
       await r.screenshot({ path: `${shots}/${goldenNames[i].replace('.json', '')}-${width}${theme === 'dark' ? '-dark' : ''}.png` });
+    }
+  }
+
+  // Every kind of lens text/html output, stored in a notebook opened as a fresh
+  // clone has it (untrusted), at two widths, light and dark: contrast, tables that
+  // scroll inside their output at 600 px, the diff's chart drawn once, screenshots.
+  if (process.env.SAMPLES) {
+    const names = JSON.parse(process.env.SAMPLES);
+    report.samples = {};
+    for (const theme of ['dark', 'light']) {
+      await page.evaluate(t => window.jupyterapp.commands.execute('apputils:change-theme', { theme: t }), theme === 'dark' ? 'JupyterLab Dark' : 'JupyterLab Light');
+      await page.waitForFunction(d => document.body.dataset.jpThemeLight === (d ? 'false' : 'true'), theme === 'dark', { timeout: 30000 });
+      for (const width of [600, 1200]) {
+        await page.setViewportSize({ width, height: 1000 });
+        await openNotebook(page, 'samples.ipynb');
+        await page.evaluate(() => {
+          window.jupyterapp.shell.collapseLeft();
+          window.jupyterapp.shell.collapseRight();
+        });
+        await page.waitForFunction(n => window.jupyterapp.shell.currentWidget.node.querySelectorAll('.jp-OutputArea-output .lens').length >= n, names.length, { timeout: 60000 });
+        const outs = page.locator(`${VISIBLE} .jp-OutputArea-output:has(.lens)`);
+        for (let i = 0; i < names.length; i++) {
+          const o = outs.nth(i);
+          await o.scrollIntoViewIfNeeded();
+          const key = `${names[i]}@${width}-${theme}`;
+          report.samples[key] = await o.evaluate((n, fn) => {
+            const lens = n.querySelector('.lens');
+            const cs = getComputedStyle(lens);
+            return {
+              contrast: eval(`(${fn})`)(lens),
+              overflowX: cs.overflowX,
+              scrolls: lens.scrollWidth > lens.clientWidth + 1,
+              wider: n.getBoundingClientRect().right > document.documentElement.clientWidth + 1,
+              sparks: lens.querySelectorAll('.spark').length
+            };
+          }, lowContrast.toString());
+          await o.screenshot({ path: `${shots}/${names[i]}-${width}-${theme}.png` });
+        }
+        report.samples[`page@${width}-${theme}`] = await page.evaluate(() => ({
+          docScroll: document.documentElement.scrollWidth > document.documentElement.clientWidth,
+          trusted: window.jupyterapp.shell.currentWidget.content.widgets.map(c => c.model.trusted)
+        }));
+      }
     }
   }
 
@@ -161,7 +252,26 @@ try {
         const before = styles(html);
         const after = styles(sanitizer.sanitize(html));
         const lost = before.filter((x, i) => after[i] !== x).slice(0, 5);
-        out[name] = { elements: before.length, kept: after.length, lost };
+        // The same output trusted (as lens wrote it) and untrusted (sanitized), side
+        // by side in a notebook output area: every element's box must be the same.
+        const area = document.querySelector('.jp-OutputArea-output');
+        const boxes = h => {
+          const host = document.createElement('div');
+          host.className = 'jp-RenderedHTMLCommon jp-RenderedHTML';
+          host.style.width = '560px';
+          host.innerHTML = h;
+          area.appendChild(host);
+          const o = host.getBoundingClientRect();
+          const rects = Array.from(host.querySelectorAll('*')).map(n => {
+            const r = n.getBoundingClientRect();
+            return [Math.round(r.left - o.left), Math.round(r.top - o.top), Math.round(r.width), Math.round(r.height)].join(',');
+          });
+          host.remove();
+          return rects;
+        };
+        const [t, u] = [boxes(html), boxes(sanitizer.sanitize(html))];
+        const moved = t.map((x, i) => (x === u[i] ? null : `${i}: ${x} vs ${u[i]}`)).filter(Boolean).slice(0, 5);
+        out[name] = { elements: before.length, kept: after.length, lost, moved, measured: t.length };
       }
       return out;
     }, samples);

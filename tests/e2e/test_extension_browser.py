@@ -54,6 +54,8 @@ GOLDEN = [
     "nested.json",
     "multi_scope.json",
     "two_transforms.json",
+    "nnx_ensemble.json",
+    "nnx_jit_scan.json",
 ]
 
 
@@ -97,6 +99,17 @@ def lab(tmp_path_factory):
         ]
         golden.cells.append(cell)
     nbformat.write(golden, root / "golden.ipynb")
+    # Each kind of lens text/html output, stored: the notebook opens untrusted.
+    samples = nbformat.v4.new_notebook(metadata=nb.metadata)
+    for name, html in _lens_html_samples().items():
+        cell = nbformat.v4.new_code_cell(f"# {name}")
+        cell.outputs = [
+            nbformat.v4.new_output(
+                "display_data", data={"text/html": html, "text/plain": name}
+            )
+        ]
+        samples.cells.append(cell)
+    nbformat.write(samples, root / "samples.ipynb")
     # Render every cell (no windowing) and skip the news prompt.
     settings = root / ".settings"
     (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
@@ -175,6 +188,7 @@ def test_extension_draws_pack_traces_in_jupyterlab(lab, tmp_path):
             GOLDEN=json.dumps(GOLDEN),
             FALLBACK_HTML=str(fallback),
             LENS_HTML=str(samples),
+            SAMPLES=json.dumps(list(_lens_html_samples())),
         ),
     )
     assert out.returncode == 0, out.stderr[-3000:]
@@ -201,35 +215,67 @@ def test_extension_draws_pack_traces_in_jupyterlab(lab, tmp_path):
     # lens output (no <style>, no SVG, no CSS variables, nothing it drops).
     for name, got in report["sanitized"].items():
         assert got["kept"] == got["elements"] and got["lost"] == [], (name, got)
+        # ... and lays out exactly as the trusted output does
+        assert got["measured"] == got["elements"] and got["moved"] == [], (name, got)
     assert set(report["sanitized"]) == set(_lens_html_samples())
     assert report["htmlFallbackShown"] == 0  # the extension wins over text/html
     assert "unknown schema" in report["errorText"]
     assert report["scanLanes"] == 2  # a 64-step scan: kernel and bias, once each
     assert report["scanRenderMs"] < 500, report["scanRenderMs"]
 
-    # Golden payloads: every lane in full, nothing wider than its box.
+    # Golden payloads: every lane in full (a pass-through box's as chips), nothing
+    # wider than its box, every text at WCAG AA contrast.
     for name in GOLDEN:
         doc = _fixture(name)
-        want = []
+        want, chips = [], []
         stack = list(doc["packs"])
         while stack:
             rec = stack.pop(0)
             stack[:0] = rec["children"]
+            if rec.get("passes"):
+                chips += rec["passes"]["keys"]
+                continue
             for lane in rec["lanes"]:
                 outer = lane["outer"] or lane["out"]
                 want.append((lane["path"], _shape(outer), _shape(lane["inner"])))
-        for variant in ("600", "1200", "1200-dark"):
+        for variant in ("600", "1200", "600-dark", "1200-dark"):
             got = report["golden"][f"{name}@{variant}"]
             drawn = sorted((x["path"], x["outer"], x["inner"]) for x in got["lanes"])
             assert drawn == sorted(want), (
                 name,
                 variant,
             )
+            assert sorted(got["chips"]) == sorted(chips), (name, variant)
             assert all(x["visible"] for x in got["lanes"]), (name, variant)
             assert got["overflow"] == [], (name, variant, got["overflow"])
+            contrast = got["contrast"]
+            assert contrast["checked"] > 10 and contrast["low"] == [], (
+                name,
+                variant,
+                contrast["low"],
+            )
         assert report["golden"][f"{name}@600"]["width"] < 600
         assert report["golden"][f"{name}@1200"]["width"] > 900
         assert (shots / f"{name[:-5]}-600.png").stat().st_size > 5_000
+
+    # Every lens text/html output in an untrusted notebook, light and dark, 600 and
+    # 1200 px: AA contrast, wide tables scroll inside their output (the page never
+    # does), the diff's per-layer chart drawn once.
+    samples = report["samples"]
+    for theme in ("light", "dark"):
+        for width in (600, 1200):
+            page = samples[f"page@{width}-{theme}"]
+            assert not page["docScroll"] and not any(page["trusted"]), page
+            for name in _lens_html_samples():
+                got = samples[f"{name}@{width}-{theme}"]
+                where = (name, width, theme)
+                assert got["contrast"]["checked"] > 0, where
+                assert got["contrast"]["low"] == [], (where, got["contrast"])
+                assert got["overflowX"] == "auto" and not got["wider"], (where, got)
+                assert (shots / f"{name}-{width}-{theme}.png").stat().st_size > 2_000
+            assert samples[f"diff@{width}-{theme}"]["sparks"] == 1
+    # a variables table wider than 600 px scrolls inside its output
+    assert samples["variables@600-light"]["scrolls"]
 
     # The script-free HTML: no scripts, no horizontal scroll, every path present.
     for width in ("600", "1200"):
@@ -299,4 +345,5 @@ def _lens_html_samples() -> dict[str, str]:
         "module": lens.display.ModuleView(bound).html(),
         "box": lens.display.BoxView(box).html(),
         "pack": PackTraceView(_fixture("scan_carry.json")).html(),
+        "nnx_pack": PackTraceView(_fixture("nnx_jit_scan.json")).html(),
     }
