@@ -17,7 +17,15 @@ import statistics
 
 import jax
 
-from benchmarks import compile_cache, core_mlp, displays, nn_mlp, nnx_mlp, suite
+from benchmarks import (
+    compile_cache,
+    core_mlp,
+    displays,
+    live_overhead,
+    nn_mlp,
+    nnx_mlp,
+    suite,
+)
 
 # (benchmark, numerator, denominator, target ratio); issues 8, 2 and 29's targets.
 TARGETS = [
@@ -56,6 +64,7 @@ TARGETS = [
         for d in nnx_mlp.DEPTHS
         for what in ("jitted forward", "jitted train step")
     ),
+    (live_overhead.BENCH, "lens", "pure jax", 1.02),
 ]
 LIBRARIES = ("lens", "flax", "pure jax")
 SCAN_TARGET = 1.0
@@ -265,10 +274,12 @@ def main(argv: list[str] | None = None) -> str:
         rows += nn_mlp.run(repeats=1, compiles=1, depths=(4,))
         rows += suite.run(first_steps=1, scan_layers=(8, 16), repeats=1)
         rows += nnx_mlp.run(repeats=1, depths=(16,), number=2)
+        rows += live_overhead.run(steps=30, repeats=1)
         shown = displays.run()
         cached = compile_cache.run(repeats=1, blocks=1)
     else:
         rows = core_mlp.run() + nn_mlp.run() + suite.run() + nnx_mlp.run()
+        rows += live_overhead.run()
         shown = displays.run()
         cached = compile_cache.run()
     import flax

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from lens.display._base import View
+from lens.display._base import ROOT_STYLE, View
 from lens.display._leaf import fmt_num
 from lens.display._live._layers import Group, Sample
+from lens.display._safe import safe
 from lens.display._stacked import describe, spark_text
 
 CURVE_COLUMNS = 120
@@ -180,6 +181,18 @@ class FrameView(View):
 
         return body(self.frame)
 
+    def html(self) -> str:
+        """The complete, script-free HTML form."""
+        return _html_of(self)
+
+    def _repr_html_(self) -> str:
+        return _html_of(self)
+
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> dict[str, Any]:
+        return _bundle_of(self)
+
     def rich(self) -> Any:
         """The text form over a progress bar (for a terminal)."""
         from rich.console import Group as RichGroup
@@ -191,3 +204,16 @@ class FrameView(View):
         if f.total:  # last: rich's bar ends without a line break
             parts.append(ProgressBar(total=f.total, completed=min(f.done, f.total)))
         return RichGroup(*parts)
+
+
+# A frame's HTML carries every style inline already (no lens classes): the root div
+# is added directly instead of by ``_base.wrap``, whose pass over every tag would
+# cost the drawer thread more than drawing (a frame holds a few thousand elements).
+@safe("html")
+def _html_of(view: FrameView) -> str:
+    return f'<div class="lens" style="{ROOT_STYLE}">{view.html_body()}</div>'
+
+
+@safe("bundle")
+def _bundle_of(view: FrameView) -> dict[str, Any]:
+    return {"text/plain": view.text(), "text/html": _html_of(view)}

@@ -143,29 +143,38 @@ def _curve(
     cols = CURVE_COLUMNS
     if not len(ys):
         return ""
+    order = np.argsort(xs, kind="stable")
+    xs, ys = xs[order], ys[order]
     idx = (
         np.zeros(len(xs), int)
         if s1 <= s0
         else np.minimum(((xs - s0) / (s1 - s0) * cols).astype(int), cols - 1)
     )
+    columns, starts = np.unique(idx, return_index=True)
+    ends = np.append(starts[1:], len(ys))
+    bad = np.add.reduceat((~np.isfinite(ys)).astype(int), starts) > 0
+    y = scale(np.where(np.isfinite(ys), ys, 0.0))
+    low = np.minimum.reduceat(y, starts)
+    high = np.maximum.reduceat(y, starts)
+    last = y[ends - 1]
     out: list[str] = []
     prev: tuple[int, float] | None = None
     w = 100.0 / cols
-    for col in np.unique(idx):
-        chunk = ys[idx == col]
-        if not np.all(np.isfinite(chunk)):
+    rows = zip(
+        columns.tolist(), bad.tolist(), low.tolist(), high.tolist(), last.tolist()
+    )
+    for col, b, lo, hi, la in rows:
+        if b:
             out.append(_seg(col * w, 0.0, w, 100.0, BAD))
             prev = None
             continue
-        y = scale(chunk)
-        low, high = float(y.min()), float(y.max())
         if prev is not None:
             pc, py = prev
             if col > pc + 1:
                 out.append(_seg((pc + 1) * w, py, (col - pc - 1) * w, 0.0, colour))
-            low, high = min(low, py), max(high, py)
-        out.append(_seg(col * w, low, w, high - low, colour))
-        prev = (int(col), float(y[-1]))
+            lo, hi = min(lo, py), max(hi, py)
+        out.append(_seg(col * w, lo, w, hi - lo, colour))
+        prev = (col, la)
     return "".join(out)
 
 
@@ -204,9 +213,17 @@ def _layers(groups: list[Group], samples: list[Sample]) -> str:
     plain = [g for g in groups if not g.layers]
     heat = []
     for what in whats:
-        heat += [_heatmap(g, samples, what) for g in groups if g.layers]
+        m = _matrix(samples, what)
+        if m is None:
+            continue
+        heat += [
+            _heatmap(g, m[_rows(groups, g.name)], samples, what)
+            for g in groups
+            if g.layers
+        ]
         if len(plain) >= 2:
-            heat.append(_heatmap_plain(plain, samples, what))
+            rows = np.concatenate([m[_rows(groups, g.name)] for g in plain])
+            heat.append(_heatmap_plain(plain, rows, samples, what))
     grid = (
         "<div style='display:flex;flex-wrap:wrap;gap:8px 16px;margin-top:4px'>"
         + "".join(heat)
@@ -225,29 +242,35 @@ def _cell(v: np.ndarray, g: Group, what: str) -> str:
     return f"<span style='white-space:normal;word-wrap:break-word'>{chart}</span>"
 
 
-def _history(samples: list[Sample], name: str, what: str) -> np.ndarray | None:
-    rows = []
-    for s in samples:
-        d = s.params if what == "params" else s.grads
-        if d is None or name not in d:
-            return None
-        rows.append(np.atleast_1d(np.asarray(d[name], np.float64)))
-    return np.stack(rows, axis=1) if rows else None  # [rows, samples]
+def _matrix(samples: list[Sample], what: str) -> np.ndarray | None:
+    """``[entries, samples]``: every group's RMS (see ``Sample.vectors``) by sample."""
+    cols = [s.vectors.get(what) for s in samples]
+    if not cols or any(c is None for c in cols):
+        return None
+    if len({c.shape for c in cols if c is not None}) != 1:
+        return None
+    return np.stack([c for c in cols if c is not None], axis=1)
 
 
-def _heatmap(g: Group, samples: list[Sample], what: str) -> str:
-    hist = _history(samples, g.name, what)
-    if hist is None:
-        return ""
+def _rows(groups: list[Group], name: str) -> slice:
+    """Where a group's entries are in ``Sample.vectors``."""
+    start = 0
+    for g in groups:
+        size = max(g.layers, 1)
+        if g.name == name:
+            return slice(start, start + size)
+        start += size
+    raise KeyError(name)
+
+
+def _heatmap(g: Group, hist: np.ndarray, samples: list[Sample], what: str) -> str:
     title = f"{g.name}: {what} RMS, layer 0..{g.layers - 1} (top to bottom) by step"
     return _grid(hist, title, [f"layer {i}" for i in range(hist.shape[0])], samples)
 
 
-def _heatmap_plain(groups: list[Group], samples: list[Sample], what: str) -> str:
-    rows = [_history(samples, g.name, what) for g in groups]
-    if any(r is None for r in rows):
-        return ""
-    hist = np.concatenate([r for r in rows if r is not None], axis=0)
+def _heatmap_plain(
+    groups: list[Group], hist: np.ndarray, samples: list[Sample], what: str
+) -> str:
     title = f"{what} RMS, one row per module (top to bottom as listed) by step"
     return _grid(hist, title, [g.name for g in groups], samples)
 
@@ -256,12 +279,8 @@ def _bin(a: np.ndarray, n: int, axis: int) -> np.ndarray:
     """At most ``n`` entries along ``axis``: the max of each bin (NaN kept)."""
     if a.shape[axis] <= n:
         return a
-    edges = np.linspace(0, a.shape[axis], n + 1).astype(int)
-    parts = [
-        np.max(np.take(a, range(i, j), axis=axis), axis=axis, keepdims=True)
-        for i, j in zip(edges[:-1], edges[1:])
-    ]
-    return np.concatenate(parts, axis=axis)
+    edges = np.linspace(0, a.shape[axis], n + 1).astype(int)[:-1]
+    return np.maximum.reduceat(a, edges, axis=axis)
 
 
 def _grid(hist: np.ndarray, title: str, names: list[str], samples: list[Sample]) -> str:
@@ -274,10 +293,7 @@ def _grid(hist: np.ndarray, title: str, names: list[str], samples: list[Sample])
         lg = np.log10(h)
     finite = lg[np.isfinite(lg)]
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0, 1)
-    cells = []
-    for r in range(h.shape[0]):
-        for c in range(h.shape[1]):
-            cells.append(f"<i style='background:{_ramp(lg[r, c], lo, hi)}'></i>")
+    cells = [f"<i style='background:{c}'></i>" for c in _ramp(lg, lo, hi).ravel()]
     rows, cols = h.shape
     first, last = int(samples[0].step), int(samples[-1].step)
     return (
@@ -293,13 +309,18 @@ def _grid(hist: np.ndarray, title: str, names: list[str], samples: list[Sample])
     )
 
 
-def _ramp(v: float, lo: float, hi: float) -> str:
-    if np.isnan(v) or v == np.inf:
-        return BAD  # NaN or infinite: red
-    if v == -np.inf:
-        v = lo  # exactly zero (a dead layer): the darkest colour
-    t = (v - lo) / (hi - lo) if hi > lo else 0.5
-    x = min(max(t, 0.0), 1.0) * (len(RAMP) - 1)
-    i = min(int(x), len(RAMP) - 2)
-    rgb = RAMP[i] + (RAMP[i + 1] - RAMP[i]) * (x - i)
-    return "#" + "".join(f"{int(round(c)):02x}" for c in rgb)
+def _ramp(v: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """``#rrggbb`` per value on the viridis ramp between ``lo`` and ``hi``; NaN and
+    +inf red, -inf (an RMS of exactly zero: a dead layer) the darkest colour."""
+    t = (v - lo) / (hi - lo) if hi > lo else np.full_like(v, 0.5)
+    t = np.where(v == -np.inf, 0.0, t)
+    x = np.clip(np.nan_to_num(t, nan=0.0, posinf=1.0), 0.0, 1.0) * (len(RAMP) - 1)
+    i = np.minimum(x.astype(int), len(RAMP) - 2)
+    rgb = RAMP[i] + (RAMP[i + 1] - RAMP[i]) * (x - i)[..., None]
+    rgb = np.rint(rgb).astype(int)
+    out = np.array(
+        [f"#{r:02x}{g:02x}{b:02x}" for r, g, b in rgb.reshape(-1, 3).tolist()],
+        dtype=object,
+    ).reshape(v.shape)
+    out[np.isnan(v) | (v == np.inf)] = BAD
+    return out

@@ -14,6 +14,7 @@ of the heatmap is one layer (or one plain module) over time.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import threading
 import time
@@ -24,8 +25,9 @@ import numpy as np
 from lens.display._leaf import make_leaf, printable
 from lens.display._stacked import stacked_leaves
 
-MAX_SAMPLES = 512
-"""Samples kept; past this, every other one is dropped (oldest first)."""
+MAX_SAMPLES = 128
+"""Samples kept (a heatmap draws at most 60 columns); past this, every other one
+is dropped, so the oldest steps are kept at a coarser spacing."""
 
 _SKIP = {"value", "raw_value"}  # attribute steps of boxes and nnx variables
 
@@ -43,11 +45,21 @@ class Group:
 
 @dataclasses.dataclass
 class Sample:
-    """One sampled step: per group, the RMS (per layer for a stack)."""
+    """One sampled step: per group, the RMS (per layer for a stack).
+
+    ``vectors`` holds the same numbers end to end per kind (``'params'``,
+    ``'grads'``), groups in order: a heatmap stacks these, one per sample.
+    """
 
     step: float
     params: dict[str, np.ndarray]
     grads: dict[str, np.ndarray] | None
+    vectors: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+
+
+def vector(rms: dict[str, np.ndarray]) -> np.ndarray:
+    """The groups' RMS end to end (one entry per layer of a stack)."""
+    return np.concatenate([np.ravel(v) for v in rms.values()]) if rms else np.zeros(0)
 
 
 class Structure:
@@ -72,8 +84,7 @@ class Structure:
         stacked = stacked_leaves(leaves)
         self.stacked = tuple(id(x) in stacked for x in leaves)
         self.groups = _group(leaves, self.stacked)
-        flags = self.stacked
-        self.reduce = jax.jit(lambda xs: [_sumsq(x, s) for x, s in zip(xs, flags)])
+        self.reduce = _reducer(self.stacked)
 
     def dispatch(self, tree: Any) -> list[Any]:
         """The sums of squares, as device arrays (no wait)."""
@@ -94,6 +105,15 @@ class Structure:
             with np.errstate(over="ignore", invalid="ignore"):
                 out[g.name] = np.sqrt(np.asarray(total) / max(g.count, 1))
         return out
+
+
+@functools.lru_cache(maxsize=64)
+def _reducer(stacked: tuple[bool, ...]) -> Any:
+    """The jitted sums of squares for leaves with these stack flags: one function
+    per flags, so jax compiles it once per process and shapes (not once per view)."""
+    import jax
+
+    return jax.jit(lambda xs: [_sumsq(x, s) for x, s in zip(xs, stacked)])
 
 
 def _sumsq(x: Any, stacked: bool) -> Any:
@@ -140,6 +160,7 @@ class Layers:
 
     def __init__(self, every: int | None, per_second: float) -> None:
         self.lock = threading.Lock()
+        self.draining = threading.Lock()  # one drain at a time: none is missed
         self.every = every
         self.interval = 1.0 / per_second if per_second > 0 else 0.0
         self.calls = 0
@@ -180,6 +201,11 @@ class Layers:
             self.pending.append((step, st, p, g))
 
     def drain(self) -> int:
+        """Fetches and files everything queued (one caller at a time)."""
+        with self.draining:
+            return self._drain()
+
+    def _drain(self) -> int:
         """Fetches pending samples (drawer thread); returns how many."""
         import jax
 
@@ -193,8 +219,12 @@ class Layers:
                 step, p, g = jax.device_get((step, p, g))
             except Exception:  # noqa: BLE001 - a deleted buffer: skip the sample
                 continue
+            params = st.rms(p)
             grads = st.rms(g) if g is not None else None
-            got.append(Sample(float(np.asarray(step)), st.rms(p), grads))
+            vectors = {"params": vector(params)}
+            if grads is not None:
+                vectors["grads"] = vector(grads)
+            got.append(Sample(float(np.asarray(step)), params, grads, vectors))
         with self.lock:
             self.samples.extend(got)
             while len(self.samples) > MAX_SAMPLES:

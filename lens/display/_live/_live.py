@@ -11,6 +11,7 @@ block opened is the context's current one (``Live.current()``, a ``ContextVar``)
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
 import functools
@@ -18,6 +19,7 @@ import itertools
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -34,6 +36,8 @@ RUNNING_AFTER = 1.0
 """A watched call (not the first) in flight this long shows as running."""
 RECOMPILE_AFTER = 0.05
 """A later call that grew a jax.jit cache and took this long counts as a compile."""
+DRAW_SHARE = 0.01
+"""The share of one core the drawer may spend drawing (it then draws less often)."""
 RATE_WINDOW = 5.0
 """Seconds of recent progress the steps/s figure averages over."""
 
@@ -90,6 +94,7 @@ class Live:
             target=self._run, name=f"lens-live-{title}", daemon=True
         )
         self._thread.start()
+        _RUNNING.add(self)
 
     # --- the loop's side -------------------------------------------------------
 
@@ -160,21 +165,20 @@ class Live:
         finally:
             self._end(token, True)
 
+    # No lock on a watched call's path: one dict store or pop and one list append
+    # are atomic in CPython, and readers copy the dict in one step (``_frame``).
     def _begin(self, name: str, first: bool) -> int:
         token = next(self._tokens)
-        with self._lock:
-            self._inflight[token] = (name, first, time.perf_counter())
+        self._inflight[token] = (name, first, time.perf_counter())
         return token
 
     def _elapsed(self, token: int) -> float:
-        with self._lock:
-            return time.perf_counter() - self._inflight[token][2]
+        return time.perf_counter() - self._inflight[token][2]
 
     def _end(self, token: int, compiled: bool) -> None:
-        with self._lock:
-            name, _, t0 = self._inflight.pop(token)
-            if compiled:
-                self._compiles.append((name, time.perf_counter() - t0))
+        name, _, t0 = self._inflight.pop(token)
+        if compiled:
+            self._compiles.append((name, time.perf_counter() - t0))
 
     # --- the picture -------------------------------------------------------------
 
@@ -188,7 +192,7 @@ class Live:
         now = time.perf_counter()
         with self._lock:
             busy = []
-            for name, first, t0 in self._inflight.values():
+            for name, first, t0 in dict(self._inflight).values():
                 if first:
                     busy.append((name, "compiling", now - t0))
                 elif now - t0 > RUNNING_AFTER:
@@ -227,7 +231,7 @@ class Live:
     # --- the drawer thread -------------------------------------------------------
 
     def _run(self) -> None:
-        seen = None
+        seen, pending, next_draw = None, False, 0.0
         while not self._stop.wait(self.interval):
             try:
                 got = self._store.drain() + self._layers.drain()
@@ -238,9 +242,15 @@ class Live:
                         self._ticks.pop(0)
                     busy = bool(self._inflight)
                     state = (self._calls, len(self._compiles))
-                if got or busy or state != seen:
-                    seen = state
+                pending = pending or bool(got) or busy or state != seen
+                if pending and now >= next_draw:
+                    seen, pending = state, False
+                    cpu = time.thread_time()
                     self._draw(self._frame())
+                    # a slow picture is drawn less often: the drawer keeps to
+                    # DRAW_SHARE of a core, whatever the frame holds
+                    cost = time.thread_time() - cpu
+                    next_draw = now + cost / DRAW_SHARE
             except Exception as e:  # noqa: BLE001 - the drawer must never die loudly
                 self._fail(e)
 
@@ -276,6 +286,7 @@ class Live:
             self._closed = True
             self._status = status
         self._stop.set()
+        _RUNNING.discard(self)
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout=5.0)
         try:
@@ -317,6 +328,20 @@ class Live:
 
     def __repr__(self) -> str:
         return repr(FrameView(self._final or self.frame()))
+
+
+# Views whose drawer still runs. At exit their drawers are stopped before the
+# interpreter tears down: a daemon thread inside a device transfer then would
+# abort the process.
+_RUNNING: weakref.WeakSet[Live] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_drawers() -> None:
+    for live in list(_RUNNING):
+        live._stop.set()
+    for live in list(_RUNNING):
+        live._thread.join(timeout=1.0)
 
 
 class _Watched:

@@ -27,6 +27,8 @@ def check_scalar(name: str, value: Any) -> None:
         )
     if isinstance(value, (int, float)):
         return
+    if type(value) in _CHECKED and value.shape in ((), (1,)) and value.dtype in _REAL:
+        return  # the usual case, a float32 device scalar: a few attribute reads
     shape = getattr(value, "shape", None)
     dtype = getattr(value, "dtype", None)
     if shape is None or dtype is None:
@@ -49,6 +51,15 @@ def check_scalar(name: str, value: Any) -> None:
         raise TypeError(
             f"live.log: {name} has dtype {dtype}, not a real number; log a float."
         )
+    _CHECKED.add(type(value))  # a type of array (not a tracer) seen to pass
+    _REAL.add(dtype)
+
+
+# Array types and dtypes that passed the full check: later values of the same type
+# and dtype take the short path. Only ever grows, by types and dtypes (a cache of
+# facts about classes, not per-call state).
+_CHECKED: set[type] = set()
+_REAL: set[Any] = set()
 
 
 def check_step(step: Any) -> None:
@@ -99,25 +110,31 @@ class Store:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.pending: list[tuple[str, str, Any, Any]] = []
+        self.draining = threading.Lock()  # one drain at a time: none is missed
+        self.pending: list[tuple[Any, str, dict[str, Any]]] = []
         self.series: dict[tuple[str, str], Series] = {}
-        self.order: list[str] = []  # metrics in the order first logged
+        self.order: dict[str, None] = {}  # metrics in the order first logged
 
     def log(self, step: Any, split: str, scalars: dict[str, Any]) -> None:
-        """Queues the pairs as given (no conversion, no device sync)."""
+        """Queues the call as given (no conversion, no device sync)."""
         with self.lock:
-            for name, value in scalars.items():
-                self.pending.append((name, split, step, value))
-                if name not in self.order:
-                    self.order.append(name)
+            self.pending.append((step, split, scalars))
+            if not self.order.keys() >= scalars.keys():
+                self.order.update(dict.fromkeys(scalars))
 
     def drain(self) -> int:
+        """Fetches and files everything queued (one caller at a time)."""
+        with self.draining:
+            return self._drain()
+
+    def _drain(self) -> int:
         """Converts and files every pending pair; returns how many. Runs on the
         drawer thread (the conversion waits for the device, the loop does not)."""
         with self.lock:
-            batch, self.pending = self.pending, []
-        if not batch:
+            calls, self.pending = self.pending, []
+        if not calls:
             return 0
+        batch = [(n, split, st, v) for st, split, d in calls for n, v in d.items()]
         steps, values = _to_host([(b[2], b[3]) for b in batch])
         grouped: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
         for (name, split, _, _), s, v in zip(batch, steps, values):
