@@ -110,13 +110,13 @@ def vmap(
             graph_updates=graph_updates,
         )
 
+    check_prefix(in_axes, "in_axes", mode)
+    check_prefix(out_axes, "out_axes", mode)
     mapped = _mapped_call(
         "vmap",
         jax.vmap,
         f,
         in_axes,
-    check_prefix(in_axes, "in_axes", mode)
-    check_prefix(out_axes, "out_axes", mode)
         out_axes,
         axis_names,
         check_sizes=axis_size is None,
