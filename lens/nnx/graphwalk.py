@@ -284,6 +284,8 @@ class Walker:
             and object.__getattribute__(x, "_lens_frame") is not self.frame
         ):
             raise errors.CapturedOutputError(
+                "Cannot extract graph node from different trace level, got "
+                f"{type(x).__name__} at {path_str(path)}.\n"
                 f"nnx.{self.transform} returned a {type(x).__name__} "
                 f"({path_str(path)}) that it captured from outside.\nOnly arguments "
                 "are tracked: pass it as an argument (it then comes back as itself), "

@@ -202,3 +202,25 @@ def test_jit_shardings_are_prefixes_over_objects(nnx):
     g = nnx.jit(lambda a, b: a[...] + b[...], in_shardings=(sharding(), sharding("a")))
     with pytest.raises(ValueError, match="^Inconsistent aliasing detected"):
         g(v, v)
+
+
+@BOTH
+@pytest.mark.parametrize("graph_updates", [True, False])
+def test_vmap_output_rules_per_mode(nnx, graph_updates):
+    class Foo(nnx.Module):
+        def __init__(self):
+            self.a = nnx.Param(jnp.zeros((2, 3)))
+
+    m = Foo()
+    f = nnx.vmap(lambda m: m, in_axes=0, out_axes=1, graph_updates=graph_updates)
+    expected = "Inconsistent aliasing detected" if graph_updates else "Duplicate Param"
+    with pytest.raises(ValueError, match=expected):
+        f(m)  # an input returned on another axis
+    captured = nnx.vmap(lambda x: m, graph_updates=graph_updates)
+    expected = (
+        "Cannot extract graph node from different trace level"
+        if graph_updates
+        else "Cannot return captured Variable"
+    )
+    with pytest.raises(ValueError, match=expected):
+        captured(jnp.zeros((4,)))

@@ -23,8 +23,10 @@ from lens.nnx.tracers import frame, structure_epoch
 from lens.nnx.transforms.general import (
     Carrier,
     TransformMode,
+    active_mode,
     apply_graph_updates,
     changed_structure,
+    check_no_aliases,
     check_prefix,
     merge_outputs,
     rebuild,
@@ -297,13 +299,15 @@ class JitWrapped(Generic[P, R]):
         if self.mode.simple:
             self.mode.check_inputs(args=args, kwargs=kwargs)
         if _trace.active():  # traced again, so that nested transforms are recorded
-            out = self._traced_call(call)
+            with active_mode(self.mode):
+                out = self._traced_call(call)
         else:
             hit = cached_walk(self._cache, call.all_args, call.stat, call.signature)
             if hit is not None:
                 out = call_cached(hit, call.all_args, self.jitted_fn)
             else:
-                out = self._slow_call(call, self.jitted_fn)
+                with active_mode(self.mode):  # the outputs are checked as traced
+                    out = self._slow_call(call, self.jitted_fn)
         self.mode.check_outputs((args, kwargs), out)
         replace_updates(placed)
         if out_shardings is not None:
@@ -507,6 +511,8 @@ def jit_partial(
         (1, 3)
     """
     g = _current_graph_mode(graph)
+    if not g:  # tree mode: the bound arguments may not share Variables
+        check_no_aliases("jit_partial", partial_args=partial_args)
     if graph_updates and g:
         raise ValueError(
             "`graph_updates` not supported by `jit_partial`.\nLeave graph_updates "

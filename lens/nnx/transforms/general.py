@@ -23,6 +23,8 @@ Each call runs one recipe:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -244,6 +246,9 @@ def rebuild(
 
 def split_outputs(out: Any, out_spec: Any, walker: Walker) -> Any:
     """The outputs with each object replaced by a carrier of its new leaves."""
+    mode = _ACTIVE_MODE.get()
+    if mode is not None and mode.simple and mode.name == walker.transform:
+        _check_simple_outputs(mode.name, out, walker)
     walker.role = "output"
     wrapped = wrap_objects(out)
     specs = _broadcast(out_spec, wrapped, 0)
@@ -268,6 +273,39 @@ def split_outputs(out: Any, out_spec: Any, walker: Walker) -> Any:
         else:
             new.append(leaf)
     return jax.tree.unflatten(treedef, new)
+
+
+# The mode of the transform being called (its outputs are checked inside it).
+_ACTIVE_MODE: contextvars.ContextVar[TransformMode | None] = contextvars.ContextVar(
+    "lens_nnx_transform_mode", default=None
+)
+
+
+@contextlib.contextmanager
+def active_mode(mode: TransformMode) -> Iterator[None]:
+    """Runs a transform's call with ``mode`` as the active one (its inner
+    functions' outputs are checked by flax.nnx's rules for that mode)."""
+    token = _ACTIVE_MODE.set(mode)
+    try:
+        yield
+    finally:
+        _ACTIVE_MODE.reset(token)
+
+
+def _check_simple_outputs(name: str, out: Any, walker: Walker) -> None:
+    """flax.nnx's simple modes: no input Variable and no Variable captured from
+    outside the function among the outputs."""
+    for path, v in variables_with_paths(out, "output"):
+        i = walker.index.get(id(v))
+        if i is not None and walker.specs[i][2] == "input":
+            raise _duplicate(name, v, path_str(walker.specs[i][1]), path)
+        frame_of = object.__getattribute__(v, "_lens_frame")
+        if i is None and walker.frame is not None and frame_of is not walker.frame:
+            raise errors.CapturedOutputError(
+                f"Cannot return captured Variable of type {type(v).__name__} from "
+                f"nnx.{name}.\nFound at path: {path}. Only arguments are tracked: "
+                "pass its object as an argument, or create it inside the function."
+            )
 
 
 def merge_outputs(out: Any, nodes: list[Any]) -> Any:
@@ -673,7 +711,8 @@ def with_calling_conventions(
             args, kwargs = resolve_kwargs(f, args, kwargs), {}
         if mode.simple:
             mode.check_inputs(args=args, kwargs=kwargs)
-        out = transformed(*args, **kwargs)
+        with active_mode(mode):
+            out = transformed(*args, **kwargs)
         if check_outputs:
             mode.check_outputs((args, kwargs), out)
         return out

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 from lens.nnx.graphwalk import Walker
 from lens.nnx.transforms.general import (
+    active_mode,
     call_inside,
     check_no_aliases,
     lift_args,
@@ -105,7 +106,8 @@ def eval_shape(
     """``jax.eval_shape`` for functions of (and returning) objects: an object
     created inside comes back with ``jax.ShapeDtypeStruct`` values, nothing is
     computed, and the arguments are not changed."""
-    if transform_mode("eval_shape", f, graph, graph_updates).simple:
+    mode = transform_mode("eval_shape", f, graph, graph_updates)
+    if mode.simple:  # flax.nnx checks the arguments as rebuilt inside
         check_no_aliases("eval_shape", args=args, kwargs=kwargs)
     skel, entries, walker = lift_args("eval_shape", (*args, kwargs))
 
@@ -116,7 +118,8 @@ def eval_shape(
     def pure(values: list[Any]) -> Any:
         return call_inside("eval_shape", call, skel, values, len(args) + 1)
 
-    _, outs = jax.eval_shape(pure, [e.value for e in entries])
+    with active_mode(mode):
+        _, outs = jax.eval_shape(pure, [e.value for e in entries])
     return merge_outputs(outs, walker.nodes)
 
 
