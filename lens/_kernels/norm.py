@@ -184,7 +184,12 @@ def group_norm(
     g = x.reshape(x.shape[:-1] + (num_groups, group_size))
     g_red = tuple(a if a < x.ndim - 1 else a + 1 for a in reduction if a != x.ndim - 1)
     g_red += (g.ndim - 1,)
-    gmask = mask.reshape(g.shape) if mask is not None else None
+    # a mask broadcastable to x (one per channel, say) is spread to every group
+    gmask = (
+        jnp.broadcast_to(jnp.asarray(mask, bool), x.shape).reshape(g.shape)
+        if mask is not None
+        else None
+    )
     mean, var = stats(
         g,
         g_red,

@@ -364,10 +364,6 @@ class GroupNorm(Module):
                 f"Number of groups ({num_groups}) does not divide the number of "
                 f"channels ({channels})."
             )
-        if mask is not None:
-            mask = jnp.reshape(
-                mask, mask.shape[:-1] + (num_groups, channels // num_groups)
-            )
         scale, bias = _norm_params(
             self,
             x,

@@ -507,3 +507,28 @@ def test_optimizer_update_that_cannot_apply_writes_nothing():
     )  # kernel, bias; schedule count; adam count, mu, nu; step
     for a, b in zip(before, after):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        np.array([True, True, False, True] * 3),  # one per channel
+        np.arange(120).reshape(10, 12) % 3 != 0,  # one per element
+    ],
+    ids=["per_channel", "full"],
+)
+def test_group_norm_mask_broadcasts_as_flax(mask):
+    """GroupNorm's mask may be any shape broadcastable to x (nnx and Linen)."""
+    from flax import linen as fnn
+
+    from lens import nn as lnn
+
+    x = jax.random.normal(jax.random.key(0), (10, 12))
+    ours = lnnx.GroupNorm(12, num_groups=3, rngs=lnnx.Rngs(0))(x, mask=mask)
+    theirs = fnnx.GroupNorm(12, num_groups=3, rngs=fnnx.Rngs(0))(x, mask=mask)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+    v = fnn.GroupNorm(num_groups=3).init(jax.random.key(1), x)
+    linen_ours = lnn.GroupNorm(num_groups=3).apply(v, x, mask=mask)
+    linen_theirs = fnn.GroupNorm(num_groups=3).apply(v, x, mask=mask)
+    np.testing.assert_allclose(linen_ours, linen_theirs, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(linen_ours, ours, rtol=1e-5, atol=1e-5)
