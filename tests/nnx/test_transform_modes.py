@@ -224,3 +224,26 @@ def test_vmap_output_rules_per_mode(nnx, graph_updates):
     )
     with pytest.raises(ValueError, match=expected):
         captured(jnp.zeros((4,)))
+
+
+@BOTH
+@MODES
+def test_a_compiled_jit_takes_the_objects_and_writes_updates_back(
+    nnx, graph, graph_updates
+):
+    class Foo(nnx.Module):
+        def __init__(self):
+            self.count = nnx.Variable(jnp.array(0))
+
+    m = Foo()
+
+    @nnx.jit(graph=graph, graph_updates=graph_updates)
+    def f(m, x):
+        m.count[...] += 1
+        return x * 2
+
+    compiled = f.lower(m, jnp.array(3.0)).compile()
+    assert compiled.as_text()
+    np.testing.assert_allclose(compiled(m, jnp.array(3.0)), 6.0)
+    np.testing.assert_allclose(compiled(m, jnp.array(1.0)), 2.0)
+    assert int(m.count[...]) == 2

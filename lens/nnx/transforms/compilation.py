@@ -48,6 +48,7 @@ from lens.nnx.transforms.jit_shardings import (
     place_outputs,
     replace_updates,
 )
+from lens.nnx.transforms.jit_stages import Compiled, Lowered
 from lens.nnx.transforms.pack_trace import Picture
 from lens.nnx.transforms.sharding import StateSharding as StateSharding
 from lens.nnx.transforms.sharding import shard_map as shard_map
@@ -64,11 +65,10 @@ from lens.traceback_util import api_boundary
 P = ParamSpec("P")
 R = TypeVar("R")
 Specs = Any
-# jax.jit's stages: JitWrapped.lower/trace give JAX's own objects
-Stage = jax.stages.Lowered | jax.stages.Compiled | jax.stages.Traced
+# JitWrapped.trace gives JAX's Traced; lower gives a Lowered whose compile() is
+# called with the objects (jit_stages)
+Stage = Lowered | Compiled | jax.stages.Traced
 Traced = jax.stages.Traced
-Lowered = jax.stages.Lowered
-Compiled = jax.stages.Compiled
 
 
 def _check_static(value: Any, where: str) -> None:
@@ -464,10 +464,22 @@ class JitWrapped(Generic[P, R]):
 
     # -- jax.jit's stages
 
-    def lower(self, *args: Any, **kwargs: Any) -> Any:
-        """``jitted_fn.lower`` for these arguments (objects' state included)."""
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """``jitted_fn.lower`` for these arguments (objects' state included); its
+        ``compile()`` is called as this function is."""
         _, _, key, donated, kept, _ = self._inputs(self._split_call(args, kwargs))
-        return self.jitted_fn.lower(key, donated, kept)
+        return Lowered(self, self.jitted_fn.lower(key, donated, kept))
+
+    def call_with(self, jitted: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """A call of ``jitted`` (a compiled stage of ``jitted_fn``) as a call of
+        this function: the objects' state in, their updates back."""
+        call = self._split_call(args, kwargs)
+        if self.mode.simple:
+            self.mode.check_inputs(args=args, kwargs=kwargs)
+        with active_mode(self.mode):
+            out = self._slow_call(call, jitted, cache=False)
+        self.mode.check_outputs((args, kwargs), out)
+        return out
 
     def trace(self, *args: Any, **kwargs: Any) -> Any:
         """``jitted_fn.trace`` for these arguments (objects' state included)."""
@@ -554,8 +566,9 @@ class JitPartial:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.jitted(*self.partial_args, *args, **kwargs)
 
-    def lower(self, *args: Any, **kwargs: Any) -> Any:
-        return self.jitted.lower(*self.partial_args, *args, **kwargs)
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        low = self.jitted.lower(*self.partial_args, *args, **kwargs)
+        return Lowered(self.jitted, low.lowered, self.partial_args)
 
     def trace(self, *args: Any, **kwargs: Any) -> Any:
         return self.jitted.trace(*self.partial_args, *args, **kwargs)

@@ -1,0 +1,47 @@
+"""``nnx.jit``'s ahead-of-time stages (flax.nnx's ``Lowered`` / ``Compiled``):
+``f.lower(m, x).compile()`` is called as ``f`` is, with the objects themselves,
+and their updates come back into them as after a ``f(m, x)`` call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Lowered:
+    """What ``JitWrapped.lower`` returns: ``jax.stages.Lowered`` of the function of
+    the arguments' state (its ``as_text``, ``cost_analysis``, ... are JAX's), and
+    ``compile()`` giving a :class:`Compiled` that takes the objects."""
+
+    def __init__(self, jitted: Any, lowered: Any, bound: tuple[Any, ...] = ()):
+        self.jitted = jitted
+        self.lowered = lowered
+        self.bound = bound  # jit_partial's bound arguments
+
+    def compile(self, *args: Any, **kwargs: Any) -> Compiled:
+        return Compiled(self.jitted, self.lowered.compile(*args, **kwargs), self.bound)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.lowered, name)
+
+
+class Compiled:
+    """A compiled ``nnx.jit`` function: call it with the arguments the jitted
+    function takes (objects included); ``as_text``, ``cost_analysis``, ... are
+    ``jax.stages.Compiled``'s."""
+
+    def __init__(self, jitted: Any, compiled: Any, bound: tuple[Any, ...] = ()):
+        self.jitted = jitted
+        self.compiled = compiled
+        self.bound = bound
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        compiled = self.compiled
+
+        def run(_statics: Any, donated: Any, kept: Any) -> Any:
+            return compiled(donated, kept)  # the statics are compiled in
+
+        return self.jitted.call_with(run, (*self.bound, *args), kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.compiled, name)
