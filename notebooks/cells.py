@@ -307,6 +307,43 @@ for split in (True, False):
     masks = V().apply({}, jnp.ones(6), rngs={"dropout": jax.random.key(0)})
     print(f"split={split}:", (masks > 0).astype(int).tolist())
 """),
+    ("md", """
+## Watch a scanned stack train
+
+`lens.display.live` draws a loop while it runs: the curves it logs, progress, the
+first compile of the watched step ("compiling train_step: 3 s"), and per layer the
+RMS of parameters and gradients, with a layer-by-step heatmap for each stacked leaf
+group, so a layer that dies or blows up shows while it happens. Values stay on the
+device until a background thread fetches them, a few times a second: the loop never
+waits. The output updates in place; when the `with` block ends, the final picture
+stays in the notebook.
+"""),
+    ("code", """
+from lens.training import train_state
+
+model = Stack(layers=6)
+xs, held_out = jax.random.normal(jax.random.key(1), (2, 64, 8))
+ys = jnp.sin(2.0 * xs)
+state = train_state.TrainState.create(
+    apply_fn=model.apply, params=model.init(jax.random.key(0), xs)["params"], tx=optax.adam(3e-2))
+
+@jax.jit
+def train_step(state, x, y):
+    def loss_fn(params):
+        return jnp.mean((state.apply_fn({"params": params}, x) - y) ** 2)
+    loss, grads = jax.value_and_grad(loss_fn)(state.params)
+    return state.apply_gradients(grads=grads), loss, grads
+
+with lens.display.live("scan stack", total=48, layer_every=4) as live:
+    step_fn = live.watch(train_step, "train_step")
+    for step in range(48):
+        state, loss, grads = step_fn(state, xs, ys)
+        live.log(step, loss=loss)
+        if step % 8 == 7:
+            error = model.apply({"params": state.params}, held_out) - jnp.sin(2.0 * held_out)
+            live.log(step, split="eval", loss=jnp.mean(error**2))
+        live.layers(step, state.params, grads)
+"""),
 ]
 
 METADATA = [
@@ -582,7 +619,7 @@ model
     ("code", "nnx.state(model, nnx.BatchStat)"),
     ("md", "`nnx.display` (flax.nnx's name, so Flax's guides run as written) shows anything with lens's richest view: here the dropout layer, its rate and its RNG stream."),
     ("code", "nnx.display(model.dropout)"),
-    ("md", "## Train with `nnx.jit` and `nnx.Optimizer`\n\nThe step mutates the model, the optimizer and the metrics in place; `nnx.jit` carries the updates out."),
+    ("md", "## Train with `nnx.jit` and `nnx.Optimizer`\n\nThe step mutates the model, the optimizer and the metrics in place; `nnx.jit` carries the updates out. `lens.display.live` shows the loop while it runs (curves, per-layer RMS, the first compile) and leaves the final picture in the notebook."),
     ("code", """
 optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
 metrics = nnx.MultiMetric(accuracy=nnx.metrics.Accuracy(), loss=nnx.metrics.Average("loss"))
@@ -596,14 +633,22 @@ def train_step(model, optimizer, metrics, x, y):
     (loss, logits), grads = nnx.value_and_grad(loss_fn, has_aux=True)(model)
     metrics.update(loss=loss, logits=logits, labels=y)
     optimizer.update(model, grads)
+    return loss, grads
 
 model.train()
 accuracies = []
-for epoch in range(3):
-    for i in range(0, 256, 32):
-        train_step(model, optimizer, metrics, images[i:i + 32], labels[i:i + 32])
-    accuracies.append(float(metrics.compute()["accuracy"]))
-    metrics.reset()
+# a live view: loss per step, accuracy per epoch, per-layer RMS, the first compile
+with lens.display.live("CNN", total=24, layer_every=2) as live:
+    step_fn = live.watch(train_step, "train_step")
+    for epoch in range(3):
+        for i in range(0, 256, 32):
+            step = epoch * 8 + i // 32
+            loss, grads = step_fn(model, optimizer, metrics, images[i:i + 32], labels[i:i + 32])
+            live.log(step, loss=loss)
+            live.layers(step, nnx.state(model, nnx.Param), grads)
+        accuracies.append(float(metrics.compute()["accuracy"]))
+        live.log(step, accuracy=accuracies[-1])
+        metrics.reset()
 # a float's last digits differ between CPUs: print what holds everywhere
 print("learned (last epoch's accuracy above 90%):", accuracies[-1] > 0.9)
 """),
