@@ -247,3 +247,13 @@ def test_a_compiled_jit_takes_the_objects_and_writes_updates_back(
     np.testing.assert_allclose(compiled(m, jnp.array(3.0)), 6.0)
     np.testing.assert_allclose(compiled(m, jnp.array(1.0)), 2.0)
     assert int(m.count[...]) == 2
+
+
+@BOTH
+def test_jit_static_argnames_by_keyword_or_position(nnx):
+    @nnx.jit(static_argnames="scale")
+    def f(x, scale):
+        return x * scale
+
+    np.testing.assert_allclose(f(jnp.array(2.0), scale=3), 6.0)
+    np.testing.assert_allclose(f(jnp.array(2.0), 4), 8.0)

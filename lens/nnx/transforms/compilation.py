@@ -140,6 +140,13 @@ class _ArgSpecs:
     static_names: frozenset[str]
     donate: frozenset[int]
     donate_names: frozenset[str]
+    # positions of the parameters named in static_argnames / donate_argnames
+    # (those arguments may also come by keyword, or not at all)
+    named: frozenset[int] = frozenset()
+
+    def positions(self, which: frozenset[int], n: int) -> frozenset[int]:
+        """``which`` among ``n`` positional arguments (a name may come by keyword)."""
+        return frozenset(i % n for i in which if -n <= i < n)
 
     @classmethod
     def of(cls, f: Callable[..., Any], options: dict[str, Any]) -> _ArgSpecs:
@@ -190,12 +197,19 @@ class _ArgSpecs:
                         f"jitted function has static_argnames/donate_argnames "
                         f"{n!r}, but {name!r} has no such parameter."
                     )
+        static_named = {
+            i for i, p in enumerate(positional) if p.name in self.static_names
+        }
+        donate_named = {
+            i for i, p in enumerate(positional) if p.name in self.donate_names
+        }
         return dataclasses.replace(
             self,
-            static=self.static
-            | {i for i, p in enumerate(positional) if p.name in self.static_names},
-            donate=self.donate
-            | {i for i, p in enumerate(positional) if p.name in self.donate_names},
+            static=self.static | static_named,
+            donate=self.donate | donate_named,
+            named=frozenset(
+                (static_named - self.static) | (donate_named - self.donate)
+            ),
         )
 
 
@@ -293,7 +307,7 @@ class JitWrapped(Generic[P, R]):
         out_shardings = self.options["out_shardings"]
         placed = []
         if in_shardings is not None:
-            stat = frozenset(i % len(args) for i in self.specs.static if args)
+            stat = self.specs.positions(self.specs.static, len(args))
             args, placed = place_inputs(in_shardings, args, stat)
         call = self._split_call(args, kwargs)
         if self.mode.simple:
@@ -316,12 +330,13 @@ class JitWrapped(Generic[P, R]):
 
     def _split_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call:
         specs, n = self.specs, len(args)
-        if out_of_range(specs.static, n):
+        if out_of_range(specs.static - specs.named, n):
             raise ValueError(
                 f"jitted function has static_argnums={tuple(sorted(specs.static))}, "
                 f"but was called with only {n} positional arguments."
             )
-        for i in specs.static:
+        stat = specs.positions(specs.static, n)
+        for i in stat:
             _check_static(args[i], f"positional argument {i}")
         static_kw = []
         dyn_kw = {}
@@ -331,7 +346,6 @@ class JitWrapped(Generic[P, R]):
                 static_kw.append((k, v))
             else:
                 dyn_kw[k] = v
-        stat = frozenset(i % n for i in specs.static) if n else frozenset()
         return _Call(
             (*args, *dyn_kw.values()), stat, n, tuple(dyn_kw), tuple(static_kw)
         )
@@ -340,7 +354,7 @@ class JitWrapped(Generic[P, R]):
         n, specs = call.n, self.specs
         return tuple(
             sorted(
-                {i % n for i in specs.donate if n}
+                specs.positions(specs.donate, n)
                 | {
                     n + j
                     for j, k in enumerate(call.kw_names)
