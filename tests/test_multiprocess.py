@@ -34,9 +34,15 @@ TIMEOUT_S = 240  # the whole 2-process run; it takes seconds on an idle machine
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
+    """A port free on every address (the coordinator binds ``[::]:port``)."""
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::", 0))
+            return s.getsockname()[1]
+    except OSError:  # a machine without IPv6
+        with socket.socket() as s:
+            s.bind(("", 0))
+            return s.getsockname()[1]
 
 
 def _env() -> dict[str, str]:
@@ -73,18 +79,14 @@ def _wait(procs: list[subprocess.Popen], deadline: float) -> str | None:
         _stop(procs)
 
 
-def run_processes(out: Path, num_processes: int = 2) -> None:
-    """Runs the worker as ``num_processes`` processes; fails the test with every
-    process's output if one fails or the run times out."""
-    port = _free_port()
-    logs = [out / f"process_{i}.log" for i in range(num_processes)]
+def _start(out: Path, logs: list[Path], port: int) -> list[subprocess.Popen]:
     procs = []
     for i, log in enumerate(logs):
         with open(log, "w") as f:
             procs.append(
                 subprocess.Popen(
                     [sys.executable, str(WORKER), "--process-id", str(i)]
-                    + ["--num-processes", str(num_processes)]
+                    + ["--num-processes", str(len(logs))]
                     + ["--coordinator", f"localhost:{port}", "--out", str(out)],
                     stdout=f,
                     stderr=subprocess.STDOUT,
@@ -92,7 +94,24 @@ def run_processes(out: Path, num_processes: int = 2) -> None:
                     cwd=ROOT,
                 )
             )
-    failure = _wait(procs, time.monotonic() + TIMEOUT_S)
+    return procs
+
+
+# What process 0 prints when another program took the free port in between.
+PORT_TAKEN = "Failed to add port to server"
+
+
+def run_processes(out: Path, num_processes: int = 2) -> None:
+    """Runs the worker as ``num_processes`` processes; fails the test with every
+    process's output if one fails or the run times out. Tries a second port once
+    if the first was taken before the coordinator could bind it."""
+    logs = [out / f"process_{i}.log" for i in range(num_processes)]
+    failure: str | None = None
+    for _ in range(2):
+        procs = _start(out, logs, _free_port())
+        failure = _wait(procs, time.monotonic() + TIMEOUT_S)
+        if not (failure and PORT_TAKEN in logs[0].read_text()):
+            break
     if failure:
         outputs = "\n".join(
             f"----- process {i} -----\n{log.read_text()[-6000:]}"
@@ -234,6 +253,23 @@ def test_a_failed_process_stops_the_others_at_once(tmp_path):
     assert failure is not None and "exit codes" in failure
     assert time.monotonic() - start < 30
     assert procs[0].returncode not in (None, 0)  # killed
+
+
+def test_a_taken_port_is_retried_once_then_reported(tmp_path, monkeypatch):
+    ports, started = iter([1111, 2222, 3333]), []
+
+    def start(out, logs, port):
+        started.append(port)
+        logs[0].write_text(f"E1125 add_port.cc:83] {PORT_TAKEN}: [::]:{port}")
+        logs[1].write_text("waiting for the coordinator")
+        return []
+
+    monkeypatch.setattr(sys.modules[__name__], "_free_port", lambda: next(ports))
+    monkeypatch.setattr(sys.modules[__name__], "_start", start)
+    monkeypatch.setattr(sys.modules[__name__], "_wait", lambda procs, d: "failed")
+    with pytest.raises(pytest.fail.Exception, match=r"(?s)failed.*\[::\]:2222"):
+        run_processes(tmp_path)
+    assert started == [1111, 2222]  # one retry, on a new port
 
 
 # ------------------------------------------------ checkpoints on one process
