@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import types
 import typing
 import weakref
@@ -33,6 +32,12 @@ from lens.configurations import config
 from lens.core._scope import Scope
 from lens.nn import _context, kw_only_dataclasses
 from lens.nn._hyperparameters import check_hyperparameters
+from lens.nn._module_class import (
+    compact_name_scope_methods,
+    make_dataclass,
+    verify_single_or_no_compact,
+    wrap_module_attributes,
+)
 from lens.nn._module_entry import ModuleEntryPoints
 from lens.nn._module_support import (
     ParentDescriptor,
@@ -41,17 +46,13 @@ from lens.nn._module_support import (
     _ModuleInternalState,
     _uninitialized_module_internal_state,
     _unspecified_parent,
-    _wrap_hash,
     compact,
     run_interceptors,
     uuid,
-    wrap_descriptor_once,
     wrap_method_once,
 )
 from lens.nn._module_tree import (
     _freeze_attr,
-    _get_local_descriptor_names,
-    _get_local_method_names,
     _map_over_modules_in_tree,
     module_repr,
 )
@@ -163,112 +164,14 @@ class Module(_DataclassModule):
 
     def __init_subclass__(cls, kw_only: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._verify_single_or_no_compact()
-        cls._customized_dataclass_transform(kw_only)
-        cls._find_compact_name_scope_methods()
-        cls._wrap_module_attributes()
+        verify_single_or_no_compact(cls)
+        make_dataclass(cls, kw_only)
+        cls._compact_name_scope_methods = compact_name_scope_methods(cls)
+        wrap_module_attributes(cls)
         cls._state = _uninitialized_module_internal_state  # type: ignore[assignment]
         cls.scope = None  # type: ignore[assignment]
         cls._parent_ref = None  # type: ignore[attr-defined]
         cls.parent = ParentDescriptor()  # type: ignore[assignment]
-
-    @classmethod
-    def _customized_dataclass_transform(cls, kw_only: bool) -> None:
-        annotations = dict(cls.__dict__.get("__annotations__", {}))
-        if "parent" in annotations or annotations.get("name", str) not in (
-            "str",
-            str,
-            typing.Optional[str],  # noqa: UP045 - the spelling users write
-            "str | None",
-            str | None,
-        ):
-            raise errors.ReservedModuleAttributeError(annotations)
-        # Fields not set by the constructor are only set in setup: keep them out
-        # of comparisons, hashes and reprs (they do not exist before setup).
-        for name in annotations:
-            meta = getattr(cls, name, None)
-            if isinstance(meta, dataclasses.Field) and not meta.init:
-                meta.compare = False
-                meta.hash = False
-                meta.repr = False
-        extra_fields = [
-            (
-                "parent",
-                Any,
-                kw_only_dataclasses.field(
-                    repr=False, default=_unspecified_parent, kw_only=True
-                ),
-            ),
-            (
-                "name",
-                typing.Optional[str],  # noqa: UP045 - as Flax declares it
-                kw_only_dataclasses.field(default=None, kw_only=True),
-            ),
-        ]
-        if kw_only:
-            for name, annotation, default in extra_fields:
-                setattr(cls, name, default)
-                cls.__annotations__[name] = annotation
-            dataclasses.dataclass(  # type: ignore[call-overload]
-                cls,
-                unsafe_hash="__hash__" not in cls.__dict__,
-                repr=False,
-                kw_only=True,
-            )
-        else:
-            kw_only_dataclasses.dataclass(
-                cls,
-                unsafe_hash="__hash__" not in cls.__dict__,
-                repr=False,
-                extra_fields=extra_fields,
-            )
-        cls.__hash__ = _wrap_hash(cls.__hash__)  # type: ignore[method-assign]
-
-    @classmethod
-    def _verify_single_or_no_compact(cls) -> None:
-        """At most one ``@compact`` method, counting inherited ones (Flax documents
-        MultipleMethodsCompactError for this but accepts the class)."""
-        names = sorted(
-            name
-            for name in dir(cls)
-            if getattr(inspect.getattr_static(cls, name, None), "compact", False)
-            is True
-        )
-        if len(names) > 1:
-            raise errors.MultipleMethodsCompactError(
-                f"{cls.__name__} has @compact on {', '.join(names)}.\nKeep @compact "
-                "on one method; define the other's submodules in setup(), or move "
-                "them into a module of their own."
-            )
-
-    @classmethod
-    def _find_compact_name_scope_methods(cls) -> None:
-        cls._compact_name_scope_methods = tuple(
-            name
-            for name in dir(cls)
-            if hasattr(getattr(cls, name, None), "compact_name_scope")
-        )
-
-    @classmethod
-    def _wrap_module_attributes(cls) -> None:
-        fields = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-        exclude = fields + [
-            "__eq__",
-            "__repr__",
-            "__init__",
-            "__hash__",
-            "__post_init__",
-        ]
-        for key in _get_local_method_names(cls, exclude=exclude):
-            method = getattr(cls, key)
-            if hasattr(method, "nowrap"):
-                continue
-            setattr(cls, key, wrap_method_once(method))
-        for key in _get_local_descriptor_names(cls, fields + ["parent", "__dict__"]):
-            descriptor = cls.__dict__[key]
-            if hasattr(descriptor, "nowrap"):
-                continue
-            setattr(cls, key, wrap_descriptor_once(descriptor))
 
     # ------------------------------------------------------------- method calls
 
