@@ -455,3 +455,44 @@ def test_import_is_lazy():
         "assert 'lens.display._live' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_plain_optax_loop():
+    params = {"w": jnp.ones((3, 2)), "b": jnp.zeros(2)}
+    tx = optax.sgd(0.1)
+    opt = tx.init(params)
+    x = jnp.ones((4, 3))
+
+    @jax.jit
+    def step(p, o):
+        loss, g = jax.value_and_grad(lambda p: jnp.mean((x @ p["w"] + p["b"]) ** 2))(p)
+        u, o = tx.update(g, o, p)
+        return optax.apply_updates(p, u), o, loss, g
+
+    with lens.display.live("optax", sink="none", layer_every=1) as live:
+        step = live.watch(step)
+        for i in range(4):
+            params, opt, loss, grads = step(params, opt)
+            live.log(i, loss=loss)
+            live.layers(i, params, grads)
+    frame = live.frame()
+    assert frame.done == 4 and len(frame.samples) == 4
+    (group,) = frame.groups  # w and b sit at the root: one plain group
+    assert group.layers == 0 and group.shapes == "b f32[2], w f32[3,2]"
+    w, b = np.asarray(params["w"]), np.asarray(params["b"])
+    want = np.sqrt(((w**2).sum() + (b**2).sum()) / 8)
+    np.testing.assert_allclose(frame.samples[-1].params[group.name], want, rtol=1e-5)
+
+
+def test_exit_with_a_view_still_drawing_is_clean():
+    code = (
+        "import jax.numpy as jnp, lens\n"
+        "live = lens.display.live('left open', sink='none', per_second=30)\n"
+        "for i in range(20000):\n"
+        "    live.log(i, loss=jnp.float32(i))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "terminate called" not in out.stderr

@@ -7,9 +7,9 @@ Design and choices: docs/design/live.md.
 from __future__ import annotations
 
 from lens.display._live._frame import Frame as Frame
-from lens.display._live._frame import FrameView as FrameView
 from lens.display._live._live import Live as Live
 from lens.display._live._sinks import Sink as Sink
+from lens.display._live._view import FrameView as FrameView
 
 
 def live(

@@ -23,10 +23,11 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from lens.display._live._frame import Frame, FrameView
+from lens.display._live._frame import Frame
 from lens.display._live._layers import Layers
 from lens.display._live._series import Store, check_scalar, check_step
 from lens.display._live._sinks import Sink, TextSink, bundle, pick
+from lens.display._live._view import FrameView
 from lens.display._safe import DisplayWarning
 
 _CURRENT: contextvars.ContextVar[Live | None] = contextvars.ContextVar(

@@ -11,7 +11,8 @@ import sys
 import time
 from typing import Any, TextIO
 
-from lens.display._live._frame import Frame, FrameView, progress_line, text
+from lens.display._live._frame import Frame, progress_line, text
+from lens.display._live._view import FrameView
 
 
 class Sink:
