@@ -166,10 +166,11 @@ def collect(variables: Mapping[str, Any], budget: int | None) -> list[Collection
             if mod is None:
                 mod = shown[raw] = Module(tuple(map(printable, raw)))
                 c.shown.append(mod)
-            mod.leaves += [
-                make_leaf(c.name, mod.path, printable(k), v, False)
-                for k, v in arrays[:take]
-            ]
+            for k, v in arrays[:take]:
+                leaf = make_leaf(c.name, mod.path, printable(k), v, False)
+                # the array's own byte count where NumPy has no itemsize (PRNG keys)
+                leaf.nbytes = kinds.one(v)[1]
+                mod.leaves.append(leaf)
             count, nbytes = kinds.total(arrays[:take])
             _add(mod, take, count, nbytes)
             _add(c, take, count, nbytes)

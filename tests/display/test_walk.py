@@ -86,3 +86,13 @@ def test_arrays_before_and_after_a_sub_dict_stay_one_module():
     # the root module (partly shown) and 'sub' are hidden: each counted once
     assert (cut.hidden_n, cut.hidden_modules, cut.hidden_count) == (2, 2, 5)
     assert [m.path for m in cut.more] == [("sub",)]
+
+
+def test_prng_key_arrays_count_their_bytes_in_rows_and_totals():
+    import jax
+
+    view = VariablesView({"rng": {"key": jax.random.key(0)}})
+    (rng,) = view.collections
+    assert (rng.n, rng.nbytes) == (1, jax.random.key(0).nbytes)
+    assert view.leaves[0].nbytes == rng.nbytes > 0
+    assert "key  key<fry>[]  1 (8 B)" in view.text()
