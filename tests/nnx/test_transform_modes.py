@@ -257,3 +257,17 @@ def test_jit_static_argnames_by_keyword_or_position(nnx):
 
     np.testing.assert_allclose(f(jnp.array(2.0), scale=3), 6.0)
     np.testing.assert_allclose(f(jnp.array(2.0), 4), 8.0)
+
+
+@BOTH
+def test_loops_keep_variable_identity(nnx):
+    def body(carry):
+        m, c = carry
+        m.kernel = nnx.Param(jnp.zeros_like(m.kernel[...]))  # a new Variable
+        return m, c - 1.0
+
+    m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    with pytest.raises(ValueError):
+        nnx.while_loop(lambda carry: carry[-1] > 0, body, (m, 2.0))
+    _, c = nnx.fori_loop(0, 2, lambda i, carry: body(carry), (m, 2.0))
+    np.testing.assert_allclose(c, 0.0)  # fori_loop takes the new Variable

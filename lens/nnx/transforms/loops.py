@@ -60,6 +60,35 @@ def _same_tree(args: Any, entries: list[Entry], new_values: list[Any]) -> Any:
     return jax.tree.unflatten(treedef, out)
 
 
+def _variable_ids(value: Any) -> list[int]:
+    return [id(v) for _, v in variables_with_paths(value, "carry")]
+
+
+def _loop_body(
+    name: str, skel: Any, step: Callable[[Any], Any]
+) -> Callable[[list[Any]], list[Any]]:
+    """One step of a loop over the carry rebuilt from ``skel``: its new values,
+    checked to be the same Variables (flax.nnx's rule) in the same structure."""
+    return lambda values: _loop_step(name, skel, step, values)
+
+
+def _loop_step(
+    name: str, skel: Any, step: Callable[[Any], Any], values: list[Any]
+) -> list[Any]:
+    with frame(name):
+        (val,) = rebuild(skel, values)
+        before = _variable_ids(val)
+        out = step(val)
+        if _variable_ids(out) != before:
+            raise ValueError(
+                f"{name} Variable identity must be preserved across iterations.\n"
+                f"nnx.{name}: the loop body returned other Variables than it got "
+                "(a Variable or object replaced). Update the carry's variables in "
+                "place (v[...] = ...) and return the same objects."
+            )
+        return _loop_values(name, skel, out)
+
+
 def _loop_values(
     name: str, skel: Any, value: Any, static: frozenset[int] = frozenset()
 ) -> list[Any]:
@@ -92,10 +121,7 @@ def while_loop(
     )
     skel, entries, _ = lift_args("while_loop", (init_val,))
 
-    def body(values: list[Any]) -> list[Any]:
-        with frame("while_loop"):
-            (val,) = rebuild(skel, values)
-            return _loop_values("while_loop", skel, body_fun(val))
+    body = _loop_body("while_loop", skel, body_fun)
 
     def test(values: list[Any]) -> Any:
         with frame("while_loop"):
@@ -130,7 +156,7 @@ def fori_loop(
     skel, entries, _ = lift_args("fori_loop", (init_val,))
 
     def body(i: Any, values: list[Any]) -> list[Any]:
-        with frame("fori_loop"):
+        with frame("fori_loop"):  # flax.nnx's fori_loop takes new Variables
             (val,) = rebuild(skel, values)
             return _loop_values("fori_loop", skel, body_fun(i, val))
 
