@@ -532,3 +532,29 @@ def test_group_norm_mask_broadcasts_as_flax(mask):
     linen_theirs = fnn.GroupNorm(num_groups=3).apply(v, x, mask=mask)
     np.testing.assert_allclose(linen_ours, linen_theirs, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(linen_ours, ours, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "q,k,v,dropout",
+    [
+        ((2, 16, 4, 8), (16, 4, 8), (16, 4, 8), 0.1),  # rank
+        ((2, 16, 4, 8), (3, 16, 4, 8), (3, 16, 4, 8), 0.1),  # batch dims
+        ((2, 16, 4, 8), (2, 16, 4, 8), (2, 15, 4, 8), 0.1),  # k, v lengths
+        ((2, 16, 4, 8), (2, 16, 4, 7), (2, 16, 4, 8), 0.1),  # depths
+        ((1, 4, 5, 8), (1, 4, 2, 8), (1, 4, 2, 8), 0.0),  # heads, fast path
+        ((1, 4, 5, 8), (1, 4, 2, 8), (1, 4, 2, 8), 0.1),  # heads, weights path
+    ],
+)
+def test_attention_shape_errors_start_as_flaxs(q, k, v, dropout):
+    def error(nnx):
+        with pytest.raises(ValueError) as info:
+            nnx.dot_product_attention(
+                jnp.ones(q), jnp.ones(k), jnp.ones(v), dropout_rate=dropout,
+                dropout_rng=jax.random.key(0),
+            )  # fmt: skip
+        return str(info.value)
+
+    ours, theirs = error(lnnx), error(fnnx)
+    first = ours.splitlines()[0]
+    assert theirs.startswith(first.rstrip(".")) and len(first) > 20
+    assert "[batch..., length, heads, depth]" in ours  # and how to fix it

@@ -31,6 +31,45 @@ _default_kernel_init = initializers.default_kernel_init
 _zeros = initializers.zeros_init()
 
 
+_LAYOUT = (
+    "\nquery, key and value are [batch..., length, heads, depth]; key and value "
+    "share a length, and their heads divide the query's."
+)
+
+
+def _check_shapes(query: Array, key: Array, value: Array, fast: bool) -> None:
+    """flax.nnx's errors for query/key/value shapes that do not fit together."""
+    arrays = (query, key, value)
+    if len({a.ndim for a in arrays}) > 1:
+        ranks = ", ".join(str(a.ndim) for a in arrays)
+        raise ValueError(f"q, k, v must have same rank, but got {ranks}." + _LAYOUT)
+    if len({a.shape[:-3] for a in arrays}) > 1:
+        shapes = ", ".join(str(a.shape) for a in arrays)
+        raise ValueError(
+            f"q, k, v batch dims must match, but got shapes {shapes}." + _LAYOUT
+        )
+    if key.shape[-3] != value.shape[-3]:
+        raise ValueError(
+            f"k, v lengths must match, but got {key.shape[-3]} and "
+            f"{value.shape[-3]}." + _LAYOUT
+        )
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(
+            f"q, k depths must match, but got {query.shape[-1]} and "
+            f"{key.shape[-1]}." + _LAYOUT
+        )
+    q_heads, kv_heads = query.shape[-2], key.shape[-2]
+    if q_heads % kv_heads:
+        first = (  # the fast path's error is jax.nn.dot_product_attention's
+            "The number of query heads must be a multiple of key/value heads, but "
+            f"got {q_heads} vs {kv_heads}"
+            if fast
+            else f"Query heads ({q_heads}) must be multiple of Key heads "
+            f"({kv_heads}) for Grouped Query Attention."
+        )
+        raise ValueError(first + _LAYOUT)
+
+
 def dot_product_attention(
     query: Array,
     key: Array,
@@ -52,18 +91,10 @@ def dot_product_attention(
     ``heads`` (grouped-query attention); ``module`` sows the weights as
     ``attention_weights``; ``is_causal`` masks future positions."""
     query, key, value = promote_dtype((query, key, value), dtype=dtype)
-    if query.ndim != key.ndim or key.ndim != value.ndim:
-        raise ValueError("q, k, v must have same rank.")
-    if key.shape[-3] != value.shape[-3]:
-        raise ValueError(
-            f"k, v lengths must match, but got {key.shape[-3]} and {value.shape[-3]}."
-        )
+    fast = dropout_rate == 0.0 and module is None
+    _check_shapes(query, key, value, fast)
     q_heads, kv_heads = query.shape[-2], key.shape[-2]
-    if q_heads % kv_heads:
-        raise ValueError(
-            f"Query heads ({q_heads}) must be multiple of Key/Value heads ({kv_heads})."
-        )
-    if dropout_rate == 0.0 and module is None:
+    if fast:
         shape = query.shape
         if len(shape) > 4:
 
@@ -101,6 +132,33 @@ def dot_product_attention(
     if module is not None:
         module.sow(Intermediate, "attention_weights", weights)
     return jnp.einsum("...hqk,...khd->...qhd", weights, value, precision=precision)
+
+
+def _feature_sizes(
+    num_heads: int,
+    in_features: int,
+    qkv_features: int | None,
+    out_features: int | None,
+    num_kv_heads: int | None,
+    in_kv_features: int | None,
+) -> tuple[int, int, int, int]:
+    """``(qkv_features, out_features, in_kv_features, num_kv_heads)`` with their
+    defaults, checked."""
+    qkv = qkv_features if qkv_features is not None else in_features
+    kv_heads = num_kv_heads if num_kv_heads is not None else num_heads
+    if num_heads % kv_heads:
+        raise ValueError(
+            f"num_heads ({num_heads}) must be divisible by num_kv_heads "
+            f"({kv_heads}).\nPick num_kv_heads among the divisors of num_heads."
+        )
+    if qkv % num_heads:
+        raise ValueError(
+            f"Memory dimension ({qkv}) must be divisible by 'num_heads' heads "
+            f"({num_heads}).\nPick qkv_features as a multiple of num_heads."
+        )
+    out = out_features if out_features is not None else in_features
+    in_kv = in_kv_features if in_kv_features is not None else in_features
+    return qkv, out, in_kv, kv_heads
 
 
 class MultiHeadAttention(Module):
@@ -148,102 +206,86 @@ class MultiHeadAttention(Module):
         query_ln_scale_metadata: Mapping[str, Any] = NO_META,
         key_ln_scale_metadata: Mapping[str, Any] = NO_META,
     ):
-        self.num_heads = num_heads
-        self.in_features = in_features
-        self.qkv_features = qkv_features if qkv_features is not None else in_features
-        self.out_features = out_features if out_features is not None else in_features
-        self.in_kv_features = (
-            in_kv_features if in_kv_features is not None else in_features
-        )
-        self.num_kv_heads = num_kv_heads if num_kv_heads is not None else num_heads
-        if num_heads % self.num_kv_heads:
-            raise ValueError(
-                f"num_heads ({num_heads}) must be divisible by num_kv_heads "
-                f"({self.num_kv_heads})."
-            )
-        if self.qkv_features % num_heads:
-            raise ValueError(
-                f"Memory dimension ({self.qkv_features}) must be divisible by "
-                f"'num_heads' heads ({num_heads})."
-            )
-        self.dtype = dtype
-        self.param_dtype = param_dtype
-        self.broadcast_dropout = broadcast_dropout
-        self.dropout_rate = dropout_rate
-        self.deterministic = deterministic
-        self.precision = precision
-        self.use_bias = use_bias
-        self.attention_fn = attention_fn
-        self.decode = decode
-        self.normalize_qk = normalize_qk
+        sizes = _feature_sizes(
+            num_heads, in_features, qkv_features, out_features, num_kv_heads,
+            in_kv_features,
+        )  # fmt: skip
+        self.num_heads, self.in_features = num_heads, in_features
+        self.qkv_features, self.out_features = sizes[0], sizes[1]
+        self.in_kv_features, self.num_kv_heads = sizes[2], sizes[3]
+        self.dtype, self.param_dtype = dtype, param_dtype
+        self.broadcast_dropout, self.dropout_rate = broadcast_dropout, dropout_rate
+        self.deterministic, self.precision = deterministic, precision
+        self.use_bias, self.attention_fn = use_bias, attention_fn
+        self.decode, self.normalize_qk = decode, normalize_qk
         self.qkv_promote_dtype = qkv_promote_dtype
         self.out_promote_dtype = out_promote_dtype
         self.ln_promote_dtype = ln_promote_dtype
-        self.qkv_dot_general = qkv_dot_general
-        self.out_dot_general = out_dot_general
+        self.qkv_dot_general, self.out_dot_general = qkv_dot_general, out_dot_general
         self.qkv_dot_general_cls = qkv_dot_general_cls
         self.out_dot_general_cls = out_dot_general_cls
         self.head_dim = self.qkv_features // num_heads
-
-        def proj(n_in: int, heads: int) -> LinearGeneral:
-            return LinearGeneral(
-                n_in,
-                (heads, self.head_dim),
-                dtype=dtype,
-                param_dtype=param_dtype,
-                kernel_init=kernel_init,
-                bias_init=bias_init,
-                use_bias=use_bias,
-                precision=precision,
-                promote_dtype=qkv_promote_dtype,
-                dot_general=qkv_dot_general,
-                dot_general_cls=qkv_dot_general_cls,
-                rngs=rngs,
-                kernel_metadata=kernel_metadata,
-                bias_metadata=bias_metadata,
-            )
-
-        self.query = proj(in_features, num_heads)
-        self.key = proj(self.in_kv_features, self.num_kv_heads)
-        self.value = proj(self.in_kv_features, self.num_kv_heads)
-        self.query_ln: LayerNorm | None = None
-        self.key_ln: LayerNorm | None = None
-        if normalize_qk:
-            for name, meta in (
-                ("query_ln", query_ln_scale_metadata),
-                ("key_ln", key_ln_scale_metadata),
-            ):
-                ln = LayerNorm(
-                    self.head_dim,
-                    use_bias=False,
-                    dtype=dtype,
-                    param_dtype=param_dtype,
-                    promote_dtype=ln_promote_dtype,
-                    rngs=rngs,
-                    scale_metadata=meta,
-                )
-                setattr(self, name, ln)
-        self.out = LinearGeneral(
-            (num_heads, self.head_dim),
-            self.out_features,
-            axis=(-2, -1),
-            kernel_init=out_kernel_init or kernel_init,
-            bias_init=out_bias_init or bias_init,
-            use_bias=use_bias,
-            dtype=dtype,
-            param_dtype=param_dtype,
-            precision=precision,
-            promote_dtype=out_promote_dtype,
-            dot_general=out_dot_general,
-            dot_general_cls=out_dot_general_cls,
-            rngs=rngs,
-            kernel_metadata=out_kernel_metadata or kernel_metadata,
-            bias_metadata=out_bias_metadata or bias_metadata,
+        self._build_layers(
+            rngs,
+            (kernel_init, out_kernel_init or kernel_init),
+            (bias_init, out_bias_init or bias_init),
+            {
+                "kernel": kernel_metadata,
+                "bias": bias_metadata,
+                "out_kernel": out_kernel_metadata or kernel_metadata,
+                "out_bias": out_bias_metadata or bias_metadata,
+                "query_ln": query_ln_scale_metadata,
+                "key_ln": key_ln_scale_metadata,
+            },
         )
         self.rngs = rngs["dropout"].fork() if keep_rngs and dropout_rate > 0 else None
         self.cached_key: Cache | None = None
         self.cached_value: Cache | None = None
         self.cache_index: Cache | None = None
+
+    def _build_layers(
+        self,
+        rngs: Rngs,
+        kernel_inits: tuple[Callable[..., Array], Callable[..., Array]],
+        bias_inits: tuple[Callable[..., Array], Callable[..., Array]],
+        metadata: Mapping[str, Mapping[str, Any]],
+    ) -> None:
+        """The query/key/value projections, the optional query/key LayerNorms and
+        the output projection (flax.nnx's names and creation order)."""
+        dtypes = {"dtype": self.dtype, "param_dtype": self.param_dtype}
+
+        def proj(n_in: int, heads: int) -> LinearGeneral:
+            return LinearGeneral(
+                n_in, (heads, self.head_dim), **dtypes,
+                kernel_init=kernel_inits[0], bias_init=bias_inits[0],
+                use_bias=self.use_bias, precision=self.precision,
+                promote_dtype=self.qkv_promote_dtype,
+                dot_general=self.qkv_dot_general,
+                dot_general_cls=self.qkv_dot_general_cls, rngs=rngs,
+                kernel_metadata=metadata["kernel"], bias_metadata=metadata["bias"],
+            )  # fmt: skip
+
+        self.query = proj(self.in_features, self.num_heads)
+        self.key = proj(self.in_kv_features, self.num_kv_heads)
+        self.value = proj(self.in_kv_features, self.num_kv_heads)
+        self.query_ln: LayerNorm | None = None
+        self.key_ln: LayerNorm | None = None
+        if self.normalize_qk:
+            for name in ("query_ln", "key_ln"):
+                ln = LayerNorm(
+                    self.head_dim, use_bias=False, **dtypes,
+                    promote_dtype=self.ln_promote_dtype, rngs=rngs,
+                    scale_metadata=metadata[name],
+                )  # fmt: skip
+                setattr(self, name, ln)
+        self.out = LinearGeneral(
+            (self.num_heads, self.head_dim), self.out_features, axis=(-2, -1),
+            kernel_init=kernel_inits[1], bias_init=bias_inits[1],
+            use_bias=self.use_bias, **dtypes, precision=self.precision,
+            promote_dtype=self.out_promote_dtype, dot_general=self.out_dot_general,
+            dot_general_cls=self.out_dot_general_cls, rngs=rngs,
+            kernel_metadata=metadata["out_kernel"], bias_metadata=metadata["out_bias"],
+        )  # fmt: skip
 
     def init_cache(self, input_shape: Sequence[int], dtype: Any = jnp.float32) -> None:
         """Creates the decode cache for inputs of ``input_shape`` (batch..., length,
@@ -286,6 +328,82 @@ class MultiHeadAttention(Module):
                 )
                 self.init_cache((*batch, max_length, 1), self.dtype or jnp.float32)
 
+    def _project(
+        self, inputs_q: Array, inputs_k: Any, inputs_v: Any, sharding: Any
+    ) -> tuple[Array, Array, Array]:
+        inputs_k = inputs_q if inputs_k is None else inputs_k
+        inputs_v = inputs_k if inputs_v is None else inputs_v
+        if inputs_q.shape[-1] != self.in_features:
+            raise ValueError(
+                f"Incompatible input dimension, got {inputs_q.shape[-1]} but module "
+                f"expects {self.in_features}.\nGive inputs_q a last axis of "
+                f"{self.in_features} (in_features)."
+            )
+        q = self.query(inputs_q, out_sharding=sharding)
+        k = self.key(inputs_k, out_sharding=sharding)
+        v = self.value(inputs_v, out_sharding=sharding)
+        if self.normalize_qk:
+            assert self.query_ln is not None and self.key_ln is not None
+            q, k = self.query_ln(q), self.key_ln(k)
+        return q, k, v
+
+    def _decode_step(
+        self, k: Array, v: Array, mask: Array | None
+    ) -> tuple[Array, Array, Array]:
+        """Writes this step's key and value into the cache; attends over the
+        cache up to it."""
+        if (
+            self.cached_key is None
+            or self.cached_value is None
+            or self.cache_index is None
+        ):
+            raise ValueError(
+                "Autoregressive cache not initialized, call ``init_cache`` first."
+                "\nMultiHeadAttention(decode=True) needs init_cache(input_shape)."
+            )
+        *batch, max_len, heads, depth = self.cached_key.value.shape
+        expected = tuple(batch) + (1, heads, depth)
+        if expected != k.shape:
+            raise ValueError(
+                "Autoregressive cache shape error, expected key shape "
+                f"{expected} instead got {k.shape}.\nDecode one step at a time."
+            )
+        i = self.cache_index.value
+        zero = jnp.array(0, dtype=i.dtype)
+        start = (zero,) * len(batch) + (i, zero, zero)
+        k = jax.lax.dynamic_update_slice(self.cached_key.value, k, start)
+        v = jax.lax.dynamic_update_slice(self.cached_value.value, v, start)
+        self.cached_key.value, self.cached_value.value = k, v
+        self.cache_index.value = i + 1
+        step_mask = jnp.broadcast_to(
+            jnp.arange(max_len) <= i, tuple(batch) + (1, 1, max_len)
+        )
+        return k, v, combine_masks(mask, step_mask)
+
+    def _dropout(
+        self, deterministic: bool | None, rngs: Rngs | RngStream | None
+    ) -> tuple[bool, Array | None]:
+        """Whether this call is deterministic, and the dropout key if not."""
+        if self.dropout_rate <= 0.0:
+            return True, None
+        det = self.deterministic if deterministic is None else deterministic
+        if det is None:
+            raise ValueError(
+                "No `deterministic` argument was provided to MultiHeadAttention "
+                "as either a __call__ argument, class attribute, or nnx.flag."
+                "\nPass deterministic=True/False to the call or the constructor."
+            )
+        if det:
+            return True, None
+        stream = rngs if rngs is not None else self.rngs
+        if stream is None:
+            raise ValueError(
+                "'rngs' must be provided to __call__ method if "
+                "MultiHeadAttention instance is defined with keep_rngs=False."
+                "\nPass rngs= to the call."
+            )
+        return False, stream["dropout"]() if isinstance(stream, Rngs) else stream()
+
     def __call__(
         self,
         inputs_q: Array,
@@ -301,69 +419,12 @@ class MultiHeadAttention(Module):
         out_sharding: Any = None,
         qkv_sharding: Any = None,
     ) -> Array:
-        inputs_k = inputs_q if inputs_k is None else inputs_k
-        inputs_v = inputs_k if inputs_v is None else inputs_v
-        if inputs_q.shape[-1] != self.in_features:
-            raise ValueError(
-                f"Incompatible input dimension, got {inputs_q.shape[-1]} but module "
-                f"expects {self.in_features}."
-            )
-        q = self.query(inputs_q, out_sharding=qkv_sharding)
-        k = self.key(inputs_k, out_sharding=qkv_sharding)
-        v = self.value(inputs_v, out_sharding=qkv_sharding)
-        if self.normalize_qk:
-            assert self.query_ln is not None and self.key_ln is not None
-            q, k = self.query_ln(q), self.key_ln(k)
-        decode = self.decode if decode is None else decode
-        if decode:
-            if (
-                self.cached_key is None
-                or self.cached_value is None
-                or self.cache_index is None
-            ):
-                raise ValueError(
-                    "Autoregressive cache not initialized, call ``init_cache`` "
-                    "first.\\nMultiHeadAttention(decode=True) needs "
-                    "init_cache(input_shape)."
-                )
-            *batch, max_len, heads, depth = self.cached_key.value.shape
-            expected = tuple(batch) + (1, heads, depth)
-            if expected != k.shape:
-                raise ValueError(
-                    "Autoregressive cache shape error, expected key shape "
-                    f"{expected} instead got {k.shape}.\\nDecode one step at a time."
-                )
-            i = self.cache_index.value
-            zero = jnp.array(0, dtype=i.dtype)
-            start = (zero,) * len(batch) + (i, zero, zero)
-            k = jax.lax.dynamic_update_slice(self.cached_key.value, k, start)
-            v = jax.lax.dynamic_update_slice(self.cached_value.value, v, start)
-            self.cached_key.value, self.cached_value.value = k, v
-            self.cache_index.value = i + 1
-            step_mask = jnp.broadcast_to(
-                jnp.arange(max_len) <= i, tuple(batch) + (1, 1, max_len)
-            )
-            mask = combine_masks(mask, step_mask)
-        dropout_rng = None
-        if self.dropout_rate > 0.0:
-            det = self.deterministic if deterministic is None else deterministic
-            if det is None:
-                raise ValueError(
-                    "No `deterministic` argument was provided to MultiHeadAttention "
-                    "as either a __call__ argument, class attribute, or nnx.flag."
-                )
-            if not det:
-                stream = rngs if rngs is not None else self.rngs
-                if stream is None:
-                    raise ValueError(
-                        "'rngs' must be provided to __call__ method if "
-                        "MultiHeadAttention instance is defined with keep_rngs=False."
-                    )
-                dropout_rng = (
-                    stream["dropout"]() if isinstance(stream, Rngs) else stream()
-                )
-        else:
-            det = True
+        """Attends ``inputs_q`` over ``inputs_k``/``inputs_v`` (both default to
+        ``inputs_q``: self-attention); ``decode`` steps through the cache."""
+        q, k, v = self._project(inputs_q, inputs_k, inputs_v, qkv_sharding)
+        if self.decode if decode is None else decode:
+            k, v, mask = self._decode_step(k, v, mask)
+        det, dropout_rng = self._dropout(deterministic, rngs)
         kw: dict[str, Any] = {"module": self} if sow_weights else {}
         if is_causal:
             kw["is_causal"] = True
