@@ -331,7 +331,24 @@ export function groupTitle(rec: PackRecord, index: number): string {
   if (g.filter === true && (g.label === 'all' || !g.label)) {
     return 'all collections';
   }
-  return `${names.length ? names.join(', ') : JSON.stringify(g.filter)}: ${g.label || 'lifted'}`;
+  return `${names.length ? names.join(', ') : pyText(g.filter)}: ${g.label || 'lifted'}`;
+}
+
+/** A recorded value as the Python text and HTML forms write it (`True`, `None`, `a, b`). */
+export function pyText(v: unknown): string {
+  if (typeof v === 'boolean') {
+    return v ? 'True' : 'False';
+  }
+  if (v === null || v === undefined) {
+    return 'None';
+  }
+  if (typeof v === 'string') {
+    return v;
+  }
+  if (Array.isArray(v)) {
+    return v.map(pyText).join(', ');
+  }
+  return JSON.stringify(v);
 }
 
 /** The lanes of a record by filter group, in group order (lanes of no group last). */

@@ -265,3 +265,12 @@ describe('navigation and text helpers', () => {
     expect(JSON.parse(copy)).toEqual(JSON.parse(shipped));
   });
 });
+
+describe('pyText', () => {
+  it('writes recorded values as the Python forms do (True, None; no JSON true/null)', async () => {
+    const { pyText } = await import('../src/layout');
+    expect(pyText([true, 'params', null])).toBe('True, params, None');
+    expect(pyText(false)).toBe('False');
+    expect(pyText({ a: 1 })).toBe('{"a":1}');
+  });
+});
