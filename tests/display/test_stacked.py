@@ -89,9 +89,7 @@ def test_nan_slice_is_marked():
 
 
 def _charts(html: str) -> list[str]:
-    return re.findall(
-        r"<span class='spark'.*?<span>[^<]*</span></span>", html
-    )
+    return re.findall(r"<span class='spark'.*?<span>[^<]*</span></span>", html)
 
 
 def _bars(chart: str) -> list[tuple[int, str]]:
