@@ -271,3 +271,19 @@ def test_loops_keep_variable_identity(nnx):
         nnx.while_loop(lambda carry: carry[-1] > 0, body, (m, 2.0))
     _, c = nnx.fori_loop(0, 2, lambda i, carry: body(carry), (m, 2.0))
     np.testing.assert_allclose(c, 0.0)  # fori_loop takes the new Variable
+
+
+@BOTH
+def test_pmap_creates_objects_with_state_axes_out(nnx):
+    axes = nnx.StateAxes({nnx.Param: 0, ...: None})
+
+    @nnx.pmap(in_axes=0, out_axes=axes, axis_size=1)
+    def create(x):
+        m = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
+        m.kernel[...] += x
+        m.count = nnx.BatchStat(jnp.array(0))
+        return m
+
+    m = create(jnp.zeros((1,)))
+    assert m.kernel.shape == (1, 3, 2)
+    assert m.count.shape == ()  # broadcast: one copy

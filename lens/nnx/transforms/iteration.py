@@ -26,7 +26,6 @@ from lens.nnx.transforms.general import (
     Carrier,
     Entry,
     Skeleton,
-    StateAxes,
     apply_graph_updates,
     axes_resolver,
     changed_structure,
@@ -241,13 +240,6 @@ def pmap(
             graph_updates=graph_updates,
         )
 
-    if any(
-        isinstance(s, StateAxes)
-        for s in jax.tree.leaves(out_axes, is_leaf=lambda x: isinstance(x, StateAxes))
-    ):
-        raise NotImplementedError(
-            "nnx.pmap: StateAxes in out_axes is not supported; use nnx.vmap."
-        )
     mapped = _mapped_call(
         "pmap",
         jax.pmap,
