@@ -496,3 +496,21 @@ def test_exit_with_a_view_still_drawing_is_clean():
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "terminate called" not in out.stderr
+
+
+def test_a_closed_view_refuses_more_and_layers_refuse_tracers():
+    live = lens.display.live("fit", sink="none", layer_every=1)
+
+    @jax.jit
+    def step(p):
+        live.layers(0, p)
+        return p
+
+    with pytest.raises(TypeError, match="params hold tracers.*after it"):
+        step({"w": jnp.ones((2, 2))})
+    live.close()
+    with pytest.raises(RuntimeError, match="'fit' is closed.*lens.display.live"):
+        live.log(0, loss=1.0)
+    with pytest.raises(RuntimeError, match="is closed"):
+        live.layers(0, {"w": np.ones(2)})
+    assert live.frame().done == 0  # nothing was recorded

@@ -184,10 +184,17 @@ class Layers:
     def sample(self, step: Any, params: Any, grads: Any = None) -> None:
         """Dispatches the reductions of ``params`` (and ``grads``); no device wait."""
         import jax
+        from jax.core import Tracer
 
         with self.lock:
             if not self.due():
                 return
+            if any(isinstance(x, Tracer) for x in jax.tree.leaves(params)):
+                raise TypeError(
+                    "live.layers: params hold tracers: live.layers was called "
+                    "inside a jitted or transformed function. Return params and "
+                    "grads from the step and call live.layers after it."
+                )
             treedef = jax.tree_util.tree_structure(params)
             shapes = tuple(getattr(x, "shape", None) for x in jax.tree.leaves(params))
             key = (treedef, shapes)

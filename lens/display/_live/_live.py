@@ -115,6 +115,7 @@ class Live:
           ValueError: a value that is not a scalar.
         """
         check_step(step)
+        self._check_open("log")
         if not isinstance(split, str) or not split:
             raise TypeError(
                 f"live.log: split={split!r} must be a non-empty string "
@@ -140,7 +141,16 @@ class Live:
         the same structure.
         """
         check_step(step)
+        self._check_open("layers")
         self._layers.sample(step, params, grads)
+
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise RuntimeError(
+                f"live.{what}: the view {self.title!r} is closed (its with block "
+                "ended or close() was called); make a new one with "
+                "lens.display.live(...)."
+            )
 
     def watch(self, fn: Callable[..., Any], name: str | None = None) -> Any:
         """``fn`` wrapped so the view shows its compile: ``compiling name: 12 s``.
