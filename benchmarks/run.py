@@ -68,6 +68,8 @@ TARGETS = [
 ]
 LIBRARIES = ("lens", "flax", "pure jax")
 SCAN_TARGET = 1.0
+# Appended to RESULTS.md: where the time goes (profiles, by hand; not generated).
+NOTES = pathlib.Path(__file__).with_name("where_the_time_goes.md")
 CACHE_TARGET = 0.3
 
 
@@ -321,6 +323,8 @@ def main(argv: list[str] | None = None) -> str:
     ]
     lines += _display_lines(shown)
     lines += _cache_lines(cached)[0]
+    if NOTES.exists():  # the hand-written analysis: where the time goes
+        lines += ["", NOTES.read_text().rstrip()]
     text = "\n".join(lines) + "\n"
     print(text)
     out = args.out or (

@@ -154,9 +154,9 @@ IMPORTS = [
 def _import_time(stmt: str) -> float:
     """Seconds ``stmt`` adds over ``import jax`` in a fresh interpreter."""
     code = IMPORT_CHILD.format(stmt=stmt)
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(f"{stmt!r} failed in a fresh interpreter:\n{out.stderr}")
     return float(out.stdout.strip().splitlines()[-1])
 
 
