@@ -6,7 +6,7 @@ path, holding references to its sub-dicts. Rng streams are root keys plus the pa
 (see :mod:`lens.core._rng`). The public behaviour is ``flax.core.Scope``'s.
 
 All scopes made by one ``init``/``apply``/``bind`` (or by one lifted reconstruction
-inside a transform) share a :class:`_Shared` record: whether they are still alive,
+inside a transform) share a :class:`Shared` record: whether they are still alive,
 which lifted transforms they sit in (to explain a missing collection or stream),
 and, while a pack trace records, what was written and created.
 """
@@ -24,9 +24,15 @@ from lens import errors
 from lens.configurations import config
 from lens.core._filters import Filter, in_filter
 from lens.core._freeze import FrozenDict, freeze
+from lens.core._lift_info import (
+    LiftInfo,
+    Shared,
+    missing_error,
+    not_mutable_error,
+    rng_error,
+)
 from lens.core._rng import LazyRng, RngCounters, fold_path
 from lens.core._tree import copy_tree
-from lens.core._unused import Usage
 from lens.core._variable import (
     Variable,
     expected_shapes,
@@ -56,70 +62,6 @@ class _ChildRngToken:
 
 child_rng_token: Any = _ChildRngToken()
 """Flax's marker for a child's counters; lens keeps them in ``RngCounters.children``."""
-
-
-class LiftInfo:
-    """What one lifted transform let through; used to explain missing state."""
-
-    __slots__ = (
-        "transform",
-        "path",
-        "in_filter",
-        "out_filter",
-        "rng_filter",
-        "hint",
-        "groups",
-        "rng_groups",
-    )
-
-    def __init__(
-        self,
-        transform: str,
-        path: tuple[str, ...],
-        in_filter: Filter,
-        out_filter: Filter,
-        rng_filter: Filter,
-        hint: Callable[[str, str], str] | None,
-        groups: tuple[tuple[Filter, str], ...] = (),
-        rng_groups: tuple[tuple[Filter, str], ...] = (),
-    ):
-        self.transform = transform
-        self.path = path
-        self.in_filter = in_filter
-        self.out_filter = out_filter
-        self.rng_filter = rng_filter
-        self.hint = hint
-        # (filter, how it is lifted) per group, e.g. ("params", "axis 0"): for displays.
-        self.groups = groups
-        self.rng_groups = rng_groups
-
-    def fix(self, kind: str, name: str) -> str:
-        """How to lift collection (``kind='collection'``) or stream ``name``."""
-        if self.hint is not None:
-            return self.hint(kind, name)
-        if kind == "rng":
-            return f'Add "{name}" to the rng filters of {self.transform}.'
-        return f'Add "{name}" to the variable filters of {self.transform}.'
-
-    @property
-    def where(self) -> str:
-        return f"{self.transform} at {errors.path_text(self.path)}"
-
-
-class _Shared:
-    """State shared by the scopes of one init/apply/bind or one lifted rebuild."""
-
-    __slots__ = ("alive", "lifts", "track", "created", "usage")
-
-    def __init__(self, lifts: tuple[LiftInfo, ...] = ()):
-        self.alive = True
-        self.lifts = lifts
-        # (collection, path) of each variable written, when a pack trace records.
-        self.track: set[tuple[str, tuple[str, ...]]] | None = None
-        # (collection, path, value) of each variable created, for loop initialisation.
-        self.created: list[tuple[str, tuple[str, ...], Any]] | None = None
-        # What apply's modules declared and read, to warn about unused variables.
-        self.usage: Usage | None = None
 
 
 DuplicateScopeNameError = errors.DuplicateScopeNameError
@@ -190,7 +132,7 @@ class Scope:
         self._counters = RngCounters()
         self.reservations: dict[str, set[str | None]] = {}
         self._invalid = False
-        self._shared = parent._shared if parent is not None else _Shared()
+        self._shared = parent._shared if parent is not None else Shared()
         self._mut: dict[str, bool] = {}
 
     @classmethod
@@ -488,7 +430,7 @@ class Scope:
         """
         self._check_valid()
         if not self.is_mutable_collection(col):
-            raise self._not_mutable_error(col, name)
+            raise not_mutable_error(self, col, name)
         d = self._mutable_collection(col)
         shared = self._shared
         if shared.created is not None and name not in d:
@@ -515,7 +457,7 @@ class Scope:
         self.reserve(name, col)
         if not self.has_variable(col, name):
             if not self.is_mutable_collection(col) or init_fn is None:
-                raise self._missing_error(col, name)
+                raise missing_error(self, col, name)
             self.put_variable(col, name, init_fn(*init_args, **init_kwargs))
         return Variable(self, col, name, unbox=unbox)
 
@@ -554,7 +496,7 @@ class Scope:
                         )
             return value
         if not self.is_mutable_collection("params"):
-            raise self._missing_error("params", name)
+            raise missing_error(self, "params", name)
         value = init_fn(self.make_rng("params"), *init_args, **init_kwargs)
         self.put_variable("params", name, value)
         return unbox_value(value) if unbox else value
@@ -607,58 +549,10 @@ class Scope:
         if lazy is None:
             lazy = roots.get("params")
             if lazy is None:
-                raise self._rng_error(name)
+                raise rng_error(self, name)
             name = "params"
         self._check_valid()
         counts = self._counters.counts
         c = counts.get(name, 0) + 1
         counts[name] = c
         return fold_path(lazy.rng, lazy.suffix + self.path[self._rng_depth :] + (c,))
-
-    # ------------------------------------------------------------------ errors
-
-    def _lift_blocking(self, col: str, for_write: bool) -> LiftInfo | None:
-        for info in self._shared.lifts:
-            if not in_filter(info.in_filter, col):
-                return info
-            if for_write and not in_filter(info.out_filter, col):
-                return info
-        return None
-
-    def _missing_error(self, col: str, name: str) -> Exception:
-        info = self._lift_blocking(col, for_write=False)
-        hint = ""
-        if info is not None:
-            hint = (
-                f'Collection "{col}" is not lifted into {info.where}, so it is '
-                f"invisible inside.\n{info.fix('collection', col)}"
-            )
-        if self.is_collection_empty(col):
-            return errors.ScopeCollectionNotFound(col, name, self.path_text, hint=hint)
-        if col == "params":
-            return errors.ScopeParamNotFoundError(name, self.path_text, hint=hint)
-        return errors.ScopeVariableNotFoundError(name, col, self.path_text, hint=hint)
-
-    def _not_mutable_error(self, col: str, name: str) -> Exception:
-        info = self._lift_blocking(col, for_write=True)
-        hint = ""
-        if info is not None:
-            hint = (
-                f'"{col}" is not among the collections that {info.where} returns, so '
-                f"writes to it inside would be lost.\n{info.fix('collection', col)}"
-            )
-        return errors.ModifyScopeVariableError(col, name, self.path_text, hint=hint)
-
-    def _rng_error(self, name: str) -> Exception:
-        for info in self._shared.lifts:
-            if not in_filter(info.rng_filter, name):
-                return errors.InvalidRngError(
-                    f'{self.name} needs PRNG for "{name}"\nThe stream is used at '
-                    f"{self.path_text} but is not lifted into {info.where}.\n"
-                    f"{info.fix('rng', name)}"
-                )
-        return errors.InvalidRngError(
-            f'{self.name} needs PRNG for "{name}"\nThe stream "{name}" is used at '
-            f"{self.path_text} but was not given; pass it to init/apply: "
-            f'rngs={{"{name}": jax.random.key(0)}}.'
-        )

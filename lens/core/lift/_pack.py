@@ -33,7 +33,8 @@ from lens.core._filters import (
     intersect_filters,
     union_filters,
 )
-from lens.core._scope import LiftInfo, Scope, _Shared
+from lens.core._lift_info import LiftInfo, Shared
+from lens.core._scope import Scope
 from lens.core._tree import copy_tree, merge_into
 
 Hint = Callable[[str, str], str]
@@ -113,9 +114,9 @@ class ScopeFn:
         self.mutable = list(mutable)
         self.lifts = list(lifts)
         self.recorder = recorder
-        self.shared: list[_Shared] = []
+        self.shared: list[Shared] = []
         # The shared records of the roots made by the latest call, in root order.
-        self.last_shared: list[_Shared] = []
+        self.last_shared: list[Shared] = []
         self.name = name
         # What the rebuilt scopes look like, without where they are.
         self.structure = (
