@@ -514,3 +514,31 @@ def test_a_closed_view_refuses_more_and_layers_refuse_tracers():
     with pytest.raises(RuntimeError, match="is closed"):
         live.layers(0, {"w": np.ones(2)})
     assert live.frame().done == 0  # nothing was recorded
+
+
+@pytest.mark.parametrize(
+    "name, title",
+    [
+        ("03_scan_and_vmap_axes", "scan stack · 48/48 steps"),
+        ("06_nnx", "CNN · 24/24 steps"),
+    ],
+)
+def test_saved_notebooks_hold_the_final_picture(name, title):
+    """What GitHub, nbval and nbconvert's HTML show: the emptied live output, then
+    the final picture (curves, per-layer statistics) as plain script-free HTML."""
+    import pathlib
+
+    import nbconvert
+    import nbformat
+
+    path = pathlib.Path(__file__).parents[2] / "notebooks" / f"{name}.ipynb"
+    nb = nbformat.read(path, 4)
+    (cell,) = [c for c in nb.cells if "lens.display.live(" in c.source]
+    empty, final = cell.outputs[:2]
+    assert empty.data == {"text/plain": ""}
+    assert final.data["text/plain"].startswith(f"{title} in ")  # every step counted
+    html = final.data["text/html"]
+    assert "lens-live-chart" in html and "<script" not in html and "<svg" not in html
+    page, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
+    for part in ("lens-live-chart", "lens-live-heat", "<b>loss</b>", "layers</b>"):
+        assert page.count(part) == html.count(part) > 0, part
