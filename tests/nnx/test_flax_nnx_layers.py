@@ -558,3 +558,39 @@ def test_attention_shape_errors_start_as_flaxs(q, k, v, dropout):
     first = ours.splitlines()[0]
     assert theirs.startswith(first.rstrip(".")) and len(first) > 20
     assert "[batch..., length, heads, depth]" in ours  # and how to fix it
+
+
+def _recurrent_dropout_rnn(nnx):
+    class Cell(nnx.OptimizedLSTMCell):
+        def __init__(self, *, rngs, **kwargs):
+            super().__init__(rngs=rngs, **kwargs)
+            self.drop = nnx.Dropout(
+                0.5, deterministic=False, rng_collection="recurrent_dropout", rngs=rngs
+            )
+
+        def __call__(self, carry, x):
+            carry, y = super().__call__(carry, x)
+            return carry, self.drop(y)
+
+    cell = Cell(in_features=3, hidden_features=4, rngs=nnx.Rngs(0, recurrent_dropout=1))
+    return nnx.RNN(cell, broadcast_rngs="recurrent_dropout")
+
+
+def test_rnn_recurrent_dropout_keeps_one_mask_per_call_as_flax():
+    """broadcast_rngs: every time step of a call drops the same units; each call
+    draws one new key (the stream's count goes up by one), as in flax.nnx."""
+    ours, theirs = _recurrent_dropout_rnn(lnnx), _recurrent_dropout_rnn(fnnx)
+    x = jnp.ones((2, 5, 3))
+    for _ in range(2):
+        y = ours(x)
+        np.testing.assert_allclose(y, theirs(x), rtol=1e-5, atol=1e-6)
+        dropped = np.asarray(y) == 0
+        assert dropped.any() and (dropped == dropped[:, :1]).all()  # same each step
+    assert int(ours.cell.drop.rngs.count[...]) == 2
+
+
+def test_lstm_in_half_precision_initializes_as_flax():
+    ours = lnnx.LSTMCell(3, 4, param_dtype=jnp.float16, rngs=lnnx.Rngs(0))
+    theirs = fnnx.LSTMCell(3, 4, param_dtype=jnp.float16, rngs=fnnx.Rngs(0))
+    assert ours.hi.kernel.value.dtype == jnp.float16
+    np.testing.assert_array_equal(ours.hi.kernel.value, theirs.hi.kernel[...])

@@ -3,8 +3,11 @@
 Cells keep flax.nnx's sub-layers, names and key order (``LSTMCell`` has
 ``ii/if_/ig/io`` input kernels and ``hi/hf/hg/ho`` recurrent ones; the fused cells
 have ``dense_i``/``dense_h``), so the same ``Rngs`` gives the same parameters.
-``RNN`` scans a cell over the time axis with ``jax.lax.scan``; the cell's variables
-are read, never written, inside the loop.
+``RNN`` scans a cell over the time axis with ``nnx.scan``: the cell's state is
+carried through the steps (``state_axes``), and the ``broadcast_rngs`` streams give
+every step of a call the same key (recurrent dropout), as in flax.nnx (lens scans
+a key repeated per step where flax broadcasts one: lens's scan carries a
+broadcast stream's draws from step to step).
 """
 
 from __future__ import annotations
@@ -17,11 +20,16 @@ import jax.numpy as jnp
 
 from lens._kernels import sequences as seq
 from lens.core.nn import initializers
+from lens.nnx.filterlib import All, to_predicate
+from lens.nnx.graphlib import iter_graph
 from lens.nnx.module import Module
 from lens.nnx.nn.dtypes import promote_dtype
 from lens.nnx.nn.linear import Linear
 from lens.nnx.nn.parameters import NO_META
-from lens.nnx.rnglib import Rngs, RngStream
+from lens.nnx.rnglib import Rngs, RngStream, SplitBackups
+from lens.nnx.transforms.general import StateAxes
+from lens.nnx.transforms.loops import Carry, scan
+from lens.nnx.variablelib import RngState
 
 Array = Any
 
@@ -36,8 +44,10 @@ _zeros = initializers.zeros_init()
 
 
 def modified_orthogonal(key: Array, shape: Any, dtype: Any = jnp.float32) -> Array:
-    """Orthogonal init (the default recurrent kernel init of ``LSTMCell``)."""
-    return _orth(key, shape, dtype)
+    """Orthogonal init (the default recurrent kernel init of ``LSTMCell``),
+    computed in float32 and cast to ``dtype``: the QR factorization it needs has
+    no half-precision (float16, bfloat16) kernel, and flax draws it so too."""
+    return _orth(key, shape).astype(dtype)
 
 
 class RNNCellBase(Module):
@@ -442,6 +452,24 @@ class SimpleCell(RNNCellBase):
         return self._zeros_carry(input_shape, rngs, carry_init)
 
 
+def _broadcast_keys(cell: Any, only: Any, steps: int) -> SplitBackups:
+    """Gives each ``only`` stream of ``cell`` one new key (flax's
+    ``split_rngs(splits=1, squeeze=True)`` key) repeated for every time step,
+    so every step of this call draws the same key (recurrent dropout's fixed
+    mask); leaving the ``with`` restores the streams, advanced by one draw."""
+    pred = to_predicate(only)
+    backups = []
+    for path, x in iter_graph(cell):
+        if isinstance(x, RngStream) and (
+            pred(path, x.key) or pred((*path, "key"), x.key)
+        ):
+            key = jax.random.split(x(), 1)[0]
+            backups.append((x, x.key.value, x.count.value))
+            object.__setattr__(x.key, "_value", jnp.broadcast_to(key, (steps,)))
+            object.__setattr__(x.count, "_value", jnp.zeros((steps,), jnp.uint32))
+    return SplitBackups(backups)
+
+
 class RNN(Module):
     """Runs ``cell`` over the time axis of ``(*batch, time, features)`` inputs
     (``time_major``: ``(time, *batch, features)``)."""
@@ -465,6 +493,10 @@ class RNN(Module):
         self.reverse = reverse
         self.keep_order = keep_order
         self.unroll = unroll
+        # how scan lifts the cell's state: carried through the steps by default;
+        # the broadcast_rngs streams give every step the same key (one per call)
+        self.state_axes = dict(state_axes) if state_axes else {...: Carry}
+        self.broadcast_rngs = broadcast_rngs
         # the stream initialize_carry may draw from (flax.nnx's default: key 0)
         if rngs is True:
             self.rngs = RngStream(0, tag="carry")
@@ -504,11 +536,23 @@ class RNN(Module):
             shape = inputs.shape[:time_axis] + inputs.shape[time_axis + 1 :]
             initial_carry = self.cell.initialize_carry(shape, rngs or self.rngs)
         xs = jnp.moveaxis(inputs, time_axis, 0)
-        steps = xs.shape[0]
+        steps = jnp.arange(xs.shape[0])
         lengths = None if seq_lengths is None else jnp.asarray(seq_lengths)
-        cell = self.cell
+        with _broadcast_keys(self.cell, self.broadcast_rngs, xs.shape[0]):
+            carry, ys = self._scan(lengths)(self.cell, initial_carry, (xs, steps))
+        outputs = jnp.moveaxis(ys, 0, time_axis)
+        if reverse and keep_order:
+            outputs = flip(outputs)
+        return (carry, outputs) if return_carry else outputs
 
-        def step(carry: Any, x_t: Any) -> Any:
+    def _scan(self, lengths: Array | None) -> Callable[..., Any]:
+        """The cell scanned over the time steps (an nnx.scan: the cell's state,
+        rng counts included, comes back updated)."""
+        broadcast = All(RngState, self.broadcast_rngs)
+        state_axes = StateAxes({broadcast: 0, **self.state_axes})
+
+        @scan(in_axes=(state_axes, Carry, 0), out_axes=(Carry, 0), unroll=self.unroll)
+        def step(cell: RNNCellBase, carry: Any, x_t: Any) -> Any:
             x, t = x_t
             new, y = cell(carry, x)
             if lengths is not None:  # past a sequence's end the carry stays
@@ -522,13 +566,7 @@ class RNN(Module):
                 new = jax.tree.map(keep, new, carry)
             return new, y
 
-        carry, ys = jax.lax.scan(
-            step, initial_carry, (xs, jnp.arange(steps)), unroll=self.unroll
-        )
-        outputs = jnp.moveaxis(ys, 0, time_axis)
-        if reverse and keep_order:
-            outputs = flip(outputs)
-        return (carry, outputs) if return_carry else outputs
+        return step
 
 
 class Bidirectional(Module):
