@@ -3,7 +3,8 @@
 A package lists its public names as ordinary imports inside ``if TYPE_CHECKING:``
 (what type checkers and readers see) and ends with::
 
-    __getattr__, __dir__ = lazy_exports(__name__, __file__)
+    if not TYPE_CHECKING:  # a checker would take any name for a lazy one
+        __getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 At run time those imports are not executed: the first access of a name imports its
 module and caches the value in the package's namespace, so ``import lens.nn`` costs

@@ -4,7 +4,9 @@ their modules on first use (lens/_lazy.py), and never the display stack or optax
 Each check runs in a fresh interpreter, since this process has loaded everything.
 """
 
+import ast
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -12,6 +14,7 @@ import pytest
 
 from lens._lazy import lazy_table
 
+LAZY_PACKAGES = ["lens.nn", "lens.nnx", "lens.core", "lens.core.lift"]
 HEAVY = ("treescope", "rich", "ipywidgets", "IPython", "optax", "lens.display")
 
 
@@ -86,7 +89,7 @@ def test_unknown_name_is_an_attribute_error_naming_the_package():
     with pytest.raises(
         AttributeError, match="module 'lens.nn' has no attribute 'Dens'"
     ):
-        lens.nn.Dens  # noqa: B018
+        lens.nn.Dens  # noqa: B018  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def test_lazy_table_reads_type_checking_imports_only():
@@ -99,3 +102,30 @@ def test_lazy_table_reads_type_checking_imports_only():
         "from g import h\n"
     )
     assert lazy_table(source) == {"d": ("a.b", "c"), "e": ("a.b", "e"), "f": ("a", "f")}
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_type_checkers_see_no_module_getattr(package):
+    # A module-level __getattr__ makes pyright/mypy accept any attribute
+    # (nn.Dens would pass): the lazy hook must sit under `if not TYPE_CHECKING:`.
+    root = pathlib.Path(__file__).parent.parent
+    path = root / package.replace(".", "/") / "__init__.py"
+    tree = ast.parse(path.read_text())
+    hooks = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.UnaryOp)
+        and isinstance(node.test.op, ast.Not)
+        and getattr(node.test.operand, "id", None) == "TYPE_CHECKING"
+    ]
+    assert len(hooks) == 1 and "__getattr__" in ast.unparse(hooks[0])
+    top_level = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            top_level.add(node.name)
+        elif isinstance(node, ast.Assign):
+            top_level |= {
+                n.id for n in ast.walk(node.targets[0]) if isinstance(n, ast.Name)
+            }
+    assert "__getattr__" not in top_level

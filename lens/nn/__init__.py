@@ -170,4 +170,6 @@ if TYPE_CHECKING:
     from lens.typing import Out as Out
 
 
-__getattr__, __dir__ = lazy_exports(__name__, __file__)
+# Hidden from type checkers, which would take any name for a lazy one.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -487,4 +487,6 @@ __all__ = [
     "Initializer",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, __file__)
+# Hidden from type checkers, which would take any name for a lazy one.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, __file__)
