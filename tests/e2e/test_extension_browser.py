@@ -172,6 +172,7 @@ def test_extension_draws_pack_traces_in_jupyterlab(lab, tmp_path):
         "<!doctype html><meta charset=utf-8><body style='margin:8px'>"
         + "".join(PackTraceView(_fixture(n)).html() for n in GOLDEN)
     )
+    converted = _nbconvert(tmp_path)
     samples = tmp_path / "lens_html.json"
     samples.write_text(json.dumps(_lens_html_samples()))
     out = subprocess.run(
@@ -189,6 +190,7 @@ def test_extension_draws_pack_traces_in_jupyterlab(lab, tmp_path):
             FALLBACK_HTML=str(fallback),
             LENS_HTML=str(samples),
             SAMPLES=json.dumps(list(_lens_html_samples())),
+            NBCONVERT=json.dumps([str(p) for p in converted]),
         ),
     )
     assert out.returncode == 0, out.stderr[-3000:]
@@ -277,6 +279,17 @@ def test_extension_draws_pack_traces_in_jupyterlab(lab, tmp_path):
     # a variables table wider than 600 px scrolls inside its output
     assert samples["variables@600-light"]["scrolls"]
 
+    # nbconvert's static HTML of the notebooks (what GitHub-like hosts and a docs
+    # site show), light and dark, 600 and 1200 px.
+    for path in converted:
+        for width in (600, 1200):
+            got = report["nbconvert"][f"{path.stem}@{width}"]
+            where = (path.name, width)
+            assert got["outputs"] >= 3 and got["packs"] >= 1, (where, got)
+            assert got["headers"] == got["packs"], (where, got)
+            assert not got["docScroll"] and got["scrollable"], (where, got)
+            assert got["checked"] > 50 and got["low"] == [], (where, got)
+
     # The script-free HTML: no scripts, no horizontal scroll, every path present.
     for width in ("600", "1200"):
         fb = report["fallback"][width]
@@ -286,6 +299,34 @@ def test_extension_draws_pack_traces_in_jupyterlab(lab, tmp_path):
         for name in GOLDEN:
             for rec in _fixture(name)["packs"]:
                 assert rec["summary"] in fb["text"]
+
+
+def _nbconvert(where: pathlib.Path) -> list[pathlib.Path]:
+    """notebook 02 as `jupyter nbconvert --to html` writes it, light and dark."""
+    out = []
+    for name in ("02_lifting",):
+        for theme in ("light", "dark"):
+            target = where / f"{name}-{theme}.html"
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "nbconvert",
+                    "--to",
+                    "html",
+                    f"--HTMLExporter.theme={theme}",
+                    "--output",
+                    target.stem,
+                    "--output-dir",
+                    str(where),
+                    str(ROOT / "notebooks" / f"{name}.ipynb"),
+                ],
+                check=True,
+                capture_output=True,
+                timeout=300,
+            )
+            out.append(target)
+    return out
 
 
 def _shape(spec) -> str:
