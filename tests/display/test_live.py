@@ -488,14 +488,15 @@ def test_exit_with_a_view_still_drawing_is_clean():
     code = (
         "import jax.numpy as jnp, lens\n"
         "live = lens.display.live('left open', sink='none', per_second=30)\n"
+        "x = jnp.float32(1)\n"
         "for i in range(20000):\n"
-        "    live.log(i, loss=jnp.float32(i))\n"
+        "    live.log(i, loss=x)  # the drawer is still fetching at exit\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "terminate called" not in out.stderr
+    assert "terminate called" not in out.stderr and "FATAL" not in out.stderr
 
 
 def test_a_closed_view_refuses_more_and_layers_refuse_tracers():
