@@ -287,3 +287,55 @@ def test_pmap_creates_objects_with_state_axes_out(nnx):
     m = create(jnp.zeros((1,)))
     assert m.kernel.shape == (1, 3, 2)
     assert m.count.shape == ()  # broadcast: one copy
+
+
+@BOTH
+def test_split_and_merge_inputs_around_a_jax_transform(nnx):
+    general = pytest.importorskip(f"{nnx.__name__}.transforms.general")
+
+    class Counter(nnx.Module):
+        def __init__(self):
+            self.count = nnx.BatchStat(jnp.array(0, jnp.uint32))
+
+    counter = Counter()
+
+    @general.merge_inputs
+    def increment(c):
+        c.count[...] += 1
+
+    @general.merge_inputs
+    def nothing(c):
+        pass
+
+    general.split_inputs(jax.lax.cond)(True, increment, nothing, counter)
+    general.split_inputs(jax.lax.cond)(False, increment, nothing, counter)
+    assert int(counter.count[...]) == 1
+    jitted = general.split_inputs(jax.jit(increment))
+    jitted(counter)
+    assert int(counter.count[...]) == 2
+
+
+@BOTH
+@pytest.mark.parametrize("graph_updates", [True, False])
+def test_jit_swapped_references_come_back_in_the_full_mode_only(nnx, graph_updates):
+    class Foo(nnx.Module):
+        def __init__(self):
+            self.a = nnx.Param(jnp.array(1.0))
+            self.b = nnx.Param(jnp.array(2.0))
+
+    @nnx.jit(graph_updates=graph_updates)
+    def f(m):
+        m.a, m.b = m.b, m.a
+
+    m = Foo()
+    a, b = m.a, m.b
+    f(m)
+    assert (m.a is b and m.b is a) if graph_updates else (m.a is a and m.b is b)
+
+
+@BOTH
+def test_make_jaxpr_refuses_graph_updates(nnx):
+    with pytest.raises(ValueError, match="does not support graph_updates=True"):
+        nnx.make_jaxpr(lambda m: m["a"][...], graph=True, graph_updates=True)(
+            nnx.Dict(a=nnx.Param(jnp.array(1)))
+        )

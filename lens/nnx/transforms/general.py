@@ -23,139 +23,40 @@ Each call runs one recipe:
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import dataclasses
 import functools
-import inspect
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
 
 from lens import errors
-from lens.nnx import graphlib
 from lens.nnx.filterlib import to_predicate
-from lens.nnx.graphwalk import (
-    Builder,
-    InPlaceBuilder,
-    Leaf,
-    Walker,
-    is_graph_node,
-    path_str,
-)
-from lens.nnx.pytreelib import node_items
+from lens.nnx.graphwalk import Builder, InPlaceBuilder, Walker
 from lens.nnx.tracers import frame
-from lens.nnx.variablelib import StaticValue, Variable
-from lens.traceback_util import api_boundary
-
-
-class StateAxes:
-    """Per-filter axes for one object in ``vmap``'s ``in_axes``/``out_axes``.
-
-    ``StateAxes({Param: 1, BatchStat: None})``: params mapped on axis 1, batch stats
-    broadcast. Filters are tried in order; every variable must match one (end with
-    ``...: axis`` for the rest).
-    """
-
-    _what = "axis"
-    # made by nnx.prefix from a model: flax's tree-shaped prefix, allowed in
-    # every mode
-    from_prefix = False
-
-    def __init__(self, filter_axes: Mapping[Any, Any] | Any):
-        items = filter_axes.items() if isinstance(filter_axes, Mapping) else filter_axes
-        self.items = tuple(items)
-        self._preds = tuple(to_predicate(f) for f, _ in self.items)
-
-    def axis(self, path: tuple, x: Any) -> Any:
-        for pred, (_, ax) in zip(self._preds, self.items, strict=True):
-            if pred(path, x):
-                return ax
-        raise ValueError(
-            f"{self!r}: no filter matches {path_str(path)} "
-            f"({type(x).__name__}); add ...: <{self._what}> for the rest."
-        )
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, StateAxes) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def _key(self) -> tuple:
-        return tuple((repr(f), ax) for f, ax in self.items)
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{_filter_name(f)}: {ax}" for f, ax in self.items)
-        return f"StateAxes({{{inner}}})"
-
-
-def _filter_name(f: Any) -> str:
-    if f is Ellipsis:
-        return "..."
-    return f.__name__ if isinstance(f, type) else repr(f)
-
-
-@dataclasses.dataclass(frozen=True)
-class DiffState:
-    """``argnums`` entry: differentiate argument ``argnum``'s ``filter`` variables."""
-
-    argnum: int
-    filter: Any
-
-
-class GraphArg:
-    """An object argument, as a placeholder leaf while the pytree is flattened."""
-
-    __slots__ = ("node",)
-
-    def __init__(self, node: Any):
-        self.node = node
-
-
-def wrap_objects(tree: Any) -> Any:
-    return jax.tree.map(
-        lambda x: GraphArg(x) if is_graph_node(x) else x, tree, is_leaf=is_graph_node
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class Skeleton:
-    """The static half of the arguments: pytree structure, graph defs, statics."""
-
-    treedef: Any
-    slots: tuple[Any, ...]  # per leaf: ("graph", def) | ("leaf",) | ("static", v)
-
-
-class Carrier:
-    """A pytree of values whose static skeleton rides in the aux data, so jit caches
-    on it and vmap/grad hand it back."""
-
-    __slots__ = ("values", "aux", "axes")
-
-    def __init__(self, values: list[Any], aux: Any, axes: Any = None):
-        self.values = values
-        self.aux = aux
-        self.axes = axes  # per value, the out axis to move it to (vmap)
-
-
-jax.tree_util.register_pytree_node(
-    Carrier,
-    lambda c: (c.values, (c.aux, c.axes)),
-    lambda aux, values: Carrier(list(values), *aux),
+from lens.nnx.transforms.modes import TransformMode as TransformMode
+from lens.nnx.transforms.modes import active_mode as active_mode
+from lens.nnx.transforms.modes import check_graph_flags as check_graph_flags
+from lens.nnx.transforms.modes import check_no_aliases as check_no_aliases
+from lens.nnx.transforms.modes import check_prefix as check_prefix
+from lens.nnx.transforms.modes import check_returned_inputs as check_returned_inputs
+from lens.nnx.transforms.modes import check_simple_outputs, current_mode
+from lens.nnx.transforms.modes import reject_bound_method as reject_bound_method
+from lens.nnx.transforms.modes import resolve_kwargs as resolve_kwargs
+from lens.nnx.transforms.modes import transform_mode as transform_mode
+from lens.nnx.transforms.modes import variables_with_paths as variables_with_paths
+from lens.nnx.transforms.modes import (
+    with_calling_conventions as with_calling_conventions,
 )
-
-
-@dataclasses.dataclass
-class Entry:
-    """One value of the flattened arguments: its spec, and where it came from."""
-
-    value: Any
-    spec: Any
-    slot: int  # index into the skeleton's slots
-    leaf: Leaf | None  # the walked graph leaf (None: a plain pytree leaf)
-    arg: int = 0  # the argument it belongs to
+from lens.nnx.transforms.specs import Carrier as Carrier
+from lens.nnx.transforms.specs import DiffSpec as DiffSpec
+from lens.nnx.transforms.specs import DiffState as DiffState
+from lens.nnx.transforms.specs import Entry as Entry
+from lens.nnx.transforms.specs import GraphArg as GraphArg
+from lens.nnx.transforms.specs import Skeleton as Skeleton
+from lens.nnx.transforms.specs import StateAxes as StateAxes
+from lens.nnx.transforms.specs import axes_resolver as axes_resolver
+from lens.nnx.transforms.specs import wrap_objects as wrap_objects
+from lens.nnx.variablelib import StaticValue, Variable
 
 
 def split_args(
@@ -246,9 +147,9 @@ def rebuild(
 
 def split_outputs(out: Any, out_spec: Any, walker: Walker) -> Any:
     """The outputs with each object replaced by a carrier of its new leaves."""
-    mode = _ACTIVE_MODE.get()
+    mode = current_mode()
     if mode is not None and mode.simple and mode.name == walker.transform:
-        _check_simple_outputs(mode.name, out, walker)
+        check_simple_outputs(mode.name, out, walker)
     walker.role = "output"
     wrapped = wrap_objects(out)
     specs = _broadcast(out_spec, wrapped, 0)
@@ -273,39 +174,6 @@ def split_outputs(out: Any, out_spec: Any, walker: Walker) -> Any:
         else:
             new.append(leaf)
     return jax.tree.unflatten(treedef, new)
-
-
-# The mode of the transform being called (its outputs are checked inside it).
-_ACTIVE_MODE: contextvars.ContextVar[TransformMode | None] = contextvars.ContextVar(
-    "lens_nnx_transform_mode", default=None
-)
-
-
-@contextlib.contextmanager
-def active_mode(mode: TransformMode) -> Iterator[None]:
-    """Runs a transform's call with ``mode`` as the active one (its inner
-    functions' outputs are checked by flax.nnx's rules for that mode)."""
-    token = _ACTIVE_MODE.set(mode)
-    try:
-        yield
-    finally:
-        _ACTIVE_MODE.reset(token)
-
-
-def _check_simple_outputs(name: str, out: Any, walker: Walker) -> None:
-    """flax.nnx's simple modes: no input Variable and no Variable captured from
-    outside the function among the outputs."""
-    for path, v in variables_with_paths(out, "output"):
-        i = walker.index.get(id(v))
-        if i is not None and walker.specs[i][2] == "input":
-            raise _duplicate(name, v, path_str(walker.specs[i][1]), path)
-        frame_of = object.__getattribute__(v, "_lens_frame")
-        if i is None and walker.frame is not None and frame_of is not walker.frame:
-            raise errors.CapturedOutputError(
-                f"Cannot return captured Variable of type {type(v).__name__} from "
-                f"nnx.{name}.\nFound at path: {path}. Only arguments are tracked: "
-                "pass its object as an argument, or create it inside the function."
-            )
 
 
 def merge_outputs(out: Any, nodes: list[Any]) -> Any:
@@ -341,8 +209,13 @@ def changed_structure(
 ) -> StaticValue | None:
     """None if the arguments kept their structure; else the new structure and,
     per new node, the index of the old node it is (so the caller's objects are
-    updated in place): a new attribute or submodule made inside is applied."""
-    if after == skel:
+    updated in place): a new attribute or submodule made inside is applied, and
+    references swapped inside (``m.a, m.b = m.b, m.a``) are swapped outside."""
+    mode = current_mode()
+    same_refs = (mode is not None and mode.simple) or all(
+        table.get(i) is o for i, o in enumerate(nodes)
+    )  # the simple modes keep the caller's references
+    if after == skel and same_refs:
         return None
     index_of = {id(o): i for i, o in table.items()}
     return StaticValue((after, tuple(index_of.get(id(o)) for o in nodes)))
@@ -369,40 +242,6 @@ def write_back(entries: list[Entry], new_graph_values: list[Any]) -> None:
     leaves = [e.leaf for e in entries if e.leaf is not None]
     for leaf, v in zip(leaves, new_graph_values, strict=True):
         leaf.write(v)
-
-
-def axes_resolver(spec: Any, path: tuple, x: Any) -> Any:
-    if isinstance(spec, StateAxes):
-        return spec.axis(path, x)
-    return spec
-
-
-class DiffSpec:
-    """The grad spec of an argument: differentiate its ``filter`` variables."""
-
-    __slots__ = ("filter",)
-
-    def __init__(self, filter: Any):
-        self.filter = filter
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, DiffSpec) and StaticValue(self.filter) == StaticValue(
-            other.filter
-        )
-
-    def __hash__(self) -> int:
-        return hash(StaticValue(self.filter))
-
-    def __repr__(self) -> str:
-        return f"a gradient (filter {_filter_name(self.filter)})"
-
-
-def check_graph_flags(
-    name: str, graph: bool | None, graph_updates: bool | None
-) -> None:
-    """vjp/jvp: lens runs them on its object graph in every mode flax.nnx names
-    (``graph``/``graph_updates``), so each spelling is accepted."""
-    transform_mode(name, None, graph, graph_updates)
 
 
 def split_all(args: tuple, name: str) -> tuple[Skeleton, list[Entry], Walker]:
@@ -485,236 +324,64 @@ def lift_args(
     return skel, entries, walker
 
 
-# ------------------------------------------------------------ flax's call modes
+# ------------------------------------------- flax's split_inputs / merge_inputs
 
 
-@dataclasses.dataclass(frozen=True)
-class TransformMode:
-    """How a transform treats its object arguments: flax.nnx's ``graph`` and
-    ``graph_updates`` switches, resolved against the current defaults.
-
-    lens runs every mode on its one graph walk (shared references kept, updates
-    written back in place). The *simple* modes (``graph_updates=False``, and tree
-    mode, ``graph=False``) add flax's restriction: no Variable may be reached twice
-    among the arguments and outputs.
-    """
-
-    name: str
-    graph: bool
-    updates: bool
-
-    @property
-    def simple(self) -> bool:
-        return not (self.graph and self.updates)
-
-    def check_inputs(self, **trees: Any) -> None:
-        """Tree mode rejects a Variable reached twice among the inputs; graph mode
-        keeps shared references (flax.nnx's graph flatten numbers them)."""
-        if not self.graph:
-            check_no_aliases(self.name, **trees)
-
-    def check_outputs(self, args: Any, out: Any) -> None:
-        """The simple modes reject an input Variable returned as an output (tree
-        mode: any Variable reached twice among the arguments and outputs)."""
-        if not self.simple:
-            return
-        if self.graph:
-            check_returned_inputs(self.name, args, out)
-        else:
-            check_no_aliases(self.name, args=args, out=out)
+def _carry_arg(arg: Any) -> tuple[Any, list[Entry]]:
+    """An argument holding objects as a Carrier of its values (its skeleton in
+    the static aux); other arguments as they are."""
+    walker = Walker(transform="split_inputs")
+    skel, entries = split_args((arg,), (None,), walker)
+    if not any(s[0] == "graph" for s in skel.slots):
+        return arg, []
+    return Carrier([e.value for e in entries], StaticValue(skel)), entries
 
 
-def _current(switch_name: str) -> bool:
-    switch = getattr(graphlib, switch_name, None)
-    current = getattr(switch, "current_value", None)
-    return bool(current()) if callable(current) else True
+def _is_carrier(x: Any) -> bool:
+    return isinstance(x, Carrier) and isinstance(x.aux, StaticValue)
 
 
-def transform_mode(
-    name: str,
-    f: Any,
-    graph: bool | None,
-    graph_updates: bool | None,
-) -> TransformMode:
-    """The mode of ``nnx.<name>(f, graph=..., graph_updates=...)``; also rejects a
-    bound method of an object as ``f`` (flax's ValueError)."""
-    if f is not None:
-        reject_bound_method(name, f)
-    g = _current("set_graph_mode") if graph is None else bool(graph)
-    u = _current("set_graph_updates") if graph_updates is None else bool(graph_updates)
-    return TransformMode(name, g, u)
+def _uncarry_arg(arg: Any) -> Any:
+    if isinstance(arg, Carrier) and isinstance(arg.aux, StaticValue):
+        (obj,) = rebuild(arg.aux.value, arg.values)
+        return obj
+    return arg
 
 
-def check_prefix(prefix: Any, prefix_name: str, mode: TransformMode) -> None:
-    """flax.nnx's checks of a transform's prefix (``in_axes``, ``argnums``,
-    ``in_shardings``, ...): no Variables; no per-filter specs (``StateAxes``,
-    ``DiffState``, ``StateSharding``) outside the full graph mode; no objects
-    in graph mode."""
-    name = mode.name
-
-    def is_leaf(x: Any) -> bool:
-        return (
-            x is None
-            or isinstance(x, Variable | StateAxes | DiffState)
-            or is_graph_node(x)
-        )
-
-    for kp, leaf in jax.tree_util.tree_flatten_with_path(prefix, is_leaf=is_leaf)[0]:
-        where = f"at path {jax.tree_util.keystr(kp)} in `{prefix_name}` for nnx.{name}"
-        kind = type(leaf).__name__
-        if isinstance(leaf, Variable):
-            raise ValueError(
-                f"Found Variable of type {kind} {where}. Variables prefixes are "
-                "not supported.\nPass a prefix for the entire Variable (e.g. 0 or "
-                "None) instead of a Variable."
-            )
-        per_filter = isinstance(leaf, DiffState) or (
-            isinstance(leaf, StateAxes) and not leaf.from_prefix
-        )
-        if per_filter and mode.simple:
-            raise ValueError(
-                f"`{prefix_name}` cannot contain `{kind}` objects when "
-                f"`graph=False` or `graph_updates=False`.\nRemove the {kind} from "
-                f"`{prefix_name}`, or use nnx.{name}(..., graph=True, "
-                f"graph_updates=True) (or nnx.compat.{name})."
-            )
-        if is_graph_node(leaf) and mode.graph:
-            raise ValueError(
-                f"Found graph node of type {kind} {where}. Graph nodes are not "
-                "allowed as prefixes when graph=True.\nRemove it from "
-                f"`{prefix_name}`, pass graph=False to nnx.{name}, or build the "
-                "prefix with nnx.prefix(..., graph=True)."
-            )
-
-
-def reject_bound_method(name: str, f: Any) -> None:
-    """flax.nnx's transforms take unbound functions: ``nnx.jit(model.method)`` would
-    close over ``model`` (its state would not be lifted)."""
-    g = f
-    while isinstance(g, functools.partial):
-        g = g.func
-    owner = getattr(g, "__self__", None)
-    if owner is not None and is_graph_node(owner) and not isinstance(owner, type):
-        cls = type(owner).__name__
-        method = getattr(g, "__name__", "method")
-        raise ValueError(
-            f"nnx.{name} does not support bound methods. Use the decorator form "
-            f"@nnx.{name} or call nnx.{name}(MyClass.method)(instance, ...) with "
-            f"the unbound method.\nHere: nnx.{name}({cls}.{method})(model, ...) "
-            f"instead of nnx.{name}(model.{method})(...)."
-        )
-
-
-def resolve_kwargs(
-    fun: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]
-) -> tuple[Any, ...]:
-    """``args`` and ``kwargs`` bound to ``fun``'s positions (defaults filled in), as
-    flax.nnx's transforms see keyword arguments: each then takes its position's
-    spec (``in_axes``, ``argnums``)."""
-    if not kwargs:
-        return tuple(args)
-    if isinstance(fun, functools.partial):
-        raise TypeError(
-            "keyword arguments could not be resolved to positions: the transformed "
-            "function is a functools.partial (its signature is opaque).\nPass the "
-            "arguments positionally."
-        )
-    bound = inspect.signature(fun).bind(*args, **kwargs)
-    bound.apply_defaults()
-    if bound.kwargs:
-        raise TypeError(
-            "keyword arguments could not be resolved to positions: "
-            f"{', '.join(bound.kwargs)} of {getattr(fun, '__qualname__', fun)!r} "
-            "are keyword-only.\nMake them positional, or close over them."
-        )
-    return tuple(bound.args)
-
-
-def variables_with_paths(tree: Any, root: str) -> Iterator[tuple[str, Any]]:
-    """Every Variable reachable from ``tree`` with a path, a shared one as often as
-    it is reached (objects are followed through their attributes)."""
-    on_path: set[int] = set()
-
-    def go(x: Any, path: str) -> Iterator[tuple[str, Any]]:
-        if isinstance(x, Variable):
-            yield path, x
-        elif is_graph_node(x):
-            if id(x) in on_path:
-                return
-            on_path.add(id(x))
-            for k, v in node_items(x):
-                yield from go(v, f"{path}.{k}")
-            on_path.discard(id(x))
-        else:
-
-            def is_leaf(y: Any, x: Any = x) -> bool:
-                return y is not x and (is_graph_node(y) or isinstance(y, Variable))
-
-            kids, _ = jax.tree_util.tree_flatten_with_path(x, is_leaf=is_leaf)
-            if len(kids) == 1 and kids[0][0] == () and kids[0][1] is x:
-                return
-            for kp, v in kids:
-                yield from go(v, path + jax.tree_util.keystr(kp))
-
-    yield from go(tree, root)
-
-
-def check_no_aliases(name: str, **trees: Any) -> None:
-    """flax.nnx's rule for tree mode: no Variable may be reached twice among
-    ``trees`` (duplicate inputs, duplicate outputs, or inputs returned)."""
-    seen: dict[int, str] = {}
-    for label, tree in trees.items():
-        for path, v in variables_with_paths(tree, label):
-            first = seen.setdefault(id(v), path)
-            if first != path:
-                raise _duplicate(name, v, first, path)
-
-
-def check_returned_inputs(name: str, args: Any, out: Any) -> None:
-    """flax.nnx's rule for graph mode without graph updates: an input Variable may
-    not be returned (shared references among the inputs, or among the outputs,
-    are kept)."""
-    inputs = {id(v): p for p, v in variables_with_paths(args, "args")}
-    for path, v in variables_with_paths(out, "out"):
-        if id(v) in inputs:
-            raise _duplicate(name, v, inputs[id(v)], path)
-
-
-def _duplicate(name: str, v: Variable, first: str, path: str) -> ValueError:
-    return ValueError(
-        f"Duplicate {type(v).__name__} found at paths:\n\n  - {first}\n"
-        f"  - {path}\n\nnnx.{name} with graph_updates=False does not "
-        "support Variable aliasing (duplicate inputs, duplicate outputs, "
-        "or input Variables returned as outputs).\nRemove the duplicate, "
-        f"pass copies made with nnx.clone(), or use graph mode with graph "
-        f"updates: nnx.{name}(..., graph=True, graph_updates=True) (lens "
-        f"keeps the aliases there), or nnx.compat.{name}."
-    )
-
-
-def with_calling_conventions(
-    mode: TransformMode,
-    f: Callable[..., Any],
-    transformed: Callable[..., Any],
-    *,
-    resolve: bool = True,
-    check_outputs: bool = True,
-) -> Callable[..., Any]:
-    """``transformed`` (a transform's wrapper of ``f``) called as flax.nnx calls it:
-    keyword arguments bound to positions (``resolve``), and in the simple modes no
-    Variable aliasing among the arguments, nor between arguments and outputs."""
+def split_inputs(f: Callable[..., Any]) -> Callable[..., Any]:
+    """flax.nnx's ``split_inputs``: calls ``f`` (a JAX transform of a function
+    wrapped by :func:`merge_inputs`) with each object argument as a pytree of its
+    state, writes the state ``f`` returns for the arguments back into them, and
+    returns ``f``'s output (objects rebuilt)."""
 
     @functools.wraps(f)
-    @api_boundary
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if resolve:
-            args, kwargs = resolve_kwargs(f, args, kwargs), {}
-        if mode.simple:
-            mode.check_inputs(args=args, kwargs=kwargs)
-        with active_mode(mode):
-            out = transformed(*args, **kwargs)
-        if check_outputs:
-            mode.check_outputs((args, kwargs), out)
-        return out
+    def wrapper(*args: Any) -> Any:
+        carried = [_carry_arg(a) for a in args]
+        args_out, out = f(*(c for c, _ in carried))
+        # the state merge_inputs returned, one carrier per object argument
+        news = [
+            c for c in jax.tree.leaves(args_out, is_leaf=_is_carrier) if _is_carrier(c)
+        ]
+        olds = [entries for _, entries in carried if entries]
+        for entries, new in zip(olds, news, strict=True):
+            write_back(entries, [v for e, v in zip(entries, new.values) if e.leaf])
+        return merge_outputs(out, [])
 
-    return call
+    return wrapper
+
+
+def merge_inputs(f: Callable[..., Any]) -> Callable[..., Any]:
+    """flax.nnx's ``merge_inputs``: the inner half of :func:`split_inputs`; it
+    rebuilds the objects, calls ``f`` and returns ``(arguments' state, output)``."""
+
+    @functools.wraps(f)
+    def wrapper(*carried: Any) -> Any:
+        args = [_uncarry_arg(c) for c in carried]
+        out = f(*args)
+        args_out = tuple(
+            _carry_arg(a)[0] if isinstance(c, Carrier) else c
+            for a, c in zip(args, carried, strict=True)
+        )
+        return args_out, split_outputs(out, None, Walker(transform="merge_inputs"))
+
+    return wrapper

@@ -143,6 +143,11 @@ def make_jaxpr(
 ) -> Any:
     """``jax.make_jaxpr`` of a function of objects (their state as inputs)."""
     transform_mode("make_jaxpr", f, graph, graph_updates)
+    if graph_updates:  # flax.nnx refuses it (lens's default walk is the same)
+        raise ValueError(
+            "nnx.make_jaxpr does not support graph_updates=True.\nPass "
+            "graph_updates=False, or leave it unset."
+        )
     if static_argnums:
         raise NotImplementedError(
             "nnx.make_jaxpr(static_argnums=...) is not supported by lens.nnx; close "

@@ -1,0 +1,153 @@
+"""The specs lens.nnx transforms lift objects with, and the values they carry.
+
+``StateAxes`` (per-filter axes or shardings), ``DiffState``/``DiffSpec`` (what
+to differentiate), and the walk's records: ``Skeleton`` (the static half of the
+arguments), ``Entry`` (one value), ``Carrier`` (values with a static skeleton in
+the pytree aux data). :mod:`lens.nnx.transforms.general` re-exports them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+
+from lens.nnx.filterlib import to_predicate
+from lens.nnx.graphwalk import Leaf, is_graph_node, path_str
+from lens.nnx.variablelib import StaticValue
+
+
+class StateAxes:
+    """Per-filter axes for one object in ``vmap``'s ``in_axes``/``out_axes``.
+
+    ``StateAxes({Param: 1, BatchStat: None})``: params mapped on axis 1, batch stats
+    broadcast. Filters are tried in order; every variable must match one (end with
+    ``...: axis`` for the rest).
+    """
+
+    _what = "axis"
+    # made by nnx.prefix from a model: flax's tree-shaped prefix, allowed in
+    # every mode
+    from_prefix = False
+
+    def __init__(self, filter_axes: Mapping[Any, Any] | Any):
+        items = filter_axes.items() if isinstance(filter_axes, Mapping) else filter_axes
+        self.items = tuple(items)
+        self._preds = tuple(to_predicate(f) for f, _ in self.items)
+
+    def axis(self, path: tuple, x: Any) -> Any:
+        for pred, (_, ax) in zip(self._preds, self.items, strict=True):
+            if pred(path, x):
+                return ax
+        raise ValueError(
+            f"{self!r}: no filter matches {path_str(path)} "
+            f"({type(x).__name__}); add ...: <{self._what}> for the rest."
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StateAxes) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def _key(self) -> tuple:
+        return tuple((repr(f), ax) for f, ax in self.items)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{_filter_name(f)}: {ax}" for f, ax in self.items)
+        return f"StateAxes({{{inner}}})"
+
+
+def _filter_name(f: Any) -> str:
+    if f is Ellipsis:
+        return "..."
+    return f.__name__ if isinstance(f, type) else repr(f)
+
+
+@dataclasses.dataclass(frozen=True)
+class DiffState:
+    """``argnums`` entry: differentiate argument ``argnum``'s ``filter`` variables."""
+
+    argnum: int
+    filter: Any
+
+
+class GraphArg:
+    """An object argument, as a placeholder leaf while the pytree is flattened."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: Any):
+        self.node = node
+
+
+def wrap_objects(tree: Any) -> Any:
+    return jax.tree.map(
+        lambda x: GraphArg(x) if is_graph_node(x) else x, tree, is_leaf=is_graph_node
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Skeleton:
+    """The static half of the arguments: pytree structure, graph defs, statics."""
+
+    treedef: Any
+    slots: tuple[Any, ...]  # per leaf: ("graph", def) | ("leaf",) | ("static", v)
+
+
+class Carrier:
+    """A pytree of values whose static skeleton rides in the aux data, so jit caches
+    on it and vmap/grad hand it back."""
+
+    __slots__ = ("values", "aux", "axes")
+
+    def __init__(self, values: list[Any], aux: Any, axes: Any = None):
+        self.values = values
+        self.aux = aux
+        self.axes = axes  # per value, the out axis to move it to (vmap)
+
+
+jax.tree_util.register_pytree_node(
+    Carrier,
+    lambda c: (c.values, (c.aux, c.axes)),
+    lambda aux, values: Carrier(list(values), *aux),
+)
+
+
+@dataclasses.dataclass
+class Entry:
+    """One value of the flattened arguments: its spec, and where it came from."""
+
+    value: Any
+    spec: Any
+    slot: int  # index into the skeleton's slots
+    leaf: Leaf | None  # the walked graph leaf (None: a plain pytree leaf)
+    arg: int = 0  # the argument it belongs to
+
+
+def axes_resolver(spec: Any, path: tuple, x: Any) -> Any:
+    if isinstance(spec, StateAxes):
+        return spec.axis(path, x)
+    return spec
+
+
+class DiffSpec:
+    """The grad spec of an argument: differentiate its ``filter`` variables."""
+
+    __slots__ = ("filter",)
+
+    def __init__(self, filter: Any):
+        self.filter = filter
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DiffSpec) and StaticValue(self.filter) == StaticValue(
+            other.filter
+        )
+
+    def __hash__(self) -> int:
+        return hash(StaticValue(self.filter))
+
+    def __repr__(self) -> str:
+        return f"a gradient (filter {_filter_name(self.filter)})"
