@@ -54,10 +54,8 @@ class Object:
             value = value.value
         elif type(self)._lens_pytree and _is_static(self, name):
             _check_static(self, name, value, explicit=False)
-        current = self.__dict__.get(name)
-        if isinstance(current, Variable) and not isinstance(value, Variable):
-            current.value = value  # assigning an array to a variable updates it
-            return
+        # As flax.nnx's: the attribute is replaced, a Variable there included
+        # (a quantizer swaps a kernel Param for a pytree of Params this way).
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
