@@ -339,3 +339,18 @@ def test_make_jaxpr_refuses_graph_updates(nnx):
         nnx.make_jaxpr(lambda m: m["a"][...], graph=True, graph_updates=True)(
             nnx.Dict(a=nnx.Param(jnp.array(1)))
         )
+
+
+@BOTH
+def test_state_axes_from_a_state_of_axes(nnx):
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    state = nnx.state(model)
+    state["kernel"] = 0
+    state["bias"] = 1
+    axes = nnx.StateAxes(state)
+    assert axes.map_prefix(("kernel",), None) == 0
+    assert axes.map_prefix(("bias",), None) == 1
+    made = nnx.vmap(
+        lambda: nnx.Linear(2, 3, rngs=nnx.Rngs(0)), out_axes=axes, axis_size=4
+    )()
+    assert made.kernel.shape == (4, 2, 3) and made.bias.shape == (3, 4)

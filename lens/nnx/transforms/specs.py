@@ -33,7 +33,12 @@ class StateAxes:
     from_prefix = False
 
     def __init__(self, filter_axes: Mapping[Any, Any] | Any):
-        items = filter_axes.items() if isinstance(filter_axes, Mapping) else filter_axes
+        if hasattr(filter_axes, "flat_state"):  # a State of axes: one per path
+            items = [(AtPath(p), ax) for p, ax in filter_axes.flat_state()]
+        elif isinstance(filter_axes, Mapping):
+            items = filter_axes.items()
+        else:
+            items = filter_axes
         self.items = tuple(items)
         self._preds = tuple(to_predicate(f) for f, _ in self.items)
 
@@ -45,6 +50,10 @@ class StateAxes:
             f"{self!r}: no filter matches {path_str(path)} "
             f"({type(x).__name__}); add ...: <{self._what}> for the rest."
         )
+
+    def map_prefix(self, path: tuple, variable: Any) -> Any:
+        """flax.nnx's name for :meth:`axis`: the spec of the variable at ``path``."""
+        return self.axis(tuple(path), variable)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, StateAxes) and self._key() == other._key()
@@ -58,6 +67,19 @@ class StateAxes:
     def __repr__(self) -> str:
         inner = ", ".join(f"{_filter_name(f)}: {ax}" for f, ax in self.items)
         return f"StateAxes({{{inner}}})"
+
+
+class AtPath:
+    """A filter: the variable at exactly ``path``."""
+
+    def __init__(self, path: tuple):
+        self.path = tuple(path)
+
+    def __call__(self, path: tuple, x: Any) -> bool:
+        return tuple(path) == self.path
+
+    def __repr__(self) -> str:
+        return f"AtPath({self.path!r})"
 
 
 def _filter_name(f: Any) -> str:
