@@ -543,3 +543,13 @@ def test_saved_notebooks_hold_the_final_picture(name, title):
     page, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
     for part in ("lens-live-chart", "lens-live-heat", "<b>loss</b>", "layers</b>"):
         assert page.count(part) == html.count(part) > 0, part
+
+
+def test_grads_must_match_params():
+    params = {"a": np.ones((2, 2), np.float32), "b": np.ones(2, np.float32)}
+    with lens.display.live(sink="none", layer_every=2) as live:
+        with pytest.raises(ValueError, match="grads do not have the structure"):
+            live.layers(0, params, {"a": params["a"]})
+        live.layers(1, params, params)  # the refused call took no turn
+        live.layers(2, params, params)
+    assert [s.step for s in live.frame().samples] == [1]

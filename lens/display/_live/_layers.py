@@ -155,6 +155,28 @@ def _group(leaves: list[Any], stacked: tuple[bool, ...]) -> list[Group]:
     return groups
 
 
+def _check(params: Any, grads: Any) -> Any:
+    """``params``' tree structure, after refusing tracers and mismatched grads."""
+    import jax
+    from jax.core import Tracer
+
+    if any(isinstance(x, Tracer) for x in jax.tree.leaves(params)):
+        raise TypeError(
+            "live.layers: params hold tracers: live.layers was called inside a "
+            "jitted or transformed function. Return params and grads from the "
+            "step and call live.layers after it."
+        )
+    treedef = jax.tree_util.tree_structure(params)
+    if grads is not None and jax.tree_util.tree_structure(grads) != treedef:
+        raise ValueError(
+            "live.layers: grads do not have the structure of params "
+            f"({jax.tree_util.tree_structure(grads)} vs {treedef}); pass the "
+            "gradients of exactly these params (for lens.nnx: "
+            "nnx.state(model, nnx.Param) and the grads of nnx.grad)."
+        )
+    return treedef
+
+
 class Layers:
     """Samples of per-group RMS over time, for params and (optionally) grads."""
 
@@ -184,18 +206,16 @@ class Layers:
     def sample(self, step: Any, params: Any, grads: Any = None) -> None:
         """Dispatches the reductions of ``params`` (and ``grads``); no device wait."""
         import jax
-        from jax.core import Tracer
 
         with self.lock:
+            before = (self.calls, self.last)
             if not self.due():
                 return
-            if any(isinstance(x, Tracer) for x in jax.tree.leaves(params)):
-                raise TypeError(
-                    "live.layers: params hold tracers: live.layers was called "
-                    "inside a jitted or transformed function. Return params and "
-                    "grads from the step and call live.layers after it."
-                )
-            treedef = jax.tree_util.tree_structure(params)
+            try:
+                treedef = _check(params, grads)
+            except Exception:
+                self.calls, self.last = before  # a refused call takes no turn
+                raise
             shapes = tuple(getattr(x, "shape", None) for x in jax.tree.leaves(params))
             key = (treedef, shapes)
             st = self.structures.get(key)
