@@ -174,10 +174,11 @@ def test_assigning_over_a_variable_replaces_it_as_flax_nnx():
     # qwix's PTQ swaps a Linear's kernel Param for a pytree holding Params.
     linear = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
     kernel = linear.kernel
-    linear.kernel = (nnx.Param(jnp.zeros((2, 3), jnp.int8)), nnx.Param(jnp.ones(3)))
+    quantized = (nnx.Param(jnp.zeros((2, 3), jnp.int8)), nnx.Param(jnp.ones(3)))
+    linear.kernel = quantized  # pyright: ignore[reportAttributeAccessIssue]
     assert isinstance(linear.kernel, tuple)
     assert linear.kernel[0][...].dtype == jnp.int8
     assert jnp.array_equal(kernel[...], kernel[...])  # the old Param is untouched
     assert len(nnx.state(linear, nnx.Param)) == 2  # kernel (a tuple node) and bias
-    linear.bias = jnp.zeros(3)
+    linear.bias = jnp.zeros(3)  # pyright: ignore[reportAttributeAccessIssue]
     assert not isinstance(linear.bias, nnx.Variable)
