@@ -18,7 +18,7 @@ X = jax.random.normal(jax.random.key(1), (2, 3))
 def _arrays(tree):
     out = []
     for x in jax.tree.leaves(tree):
-        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
             x = jax.random.key_data(x)
         out.append(np.asarray(x))
     return out
@@ -111,3 +111,42 @@ def test_to_linen_partitioned_metadata_becomes_linen_boxes():
 def test_lazy_init_needs_a_module():
     with pytest.raises(ValueError, match="needs to be a method of an NNX Module"):
         lnnx.bridge.lazy_init(lambda x: x, X)
+
+
+def test_functional_init_and_apply_match_flax():
+    def run(nnx):
+        f = nnx.bridge.functional(nnx.Linear)(3, 4)
+        state = f.init(rngs=nnx.Rngs(0))
+        y, (graphdef, new_state) = f.apply(state)(X)
+        return y, state
+
+    (ours, ours_state), (theirs, _) = run(lnnx), run(fnnx)
+    _same(ours, theirs, rtol=1e-6)
+    assert ours_state["kernel"].shape == (3, 4)
+    with pytest.raises(ValueError, match="apply called before init"):
+        lnnx.bridge.functional(lnnx.Linear)(3, 4).apply(ours_state)
+
+
+def test_to_linen_forwards_other_methods_of_the_nnx_class():
+    def run(nn, nnx):
+        class Foo(nn.Module):
+            def setup(self):
+                self.embedding = nnx.bridge.to_linen(nnx.Embed, 2, 3)
+
+            def __call__(self, x):
+                return self.embedding(x)
+
+            def attend(self, x):
+                return self.embedding.attend(x)
+
+        v = Foo().init(jax.random.key(0), jnp.ones((1,), jnp.int32))
+        return v, Foo().apply(v, jnp.ones((1, 3)), method="attend")
+
+    (v, ours), (_, theirs) = run(lnn, lnnx), run(fnn, fnnx)
+    assert ours.shape == (1, 2) and v["params"]["embedding"]["embedding"].shape == (
+        2,
+        3,
+    )
+    _same(ours, theirs, rtol=1e-6)
+    with pytest.raises(AttributeError, match="no attribute"):
+        lnnx.bridge.to_linen(lnnx.Embed, 2, 3).not_a_method  # noqa: B018

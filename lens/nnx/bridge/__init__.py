@@ -20,11 +20,19 @@ from lens.nnx.bridge.module import (
     current_module,
 )
 from lens.nnx.bridge.variables import with_partitioning
-from lens.nnx.bridge.wrappers import ToLinen, ToNNX, lazy_init, to_linen
+from lens.nnx.bridge.wrappers import (
+    Functional,
+    ToLinen,
+    ToNNX,
+    functional,
+    lazy_init,
+    to_linen,
+)
 from lens.nnx.nn import initializers
 
 __all__ = [
     "AttrPriority",
+    "Functional",
     "Module",
     "Scope",
     "ToLinen",
@@ -32,6 +40,7 @@ __all__ = [
     "compact",
     "current_context",
     "current_module",
+    "functional",
     "initializers",
     "lazy_init",
     "linen_in_bridge_mdl",

@@ -13,10 +13,11 @@ The same seeds give the same parameters as flax.nnx's bridge.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast
 
 import jax
 
@@ -26,11 +27,13 @@ from lens.core.meta import AxisMetadata, Partitioned
 from lens.nnx.bridge.context import current_module
 from lens.nnx.bridge.variables import to_linen_var, to_nnx_var
 from lens.nnx.filterlib import Not
-from lens.nnx.graphlib import iter_graph, state, update
+from lens.nnx.graphlib import ApplyCaller, GraphDef, iter_graph, split, state, update
 from lens.nnx.module import Module
 from lens.nnx.rnglib import Rngs
 from lens.nnx.statelib import State
 from lens.nnx.variablelib import RngState, Variable, variable_name_from_type
+
+M = TypeVar("M", bound=Module)
 
 # Which ToNNX modules are inside a lazy_init call (per thread / task).
 _INITIALIZING: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
@@ -57,6 +60,43 @@ def lazy_init(fn: Any, *args: Any, **kwargs: Any) -> Any:
     finally:
         _INITIALIZING.reset(token)
     return fn
+
+
+@dataclasses.dataclass
+class Functional(Generic[M]):
+    """An nnx module class with its constructor arguments, used functionally:
+    ``init(rngs=...)`` builds it and returns its State (keeping the GraphDef);
+    ``apply(*states)(*args)`` calls a rebuilt copy and returns ``(output,
+    (graphdef, state))``."""
+
+    module_type: Callable[..., M]
+    graphdef: GraphDef | None
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+    def init(self, *, rngs: Rngs | None = None) -> State:
+        kwargs = dict(self.kwargs) if rngs is None else {**self.kwargs, "rngs": rngs}
+        self.graphdef, state = split(self.module_type(*self.args, **kwargs))
+        return state
+
+    def apply(self, *states: Any) -> ApplyCaller:
+        if self.graphdef is None:
+            raise ValueError(
+                f"Functional({getattr(self.module_type, '__name__', self.module_type)})"
+                ".apply called before init.\nCall init(rngs=...) first: it builds "
+                "the module and keeps its graph definition."
+            )
+        return ApplyCaller(self.graphdef, states)
+
+
+def functional(cls: Callable[..., M]) -> Callable[..., Functional[M]]:
+    """``functional(nnx.Linear)(32, 64)``: a :class:`Functional` of that class
+    and those constructor arguments."""
+
+    def _functional_constructor(*args: Any, **kwargs: Any) -> Functional[M]:
+        return Functional(cls, None, args, kwargs)
+
+    return _functional_constructor
 
 
 _INIT_FLAG = "_to_nnx_initializing"
@@ -284,6 +324,21 @@ class ToLinen(linen.Module):
         out = _method(module, nnx_method)(module, *args, **kwargs)
         self._update_variables(module)
         return out
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            if name.startswith("_"):
+                raise
+            kwargs = self.__dict__.get("kwargs") or {}
+            if name in kwargs:
+                return kwargs[name]
+            method = getattr(self.__dict__.get("nnx_class"), name, None)
+            if not callable(method):
+                raise
+            # another method of the nnx module: ``to_linen(nnx.Embed, ...).attend``
+            return functools.partial(self.__call__, nnx_method=method)
 
     def _update_variables(self, module: Module) -> None:
         by_col: dict[str, dict[tuple, Any]] = {}
