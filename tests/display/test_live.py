@@ -553,3 +553,18 @@ def test_grads_must_match_params():
         live.layers(1, params, params)  # the refused call took no turn
         live.layers(2, params, params)
     assert [s.step for s in live.frame().samples] == [1]
+
+
+def test_auto_sink_is_plain_text_outside_a_notebook_and_terminal(monkeypatch):
+    monkeypatch.setattr(sys, "stdout", io.StringIO())  # a log: not a terminal
+    assert not _sinks.in_notebook()
+    assert type(_sinks.pick("auto")) is _sinks.TextSink
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdout", Tty())
+    sink = _sinks.pick("auto")
+    assert type(sink) is _sinks.RichSink
+    sink.close(Frame(title="t"))
