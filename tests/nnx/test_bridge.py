@@ -150,3 +150,27 @@ def test_to_linen_forwards_other_methods_of_the_nnx_class():
     _same(ours, theirs, rtol=1e-6)
     with pytest.raises(AttributeError, match="no attribute"):
         lnnx.bridge.to_linen(lnnx.Embed, 2, 3).not_a_method  # noqa: B018
+
+
+def test_lazy_init_reaches_a_to_nnx_inside_vmap():
+    """lazy_init marks the ToNNX modules themselves, so the copies nnx.vmap
+    calls initialize too (one kernel per member)."""
+
+    class Outer(lnnx.Module):
+        def __init__(self, rngs):
+            self.inner = lnnx.bridge.ToNNX(lnn.Dense(3), rngs=rngs)
+            self.rngs = rngs
+
+        def __call__(self, x):
+            @lnnx.split_rngs(splits=5)
+            @lnnx.vmap(in_axes=(0, None), axis_size=5)
+            def f(inner, x):
+                return inner(x)
+
+            return f(self.inner, x)
+
+    model = Outer(lnnx.Rngs(0))
+    lnnx.bridge.lazy_init(model, X)
+    assert model.inner.kernel.shape == (5, 3, 3) and model.inner.bias.shape == (5, 3)
+    assert not model.inner._is_initializing()  # reset: later calls apply
+    assert model(X).shape == (5, 2, 3)

@@ -12,7 +12,6 @@ The same seeds give the same parameters as flax.nnx's bridge.
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import functools
 import warnings
@@ -35,11 +34,6 @@ from lens.nnx.variablelib import RngState, Variable, variable_name_from_type
 
 M = TypeVar("M", bound=Module)
 
-# Which ToNNX modules are inside a lazy_init call (per thread / task).
-_INITIALIZING: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
-    "lens_nnx_bridge_initializing", default=frozenset()
-)
-
 
 def lazy_init(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Calls ``fn`` (an nnx module, or one of its methods) once so that every
@@ -53,12 +47,11 @@ def lazy_init(fn: Any, *args: Any, **kwargs: Any) -> Any:
             f"fn = {fn!r} needs to be a method of an NNX Module.\nPass the module "
             "(or a bound method of it) to lazy_init."
         )
-    ids = frozenset(id(m) for _, m in iter_graph(module) if isinstance(m, ToNNX))
-    token = _INITIALIZING.set(_INITIALIZING.get() | ids)
+    set_initializing(module, True)
     try:
         cast(Any, fn)(*args, **kwargs)
     finally:
-        _INITIALIZING.reset(token)
+        set_initializing(module, False)
     return fn
 
 
@@ -99,16 +92,18 @@ def functional(cls: Callable[..., M]) -> Callable[..., Functional[M]]:
     return _functional_constructor
 
 
+# A static attribute of each ToNNX, so the copies a transform makes (lazy_init
+# through nnx.vmap) see it too.
 _INIT_FLAG = "_to_nnx_initializing"
 
 
 def set_initializing(module: Any, initializing: bool) -> None:
     """Marks every :class:`ToNNX` in ``module``'s graph: its calls run the Linen
-    ``init`` (``True``) or ``apply`` (what ``bridge.linen_in_bridge_mdl`` does
-    inside a bridge module's ``init``)."""
+    ``init`` (``True``: what ``lazy_init`` and, inside a bridge module's
+    ``init``, ``bridge.linen_in_bridge_mdl`` do) or ``apply``."""
     for _, m in iter_graph(module, graph=True):
-        if isinstance(m, ToNNX):
-            object.__setattr__(m, _INIT_FLAG, initializing)
+        if isinstance(m, ToNNX) and vars(m).get(_INIT_FLAG, False) != initializing:
+            setattr(m, _INIT_FLAG, initializing)
 
 
 def _flatten(tree: Mapping, prefix: tuple = ()) -> dict[tuple, Any]:
@@ -164,11 +159,8 @@ class ToNNX(Module):
             f"has no attribute {name!r}"
         )
 
-    def _graph_items(self) -> list[tuple[Any, Any]]:
-        return [(k, v) for k, v in super()._graph_items() if k != _INIT_FLAG]
-
     def _is_initializing(self) -> bool:
-        return id(self) in _INITIALIZING.get() or bool(vars(self).get(_INIT_FLAG))
+        return bool(vars(self).get(_INIT_FLAG))
 
     def _linen_variables(self) -> dict[str, Any]:
         flat: dict[tuple, Any] = {}
