@@ -182,3 +182,23 @@ def test_assigning_over_a_variable_replaces_it_as_flax_nnx():
     assert len(nnx.state(linear, nnx.Param)) == 2  # kernel (a tuple node) and bias
     linear.bias = jnp.zeros(3)  # pyright: ignore[reportAttributeAccessIssue]
     assert not isinstance(linear.bias, nnx.Variable)
+
+
+def test_scope_collection_of_a_missing_collection_is_empty():
+    # qwix's find_param iterates module.scope._collection('params').items().
+    seen = []
+
+    class Probe(lens.nn.Module):
+        @lens.nn.compact
+        def __call__(self, x):
+            assert self.scope is not None
+            seen.append(sorted(self.scope._collection("params").items()))
+            return lens.nn.Dense(2, name="inner")(x)
+
+    x = jnp.ones((1, 3))
+    variables = Probe().init(jax.random.key(0), x)
+    Probe().apply(variables, x)
+    assert seen[0] == []  # init: nothing yet
+    assert [k for k, _ in seen[1]] == ["inner"]
+    out = Probe().apply({}, x, method=lambda m, x: m.scope._collection("params"))
+    assert dict(out) == {}

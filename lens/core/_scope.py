@@ -367,16 +367,15 @@ class Scope:
     # --------------------------------------------------------------- variables
 
     def _collection(self, col: str) -> Any:
+        """The variables of ``col`` at this scope; an empty FrozenDict when it has
+        none (as flax's: libraries iterate ``scope._collection('params')``)."""
         d = self._variables.get(col)
         if d is None:
             if self.parent is None:
-                return None
-            p = self.parent._collection(col)
-            if p is None:
-                return None
-            d = p.get(self.name)
+                return FrozenDict()
+            d = self.parent._collection(col).get(self.name)
             if d is None:
-                return None
+                return FrozenDict()
             self._variables[col] = d
         return d
 
