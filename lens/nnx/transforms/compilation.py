@@ -305,10 +305,9 @@ class JitWrapped(Generic[P, R]):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         in_shardings = self.options["in_shardings"]
         out_shardings = self.options["out_shardings"]
-        placed = []
+        stat = self.specs.positions(self.specs.static, len(args))
         if in_shardings is not None:
-            stat = self.specs.positions(self.specs.static, len(args))
-            args, placed = place_inputs(in_shardings, args, stat)
+            args, _ = place_inputs(in_shardings, args, stat)
         call = self._split_call(args, kwargs)
         if self.mode.simple:
             self.mode.check_inputs(args=args, kwargs=kwargs)
@@ -323,7 +322,8 @@ class JitWrapped(Generic[P, R]):
                 with active_mode(self.mode):  # the outputs are checked as traced
                     out = self._slow_call(call, self.jitted_fn)
         self.mode.check_outputs((args, kwargs), out)
-        replace_updates(placed)
+        if in_shardings is not None:
+            replace_updates(in_shardings, args, stat)
         if out_shardings is not None:
             out = place_outputs(out_shardings, out)
         return out

@@ -97,13 +97,12 @@ def place_inputs(
     return _place(args, _arg_specs(in_shardings, n, dynamic), static)
 
 
-def replace_updates(placed: list[Entry]) -> None:
-    """Variables the function gave new values go back to their input sharding."""
-    for e in placed:
-        assert e.leaf is not None
-        current = e.leaf.read()
-        if current is not e.value:
-            e.leaf.write(_put(current, e.spec))
+def replace_updates(
+    in_shardings: Any, args: tuple[Any, ...], static: frozenset[int]
+) -> None:
+    """The arguments' object state back on ``in_shardings`` after the call: what
+    the function updated (or replaced) keeps the layout it was given."""
+    place_inputs(in_shardings, args, static)
 
 
 def place_outputs(out_shardings: Any, out: Any) -> Any:
