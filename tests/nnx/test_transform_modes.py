@@ -354,3 +354,20 @@ def test_state_axes_from_a_state_of_axes(nnx):
         lambda: nnx.Linear(2, 3, rngs=nnx.Rngs(0)), out_axes=axes, axis_size=4
     )()
     assert made.kernel.shape == (4, 2, 3) and made.bias.shape == (3, 4)
+
+
+@BOTH
+def test_vmap_names_the_broadcast_state_a_function_updated(nnx):
+    class Env(nnx.Module):
+        def __init__(self):
+            self.broadcast = nnx.BatchStat(jnp.array(1))
+            self.index = nnx.Param(jnp.arange(4))
+
+    @nnx.vmap(in_axes=(nnx.StateAxes({nnx.BatchStat: None, ...: 0}),))
+    def f(env):
+        env.broadcast[...] += env.index[...]
+
+    with pytest.raises(
+        ValueError, match=r"at vmap.*'broadcast'.*got axis spec None but output"
+    ):
+        f(Env())

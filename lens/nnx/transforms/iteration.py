@@ -7,6 +7,7 @@ in the variables' sharding annotations. ``shard_map`` shares the body builder.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -163,12 +164,16 @@ def _mapped_call(
                 if change is not None
                 else [e.spec for e in entries if e.leaf is not None]
             )
-            return jax_map(
-                body,
-                in_axes=(Carrier([e.spec for e in entries], None),),
-                out_axes=(graph_axes, strip_state_axes(out_axes)),
-                **map_kwargs,
-            )(Carrier([e.value for e in entries], None))
+            try:
+                return jax_map(
+                    body,
+                    in_axes=(Carrier([e.spec for e in entries], None),),
+                    out_axes=(graph_axes, strip_state_axes(out_axes)),
+                    **map_kwargs,
+                )(Carrier([e.value for e in entries], None))
+            except ValueError as err:
+                paths = [e.leaf.path for e in entries if e.leaf is not None]
+                raise _name_the_state(err, paths, change) from None
 
         with Picture(name, options, f) as picture:
             picture.inputs(
@@ -195,6 +200,25 @@ def _mapped_call(
         return result
 
     return wrapper
+
+
+def _name_the_state(
+    err: ValueError, paths: list[tuple], change: StructureChanged | None
+) -> ValueError:
+    """JAX's error for a broadcast (axis None) state the function updated with a
+    mapped value, naming that state's path."""
+    msg = str(err)
+    found = re.search(r"out_axes\[0\]\[(\d+)\]", msg)
+    if change is not None or found is None or "got axis spec None" not in msg:
+        return err
+    k = int(found.group(1))
+    if k >= len(paths):
+        return err
+    return ValueError(
+        msg.replace(found.group(0), f"{found.group(0)} (the state at {paths[k]!r})")
+        + "\nThe function updated a broadcast variable (axis None) with a mapped "
+        "value: map it (give it an axis in in_axes) or do not update it inside."
+    )
 
 
 def pmap(
