@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import types
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -202,3 +203,35 @@ def test_scope_collection_of_a_missing_collection_is_empty():
     assert [k for k, _ in seen[1]] == ["inner"]
     out = Probe().apply({}, x, method=lambda m, x: m.scope._collection("params"))
     assert dict(out) == {}
+
+
+def test_pop_walks_plain_lists_and_dicts_of_submodules():
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(2, 2, rngs=rngs)
+
+        def __call__(self, x):
+            y = self.lin(x)
+            self.sow(nnx.Intermediate, "y", y)
+            return y
+
+    class Model(nnx.Module, pytree=False):  # plain containers allowed
+        def __init__(self, rngs):
+            self.layers = [Block(rngs), Block(rngs)]
+            self.heads = {"a": Block(rngs)}
+
+        def __call__(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return self.heads["a"](x)
+
+    model = Model(nnx.Rngs(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # sow outside capture
+        model(jnp.ones((1, 2)))
+    want = nnx.to_pure_dict(nnx.state(model, nnx.Intermediate))
+    popped = nnx.to_pure_dict(nnx.pop(model, nnx.Intermediate))
+    assert set(popped) == {"layers", "heads"} and set(popped["layers"]) == {0, 1}
+    assert jnp.array_equal(popped["heads"]["a"]["y"][0], want["heads"]["a"]["y"][0])
+    assert nnx.to_pure_dict(nnx.state(model, nnx.Intermediate)) == {}
+    assert len(nnx.state(model, nnx.Param)) == 2  # params stay

@@ -413,15 +413,20 @@ def pop(node: Any, *filters: Any) -> Any:
         if id(obj) in seen:
             return
         seen.add(id(obj))
-        for key, value in node_items(obj):
+        # Attributes, or a plain dict's/list's items (a pytree=False module's).
+        if isinstance(obj, Object):
+            items = node_items(obj)
+        else:
+            items = obj.items() if isinstance(obj, dict) else enumerate(obj)
+        for key, value in items:
             here = path + (key,)
-            if isinstance(value, Variable):
+            if isinstance(value, Variable) and not isinstance(obj, list | tuple):
                 for flat, pred in zip(flats, preds, strict=True):
                     if pred(here, value):
                         flat[here] = value
                         _remove(obj, key)
                         break
-            elif isinstance(value, Object):
+            elif isinstance(value, Object | list | tuple | dict):
                 go(value, here)
 
     go(node, ())
@@ -429,7 +434,7 @@ def pop(node: Any, *filters: Any) -> Any:
 
 
 def _remove(obj: Any, key: Any) -> None:
-    if isinstance(key, str) and key in vars(obj):
+    if not isinstance(obj, dict) and isinstance(key, str) and key in vars(obj):
         object.__delattr__(obj, key)
     else:  # an nnx.Dict / nnx.List item
         del obj[key]
