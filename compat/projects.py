@@ -1,0 +1,443 @@
+"""Real projects built on Flax: their own tests, run under real flax and under lens.
+
+Each project in :data:`PROJECTS` is a public repository pinned to a commit, with the
+test paths to run (its own pytest suite, or the part of it that runs on a CPU in
+minutes without downloading data or weights) and the extra packages its tests need.
+``python -m compat.projects [NAME ...]`` gets each source into
+``compat/.cache/projects`` (from a local git mirror when there is one, else by git
+clone), installs the extra packages there (``pip install --target``, no
+dependencies, so the dev environment's jax/flax/numpy are never touched), and runs
+the tests twice: with the installed flax (the oracle; cached, ``--rerun-flax`` runs
+it again) and with ``flax`` resolved to lens (``-p compat.lens_as_flax``, as
+:mod:`compat.flax_tests` does for Flax's own tests). It prints a table: tests,
+passes under each, and what blocked lens (the first errors of the tests that pass
+under flax and not under lens, most frequent first). ``--write`` puts the table in
+``docs/porting.md`` between its ``projects`` markers.
+
+Example:
+    python -m compat.projects qwix --timeout 900
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+
+from compat.flax_tests import (
+    CACHE,
+    FLAX_VERSION,
+    REPO,
+    _installed_flax_version,  # pyright: ignore[reportPrivateUsage]
+)
+from compat.flax_tests import _commit as lens_commit  # pyright: ignore[reportPrivateUsage]
+
+PROJECTS_CACHE = CACHE / "projects"
+DEPS = PROJECTS_CACHE / "deps"
+DOC = REPO / "docs" / "porting.md"
+BEGIN, END = "<!-- projects:begin -->", "<!-- projects:end -->"
+# Where `fetch`-style bare mirrors live (``owner+name/repo``); git clone otherwise.
+MIRROR = pathlib.Path(os.environ.get("LENS_PROJECTS_MIRROR", "/work/.mirror"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Project:
+    """One third-party project and the part of its test suite that is run."""
+
+    name: str
+    repo: str  # owner/name on GitHub
+    commit: str
+    api: str  # "Linen", "NNX" or both
+    tests: tuple[str, ...]
+    args: tuple[str, ...] = ()
+    deps: tuple[str, ...] = ()  # pip specs its tests import, besides our venv's
+    paths: tuple[str, ...] = ()  # the part of the tree to unpack (all when empty)
+
+
+PROJECTS: tuple[Project, ...] = (
+    Project(
+        name="qwix",  # quantization (QAT, PTQ, LoRA/QLoRA) by intercepting layers
+        repo="google/qwix",
+        commit="aa623acb24c418563265fd8d541c1d51fc285269",
+        api="Linen+NNX",
+        tests=(
+            "tests/_src/providers/lora_test.py",
+            "tests/_src/providers/ptq_test.py",
+            "tests/_src/providers/qt_test.py",
+            "tests/_src/model_test.py",
+            "tests/_src/qconfig_test.py",
+            "tests/_src/utils/flax_util_test.py",
+        ),
+    ),
+    Project(
+        name="numpyro",  # flax_module / nnx_module: Flax models inside NumPyro
+        repo="pyro-ppl/numpyro",
+        commit="0b935d488056ae1775b4ab05cbe2812f51f21a4f",
+        api="Linen+NNX",
+        tests=("test/contrib/test_module.py",),
+        # MCMC runs take minutes each on a CPU; equinox is another library.
+        args=("-k", "not mcmc and not eqx"),
+        deps=("multipledispatch==1.0.0", "tqdm==4.67.1"),
+        paths=("numpyro", "test", "pyproject.toml"),
+    ),
+    Project(
+        name="clu",  # CommonLoopUtils: metrics (flax.struct) and parameter overviews
+        repo="google/CommonLoopUtils",
+        commit="04ad2f9edbd5c80f2307746d15a947fea43cb5e5",
+        api="Linen",
+        tests=("clu/metrics_test.py", "clu/parameter_overview_test.py"),
+        deps=("chex==0.1.91", "toolz==1.0.0", "ml_collections==1.1.0", "wrapt==1.17.2"),
+    ),
+    Project(
+        name="recurrentgemma",  # Griffin / RecurrentGemma models in Linen
+        repo="google-deepmind/recurrentgemma",
+        commit="2efa84dac0e68e63547a27a18fa943c98f1c312e",
+        api="Linen",
+        tests=(
+            "recurrentgemma/jax/complex_lib_test.py",
+            "recurrentgemma/jax/layers_test.py",
+            "recurrentgemma/jax/modules_test.py",
+            "recurrentgemma/jax/griffin_test.py",
+        ),
+        deps=(
+            "einops==0.8.1",
+            "jaxtyping==0.3.2",
+            "wadler_lindig==0.1.7",
+            "typeguard==2.13.3",
+            "sentencepiece==0.2.0",
+        ),
+    ),
+)
+
+
+def source(project: Project) -> pathlib.Path:
+    """The project's tree at its commit, unpacked once under the cache."""
+    root = PROJECTS_CACHE / f"{project.name}-{project.commit[:12]}"
+    if root.is_dir():
+        return root
+    mirror = MIRROR / project.repo.replace("/", "+") / "repo"
+    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+        work = pathlib.Path(tmp) / "src"
+        if mirror.is_dir():
+            archive = pathlib.Path(tmp) / "src.tar"
+            with archive.open("wb") as out:
+                subprocess.run(
+                    ["git", f"--git-dir={mirror}", "archive", project.commit]
+                    + list(project.paths),
+                    stdout=out,
+                    check=True,
+                )
+            with tarfile.open(archive) as tar:
+                tar.extractall(work, filter="data")
+        else:
+            url = f"https://github.com/{project.repo}"
+            subprocess.run(["git", "clone", "--quiet", url, str(work)], check=True)
+            subprocess.run(
+                ["git", "-C", str(work), "checkout", "--quiet", project.commit],
+                check=True,
+            )
+        root.parent.mkdir(parents=True, exist_ok=True)
+        work.rename(root)
+    return root
+
+
+def install_deps(projects: Sequence[Project]) -> None:
+    """Installs the projects' extra test packages into the cache (no dependencies)."""
+    wanted = sorted({spec for p in projects for spec in p.deps})
+    marker = DEPS / ".installed"
+    have = set(marker.read_text().split()) if marker.exists() else set()
+    missing = [spec for spec in wanted if spec not in have]
+    if not missing:
+        return
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
+    subprocess.run(cmd + ["--target", str(DEPS), *missing], check=True)
+    marker.write_text("\n".join(sorted(have | set(missing))) + "\n")
+
+
+def xml_path(project: Project, backend: str) -> pathlib.Path:
+    """Where one run's junit XML is kept."""
+    return (
+        PROJECTS_CACHE
+        / "results"
+        / f"{project.name}-{project.commit[:12]}-{backend}.xml"
+    )
+
+
+def run_tests(project: Project, backend: str, timeout: float) -> pathlib.Path:
+    """Runs the project's tests under one backend; returns the junit XML."""
+    root = source(project)
+    out = xml_path(project, backend)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *project.tests,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    ]
+    cmd += [
+        "-o",
+        "junit_family=xunit1",
+        f"--junitxml={out}",
+        "--tb=short",
+        "-W",
+        "ignore",
+    ]
+    cmd += ["--continue-on-collection-errors", *project.args]
+    cmd += ["--rootdir", str(root), *_own_config(root)]
+    env = dict(os.environ)
+    env.setdefault("JAX_PLATFORMS", "cpu")
+    env.pop("LENS_AS_FLAX", None)
+    path = [str(root), str(DEPS)]
+    if backend == "lens":
+        cmd += ["-p", "compat.lens_as_flax"]
+        path.insert(1, str(REPO))
+    env["PYTHONPATH"] = os.pathsep.join(path + [env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    )
+    print(f"[projects] {project.name} under {backend}", flush=True)
+    try:
+        subprocess.run(
+            cmd,
+            cwd=root,
+            env=env,
+            timeout=timeout,
+            check=False,
+            stdout=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        print(
+            f"[projects] {project.name} under {backend}: stopped after {timeout:.0f} s"
+        )
+    return out
+
+
+def _own_config(root: pathlib.Path) -> list[str]:
+    """``-c <empty ini>`` for a project with no pytest settings of its own: pytest
+    would otherwise walk up to lens's (its addopts, its doctests)."""
+    found = (root / "pytest.ini").exists() or any(
+        marker in (root / name).read_text()
+        for name, marker in (
+            ("pyproject.toml", "[tool.pytest"),
+            ("setup.cfg", "[tool:pytest]"),
+            ("tox.ini", "[pytest]"),
+        )
+        if (root / name).exists()
+    )
+    if found:
+        return []
+    ini = root.parent / "results" / "empty-pytest.ini"
+    ini.parent.mkdir(parents=True, exist_ok=True)
+    ini.write_text("[pytest]\n")
+    return ["-c", str(ini)]
+
+
+@dataclasses.dataclass
+class Outcome:
+    """One test's result and, when it did not pass, its first error line."""
+
+    status: str  # passed, failed, skipped
+    error: str = ""
+
+
+_ERROR_LINE = re.compile(r"^E\s+(\w[\w.]*(Error|Exception|Exit|Warning)\b.*)$")
+
+
+def _first_error(case: ET.Element) -> str:
+    """The exception line of a failure or error (``Type: message``), shortened."""
+    for child in case:
+        if child.tag not in {"failure", "error"}:
+            continue
+        for line in (child.text or "").splitlines():
+            match = _ERROR_LINE.match(line.strip())
+            if match:
+                return _short(match.group(1))
+        return _short(child.get("message", "") or child.tag)
+    return ""
+
+
+def _short(text: str) -> str:
+    text = re.sub(r"0x[0-9a-f]+", "0x…", text.strip())
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def read_outcomes(xml: pathlib.Path) -> dict[str, Outcome]:
+    """``{test id: outcome}`` from a junit XML (empty when the run wrote none)."""
+    outcomes: dict[str, Outcome] = {}
+    if not xml.exists():
+        return outcomes
+    for case in ET.parse(xml).iter("testcase"):
+        test_id = f"{case.get('classname')}::{case.get('name')}"
+        tags = {child.tag for child in case}
+        if tags & {"failure", "error"}:
+            outcomes[test_id] = Outcome("failed", _first_error(case))
+        elif "skipped" in tags:
+            outcomes[test_id] = Outcome("skipped")
+        else:
+            outcomes[test_id] = Outcome("passed")
+    return outcomes
+
+
+def blockers(
+    flax: dict[str, Outcome], lens: dict[str, Outcome]
+) -> collections.Counter[str]:
+    """What stopped the tests that pass under flax and not under lens, by count.
+
+    A test that lens never ran is put down to its file's collection error when
+    there is one.
+    """
+    file_errors = {  # a collection error's id is "::<module>"
+        tid[2:]: o.error
+        for tid, o in lens.items()
+        if o.status == "failed" and tid.startswith("::")
+    }
+    counts: collections.Counter[str] = collections.Counter()
+    for tid, outcome in flax.items():
+        if outcome.status != "passed":
+            continue
+        got = lens.get(tid)
+        if got is not None and got.status == "passed":
+            continue
+        if got is None:
+            module = tid.split("::")[0]
+            error = next(
+                (
+                    e
+                    for m, e in file_errors.items()
+                    if module == m or module.startswith(m + ".")
+                ),
+                "not run (the lens run stopped early?)",
+            )
+            counts[error] += 1
+        else:
+            counts[got.error or got.status] += 1
+    return counts
+
+
+@dataclasses.dataclass
+class Row:
+    """One project's line of the table."""
+
+    project: Project
+    tests: int
+    flax: int
+    lens: int
+    both: int
+    blocked: collections.Counter[str]
+
+
+def row(project: Project) -> Row:
+    """The counts of one project from its cached XMLs."""
+    flax = read_outcomes(xml_path(project, "flax"))
+    lens = read_outcomes(xml_path(project, "lens"))
+    passed = {t for t, o in flax.items() if o.status == "passed"}
+    lens_passed = {t for t, o in lens.items() if o.status == "passed"}
+    return Row(
+        project,
+        len(flax),
+        len(passed),
+        len(lens_passed),
+        len(passed & lens_passed),
+        blockers(flax, lens),
+    )
+
+
+def table(rows: Sequence[Row], top: int = 3) -> str:
+    """The markdown table: per project, tests, passes, and what blocked lens."""
+    lines = [
+        "| project | API | commit | tests | pass under flax | pass under lens "
+        "| what blocked (tests: first error) |",
+        "| --- | --- | --- | ---: | ---: | ---: | --- |",
+    ]
+    totals = [0, 0, 0]
+    for r in rows:
+        totals = [totals[0] + r.tests, totals[1] + r.flax, totals[2] + r.both]
+        blocked = "; ".join(
+            f"{n}: `{e.replace('|', '/').replace('`', '')}`"
+            for e, n in r.blocked.most_common(top)
+        )
+        p = r.project
+        cells = [
+            f"[{p.name}](https://github.com/{p.repo})",
+            p.api,
+            f"`{p.commit[:10]}`",
+            str(r.tests),
+            str(r.flax),
+            f"{r.both}" + (f" ({100 * r.both / r.flax:.0f}%)" if r.flax else ""),
+            blocked or "-",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    pct = f" ({100 * totals[2] / totals[1]:.0f}%)" if totals[1] else ""
+    lines.append(
+        f"| **total** | | | **{totals[0]}** | **{totals[1]}** | **{totals[2]}{pct}** | |"
+    )
+    return "\n".join(lines)
+
+
+def write_doc(text: str, doc: pathlib.Path = DOC) -> None:
+    """Replaces the part of ``doc`` between the projects markers with ``text``."""
+    current = doc.read_text()
+    start, end = current.find(BEGIN), current.find(END)
+    if start < 0 or end < start:
+        raise SystemExit(f"{doc} has no '{BEGIN}' ... '{END}' markers to write between")
+    doc.write_text(current[: start + len(BEGIN)] + "\n" + text + "\n" + current[end:])
+
+
+def main(argv: Sequence[str] | None = None) -> str:
+    """Runs the projects asked for (all by default) and prints the table."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("names", nargs="*", help="projects to run (default: all)")
+    parser.add_argument(
+        "--timeout", type=float, default=1200.0, help="per run, seconds"
+    )
+    parser.add_argument(
+        "--rerun-flax", action="store_true", help="run the oracle again"
+    )
+    parser.add_argument(
+        "--report-only", action="store_true", help="table from the XMLs"
+    )
+    parser.add_argument("--write", action="store_true", help=f"update {DOC.name}")
+    args = parser.parse_args(argv)
+    known = {p.name: p for p in PROJECTS}
+    unknown = [n for n in args.names if n not in known]
+    if unknown:
+        parser.error(f"unknown project(s) {unknown}; known: {sorted(known)}")
+    chosen = [known[n] for n in args.names] if args.names else list(PROJECTS)
+    if not args.report_only:
+        install_deps(chosen)
+        for project in chosen:
+            if args.rerun_flax or not xml_path(project, "flax").exists():
+                installed = _installed_flax_version()
+                if installed != FLAX_VERSION:
+                    raise SystemExit(
+                        f"the oracle run needs flax=={FLAX_VERSION} installed "
+                        f"(found {installed})"
+                    )
+                run_tests(project, "flax", args.timeout)
+            run_tests(project, "lens", args.timeout)
+    rows = [row(known[p.name]) for p in PROJECTS if p in chosen or args.write]
+    text = table(rows)
+    caption = (
+        f"\nRun by `python -m compat.projects` against flax {FLAX_VERSION}, "
+        f"lens at {lens_commit()}."
+    )
+    print(text + caption)
+    if args.write:
+        write_doc(text + "\n" + caption.strip())
+    return text
+
+
+if __name__ == "__main__":
+    main()
