@@ -174,3 +174,31 @@ def test_lazy_init_reaches_a_to_nnx_inside_vmap():
     assert model.inner.kernel.shape == (5, 3, 3) and model.inner.bias.shape == (5, 3)
     assert not model.inner._is_initializing()  # reset: later calls apply
     assert model(X).shape == (5, 2, 3)
+
+
+def test_nnx_metadata_crosses_the_bridge_as_nnxmeta():
+    """nnx.with_partitioning (not the bridge's) keeps the nnx metadata in an
+    NNXMeta box that knows its partition spec and comes back as the Variable."""
+    layer = lnnx.bridge.to_linen(
+        lnnx.Linear, 3, 4,
+        kernel_init=lnnx.with_partitioning(lnnx.initializers.lecun_normal(), ("in", "out")),
+    )  # fmt: skip
+    with lnnx.use_eager_sharding(False):
+        y, variables = layer.init_with_output(jax.random.key(0), X)
+    kernel = variables["params"]["kernel"]
+    assert isinstance(kernel, lnnx.bridge.NNXMeta)
+    assert kernel.metadata["out_sharding"] == ("in", "out")
+    assert lnn.get_partition_spec(variables)["params"][
+        "kernel"
+    ] == jax.sharding.PartitionSpec("in", "out")
+    np.testing.assert_allclose(
+        y, X @ kernel.value + variables["params"]["bias"], rtol=1e-6
+    )
+    from lens.nnx.bridge.variables import to_nnx_var
+
+    back = to_nnx_var("params", kernel)
+    assert isinstance(back, lnnx.Param) and back.metadata["out_sharding"] == (
+        "in",
+        "out",
+    )
+    assert isinstance(variables["params"]["bias"], jax.Array)  # no metadata: plain

@@ -19,7 +19,7 @@ from lens.nnx.bridge.module import (
     current_context,
     current_module,
 )
-from lens.nnx.bridge.variables import with_partitioning
+from lens.nnx.bridge.variables import NNXMeta, with_partitioning
 from lens.nnx.bridge.wrappers import (
     Functional,
     ToLinen,
@@ -34,6 +34,7 @@ __all__ = [
     "AttrPriority",
     "Functional",
     "Module",
+    "NNXMeta",
     "Scope",
     "ToLinen",
     "ToNNX",
