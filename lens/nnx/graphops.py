@@ -558,8 +558,7 @@ def call(graphdef_state: tuple[GraphDef, State], /) -> ApplyCaller:
     return ApplyCaller(graphdef, (st,))
 
 
-def _graphdef_apply(self: GraphDef, state: Any, *states: Any) -> ApplyCaller:
-    return ApplyCaller(self, (state, *states))
+GraphDef.apply = lambda self, *states: ApplyCaller(self, states)  # type: ignore
 
 
 def flatten(

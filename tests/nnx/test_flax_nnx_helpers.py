@@ -117,6 +117,8 @@ def test_train_state_and_graphdef_apply_as_flax_toy_example():
         for _ in range(3):
             state = step(state)
         out, (_, new_state) = nnx.call((graphdef, state.params))(x)
+        again, _ = graphdef.apply(state.params)(x)  # GraphDef.apply as call
+        np.testing.assert_array_equal(again, out)
         return int(state.step), np.asarray(out)
 
     (ls, lo), (fs, fo) = run(lnnx), run(fnnx)
