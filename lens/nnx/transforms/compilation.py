@@ -41,6 +41,7 @@ from lens.nnx.transforms.jit_cache import (
     cached_walk,
     call_cached,
     store_walk,
+    with_fast_path,
     write_changed,
 )
 from lens.nnx.transforms.jit_shardings import (
@@ -60,7 +61,6 @@ from lens.nnx.transforms.signatures import SimpleJitPartialFn as SimpleJitPartia
 from lens.nnx.transforms.signatures import SimpleShardMapFn as SimpleShardMapFn
 from lens.nnx.transforms.transforms import eval_shape
 from lens.nnx.variablelib import StaticValue
-from lens.traceback_util import api_boundary
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -301,7 +301,7 @@ class JitWrapped(Generic[P, R]):
 
     # -- calling
 
-    @api_boundary
+    @with_fast_path
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         in_shardings = self.options["in_shardings"]
         out_shardings = self.options["out_shardings"]

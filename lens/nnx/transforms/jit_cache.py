@@ -7,17 +7,21 @@ compiled program changed (:class:`Unchanged`).
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
 
 from lens import errors
+from lens.core import _trace
 from lens.nnx.graphwalk import Walker
 from lens.nnx.pytreelib import Object
 from lens.nnx.tracers import structure_epoch
 from lens.nnx.transforms.general import Entry, Skeleton, merge_outputs
 from lens.nnx.variablelib import StaticValue, Variable
+from lens.traceback_util import api_boundary
 
 _set = object.__setattr__
 
@@ -211,3 +215,39 @@ class JitSkeleton:
     skeleton: Skeleton
     static: frozenset[int]
     n_args: int
+
+
+_NO_STATIC: frozenset[int] = frozenset()
+_NO_KEYWORDS = ((), ())  # the cache signature of a call with no keyword arguments
+
+
+def _plain_calls(wrapped: Any) -> bool:
+    """Whether ``wrapped``'s calls may go straight to the cached walk: no static
+    arguments, no shardings to place, no simple-mode checks."""
+    specs, options = wrapped.specs, wrapped.options
+    return not (
+        specs.static
+        or specs.static_names
+        or wrapped.mode.simple
+        or options["in_shardings"] is not None
+        or options["out_shardings"] is not None
+    )
+
+
+def with_fast_path(call: Callable[..., Any]) -> Callable[..., Any]:
+    """``JitWrapped.__call__`` behind JAX's ``api_boundary``, trying the cached walk
+    first: a call with no keyword arguments to a plain jit (see
+    :func:`_plain_calls`) outside a pack trace skips the argument bookkeeping."""
+
+    @functools.wraps(call)
+    def fast(self: Any, *args: Any, **kwargs: Any) -> Any:
+        plain = self.__dict__.get("_plain")
+        if plain is None:
+            plain = self.__dict__["_plain"] = _plain_calls(self)
+        if plain and not kwargs and not _trace.active():
+            hit = cached_walk(self._cache, args, _NO_STATIC, _NO_KEYWORDS)
+            if hit is not None:
+                return call_cached(hit, args, self.jitted_fn)
+        return call(self, *args, **kwargs)
+
+    return api_boundary(fast)
