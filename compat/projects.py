@@ -208,6 +208,8 @@ def run_tests(project: Project, backend: str, timeout: float) -> pathlib.Path:
         os.pathsep
     )
     print(f"[projects] {project.name} under {backend}", flush=True)
+    if backend == "lens":  # which lens this run measured, for the table
+        out.with_suffix(".lens-commit").write_text(lens_commit())
     try:
         subprocess.run(
             cmd,
@@ -331,6 +333,7 @@ class Row:
     """One project's line of the table."""
 
     project: Project
+    lens_commit: str  # the lens the lens run measured
     tests: int
     flax: int
     lens: int
@@ -344,8 +347,10 @@ def row(project: Project) -> Row:
     lens = read_outcomes(xml_path(project, "lens"))
     passed = {t for t, o in flax.items() if o.status == "passed"}
     lens_passed = {t for t, o in lens.items() if o.status == "passed"}
+    stamp = xml_path(project, "lens").with_suffix(".lens-commit")
     return Row(
         project,
+        stamp.read_text().strip() if stamp.exists() else "?",
         len(flax),
         len(passed),
         len(lens_passed),
@@ -358,8 +363,8 @@ def table(rows: Sequence[Row], top: int = 3) -> str:
     """The markdown table: per project, tests, passes, and what blocked lens."""
     lines = [
         "| project | API | commit | tests | pass under flax | pass under lens "
-        "| what blocked (tests: first error) |",
-        "| --- | --- | --- | ---: | ---: | ---: | --- |",
+        "| what blocked (tests: first error) | lens |",
+        "| --- | --- | --- | ---: | ---: | ---: | --- | --- |",
     ]
     totals = [0, 0, 0]
     for r in rows:
@@ -377,11 +382,13 @@ def table(rows: Sequence[Row], top: int = 3) -> str:
             str(r.flax),
             f"{r.both}" + (f" ({100 * r.both / r.flax:.0f}%)" if r.flax else ""),
             blocked or "-",
+            f"`{r.lens_commit}`",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     pct = f" ({100 * totals[2] / totals[1]:.0f}%)" if totals[1] else ""
     lines.append(
-        f"| **total** | | | **{totals[0]}** | **{totals[1]}** | **{totals[2]}{pct}** | |"
+        f"| **total** | | | **{totals[0]}** | **{totals[1]}** | **{totals[2]}{pct}** "
+        "| | |"
     )
     return "\n".join(lines)
 
@@ -430,8 +437,8 @@ def main(argv: Sequence[str] | None = None) -> str:
     rows = [row(known[p.name]) for p in PROJECTS if p in chosen or args.write]
     text = table(rows)
     caption = (
-        f"\nRun by `python -m compat.projects` against flax {FLAX_VERSION}, "
-        f"lens at {lens_commit()}."
+        f"\nRun by `python -m compat.projects` against flax {FLAX_VERSION}; *lens* "
+        "is the lens commit each lens run measured."
     )
     print(text + caption)
     if args.write:
