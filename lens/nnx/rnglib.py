@@ -205,6 +205,11 @@ class Rngs(Object, _Sampling):
         only those streams; the others are kept)."""
         return self._per_stream(k, lambda s, n: s.split(n) if n is not None else s)
 
+    def broadcast(self, k: Any) -> Rngs:
+        """New Rngs whose streams hold one new key repeated ``k`` times (a dict of
+        filter -> k broadcasts only those streams; the others are kept)."""
+        return self._per_stream(k, lambda s, n: s.broadcast(n) if n is not None else s)
+
     def fork(self, /, *, split: Any = None) -> Rngs:
         """New Rngs with a new key per stream (advances each stream by one)."""
         return self._per_stream(split, lambda s, n: s.fork(split=n))

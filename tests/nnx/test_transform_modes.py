@@ -371,3 +371,12 @@ def test_vmap_names_the_broadcast_state_a_function_updated(nnx):
         ValueError, match=r"at vmap.*'broadcast'.*got axis spec None but output"
     ):
         f(Env())
+
+
+@BOTH
+def test_rngs_broadcast_repeats_one_new_key(nnx):
+    rngs = nnx.Rngs(params=0, dropout=1).broadcast({"dropout": 3})
+    keys = jax.random.key_data(rngs.dropout.key[...])
+    assert keys.shape[0] == 3
+    np.testing.assert_array_equal(keys[0], keys[2])
+    assert rngs.params.key.shape == ()
