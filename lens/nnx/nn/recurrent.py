@@ -20,16 +20,13 @@ import jax.numpy as jnp
 
 from lens._kernels import sequences as seq
 from lens.core.nn import initializers
-from lens.nnx.filterlib import All, to_predicate
-from lens.nnx.graphlib import iter_graph
 from lens.nnx.module import Module
 from lens.nnx.nn.dtypes import promote_dtype
 from lens.nnx.nn.linear import Linear
 from lens.nnx.nn.parameters import NO_META
-from lens.nnx.rnglib import Rngs, RngStream, SplitBackups
-from lens.nnx.transforms.general import StateAxes
-from lens.nnx.transforms.loops import Carry, scan
-from lens.nnx.variablelib import RngState
+from lens.nnx.nn.recurrent_scan import broadcast_keys, scan_cell
+from lens.nnx.rnglib import Rngs, RngStream
+from lens.nnx.transforms.loops import Carry
 
 Array = Any
 
@@ -452,24 +449,6 @@ class SimpleCell(RNNCellBase):
         return self._zeros_carry(input_shape, rngs, carry_init)
 
 
-def _broadcast_keys(cell: Any, only: Any, steps: int) -> SplitBackups:
-    """Gives each ``only`` stream of ``cell`` one new key (flax's
-    ``split_rngs(splits=1, squeeze=True)`` key) repeated for every time step,
-    so every step of this call draws the same key (recurrent dropout's fixed
-    mask); leaving the ``with`` restores the streams, advanced by one draw."""
-    pred = to_predicate(only)
-    backups = []
-    for path, x in iter_graph(cell):
-        if isinstance(x, RngStream) and (
-            pred(path, x.key) or pred((*path, "key"), x.key)
-        ):
-            key = jax.random.split(x(), 1)[0]
-            backups.append((x, x.key.value, x.count.value))
-            object.__setattr__(x.key, "_value", jnp.broadcast_to(key, (steps,)))
-            object.__setattr__(x.count, "_value", jnp.zeros((steps,), jnp.uint32))
-    return SplitBackups(backups)
-
-
 class RNN(Module):
     """Runs ``cell`` over the time axis of ``(*batch, time, features)`` inputs
     (``time_major``: ``(time, *batch, features)``)."""
@@ -538,35 +517,13 @@ class RNN(Module):
         xs = jnp.moveaxis(inputs, time_axis, 0)
         steps = jnp.arange(xs.shape[0])
         lengths = None if seq_lengths is None else jnp.asarray(seq_lengths)
-        with _broadcast_keys(self.cell, self.broadcast_rngs, xs.shape[0]):
-            carry, ys = self._scan(lengths)(self.cell, initial_carry, (xs, steps))
+        scanned = scan_cell(self.state_axes, self.broadcast_rngs, self.unroll, lengths)
+        with broadcast_keys(self.cell, self.broadcast_rngs, xs.shape[0]):
+            carry, ys = scanned(self.cell, initial_carry, (xs, steps))
         outputs = jnp.moveaxis(ys, 0, time_axis)
         if reverse and keep_order:
             outputs = flip(outputs)
         return (carry, outputs) if return_carry else outputs
-
-    def _scan(self, lengths: Array | None) -> Callable[..., Any]:
-        """The cell scanned over the time steps (an nnx.scan: the cell's state,
-        rng counts included, comes back updated)."""
-        broadcast = All(RngState, self.broadcast_rngs)
-        state_axes = StateAxes({broadcast: 0, **self.state_axes})
-
-        @scan(in_axes=(state_axes, Carry, 0), out_axes=(Carry, 0), unroll=self.unroll)
-        def step(cell: RNNCellBase, carry: Any, x_t: Any) -> Any:
-            x, t = x_t
-            new, y = cell(carry, x)
-            if lengths is not None:  # past a sequence's end the carry stays
-                live = t < lengths
-
-                def keep(n: Array, o: Array) -> Array:
-                    return jnp.where(
-                        live.reshape(live.shape + (1,) * (n.ndim - live.ndim)), n, o
-                    )
-
-                new = jax.tree.map(keep, new, carry)
-            return new, y
-
-        return step
 
 
 class Bidirectional(Module):

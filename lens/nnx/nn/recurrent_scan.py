@@ -1,0 +1,65 @@
+"""How ``nnx.RNN`` runs a cell over time: an ``nnx.scan`` whose state axes carry
+the cell's state through the steps, and the ``broadcast_rngs`` streams given one
+key per call, repeated for every step (recurrent dropout's fixed mask)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from lens.nnx.filterlib import All, to_predicate
+from lens.nnx.graphlib import iter_graph
+from lens.nnx.rnglib import RngStream, SplitBackups
+from lens.nnx.transforms.general import StateAxes
+from lens.nnx.transforms.loops import Carry, scan
+from lens.nnx.variablelib import RngState
+
+Array = Any
+
+
+def broadcast_keys(cell: Any, only: Any, steps: int) -> SplitBackups:
+    """Gives each ``only`` stream of ``cell`` one new key (flax's
+    ``split_rngs(splits=1, squeeze=True)`` key) repeated for every time step,
+    so every step of this call draws the same key (recurrent dropout's fixed
+    mask); leaving the ``with`` restores the streams, advanced by one draw."""
+    pred = to_predicate(only)
+    backups = []
+    for path, x in iter_graph(cell):
+        if isinstance(x, RngStream) and (
+            pred(path, x.key) or pred((*path, "key"), x.key)
+        ):
+            key = jax.random.split(x(), 1)[0]
+            backups.append((x, x.key.value, x.count.value))
+            object.__setattr__(x.key, "_value", jnp.broadcast_to(key, (steps,)))
+            object.__setattr__(x.count, "_value", jnp.zeros((steps,), jnp.uint32))
+    return SplitBackups(backups)
+
+
+def scan_cell(
+    state_axes: dict[Any, Any], broadcast_rngs: Any, unroll: int, lengths: Any
+) -> Callable[..., Any]:
+    """``step(cell, carry, (xs, t))`` scanned over the time steps (the cell's
+    state, rng counts included, comes back updated); past a sequence's end
+    (``lengths``) the carry stays."""
+    broadcast = All(RngState, broadcast_rngs)
+    axes = StateAxes({broadcast: 0, **state_axes})
+
+    @scan(in_axes=(axes, Carry, 0), out_axes=(Carry, 0), unroll=unroll)
+    def step(cell: Any, carry: Any, x_t: Any) -> Any:
+        x, t = x_t
+        new, y = cell(carry, x)
+        if lengths is not None:
+            live = t < lengths
+
+            def keep(n: Array, o: Array) -> Array:
+                return jnp.where(
+                    live.reshape(live.shape + (1,) * (n.ndim - live.ndim)), n, o
+                )
+
+            new = jax.tree.map(keep, new, carry)
+        return new, y
+
+    return step
