@@ -2,6 +2,8 @@
 Rngs and the same outputs; the same programs (scan stacks, loops, branches,
 metrics, optimizers) give the same results. Skipped when flax is not installed."""
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -529,7 +531,7 @@ def test_group_norm_mask_broadcasts_as_flax(mask):
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
     v = fnn.GroupNorm(num_groups=3).init(jax.random.key(1), x)
     linen_ours = lnn.GroupNorm(num_groups=3).apply(v, x, mask=mask)
-    linen_theirs = fnn.GroupNorm(num_groups=3).apply(v, x, mask=mask)
+    linen_theirs: Any = fnn.GroupNorm(num_groups=3).apply(v, x, mask=mask)
     np.testing.assert_allclose(linen_ours, linen_theirs, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(linen_ours, ours, rtol=1e-5, atol=1e-5)
 
@@ -586,7 +588,8 @@ def test_rnn_recurrent_dropout_keeps_one_mask_per_call_as_flax():
         np.testing.assert_allclose(y, theirs(x), rtol=1e-5, atol=1e-6)
         dropped = np.asarray(y) == 0
         assert dropped.any() and (dropped == dropped[:, :1]).all()  # same each step
-    assert int(ours.cell.drop.rngs.count[...]) == 2
+    cell: Any = ours.cell
+    assert int(cell.drop.rngs.count[...]) == 2
 
 
 def test_lstm_in_half_precision_initializes_as_flax():

@@ -1,6 +1,8 @@
 """What Flax's NNX guides print: a split Rngs (key arrays) shows with its size, and
 ``State.from_flat_path`` (the filters guide) builds a State as flax's does."""
 
+from typing import Any, cast
+
 import jax.numpy as jnp
 import pytest
 
@@ -62,7 +64,7 @@ def test_static_attributes_refuse_data_as_flax_does():
 
     import jax
 
-    p = nnx.Pytree()
+    p: Any = nnx.Pytree()
     with pytest.raises(ValueError, match="Found data in value of type .* nnx.static"):
         p.a = nnx.static(jnp.ones(2))
     assert "a" not in vars(p)
@@ -81,7 +83,7 @@ def test_static_attributes_refuse_data_as_flax_does():
         b: nnx.Static[int]
         c: jax.Array
 
-    foo = Foo(a=1, b=2, c=jnp.array(3))
+    foo = cast(Any, Foo)(a=1, b=2, c=jnp.array(3))
     assert len(jax.tree.leaves(foo)) == 2 and foo._pytree__nodes == {
         "a": True,
         "b": False,
@@ -98,7 +100,7 @@ def test_static_attributes_refuse_data_as_flax_does():
     class Loose(nnx.Pytree, pytree=False):  # not a pytree: no data/static rules
         pass
 
-    loose = Loose()
+    loose: Any = Loose()
     loose.a = nnx.static(jnp.ones(2))
     assert loose.a.shape == (2,)
 
