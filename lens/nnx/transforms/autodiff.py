@@ -171,18 +171,24 @@ def value_and_grad(
             picture.outputs(new_graph)
         aux = merge_outputs(aux_out, nodes)
         grad_of = combine(grads, [None] * sum(held), held)
-        if mode.simple:  # flax.nnx: gradients shaped as the arguments
-            shaped = rebuild(
-                skel,
-                [e.value if g is None else g for e, g in zip(entries, grad_of)],
-            )
-            g = [shaped[i] for i, _ in diff]
-        else:
-            g = [_arg_grads(args, skel, entries, grad_of, i) for i, _ in diff]
+        g = _grads_of(mode.simple, args, skel, entries, grad_of, diff)
         g = g[0] if single else tuple(g)
         return ((value, aux), g) if has_aux else (value, g)
 
     return with_calling_conventions(mode, f, wrapper)
+
+
+def _grads_of(
+    simple: bool, args: tuple, skel: Any, entries: list, grad_of: list, diff: Any
+) -> list[Any]:
+    """The gradient of each differentiated argument: shaped as the argument in
+    flax.nnx's simple modes, a State of its differentiated Variables otherwise."""
+    if not simple:
+        return [_arg_grads(args, skel, entries, grad_of, i) for i, _ in diff]
+    shaped = rebuild(
+        skel, [e.value if g is None else g for e, g in zip(entries, grad_of)]
+    )
+    return [shaped[i] for i, _ in diff]
 
 
 def _check_argnums(diff_of: dict[int, Any], n_args: int) -> None:

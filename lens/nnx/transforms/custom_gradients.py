@@ -85,23 +85,26 @@ class CustomVjp:
             )
         self.fwd, self.bwd = fwd, bwd
 
-    @api_boundary
-    def __call__(self, *args: Any) -> Any:
+    def _check_ready(self) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """The forward and backward passes, once this call can run."""
         if self.fwd is None or self.bwd is None:
             raise ValueError(
                 f"nnx.custom_vjp function {getattr(self.fun, '__name__', self.fun)!r} "
                 "has no backward pass.\nCall f.defvjp(f_fwd, f_bwd) before calling it."
             )
-        if self.simple:
-            if self.filters:
-                raise ValueError(
-                    "nnx.custom_vjp with graph_updates=False takes int "
-                    "nondiff_argnums only, not DiffState.\nUse graph mode with "
-                    "graph updates for DiffState."
-                )
-            return simple_custom_vjp(
-                self.fun, self.fwd, self.bwd, self.int_nondiff, args
+        if self.simple and self.filters:
+            raise ValueError(
+                "nnx.custom_vjp with graph_updates=False takes int "
+                "nondiff_argnums only, not DiffState.\nUse graph mode with "
+                "graph updates for DiffState."
             )
+        return self.fwd, self.bwd
+
+    @api_boundary
+    def __call__(self, *args: Any) -> Any:
+        fwd_fn, bwd_fn = self._check_ready()
+        if self.simple:
+            return simple_custom_vjp(self.fun, fwd_fn, bwd_fn, self.int_nondiff, args)
         n = len(args)
         specs = tuple(
             None if i in self.int_nondiff else DiffSpec(self.filters.get(i, ...))
@@ -112,7 +115,7 @@ class CustomVjp:
         held = [e.spec is None for e in entries]  # not differentiated
         avals = [aval(e.value) for e in entries]
         diff_vals, rest_vals = partition([e.value for e in entries], held)
-        fun, fwd_fn, bwd_fn = self.fun, self.fwd, self.bwd
+        fun = self.fun
         int_nondiff = self.int_nondiff
         diff_args = [i for i in range(n) if i not in int_nondiff]
 
@@ -120,18 +123,7 @@ class CustomVjp:
             return combine(dv, rv, held)
 
         def run(f: Callable[..., Any], values: list[Any]) -> Any:
-            table: dict[int, Any] = {}
-            with frame("custom_vjp") as fr:
-                args2 = rebuild(skel, values, table)
-                result = f(*args2)
-                w2 = Walker(transform="custom_vjp")
-                after, new_entries = split_args(args2, (None,) * n, w2)
-                if len(new_entries) != len(entries):  # only statics may change
-                    check_structure(skel, after, "custom_vjp")
-                changed = changed_structure(skel, after, table, w2.nodes)
-                new_vals = [e.value for e in new_entries]
-                w2.frame = fr
-            return new_vals, result, w2, Carrier([], changed)
+            return _run_inside(f, skel, values, len(entries))
 
         @jax.custom_vjp
         def pure(dv: list[Any], rv: list[Any]) -> Any:
@@ -177,6 +169,22 @@ class CustomVjp:
         nodes = apply_graph_updates(entries, new_graph, changed.aux, walker.nodes)
         picture.outputs(new_graph)
         return merge_outputs(out_c, nodes)
+
+
+def _run_inside(f: Callable[..., Any], skel: Any, values: list[Any], n_entries: int):
+    """``f`` on the arguments rebuilt from ``values``; what it left in them."""
+    table: dict[int, Any] = {}
+    with frame("custom_vjp") as fr:
+        args = rebuild(skel, values, table)
+        result = f(*args)
+        walker = Walker(transform="custom_vjp")
+        after, new_entries = split_args(args, (None,) * len(args), walker)
+        if len(new_entries) != n_entries:  # only statics may change
+            check_structure(skel, after, "custom_vjp")
+        changed = changed_structure(skel, after, table, walker.nodes)
+        new_vals = [e.value for e in new_entries]
+        walker.frame = fr
+    return new_vals, result, walker, Carrier([], changed)
 
 
 def _output_cotangents(out_c_g: Any) -> Any:
