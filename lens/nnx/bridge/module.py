@@ -98,6 +98,20 @@ class AttrPriority(enum.IntEnum):
 _SETUP_DONE = "_bridge_setup_done"
 
 
+class ModuleBase:
+    """What a bridge ``Module`` has besides an nnx Module's (flax's typing base):
+    its ``scope`` (None until bound) and the ``attr_priorities`` of its fields."""
+
+    if TYPE_CHECKING:
+        scope: Scope | None
+        attr_priorities: dict[str, AttrPriority]
+
+
+def has_setup(x: Any) -> bool:
+    """Whether ``x`` defines ``setup`` (it is run before a bridge module's first use)."""
+    return hasattr(x, "setup")
+
+
 def _maybe_call_setup(module: Module) -> None:
     if not hasattr(type(module), "setup") or vars(module).get(_SETUP_DONE):
         return
@@ -292,7 +306,7 @@ def _existing_value(name: str, value: Any, init: Callable[[], Any]) -> Any:
 
 
 @dataclass_transform(field_specifiers=(dataclasses.field,))
-class Module(nnx_module.Module, pytree=False, metaclass=ModuleMeta):
+class Module(nnx_module.Module, ModuleBase, pytree=False, metaclass=ModuleMeta):
     """A Linen-style module on nnx: a dataclass with ``setup`` or ``@compact``
     methods, ``self.param``/``self.variable``, and ``init``/``apply`` that take
     and return Linen variable dicts.

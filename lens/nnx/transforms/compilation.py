@@ -482,7 +482,7 @@ class JitWrapped(Generic[P, R]):
         """``jitted_fn.lower`` for these arguments (objects' state included); its
         ``compile()`` is called as this function is."""
         _, _, key, donated, kept, _ = self._inputs(self._split_call(args, kwargs))
-        return Lowered(self, self.jitted_fn.lower(key, donated, kept))
+        return Lowered(self.jitted_fn.lower(key, donated, kept), self)
 
     def call_with(self, jitted: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """A call of ``jitted`` (a compiled stage of ``jitted_fn``) as a call of
@@ -582,7 +582,7 @@ class JitPartial:
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         low = self.jitted.lower(*self.partial_args, *args, **kwargs)
-        return Lowered(self.jitted, low.lowered, self.partial_args)
+        return Lowered(low.lowered, self.jitted, self.partial_args)
 
     def trace(self, *args: Any, **kwargs: Any) -> Any:
         return self.jitted.trace(*self.partial_args, *args, **kwargs)

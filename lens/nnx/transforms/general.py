@@ -348,11 +348,19 @@ def _uncarry_arg(arg: Any) -> Any:
     return arg
 
 
-def split_inputs(f: Callable[..., Any]) -> Callable[..., Any]:
+def split_inputs(
+    f: Callable[..., Any] | None = None, *, ctxtag: str = "split_merge_inputs"
+) -> Any:
     """flax.nnx's ``split_inputs``: calls ``f`` (a JAX transform of a function
     wrapped by :func:`merge_inputs`) with each object argument as a pytree of its
     state, writes the state ``f`` returns for the arguments back into them, and
-    returns ``f``'s output (objects rebuilt)."""
+    returns ``f``'s output (objects rebuilt). Without ``f``, a decorator.
+
+    ``ctxtag`` is accepted as flax's; lens pairs the two halves by the carried
+    state itself, so any tag works.
+    """
+    if f is None:
+        return functools.partial(split_inputs, ctxtag=ctxtag)
 
     @functools.wraps(f)
     def wrapper(*args: Any) -> Any:
@@ -370,9 +378,14 @@ def split_inputs(f: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def merge_inputs(f: Callable[..., Any]) -> Callable[..., Any]:
+def merge_inputs(
+    f: Callable[..., Any] | None = None, *, ctxtag: str = "split_merge_inputs"
+) -> Any:
     """flax.nnx's ``merge_inputs``: the inner half of :func:`split_inputs`; it
-    rebuilds the objects, calls ``f`` and returns ``(arguments' state, output)``."""
+    rebuilds the objects, calls ``f`` and returns ``(arguments' state, output)``.
+    Without ``f``, a decorator; ``ctxtag`` as in :func:`split_inputs`."""
+    if f is None:
+        return functools.partial(merge_inputs, ctxtag=ctxtag)
 
     @functools.wraps(f)
     def wrapper(*carried: Any) -> Any:

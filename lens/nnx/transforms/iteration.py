@@ -71,6 +71,7 @@ from lens.nnx.transforms.signatures import (
 from lens.nnx.transforms.signatures import VmapFn as VmapFn
 from lens.nnx.transforms.signatures import WhileLoopBodyFn as WhileLoopBodyFn
 from lens.nnx.transforms.signatures import WhileLoopCondFn as WhileLoopCondFn
+from lens.nnx.transforms.specs import StateAxes as StateAxes
 from lens.traceback_util import api_boundary
 
 

@@ -1,4 +1,5 @@
-"""``nnx.jit``'s ahead-of-time stages (flax.nnx's ``Lowered`` / ``Compiled``):
+"""``nnx.jit``'s ahead-of-time stages (flax.nnx's ``Lowered(lowered, jit_wrapped)``
+and ``Compiled(compiled, jit_wrapped)``):
 ``f.lower(m, x).compile()`` is called as ``f`` is, with the objects themselves,
 and their updates come back into them as after a ``f(m, x)`` call.
 """
@@ -13,13 +14,14 @@ class Lowered:
     the arguments' state (its ``as_text``, ``cost_analysis``, ... are JAX's), and
     ``compile()`` giving a :class:`Compiled` that takes the objects."""
 
-    def __init__(self, jitted: Any, lowered: Any, bound: tuple[Any, ...] = ()):
-        self.jitted = jitted
+    def __init__(self, lowered: Any, jit_wrapped: Any, bound: tuple[Any, ...] = ()):
         self.lowered = lowered
+        self.jit_wrapped = jit_wrapped
         self.bound = bound  # jit_partial's bound arguments
 
     def compile(self, *args: Any, **kwargs: Any) -> Compiled:
-        return Compiled(self.jitted, self.lowered.compile(*args, **kwargs), self.bound)
+        compiled = self.lowered.compile(*args, **kwargs)
+        return Compiled(compiled, self.jit_wrapped, self.bound)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.lowered, name)
@@ -30,9 +32,9 @@ class Compiled:
     function takes (objects included); ``as_text``, ``cost_analysis``, ... are
     ``jax.stages.Compiled``'s."""
 
-    def __init__(self, jitted: Any, compiled: Any, bound: tuple[Any, ...] = ()):
-        self.jitted = jitted
+    def __init__(self, compiled: Any, jit_wrapped: Any, bound: tuple[Any, ...] = ()):
         self.compiled = compiled
+        self.jit_wrapped = jit_wrapped
         self.bound = bound
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -41,7 +43,7 @@ class Compiled:
         def run(_statics: Any, donated: Any, kept: Any) -> Any:
             return compiled(donated, kept)  # the statics are compiled in
 
-        return self.jitted.call_with(run, (*self.bound, *args), kwargs)
+        return self.jit_wrapped.call_with(run, (*self.bound, *args), kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.compiled, name)
