@@ -15,6 +15,7 @@ import jax
 
 from lens.nnx.filterlib import to_predicate
 from lens.nnx.graphlib import iter_graph
+from lens.nnx.graphmode import set_graph_mode
 from lens.nnx.graphwalk import is_graph_node
 from lens.nnx.transforms.general import StateAxes
 from lens.nnx.treestates import NodeStates as NodeStates
@@ -61,12 +62,62 @@ class _AtPaths:
 
 class PrefixAxes(StateAxes):
     """An object's specs made by :func:`prefix` (flax.nnx's tree-shaped prefix:
-    transforms take it in every mode)."""
+    transforms take it in every mode). Read like the object (``specs.kernel``,
+    ``specs.linear.bias``) or, as flax's graph-mode result, by ``specs.state``."""
 
     from_prefix = True
 
+    def __init__(self, filter_axes: Any, by_path: Mapping[tuple, Any] = {}):  # noqa: B006
+        super().__init__(filter_axes)
+        self._by_path = dict(by_path)
 
-def _object_axes(node: Any, prefix_fn: Callable[..., Any]) -> StateAxes:
+    @property
+    def state(self) -> dict[Any, Any]:
+        """The prefixes as a nested dict of the object's attributes."""
+        out: dict[Any, Any] = {}
+        for path, value in self._by_path.items():
+            d = out
+            for k in path[:-1]:
+                d = d.setdefault(k, {})
+            d[path[-1]] = value
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        sub = self.state
+        if name not in sub:
+            raise AttributeError(f"{type(self).__name__} has no variable {name!r}")
+        return _as_attrs(sub[name])
+
+
+class _Attrs(dict):
+    """A nested dict also read by attribute (``specs.linear.kernel``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return _as_attrs(self[name])
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _as_attrs(x: Any) -> Any:
+    return _Attrs(x) if isinstance(x, dict) else x
+
+
+class TreeState:
+    """flax.nnx's graph-mode ``prefix`` result type: what ``prefix(graph=True)``
+    returns is also one (its ``state`` holds the prefixes by attribute)."""
+
+
+class _GraphPrefixAxes(PrefixAxes, TreeState):
+    """``prefix(..., graph=True)``'s result: a :class:`PrefixAxes` and a
+    :class:`TreeState`."""
+
+
+def _object_axes(
+    node: Any, prefix_fn: Callable[..., Any], graph: bool = False
+) -> StateAxes:
     """One object's spec: its variables grouped by the prefix each gets."""
     groups: dict[Any, list[tuple]] = {}
     order: list[Any] = []
@@ -78,9 +129,13 @@ def _object_axes(node: Any, prefix_fn: Callable[..., Any]) -> StateAxes:
                 groups[key] = []
                 order.append(p)
             groups[key].append(path)
+    by_path = {
+        path: p for p in order for path in groups[_hashable(p)]
+    }  # fmt: skip
+    cls = _GraphPrefixAxes if graph else PrefixAxes
     if len(order) == 1:
-        return PrefixAxes({...: order[0]})
-    return PrefixAxes({_AtPaths(*groups[_hashable(p)]): p for p in order})
+        return cls({...: order[0]}, by_path)
+    return cls({_AtPaths(*groups[_hashable(p)]): p for p in order}, by_path)
 
 
 def _hashable(x: Any) -> Any:
@@ -119,12 +174,14 @@ def prefix(
         >>> nnx.prefix(model, {nnx.PathContains("kernel"): 0, ...: None})
         StateAxes({AtPaths(('bias',),): None, AtPaths(('kernel',),): 0})
     """
-    del graph  # one walk for both modes: paths are the variables' paths
+    # one walk for both modes: paths are the variables' paths; the graph mode's
+    # result is also a TreeState, as flax's
+    graph_mode = set_graph_mode.current_value() if graph is None else graph
     fn = _prefix_fn(filter_map)
 
     def leaf(path: Any, x: Any) -> Any:
         if is_graph_node(x) and not isinstance(x, Variable):
-            return _object_axes(x, fn)
+            return _object_axes(x, fn, bool(graph_mode))
         return fn(tuple(_key(k) for k in path), x)
 
     is_leaf = lambda x: is_graph_node(x) or isinstance(x, Variable)  # noqa: E731

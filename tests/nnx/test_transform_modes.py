@@ -380,3 +380,23 @@ def test_rngs_broadcast_repeats_one_new_key(nnx):
     assert keys.shape[0] == 3
     np.testing.assert_array_equal(keys[0], keys[2])
     assert rngs.params.key.shape == ()
+
+
+@BOTH
+@pytest.mark.parametrize("graph", [True, False])
+def test_prefix_reads_like_the_object_and_its_state(nnx, graph):
+    class Foo(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(2, 3, rngs=rngs)
+            self.bn = nnx.BatchNorm(3, rngs=rngs)
+
+    specs = nnx.prefix(
+        Foo(nnx.Rngs(0)), {nnx.Param: 0, nnx.BatchStat: None}, graph=graph
+    )
+    if graph:  # flax: a TreeState whose state holds the prefixes
+        assert isinstance(specs, nnx.extract.TreeState)
+        assert specs.state["linear"]["kernel"] == 0
+        assert specs.state["bn"]["mean"] is None
+    else:  # flax: the object's tree with prefixes for leaves
+        assert specs.linear.kernel == 0
+        assert specs.bn.var is None
