@@ -87,7 +87,8 @@ def vmap(
             y, out = mapped(variable_groups, rng_groups, args)
         return y, add_axis_groups(out, out_var_axes, params)
 
-    options = dict(variable_axes=variable_axes, split_rngs=split_rngs, in_axes=in_axes)
+    options: dict[str, Any] = dict(variable_axes=variable_axes, split_rngs=split_rngs)
+    options.update(in_axes=in_axes)
     options.update(out_axes=out_axes, axis_size=axis_size, axis_name=axis_name)
     return pack(
         inner, in_filters, out_filters, rng_filters,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import jax
 
@@ -34,7 +34,8 @@ class StateAxes:
 
     def __init__(self, filter_axes: Mapping[Any, Any] | Any):
         if hasattr(filter_axes, "flat_state"):  # a State of axes: one per path
-            items = [(AtPath(p), ax) for p, ax in filter_axes.flat_state()]
+            flat = cast(Any, filter_axes).flat_state()
+            items = [(AtPath(p), ax) for p, ax in flat]
         elif isinstance(filter_axes, Mapping):
             items = filter_axes.items()
         else:
