@@ -83,10 +83,11 @@ def walk_tree(node: Any, /) -> Iterator[tuple[Path, Any, bool]]:
         if isinstance(x, Object | Variable) or _is_ref(x):
             if id(x) in seen:
                 raise ValueError(
-                    f"The same {type(x).__name__} was found at paths "
-                    f"{path_str(seen[id(x)])} and {path_str(path)}: tree mode "
-                    "(graph=False) keeps no sharing.\nPass each Variable and "
-                    "object once, or use graph mode (graph=True) for shared ones."
+                    f"Duplicate {type(x).__name__} found at paths "
+                    f"{path_str(seen[id(x)])} and {path_str(path)}. Tree mode "
+                    "(graph=False) does not support shared references.\nPass each "
+                    "Variable and object once, or use graph mode (graph=True) for "
+                    "shared ones."
                 )
             seen[id(x)] = path
         children = _children(x)

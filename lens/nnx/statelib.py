@@ -216,10 +216,11 @@ def partition_flat(
             left.append(path)
     if exhaustive and left:
         raise errors.GraphStructureError(
-            f"The filters {filters!r} do not select every variable; left over: "
+            "Non-exhaustive filters, got a non-empty remainder: "
             + ", ".join(path_str(p) for p in left[:5])
             + (" ..." if len(left) > 5 else "")
-            + ".\nAdd a last filter ... to collect the rest."
+            + f".\nThe filters {filters!r} do not select every variable; add a "
+            "last filter ... to collect the rest."
         )
     return parts
 

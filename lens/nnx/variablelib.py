@@ -159,10 +159,14 @@ class Variable(Generic[A]):
 
     def set_value(self, value: Any, *, index: Any = _MISSING) -> None:
         """Sets the value (as ``.value = ...``); ``index`` sets one item."""
-        if index is _MISSING or index is Ellipsis and _is_array_like(self._value):
+        if index is _MISSING or index is Ellipsis and _replaces(self._value, value):
             self.value = value
-        elif _is_array_like(self._value):
+        elif isinstance(self._value, jax.Array):  # v[...] = 3 keeps an array
             self.value = self._value.at[index].set(value)
+        elif _is_array_like(self._value):  # numpy: updated as a copy
+            new = np.array(self._value)
+            new[index] = value
+            self.value = new
         else:  # a dict or list value: copied, so earlier readers keep theirs
             new = (
                 dict(self._value)
@@ -415,6 +419,23 @@ class Variable(Generic[A]):
 
 def _is_array_like(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def _replaces(old: Any, new: Any) -> bool:
+    """Whether ``v[...] = new`` swaps the value whole (as flax.nnx: an array of
+    the same shape and dtype), rather than writing into it."""
+    if not _is_array_like(old):
+        return False
+    if not isinstance(old, jax.Array):
+        return _is_array_like(new) and np.shape(new) == np.shape(old)
+    if not (
+        isinstance(new, jax.Array) and new.shape == old.shape and new.dtype == old.dtype
+    ):
+        return False
+    try:
+        return getattr(new, "sharding", None) == getattr(old, "sharding", None)
+    except Exception:  # noqa: BLE001 - a tracer without a readable sharding
+        return True
 
 
 def _binary(name: str) -> Any:

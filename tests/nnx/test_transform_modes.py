@@ -400,3 +400,17 @@ def test_prefix_reads_like_the_object_and_its_state(nnx, graph):
     else:  # flax: the object's tree with prefixes for leaves
         assert specs.linear.kernel == 0
         assert specs.bn.var is None
+
+
+@BOTH
+def test_ellipsis_assignment_writes_into_an_array_value(nnx):
+    v = nnx.Param(jnp.array([1.0, 2.0]))
+    v[...] = 3  # a scalar broadcast into the array, which stays an array
+    assert isinstance(v[...], jax.Array)
+    np.testing.assert_array_equal(v[...], [3.0, 3.0])
+    new = jnp.array([5.0, 6.0])
+    v[...] = new  # same shape and dtype: swapped whole
+    assert v[...] is new
+    with pytest.raises((ValueError, TypeError)):
+        v[...] = jnp.ones((3,))  # a wrong shape is refused, as flax.nnx's
+    np.testing.assert_array_equal(v[...], [5.0, 6.0])
