@@ -106,8 +106,23 @@ def _as_attrs(x: Any) -> Any:
 
 
 class TreeState:
-    """flax.nnx's graph-mode ``prefix`` result type: what ``prefix(graph=True)``
-    returns is also one (its ``state`` holds the prefixes by attribute)."""
+    """flax.nnx's tree of a graph node's state with its graphdef (the graph-mode
+    ``prefix`` result type: what ``prefix(graph=True)`` returns is also one, its
+    ``state`` holding the prefixes by attribute)."""
+
+    def __init__(
+        self,
+        graphdef: Any = None,
+        __state__: Any = None,
+        prefix_fn: Callable[..., Any] | None = None,
+    ):
+        self.graphdef = graphdef
+        self.__state__ = __state__
+        self.prefix_fn = prefix_fn
+
+    @property
+    def state(self) -> Any:
+        return self.__state__
 
 
 class _GraphPrefixAxes(PrefixAxes, TreeState):

@@ -337,8 +337,11 @@ def _variables_cell(info: ObjectInfo, var_type: type) -> str:
 
 
 def _in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (not a terminal IPython, nor an
+    InteractiveShell some library made in this process)."""
     ipython = sys.modules.get("IPython")
-    return ipython is not None and ipython.get_ipython() is not None
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def _build_table(

@@ -85,3 +85,18 @@ def test_model_is_not_changed_and_methods_are_restored():
 def test_missing_method_is_a_clear_error():
     with pytest.raises(AttributeError, match="has no method 'encode'"):
         lnnx.tabulate(_model(lnnx), jnp.ones((4, 3)), method="encode")
+
+
+def test_tabulate_returns_its_table_outside_a_kernel_even_with_an_ipython_shell():
+    # An InteractiveShell that a library or test made in this process is not a
+    # notebook: the table is returned as text (in a Jupyter kernel rich displays it).
+    from IPython.core.interactiveshell import InteractiveShell
+
+    had_shell = InteractiveShell.initialized()
+    InteractiveShell.instance()
+    try:
+        text = lnnx.tabulate(lnnx.Linear(2, 3, rngs=lnnx.Rngs(0)), jnp.ones((1, 2)))
+    finally:
+        if not had_shell:
+            InteractiveShell.clear_instance()
+    assert "Linear" in text and "Total" in text
