@@ -126,6 +126,10 @@ class Sequential(Module):
         self.layers = list(layers)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not self.layers:  # the identity, as flax.nnx's empty Sequential
+            if args:
+                return args[0] if len(args) == 1 else args
+            return kwargs or None
         out = args
         for i, layer in enumerate(self.layers):
             out = layer(*out, **kwargs) if i == 0 else layer(*out)

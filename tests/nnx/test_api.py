@@ -113,3 +113,11 @@ def test_layer_parameters_match_flax(name, method):
 @pytest.mark.parametrize("name", SAME_NEW_FUNCTIONS)
 def test_more_parameters_match_flax(name):
     assert _params(getattr(nnx, name)) == _params(getattr(fnnx, name))
+
+
+def test_empty_sequential_is_the_identity():
+    iden = nnx.Sequential()
+    assert iden(12) == 12
+    assert iden(12, 23) == (12, 23)
+    assert iden() is None
+    assert iden(k=2) == {"k": 2}
