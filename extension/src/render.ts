@@ -382,13 +382,15 @@ export class PackView {
   }
 }
 
-/** `axes: in: member 0, x None (broadcast) · out: 0 · axis_name 'batch'`, each argument a chip. */
+/**
+ * `inputs: member split along axis 0, x not split (broadcast) · outputs stacked
+ * along axis 0 · axis_name 'batch'`, each argument a chip (lens words the axes).
+ */
 function axesNode(axes: Axes): HTMLElement {
   const node = el('div', 'lens-pack-axes');
-  node.appendChild(el('span', 'lens-pack-col', 'axes: '));
   node.title = axes.text;
   if (axes.in.length) {
-    node.appendChild(el('span', 'lens-pack-col', 'in '));
+    node.appendChild(el('span', 'lens-pack-col', 'inputs: '));
     axes.in.forEach((a, i) => {
       const chip = el('span', 'lens-pack-arg');
       chip.appendChild(el('b', undefined, a.arg));
@@ -401,7 +403,7 @@ function axesNode(axes: Axes): HTMLElement {
   }
   const rest: string[] = [];
   if (axes.out !== null) {
-    rest.push(`out ${axes.out}`);
+    rest.push(`outputs ${axes.out}`);
   }
   if (axes.name !== null) {
     rest.push(`axis_name '${axes.name}'`);

@@ -48,8 +48,10 @@ describe('renderPayload', () => {
     const doc = fixture('nnx_ensemble.json');
     renderPayload(host, doc);
     const axes = host.querySelector('.lens-pack-axes')!;
-    expect(Array.from(axes.querySelectorAll('.lens-pack-arg')).map(n => n.textContent)).toEqual(['rngs 0']);
-    expect(axes.textContent).toContain("out 0 · axis_name 'ensemble' · partition name 'members'");
+    expect(Array.from(axes.querySelectorAll('.lens-pack-arg')).map(n => n.textContent)).toEqual(['rngs split along axis 0']);
+    expect(axes.textContent).toBe(
+      "inputs: rngs split along axis 0 · outputs stacked along axis 0 · axis_name 'ensemble' · partition name 'members'"
+    );
     const created = Array.from(host.querySelectorAll('.lens-pack-lane[data-fate="created"]')) as HTMLElement[];
     expect(created.map(n => n.querySelector('.lens-pack-name')!.textContent)).toEqual([
       '/out/hidden/bias',
@@ -72,7 +74,7 @@ describe('renderPayload', () => {
     expect(own('.lens-pack-chip').map(n => n.textContent)).toEqual(['linear/bias', 'linear/kernel']);
     const scan = jit.querySelector('.lens-pack-box[data-transform="scan"]') as HTMLElement;
     expect(scan.querySelectorAll('.lens-pack-group .lens-pack-lane').length).toBe(2);
-    expect(Array.from(scan.querySelectorAll('.lens-pack-arg')).map(n => n.textContent)).toEqual(['x Carry', 'block 0']);
+    expect(Array.from(scan.querySelectorAll('.lens-pack-arg')).map(n => n.textContent)).toEqual(['x carried step to step', 'block split along axis 0']);
     // a chip opens the details panel as a lane does
     (own('.lens-pack-chip')[1] as HTMLElement).click();
     expect(jit.querySelector('.lens-pack-details-title')!.textContent).toBe('/block/linear/kernel in jit at /block');

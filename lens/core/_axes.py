@@ -62,39 +62,70 @@ def _arg(i: int, names: Sequence[str]) -> str:
     return names[i] if 0 <= i < len(names) else f"args[{i}]"
 
 
+def _is_carry(a: Any) -> bool:
+    return axis_text(a) == "Carry"
+
+
+def say_in(a: Any) -> str:
+    """How one argument goes in, in words: ``split along axis 0``, ``not split
+    (broadcast)``, ``carried step to step``, ``split by (0, None)``."""
+    if a is None or a == "broadcast":
+        return "not split (broadcast)"
+    if isinstance(a, int) and not isinstance(a, bool):
+        return f"split along axis {a}"
+    if _is_carry(a):
+        return "carried step to step"
+    return f"split by {axis_text(a)}"
+
+
+def say_out(a: Any) -> str:
+    """How results come out, in words: ``stacked along axis 0``, ``not stacked
+    (broadcast)``, ``carried``, ``stacked by (0, None)``."""
+    if a is None or a == "broadcast":
+        return "not stacked (broadcast)"
+    if isinstance(a, int) and not isinstance(a, bool):
+        return f"stacked along axis {a}"
+    if _is_carry(a):
+        return "carried"
+    return f"stacked by {axis_text(a)}"
+
+
 def _per_argument(ins: Any, names: Sequence[str]) -> list[dict[str, str]]:
-    """One ``{arg, axis}`` per argument: a tuple of axes is per position; one
-    axis applies to every argument (named when the names are known)."""
+    """One ``{arg, axis}`` per argument (``axis`` in words): a tuple of axes is
+    per position; one axis applies to every argument (named when the names are
+    known)."""
     is_mapping = (
         isinstance(ins, list)
         and ins
         and all(isinstance(p, list) and len(p) == 2 for p in ins)
     )
     if isinstance(ins, list) and not is_mapping:
-        return [
-            {"arg": _arg(i, names), "axis": axis_text(a)} for i, a in enumerate(ins)
-        ]
+        return [{"arg": _arg(i, names), "axis": say_in(a)} for i, a in enumerate(ins)]
     if names:
-        return [{"arg": n, "axis": axis_text(ins)} for n in names]
-    return [{"arg": "every argument", "axis": axis_text(ins)}]
+        return [{"arg": n, "axis": say_in(ins)} for n in names]
+    return [{"arg": "every argument", "axis": say_in(ins)}]
 
 
 def axes(rec: Mapping[str, Any]) -> dict[str, Any] | None:
-    """``{in, out, name, partition, text}`` for a transform with axes, else None."""
+    """``{in, out, name, partition, text}`` for a transform with axes, else None.
+
+    ``text`` reads as English: ``inputs: x split along axis 0, y not split
+    (broadcast) · outputs stacked along axis 0 · axis_name 'batch'``.
+    """
     opts = rec.get("options", {})
     partition = _partition(opts)
     if not any(k in opts for k in _AXES_OPTIONS) and partition is None:
         return None
     names = [str(n) for n in rec.get("args", [])]
     ins = _per_argument(opts["in_axes"], names) if "in_axes" in opts else []
-    out = axis_text(opts["out_axes"]) if "out_axes" in opts else None
+    out = say_out(opts["out_axes"]) if "out_axes" in opts else None
     name = opts.get("axis_name")
     name = None if name is None else axis_text(name)
     parts = []
     if ins:
-        parts.append("in: " + ", ".join(f"{a['arg']} {a['axis']}" for a in ins))
+        parts.append("inputs: " + ", ".join(f"{a['arg']} {a['axis']}" for a in ins))
     if out is not None:
-        parts.append(f"out: {out}")
+        parts.append(f"outputs {out}")
     if name is not None:
         parts.append(f"axis_name '{name}'")
     if partition is not None:

@@ -187,7 +187,7 @@ def text_lines(records: Sequence[Mapping[str, Any]], depth: int = 0) -> list[str
             out.append(f"{pad}  options: {printable(options_text(rec))}")
         axes = rec.get("axes")
         if axes and axes.get("text"):
-            out.append(f"{pad}  axes: {printable(axes['text'])}")
+            out.append(f"{pad}  {printable(axes['text'])}")
         for note in rec.get("scope_notes", []):
             if not note["root"]:
                 out.append(f"{pad}  scope {printable(note['path'])}: {note['text']}")
@@ -314,7 +314,7 @@ def _record_html(rec: Mapping[str, Any], crumbs: list[str]) -> str:
         body.append(f"<div style='{_MUTED};{_WRAP}'>{e(options_text(rec))}</div>")
     axes = rec.get("axes")
     if axes and axes.get("text"):
-        body.append(f"<div style='{_WRAP}'>axes: {e(axes['text'])}</div>")
+        body.append(f"<div style='{_WRAP}'>{e(axes['text'])}</div>")
     if len(trail) > 1:
         body.append(f"<div style='{_MUTED};{_WRAP}'>in: {e(' › '.join(trail))}</div>")
     for note in rec.get("scope_notes", []):

@@ -125,25 +125,32 @@ def _range(values: np.ndarray) -> str:
     return f"{fmt_num(float(finite.min()))}..{fmt_num(float(finite.max()))}"
 
 
-def _standing_out(values: np.ndarray) -> str:
+def _indices(idx: Sequence[int] | np.ndarray) -> str:
+    """``slice 3`` / ``slices 1, 4, 7`` (the first five, then ``...``)."""
+    shown = ", ".join(str(i) for i in idx[:5]) + (" ..." if len(idx) > 5 else "")
+    return f"slice{'s' if len(idx) > 1 else ''} {shown}"
+
+
+def _standing_out(values: np.ndarray, what: str = "rms") -> str:
     bad = outliers(values)
     moved = np.flatnonzero(np.asarray(values) != 0)
     if not bad and 0 < len(moved) <= len(values) // 2:
-        # most slices did not move at all (a diff): name the ones that did
-        shown = ", ".join(str(i) for i in moved[:5]) + (
-            " ..." if len(moved) > 5 else ""
-        )
-        return f"only {shown} nonzero"
+        # most slices are exactly 0 (a diff: they did not change): name the others
+        of = f"({len(moved)} of {len(values)})"
+        if what == "change":
+            return f"only {_indices(moved)} changed {of}"
+        return f"nonzero only in {_indices(moved)} {of}"
     if not bad:
         return ""
-    shown = ", ".join(str(i) for i in bad[:5]) + (" ..." if len(bad) > 5 else "")
-    return f"stands out: {shown}"
+    return f"stands out: {', '.join(str(i) for i in bad[:5])}" + (
+        " ..." if len(bad) > 5 else ""
+    )
 
 
 def describe(values: np.ndarray, what: str = "rms") -> str:
     """``rms per slice (3): ▁▄█ 0.12..0.9; stands out: 2`` (slices along axis 0)."""
     span = _range(values)
-    note = _standing_out(values)
+    note = _standing_out(values, what)
     return (
         f"{what} per slice ({len(values)}): {spark_text(values)}"
         + (f" {span}" if span else "")
@@ -154,7 +161,7 @@ def describe(values: np.ndarray, what: str = "rms") -> str:
 def label(values: np.ndarray, what: str = "rms") -> str:
     """What the HTML chart shows, in words: ``rms of slices 0..3 (axis 0): 0.1..0.9``."""
     span = _range(values)
-    note = _standing_out(values)
+    note = _standing_out(values, what)
     return (
         f"{what} of slices 0..{len(values) - 1} (axis 0)"
         + (f": {span}" if span else "")

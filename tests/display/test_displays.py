@@ -291,8 +291,9 @@ def test_pack_trace_text_html_and_mime(variables):
     )
     assert "  rng params: split into 3 keys" in text.splitlines()
     # in_axes / out_axes and the partition name metadata_params gives the new axis
-    assert "  axes: in: every argument 0 · out: 0 · partition name 'ens'" in (
-        text.splitlines()
+    assert (
+        "  inputs: every argument split along axis 0 · outputs stacked along axis 0"
+        " · partition name 'ens'" in text.splitlines()
     )
     assert "  commits back to /" in text.splitlines()
     bundle = trace._repr_mimebundle_()

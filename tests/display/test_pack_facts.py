@@ -46,7 +46,7 @@ def test_a_vmapped_constructor_draws_the_params_it_creates_stacked():
     assert (kernel["axis"], kernel["size"], kernel["committed"]) == (0, 5, "/out")
     # the rngs argument is named by its parameter, not args[0]
     assert {s["path"] for s in rec["scopes"]} == {"/rngs", "/out"}
-    assert rec["axes"]["in"] == [{"arg": "rngs", "axis": "0"}]
+    assert rec["axes"]["in"] == [{"arg": "rngs", "axis": "split along axis 0"}]
     assert rec["axes"]["partition"] == "members"
     text = PackTraceView(t).text()
     assert "Param hidden/kernel  f32[*5*,6,3] → f32[6,3]" in text
@@ -63,12 +63,18 @@ def test_in_axes_are_shown_per_argument_by_name():
 
     t, (rec,) = _record(lambda: predict(ens, jnp.ones((2, 6))))
     assert rec["axes"]["in"] == [
-        {"arg": "member", "axis": "0"},
-        {"arg": "x", "axis": "None (broadcast)"},
+        {"arg": "member", "axis": "split along axis 0"},
+        {"arg": "x", "axis": "not split (broadcast)"},
     ]
-    assert (rec["axes"]["out"], rec["axes"]["name"]) == ("0", "member")
+    assert (rec["axes"]["out"], rec["axes"]["name"]) == (
+        "stacked along axis 0",
+        "member",
+    )
     assert rec["summary"].startswith("vmap over 5 at /member:")
-    line = "  axes: in: member 0, x None (broadcast) · out: 0 · axis_name 'member'"
+    line = (
+        "  inputs: member split along axis 0, x not split (broadcast)"
+        " · outputs stacked along axis 0 · axis_name 'member'"
+    )
     assert line in PackTraceView(t).text().splitlines()
     assert "axis_name &#x27;member&#x27;" in PackTraceView(t).html()
 
@@ -99,8 +105,8 @@ def test_a_jit_box_is_one_compact_line_and_its_scan_keeps_its_lanes():
     assert jit["passes"]["flow"] == "2 variables flow through"
     assert scan["passes"] is None
     assert scan["axes"]["in"] == [
-        {"arg": "x", "axis": "Carry"},
-        {"arg": "block", "axis": "0"},
+        {"arg": "x", "axis": "carried step to step"},
+        {"arg": "block", "axis": "split along axis 0"},
     ]
     text = PackTraceView(t).text().splitlines()
     assert (

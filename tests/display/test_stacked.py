@@ -143,7 +143,15 @@ def test_diff_shows_which_layer_changed():
     html = d.html()
     # drawn once (the bars, labelled), not also as block characters
     assert len(_charts(html)) == 1 and "▁" not in html
-    assert "only 5 nonzero" in html
+    assert "only slice 5 changed (1 of 12)" in html
+    assert line.endswith("; only slice 5 changed (1 of 12)")
+
+
+def test_a_stack_zero_but_for_some_slices_names_them_and_how_many():
+    per = np.zeros(8)
+    per[[1, 6]] = 0.5
+    assert _stacked.describe(per).endswith("; nonzero only in slices 1, 6 (2 of 8)")
+    assert _stacked.label(per, "change").endswith("; only slices 1, 6 changed (2 of 8)")
 
 
 def test_explorer_details_draw_the_stack():
