@@ -114,8 +114,10 @@ class RngStream(Object, _Sampling):
         self.count = RngCount(jnp.zeros(jnp.shape(key), jnp.uint32), tag=tag)
 
     def __call__(self) -> jax.Array:
-        key = jax.random.fold_in(self.key.value, self.count.value)
-        self.count.value = self.count.value + 1
+        # v[...] reads and writes: also works on a hijax Variable's tracer
+        count = self.count[...]
+        key = jax.random.fold_in(self.key[...], count)
+        self.count[...] = count + 1
         return key
 
     def split(self, k: int | tuple[int, ...]) -> RngStream:

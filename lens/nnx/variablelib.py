@@ -11,7 +11,6 @@ created with ``out_sharding`` under ``jax.set_mesh`` is sharded at once, and
 
 from __future__ import annotations
 
-import functools
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
@@ -20,15 +19,45 @@ import jax
 import numpy as np
 
 from lens.core.spmd import shard_value
-from lens.nnx import reprlib
+from lens.nnx import reprlib, variable_hooks, variable_refs
 from lens.nnx.staticvalue import StaticValue as StaticValue
 from lens.nnx.staticvalue import freeze_metadata as freeze_metadata
 from lens.nnx.tracers import check_mutable, current_frame
+from lens.nnx.vardefaults import _FLAGS, _remap_sharding_metadata, _store_flags
+from lens.nnx.vardefaults import VARIABLE_CONTEXT as VARIABLE_CONTEXT
 from lens.nnx.vardefaults import VarDefaults as VarDefaults
 from lens.nnx.vardefaults import VarDefaultsContext as VarDefaultsContext
+from lens.nnx.vardefaults import VariableContext as VariableContext
 from lens.nnx.vardefaults import use_eager_sharding as use_eager_sharding
 from lens.nnx.vardefaults import using_eager_sharding as using_eager_sharding
 from lens.nnx.vardefaults import var_defaults as var_defaults
+from lens.nnx.variable_hijax import AbstractVariable as AbstractVariable
+from lens.nnx.variable_hijax import GetVariable as GetVariable
+from lens.nnx.variable_hijax import HijaxVariable as HijaxVariable
+from lens.nnx.variable_hijax import HijaxVariableMeta as HijaxVariableMeta
+from lens.nnx.variable_hijax import Leaf as Leaf
+from lens.nnx.variable_hijax import NewVariable as NewVariable
+from lens.nnx.variable_hijax import PyTreeDef as PyTreeDef
+from lens.nnx.variable_hijax import SetVariable as SetVariable
+from lens.nnx.variable_hijax import VariableEffect as VariableEffect
+from lens.nnx.variable_hijax import VariableMeta as VariableMeta
+from lens.nnx.variable_hijax import VariableQDD as VariableQDD
+from lens.nnx.variable_hijax import get_variable_p as get_variable_p
+from lens.nnx.variable_hijax import new_variable_p as new_variable_p
+from lens.nnx.variable_hijax import set_variable_p as set_variable_p
+from lens.nnx.variable_hijax import to_hijax
+from lens.nnx.variable_hijax import variable_effect as variable_effect
+from lens.nnx.variable_hooks import AddAxisHook as AddAxisHook
+from lens.nnx.variable_hooks import AxisIndex as AxisIndex
+from lens.nnx.variable_hooks import AxisName as AxisName
+from lens.nnx.variable_hooks import CreateValueHook as CreateValueHook
+from lens.nnx.variable_hooks import GetValueHook as GetValueHook
+from lens.nnx.variable_hooks import RemoveAxisHook as RemoveAxisHook
+from lens.nnx.variable_hooks import SetValueHook as SetValueHook
+from lens.nnx.variable_hooks import VariableMetadata as VariableMetadata
+from lens.nnx.variable_hooks import with_metadata as with_metadata
+from lens.nnx.variable_refs import Ref as Ref
+from lens.nnx.variable_refs import is_array_ref as is_array_ref
 
 F = TypeVar("F", bound=Callable[..., Any])
 A = TypeVar("A")
@@ -37,59 +66,15 @@ A = TypeVar("A")
 _MISSING: Any = object()
 
 
-def _remap_sharding_metadata(metadata: dict[str, Any]) -> None:
-    for old in ("sharding", "sharding_names"):
-        if old in metadata:
-            warnings.warn(
-                f"'{old}' is deprecated, use 'out_sharding' instead.",
-                DeprecationWarning,
-                stacklevel=4,
-            )
-            metadata["out_sharding"] = metadata.pop(old)
-
-
-class VariableMetadata(Generic[A]):
-    """An initializer's value with the metadata its variable should get
-    (what :func:`with_metadata` and :func:`with_partitioning` initializers return)."""
-
-    def __init__(self, raw_value: Any, metadata: Mapping[str, Any] | None = None):
-        self.raw_value = raw_value
-        self.metadata = dict(metadata or {})
-
-    def __repr__(self) -> str:
-        return f"VariableMetadata(raw_value={self.raw_value!r}, metadata={self.metadata!r})"
-
-
-def with_metadata(initializer: F, **metadata: Any) -> F:
-    """Wraps ``initializer`` so the variable built from its value gets ``metadata``.
-
-    >>> from lens import nnx
-    >>> init = nnx.with_metadata(nnx.initializers.ones, out_sharding=None, tag="w")
-    >>> nnx.Param(init(None, (2,))).tag
-    'w'
-    """
-    hooks = [k for k in metadata if k.startswith("on_") and k.endswith("_value")]
-    hooks += [k for k in ("on_add_axis", "on_remove_axis") if k in metadata]
-    if hooks:
-        raise NotImplementedError(
-            f"with_metadata: Variable hooks ({', '.join(sorted(hooks))}) are not "
-            "supported by lens.nnx (flax.nnx deprecates them).\nSubclass the "
-            "Variable type and override get_value/set_value instead."
-        )
-
-    @functools.wraps(initializer)
-    def wrapper(*args: Any) -> Any:
-        return VariableMetadata(initializer(*args), metadata)
-
-    return wrapper  # type: ignore[return-value]
-
-
-class Variable(Generic[A]):
+class Variable(Generic[A], metaclass=VariableMeta):
     """A mutable box for one piece of state, with a type and metadata.
 
     ``.value`` reads and writes it (``v[...]`` too); arithmetic and ``jnp``
     functions see the value, so ``x @ self.kernel`` works. The type says which
     collection it belongs to (``Param``, ``BatchStat``, ...); filters select on it.
+    ``ref=True`` keeps the value in a ``jax.Ref`` (JAX transforms update it in
+    place); ``hijax=True`` returns a :class:`HijaxVariable`, which JAX
+    transforms take as one mutable object (see ``var_defaults``).
     """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -107,97 +92,123 @@ class Variable(Generic[A]):
         eager_sharding: bool | None = None,
         **metadata: Any,
     ):
+        flags: dict[str, Any] = {
+            "hijax": hijax,
+            "ref": ref,
+            "eager_sharding": eager_sharding,
+        }
         if isinstance(value, VariableMetadata):
-            boxed = dict(value.metadata)
-            if "eager_sharding" in boxed:
-                given = boxed.pop("eager_sharding")
-                if eager_sharding is not None and eager_sharding != given:
-                    raise ValueError(
-                        "Cannot specify eager_sharding both in VariableMetadata and "
-                        "as an argument to Variable constructor."
-                    )
-                eager_sharding = given
-            metadata = {**boxed, **metadata}
-            value = value.raw_value
-        for mode, on in (("hijax", hijax), ("ref", ref)):
-            if on:
-                raise NotImplementedError(
-                    f"{type(self).__name__}({mode}=True): lens.nnx variables are "
-                    "plain Python boxes; there is no hijax/ref mode.\nLeave "
-                    f"{mode} unset: nnx transforms carry updates out already."
-                )
+            value = variable_hooks.unpack(value, metadata, flags)
+        defaults = var_defaults()
+        for flag in ("hijax", "ref"):
+            if flags[flag] is None:
+                flags[flag] = defaults[flag]
+        if flags["eager_sharding"] is None:
+            flags["eager_sharding"] = using_eager_sharding()
+        if variable_refs.contains_ref(value):
+            raise ValueError(
+                "Cannot pass a Ref directly into Variable constructor.\nPass the "
+                f"array (ref[...]) and ref=True: {type(self).__name__}(x, ref=True)."
+            )
         _remap_sharding_metadata(metadata)
-        if eager_sharding is None:
-            eager_sharding = using_eager_sharding()
-        if not eager_sharding:
-            metadata["eager_sharding"] = False
-        elif metadata.get("out_sharding"):
+        variable_hooks.collect(type(self), metadata)
+        _store_flags(metadata, flags)
+        object.__setattr__(self, "_lens_frame", current_frame())
+        object.__setattr__(self, "_value", value)
+        object.__setattr__(self, "metadata", metadata)
+        value = variable_hooks.run_value_hooks(self, metadata, "on_create_value", value)
+        object.__setattr__(self, "_value", value)
+        value = self.create_value(value)
+        if flags["eager_sharding"] and metadata.get("out_sharding"):
             value = shard_value(
                 value,
                 metadata["out_sharding"],
                 metadata.get("sharding_rules"),
                 metadata.get("mesh"),
             )
-        object.__setattr__(self, "_lens_frame", current_frame())
+        if flags["ref"]:
+            value = variable_refs.new_ref(value, type(self).__name__)
         object.__setattr__(self, "_value", value)
-        object.__setattr__(self, "metadata", metadata)
+
+    def create_value(self, value: A) -> A:
+        """The value a new Variable stores (override to transform it)."""
+        return value
 
     @property
     def value(self) -> Any:
-        return self._value
+        return self.get_value()
 
     @value.setter
     def value(self, value: Any) -> None:
+        self.set_value(value)
+
+    def _store(self, value: Any) -> None:
         check_mutable(self, "set the value", structural=False)
         object.__setattr__(self, "_value", value)
 
     def get_value(self, *, index: Any = _MISSING) -> Any:
         """The value (as ``.value``); ``index`` reads one item (as ``v[index]``)."""
-        if index is _MISSING or index is Ellipsis and _is_array_like(self._value):
-            return self._value
-        return self._value[index]
+        raw = self._value
+        if variable_refs.is_array_ref(raw):
+            value = raw[... if index is _MISSING else index]
+        elif index is _MISSING or index is Ellipsis and _is_array_like(raw):
+            value = raw
+        else:
+            value = raw[index]
+        if "on_get_value" in self.metadata:
+            value = variable_hooks.run_value_hooks(
+                self, self.metadata, "on_get_value", value
+            )
+        return value
 
     def set_value(self, value: Any, *, index: Any = _MISSING) -> None:
         """Sets the value (as ``.value = ...``); ``index`` sets one item."""
-        if index is _MISSING or index is Ellipsis and _replaces(self._value, value):
-            self.value = value
-        elif isinstance(self._value, jax.Array):  # v[...] = 3 keeps an array
-            self.value = self._value.at[index].set(value)
-        elif _is_array_like(self._value):  # numpy: updated as a copy
-            new = np.array(self._value)
-            new[index] = value
-            self.value = new
-        else:  # a dict or list value: copied, so earlier readers keep theirs
-            new = (
-                dict(self._value)
-                if isinstance(self._value, dict)
-                else list(self._value)
+        if "on_set_value" in self.metadata:
+            value = variable_hooks.run_value_hooks(
+                self, self.metadata, "on_set_value", value
             )
+        old = self._value
+        if variable_refs.is_array_ref(old):  # written in place, in any transform
+            old[... if index is _MISSING else index] = value
+        elif index is _MISSING or index is Ellipsis and _replaces(old, value):
+            self._store(value)
+        elif isinstance(old, jax.Array):  # v[...] = 3 keeps an array
+            self._store(old.at[index].set(value))
+        elif _is_array_like(old):  # numpy: updated as a copy
+            new = np.array(old)
             new[index] = value
-            self.value = type(self._value)(new) if isinstance(new, list) else new
+            self._store(new)
+        else:  # a dict or list value: copied, so earlier readers keep theirs
+            new = dict(old) if isinstance(old, dict) else list(old)
+            new[index] = value
+            self._store(type(old)(new) if isinstance(new, list) else new)
 
     @property
     def raw_value(self) -> Any:
         return self._value
 
     def get_raw_value(self) -> Any:
+        """The stored value itself (a ``jax.Ref`` for a ref-backed Variable)."""
         return self._value
 
     def set_raw_value(self, value: Any) -> None:
-        self.value = value
+        self._store(value)
 
-    # flax.nnx's mode flags: lens has one mode (plain boxes), so these are fixed.
     @property
     def hijax(self) -> bool:
-        return False
+        return self.metadata.get("hijax", False)
 
     @property
     def ref(self) -> bool:
-        return False
+        return self.metadata.get("ref", False)
 
     @property
     def eager_sharding(self) -> bool:
         return self.metadata.get("eager_sharding", True)
+
+    @property
+    def var_type(self) -> type:
+        return type(self)
 
     def get_metadata(
         self,
@@ -212,7 +223,7 @@ class Variable(Generic[A]):
             raise TypeError(
                 "Cannot specify both 'name' and 'exclude_required' arguments."
             )
-        meta = {**self.metadata, "hijax": False, "ref": False}
+        meta = {**self.metadata, "hijax": self.hijax, "ref": self.ref}
         meta["eager_sharding"] = self.eager_sharding
         if name is None:
             if default is not _MISSING:
@@ -260,9 +271,8 @@ class Variable(Generic[A]):
                 )
         check_mutable(self, "set metadata")
         merged = {} if replace else dict(self.metadata)
-        if not self.eager_sharding:
-            merged["eager_sharding"] = False
         merged.update(new)
+        _store_flags(merged, {f: getattr(self, f) for f in _FLAGS})
         object.__setattr__(self, "metadata", merged)
 
     def has_metadata(self, name: str) -> bool:
@@ -274,12 +284,20 @@ class Variable(Generic[A]):
         check_mutable(self, f"delete metadata {name!r}")
         del self.metadata[name]
 
-    def add_axis(self, axis_index: int, axis_name: Any) -> None:
-        """Called when a transform adds an axis (vmap/scan out_axes); override in a
-        Variable subclass to track it. ``out_sharding`` is updated already."""
+    def add_axis(self, axis_index: AxisIndex, axis_name: AxisName | None) -> None:
+        """Called when a transform adds an axis (vmap/scan out_axes): runs the
+        ``on_add_axis`` hooks; override in a Variable subclass to track it.
+        ``out_sharding`` is updated already."""
+        variable_hooks.run_axis_hooks(
+            self, self.metadata, "on_add_axis", axis_index, axis_name
+        )
 
-    def remove_axis(self, axis_index: int, axis_name: Any) -> None:
-        """Called when a transform removes an axis (vmap/scan in_axes)."""
+    def remove_axis(self, axis_index: AxisIndex, axis_name: AxisName | None) -> None:
+        """Called when a transform removes an axis (vmap/scan in_axes): runs the
+        ``on_remove_axis`` hooks."""
+        variable_hooks.run_axis_hooks(
+            self, self.metadata, "on_remove_axis", axis_index, axis_name
+        )
 
     @property
     def type(self) -> type:
@@ -302,7 +320,8 @@ class Variable(Generic[A]):
         if name.startswith("__"):
             raise AttributeError(name)
         try:  # array methods and properties: v.sum(), v.T, v.astype(...)
-            return getattr(object.__getattribute__(self, "_value"), name)
+            raw = object.__getattribute__(self, "_value")
+            return getattr(variable_refs.read(raw), name)
         except AttributeError:
             raise AttributeError(
                 f"{type(self).__name__} has no attribute or metadata {name!r}"
@@ -315,34 +334,32 @@ class Variable(Generic[A]):
         check_mutable(self, f"set {name!r}")
         self.metadata[name] = value
 
-    def copy(self, value: Any = _MISSING, **updates: Any) -> Variable:
-        """A new variable of the same type: ``value`` (default: this one's) and this
-        one's metadata updated with ``updates``."""
+    def copy(self, value: Any = _MISSING, **updates: Any) -> Any:
+        """A new Variable of the same type: ``value`` (default: a copy of this
+        one's) and this one's metadata updated with ``updates``; ``hijax=``,
+        ``ref=`` and ``eager_sharding=`` switch its modes (``ref=True`` puts the
+        value in a new ``jax.Ref``, ``hijax=True`` returns a HijaxVariable)."""
         if value is _MISSING:
             value = updates.pop("value", self._value)
-        meta = dict(self.metadata)
         _remap_sharding_metadata(updates)
-        for flag in ("hijax", "ref"):
-            if updates.pop(flag, False):
-                raise NotImplementedError(f"lens.nnx variables have no {flag} mode.")
-        if "eager_sharding" in updates:
-            if updates.pop("eager_sharding"):
-                meta.pop("eager_sharding", None)
-            else:
-                meta["eager_sharding"] = False
-        meta.update(updates)
-        return new_variable(type(self), value, meta)
+        flags = {f: updates.pop(f, getattr(self, f)) for f in _FLAGS}
+        meta = {**self.metadata, **updates}
+        value = variable_refs.read(value)
+        if flags["ref"]:
+            value = variable_refs.new_ref(value, type(self).__name__)
+        else:
+            value = jax.tree.map(lambda x: x, value)  # containers are not shared
+        return type(self).from_metadata(value, {**meta, **flags})
 
     replace = copy
     to_state = copy
 
     @classmethod
-    def from_metadata(cls, value: Any, attributes: Mapping[str, Any]) -> Variable:
+    def from_metadata(cls, value: Any, attributes: Mapping[str, Any]) -> Any:
+        """A Variable of this type holding ``value`` (as is) with ``attributes``
+        as its metadata; ``hijax: True`` among them returns a HijaxVariable."""
         meta = dict(attributes)
-        meta.pop("hijax", None)
-        meta.pop("ref", None)
-        if meta.get("eager_sharding", True):
-            meta.pop("eager_sharding", None)
+        _store_flags(meta, {f: meta[f] for f in _FLAGS if f in meta})
         return new_variable(cls, value, meta)
 
     def copy_from(self, other: Variable) -> None:
@@ -351,7 +368,9 @@ class Variable(Generic[A]):
                 "Cannot copy from incompatible container, expected "
                 f"{type(self).__name__}, got {type(other).__name__}"
             )
-        self.value = other._value
+        if self is other:
+            return
+        self._store(other._value)
         check_mutable(self, "set metadata")
         object.__setattr__(self, "metadata", dict(other.metadata))
 
@@ -364,28 +383,30 @@ class Variable(Generic[A]):
         self.set_value(value, index=index)
 
     def __delitem__(self, index: Any) -> None:
-        new = dict(self._value) if isinstance(self._value, dict) else list(self._value)
+        old = self._value
+        new = dict(old) if isinstance(old, dict) else list(old)
         del new[index]
-        self.value = new
+        self._store(new)
 
     def __contains__(self, item: Any) -> bool:
-        return item in self._value
+        return item in _read(self)
 
     def __iter__(self) -> Iterator[Any]:
-        return iter(self._value)
+        return iter(_read(self))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._value(*args, **kwargs)
 
     def __jax_array__(self) -> Any:
-        return self._value
+        return _read(self)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        return np.asarray(self._value, dtype)
+        return np.asarray(_read(self), dtype)
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return np.shape(self._value)
+        raw = self._value
+        return raw.shape if variable_refs.is_array_ref(raw) else np.shape(raw)
 
     @property
     def dtype(self) -> Any:
@@ -393,28 +414,34 @@ class Variable(Generic[A]):
 
     @property
     def ndim(self) -> int:
-        return np.ndim(self._value)
+        return len(self.shape)
 
     def __len__(self) -> int:
-        return len(self._value)
+        return len(_read(self))
 
     def __repr__(self) -> str:
-        attrs = [("value", repr(self._value))]
+        attrs = [("value", repr(_read(self)))]
         attrs += [(k, repr(m)) for k, m in self.metadata.items()]
         return reprlib.node_repr(
             type(self).__name__, attrs, comment=reprlib.size_comment(self._value)
         )
 
     def __round__(self, ndigits: int = 0) -> Any:
-        return self._value.__round__(ndigits)
+        return _read(self).__round__(ndigits)
 
     def __eq__(self, other: object) -> Any:  # type: ignore[override]
         # As flax.nnx: compares the values (elementwise for arrays), so
         # ``param == 1`` and ``(p1 == p2).all()`` read like the arrays they hold.
-        other = other._value if isinstance(other, Variable) else other
-        return self._value.__eq__(other)
+        other = _read(other) if isinstance(other, Variable) else other
+        return _read(self).__eq__(other)
 
     __hash__ = object.__hash__
+
+
+def _read(v: Variable) -> Any:
+    """The value a Variable holds, read out of its ref if it has one (no
+    ``on_get_value`` hooks: the operators see the stored value, as flax.nnx's)."""
+    return variable_refs.read(v._value)
 
 
 def _is_array_like(x: Any) -> bool:
@@ -440,8 +467,8 @@ def _replaces(old: Any, new: Any) -> bool:
 
 def _binary(name: str) -> Any:
     def op(self: Variable, other: Any) -> Any:
-        other = other._value if isinstance(other, Variable) else other
-        return getattr(self._value, name)(other)
+        other = _read(other) if isinstance(other, Variable) else other
+        return getattr(_read(self), name)(other)
 
     op.__name__ = name
     return op
@@ -460,10 +487,17 @@ for _name in (
     "__neg__ __pos__ __abs__ __invert__ __complex__ __int__ __float__ __index__ "
     "__trunc__ __floor__ __ceil__"
 ).split():
-    setattr(Variable, _name, (lambda n: lambda self: getattr(self._value, n)())(_name))
+    setattr(Variable, _name, (lambda n: lambda self: getattr(_read(self), n)())(_name))
 
 
-def new_variable(
+def new_variable(cls: type[Variable], value: Any, metadata: Mapping[str, Any]) -> Any:
+    """A ``cls`` holding ``value`` (as is) with ``metadata``, not running
+    ``__init__``; a HijaxVariable if ``metadata`` says ``hijax: True``."""
+    v = _plain_variable(cls, value, metadata)
+    return to_hijax(v) if v.metadata.get("hijax") else v
+
+
+def _plain_variable(
     cls: type[Variable], value: Any, metadata: Mapping[str, Any]
 ) -> Variable:
     v = cls.__new__(cls)
@@ -485,7 +519,7 @@ def _flatten_variable(v: Variable) -> Any:
 
 
 def _unflatten_variable(aux: Any, children: Any) -> Variable:
-    return new_variable(aux[0], children[0], {k: s.value for k, s in aux[1]})
+    return _plain_variable(aux[0], children[0], {k: s.value for k, s in aux[1]})
 
 
 def _register_variable_type(cls: type) -> None:
@@ -531,58 +565,15 @@ class Perturbation(Intermediate[A]):
     """A value added by :meth:`Module.perturb`, to take gradients of intermediates."""
 
 
-_TYPE_BY_NAME: dict[str, type[Variable]] = {}
-
-
-def register_variable_name(
-    name: str, typ: Any = _MISSING, *, overwrite: bool = False
-) -> Any:
-    """Links a Linen collection name to a Variable type (a decorator without ``typ``)."""
-    if typ is _MISSING:
-        return functools.partial(register_variable_name, name, overwrite=overwrite)
-    if not overwrite and name in _TYPE_BY_NAME:
-        raise ValueError(
-            f"Name {name} already mapped to type {_TYPE_BY_NAME[name]}. To overwrite, "
-            "call register_variable_name() with `overwrite=True`."
-        )
-    _TYPE_BY_NAME[name] = typ
-    return typ
-
-
-def variable_type_from_name(
-    name: str, /, *, base: type[Variable] = Variable, allow_register: bool = False
-) -> type[Variable]:
-    """The Variable type of a Linen collection name (made when ``allow_register``)."""
-    if name not in _TYPE_BY_NAME:
-        if not allow_register:
-            raise ValueError(
-                f"Name {name} is not registered in the registry. To register a new "
-                "name, use register_variable_name() or set allow_register=True."
-            )
-        _TYPE_BY_NAME[name] = type(name, (base,), {})
-    return _TYPE_BY_NAME[name]
-
-
-def variable_name_from_type(
-    typ: type[Variable], /, *, allow_register: bool = False
-) -> str:
-    """The Linen collection name of a Variable type (the inverse of the above)."""
-    for name, t in _TYPE_BY_NAME.items():
-        if t is typ:
-            return name
-    if not allow_register:
-        raise ValueError(
-            f"Type {typ} is not registered in the registry. To register a new type, "
-            "use register_variable_name() or set allow_register=True."
-        )
-    name = typ.__name__
-    if name in _TYPE_BY_NAME:
-        raise ValueError(
-            f"Name {name} is already registered in the registry as "
-            f"{_TYPE_BY_NAME[name]}. It cannot be linked with this type {typ}."
-        )
-    return register_variable_name(name, typ).__name__ and name
-
+# The Linen collection names of Variable types (flax.nnx's registry).
+from lens.nnx.variable_names import VariableTypeCache as VariableTypeCache  # noqa: E402
+from lens.nnx.variable_names import register_variable_name  # noqa: E402
+from lens.nnx.variable_names import (  # noqa: E402
+    variable_name_from_type as variable_name_from_type,
+)
+from lens.nnx.variable_names import (  # noqa: E402
+    variable_type_from_name as variable_type_from_name,
+)
 
 for _n, _t in (
     ("params", Param),

@@ -252,8 +252,8 @@ def test_tabulate_prints_flaxs_table():
 
 
 def test_misuse_raises_clear_errors():
-    with pytest.raises(NotImplementedError, match="Variable hooks"):
-        lnnx.with_metadata(lnnx.initializers.ones, on_get_value=lambda v, x: x)
+    with pytest.raises(TypeError, match="on_get_value must be a function"):
+        lnnx.with_metadata(lnnx.initializers.ones, on_get_value=3)
     p = lnnx.Param(jnp.ones(2))
     with pytest.raises(ValueError, match="Cannot change `hijax` metadata"):
         p.set_metadata(hijax=True)

@@ -64,9 +64,10 @@ def test_out_sharding_without_a_mesh_raises_as_in_flax():
             nnx.Param(jnp.ones(2), out_sharding=("a",))
 
 
-def test_hijax_and_ref_modes_say_lens_has_one_mode():
-    with pytest.raises(NotImplementedError, match="no hijax/ref mode"):
-        lnnx.Param(jnp.ones(2), ref=True)
+def test_a_ref_mode_variable_keeps_its_value_in_a_jax_ref():
+    p = lnnx.Param(jnp.ones(2), ref=True)
+    assert p.ref and isinstance(p.get_raw_value(), jax.Ref)
+    assert p.get_metadata()["ref"] is True
 
 
 @BOTH

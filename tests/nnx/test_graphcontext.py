@@ -133,8 +133,8 @@ def test_with_vars_copies_the_variables_that_change():
     m2 = nnx.with_vars(m, mutable=False)
     assert m2.kernel is not m.kernel and m2.kernel.mutable is False
     assert nnx.with_vars(m, ref=False).kernel is m.kernel  # nothing to change
-    with pytest.raises(NotImplementedError, match="no ref mode"):
-        nnx.with_vars(m, ref=True)
+    m3 = nnx.with_vars(m, ref=True)
+    assert m3.kernel.ref and isinstance(m3.kernel.get_raw_value(), jax.Ref)
 
 
 def test_with_vars_refuses_to_split_a_shared_variable():

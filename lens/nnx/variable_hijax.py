@@ -1,0 +1,481 @@
+"""Hijax Variables: a Variable that JAX transforms take as one mutable object.
+
+``nnx.Param(x, hijax=True)`` (or under ``nnx.var_defaults(hijax=True)``, or
+``nnx.with_vars(node, hijax=True)``) returns a :class:`HijaxVariable`. It is not
+a pytree: ``jax.jit``, ``jax.lax.scan`` and ``jax.grad`` see it as one value of
+the JAX type :class:`AbstractVariable` (built on ``jax.experimental.hijax``),
+whose changing part (its *quasi-dynamic data*, :class:`VariableQDD`) is the
+inner Variable's pytree structure and the types of its leaves. Reads and writes
+inside a transform bind three primitives (``new_variable_p``, ``get_variable_p``,
+``set_variable_p``), so what a traced function writes into the Variable (even a
+new key in a dict value) is written back into the object passed in when the
+transform returns, as JAX does for its own ``Box``.
+
+The state is a plain inner Variable (type, metadata, value), kept flattened as
+leaves and a treedef. Every method of a HijaxVariable reads the inner Variable,
+runs the method on it and writes it back if it changed. ``isinstance(v,
+nnx.Param)`` holds for a hijax ``Param`` and for its tracer inside a transform
+(:class:`VariableMeta`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Any, Generic, TypeVar
+
+import jax
+from jax.core import Tracer
+from jax.experimental import hijax as hjx
+from jax.extend.core import Effect
+
+A = TypeVar("A")
+
+PyTreeDef = Any
+Leaf = Any
+
+
+class VariableMeta(type):
+    """Variable's metaclass: ``Param(x, hijax=True)`` returns a
+    :class:`HijaxVariable`, and ``isinstance`` sees one (or its tracer inside a
+    JAX transform) as an instance of its Variable type."""
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        if type.__instancecheck__(cls, instance):
+            return True
+        var_type = hijax_var_type(instance)
+        return var_type is not None and issubclass(var_type, cls)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        variable = super().__call__(*args, **kwargs)
+        if variable.metadata.get("hijax"):
+            return to_hijax(variable)
+        return variable
+
+
+def hijax_var_type(x: Any) -> type | None:
+    """The Variable type of a HijaxVariable (or of its tracer), else None."""
+    if type(x) is HijaxVariable:
+        return x._var_type
+    if isinstance(x, Tracer):
+        aval = getattr(x, "aval", None)
+        if isinstance(aval, AbstractVariable):
+            return aval._var_type
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class VariableQDD:
+    """A HijaxVariable's quasi-dynamic data: the types of its inner Variable's
+    leaves and its treedef (which holds the Variable type and metadata)."""
+
+    leaf_avals: tuple[Any, ...]
+    treedef: PyTreeDef
+    var_type: type
+
+    def to_tangent_qdd(self) -> VariableQDD:
+        avals = tuple(a.to_tangent_aval() for a in self.leaf_avals)
+        return VariableQDD(avals, self.treedef, self.var_type)
+
+    def normalize(self) -> VariableQDD:
+        avals = tuple(a.normalize() for a in self.leaf_avals)
+        return VariableQDD(avals, self.treedef, self.var_type)
+
+
+class VariableEffect(Effect):
+    """The effect of reading or writing a HijaxVariable (allowed in control
+    flow, so ``lax.scan``/``cond`` bodies may update one)."""
+
+
+variable_effect = VariableEffect()
+hjx.control_flow_allowed_effects.add_type(VariableEffect)
+
+
+def _qdd_of(leaves: Any, treedef: PyTreeDef, var_type: type) -> VariableQDD:
+    return VariableQDD(tuple(map(jax.typeof, leaves)), treedef, var_type)
+
+
+class NewVariable(hjx.HiPrimitive):
+    """Makes a HijaxVariable from an inner Variable's leaves."""
+
+    def is_high(self, *leaves: Any, treedef: Any, var_type: type) -> bool:
+        return True
+
+    def impl(self, *leaves: Any, treedef: Any, var_type: type) -> HijaxVariable:
+        return HijaxVariable._new(leaves, treedef, var_type)
+
+    def abstract_eval(self, *avals: Any, treedef: Any, var_type: type) -> Any:
+        qdd = VariableQDD(tuple(avals), treedef, var_type)
+        return hjx.AvalQDD(AbstractVariable(var_type), qdd), {variable_effect}  # type: ignore[arg-type]
+
+    def to_lojax(self, *leaves: Any, treedef: Any, var_type: type) -> HijaxVariable:  # pyright: ignore[reportIncompatibleMethodOverride]
+        return HijaxVariable._new(leaves, treedef, var_type)
+
+    def jvp(self, primals: Any, tangents: Any, **params: Any) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]
+        raise NotImplementedError(
+            "Cannot differentiate through making a hijax Variable.\nMake it "
+            "outside the differentiated function, or use hijax=False there."
+        )
+
+
+class SetVariable(hjx.HiPrimitive):
+    """Replaces a HijaxVariable's inner Variable (its leaves and treedef)."""
+
+    multiple_results = True
+
+    def is_high(self, *avals: Any, treedef: Any) -> bool:
+        return True
+
+    def impl(self, hv: HijaxVariable, *leaves: Any, treedef: Any) -> list[Any]:
+        hv._put(leaves, treedef)
+        return []
+
+    def abstract_eval(self, hv_aval: Any, *avals: Any, treedef: Any) -> Any:
+        var_type = hv_aval.aval._var_type
+        hv_aval.mutable_qdd.update(VariableQDD(tuple(avals), treedef, var_type))
+        return [], {variable_effect}
+
+    def to_lojax(self, hv: HijaxVariable, *leaves: Any, treedef: Any) -> list[Any]:  # pyright: ignore[reportIncompatibleMethodOverride]
+        hv._put(leaves, treedef)
+        return []
+
+    def jvp(self, primals: Any, tangents: Any, *, treedef: Any) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]
+        hv, *values = primals
+        hv_dot, *value_dots = tangents
+        if type(hv_dot) is hjx.Zero:
+            raise ValueError(
+                "Cannot differentiate a write into a hijax Variable.\nWrap the "
+                "value in jax.lax.stop_gradient before writing it."
+            )
+        set_variable_p.bind(hv, *values, treedef=treedef)
+        set_variable_p.bind(hv_dot, *value_dots, treedef=treedef)
+        return [], []
+
+
+class GetVariable(hjx.HiPrimitive):
+    """Reads a HijaxVariable's inner Variable leaves (``avals`` are their types)."""
+
+    multiple_results = True
+
+    def impl(self, hv: HijaxVariable, *, avals: Any) -> tuple[Any, ...]:
+        return hv._leaves
+
+    def abstract_eval(self, hv_aval: Any, *, avals: Any) -> Any:
+        return list(avals), {variable_effect}
+
+    def to_lojax(self, hv: HijaxVariable, *, avals: Any) -> tuple[Any, ...]:  # pyright: ignore[reportIncompatibleMethodOverride]
+        return hv._leaves
+
+    def jvp(self, primals: Any, tangents: Any, *, avals: Any) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]
+        (hv,), (hv_dot,) = primals, tangents
+        tangent_avals = tuple(a.to_tangent_aval() for a in avals)
+        return (
+            get_variable_p.bind(hv, avals=avals),
+            get_variable_p.bind(hv_dot, avals=tangent_avals),
+        )
+
+
+new_variable_p = NewVariable("new_variable")
+set_variable_p = SetVariable("set_variable")
+get_variable_p = GetVariable("get_variable")
+
+
+def to_hijax(variable: Any) -> HijaxVariable:
+    """The HijaxVariable holding ``variable`` (its type, metadata and value)."""
+    leaves, treedef = jax.tree.flatten(variable)
+    return new_variable_p.bind(*leaves, treedef=treedef, var_type=type(variable))
+
+
+def get_state(hv: Any) -> Any:
+    """The inner Variable of a HijaxVariable (or of its tracer): a fresh plain
+    Variable; write changes back with :func:`set_state`."""
+    qdd: VariableQDD = jax.experimental.cur_qdd(hv)  # type: ignore[attr-defined]
+    leaves = get_variable_p.bind(hv, avals=qdd.leaf_avals)
+    return jax.tree.unflatten(qdd.treedef, leaves)
+
+
+def set_state(hv: Any, variable: Any) -> None:
+    leaves, treedef = jax.tree.flatten(variable)
+    set_variable_p.bind(hv, *leaves, treedef=treedef)
+
+
+def _apply(hv: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(variable, ...)`` on the inner Variable; writes the Variable back if
+    ``fn`` changed it (its structure, metadata or any leaf)."""
+    variable = get_state(hv)
+    leaves, treedef = jax.tree.flatten(variable)
+    out = fn(variable, *args, **kwargs)
+    new_leaves, new_treedef = jax.tree.flatten(variable)
+    if new_treedef != treedef or any(
+        a is not b for a, b in zip(leaves, new_leaves, strict=True)
+    ):
+        set_state(hv, variable)
+    return out
+
+
+def _call(hv: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+    """The inner Variable's method ``name`` called (see :func:`_apply`)."""
+    return _apply(hv, lambda v: getattr(v, name)(*args, **kwargs))
+
+
+def _getattr(hv: Any, name: str) -> Any:
+    return _apply(hv, getattr, name)
+
+
+def _method(name: str) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return _call(self, name, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+def _attribute(name: str) -> Any:
+    def fget(self: Any) -> Any:
+        return _getattr(self, name)
+
+    fget.__name__ = name
+    return fget
+
+
+_FORWARDED = (
+    "get_value set_value get_raw_value set_raw_value create_value get_metadata "
+    "set_metadata has_metadata del_metadata add_axis remove_axis copy replace "
+    "to_state"
+).split()
+_OPERATORS = (
+    "__getitem__ __setitem__ __len__ __iter__ __add__ __sub__ __mul__ __matmul__ "
+    "__truediv__ __floordiv__ __mod__ __divmod__ __pow__ __lshift__ __rshift__ "
+    "__and__ __xor__ __or__ __radd__ __rsub__ __rmul__ __rmatmul__ __rtruediv__ "
+    "__rfloordiv__ __rmod__ __rdivmod__ __rpow__ __rlshift__ __rrshift__ __rand__ "
+    "__rxor__ __ror__ __neg__ __pos__ __abs__ __invert__ __complex__ __int__ "
+    "__float__ __index__ __round__ __trunc__ __floor__ __ceil__"
+).split()
+_EAGER_ONLY = (
+    "__delitem__ __contains__ __call__ __lt__ __le__ __gt__ __ge__ __ne__ __eq__ "
+    "__jax_array__ __array__ __repr__"
+).split()
+
+
+class HijaxVariableMeta(type):
+    """``isinstance(x, HijaxVariable)`` holds for a HijaxVariable's tracer too."""
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return type.__instancecheck__(cls, instance) or (
+            isinstance(instance, Tracer)
+            and isinstance(getattr(instance, "aval", None), AbstractVariable)
+        )
+
+
+class HijaxVariable(Generic[A], metaclass=HijaxVariableMeta):
+    """A Variable JAX transforms take as one mutable object (see the module
+    docstring). Make one with ``hijax=True``; it behaves as its Variable type
+    (``v[...]``, ``v.value``, metadata attributes, operators)."""
+
+    __slots__ = ("_leaves", "_treedef", "_var_type")
+    _leaves: tuple[Leaf, ...]
+    _treedef: PyTreeDef
+    _var_type: type
+
+    @classmethod
+    def _new(
+        cls, leaves: Any, treedef: PyTreeDef, var_type: type
+    ) -> HijaxVariable[Any]:
+        hv = object.__new__(cls)
+        hv._put(leaves, treedef)
+        object.__setattr__(hv, "_var_type", var_type)
+        return hv
+
+    def _put(self, leaves: Any, treedef: PyTreeDef) -> None:
+        object.__setattr__(self, "_leaves", tuple(leaves))
+        object.__setattr__(self, "_treedef", treedef)
+
+    # the hijax interface
+    def cur_qdd(self) -> VariableQDD:
+        return _qdd_of(self._leaves, self._treedef, self._var_type)
+
+    type_state = cur_qdd
+
+    @property
+    def var_type(self) -> type:
+        return self._var_type
+
+    @property
+    def type(self) -> type:
+        return self._var_type
+
+    @property
+    def hijax(self) -> bool:
+        return True
+
+    @property
+    def ref(self) -> bool:
+        return _getattr(self, "ref")
+
+    @property
+    def value(self) -> Any:
+        return _call(self, "get_value")
+
+    @value.setter
+    def value(self, value: Any) -> None:
+        _call(self, "set_value", value)
+
+    # what lens's graph functions read and write on a Variable
+    @property
+    def _value(self) -> Any:
+        return get_state(self)._value
+
+    @_value.setter
+    def _value(self, value: Any) -> None:
+        variable = get_state(self)
+        object.__setattr__(variable, "_value", value)
+        set_state(self, variable)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return dict(get_state(self).metadata)
+
+    @metadata.setter
+    def metadata(self, metadata: dict[str, Any]) -> None:
+        variable = get_state(self)
+        object.__setattr__(variable, "metadata", {**metadata, "hijax": True})
+        set_state(self, variable)
+
+    @property
+    def _lens_frame(self) -> None:
+        return None  # a hijax Variable may be updated in any transform
+
+    @classmethod
+    def from_metadata(cls, value: Any, metadata: dict[str, Any]) -> Any:
+        raise TypeError(
+            "HijaxVariable.from_metadata: call it on the Variable type instead, "
+            "e.g. nnx.Param.from_metadata(value, {..., 'hijax': True})."
+        )
+
+    def copy_from(self, other: Any) -> None:
+        if type(other) is HijaxVariable:
+            other = get_state(other)
+        _call(self, "copy_from", other)
+
+    def update_from_state(self, other: Any) -> None:
+        if type(other) is HijaxVariable:
+            other = get_state(other)
+        _call(self, "update_from_state", other)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") and not name.startswith("__"):
+            raise AttributeError(name)
+        return _getattr(self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _call(self, "__setattr__", name, value)
+
+    __hash__ = object.__hash__
+
+
+for _name in (*_FORWARDED, *_OPERATORS, *_EAGER_ONLY):
+    setattr(HijaxVariable, _name, _method(_name))
+
+
+def _to_abstract(hv: HijaxVariable[Any]) -> AbstractVariable:
+    return AbstractVariable(hv._var_type)
+
+
+hjx.register_hitype(HijaxVariable, _to_abstract)
+
+
+# JAX's own attributes of an aval: never read as Variable metadata.
+_AVAL_ATTRIBUTES = frozenset(
+    "shape dtype ndim size weak_type sharding vma memory_space manual_axis_type "
+    "at mat".split()
+)
+
+
+class AbstractVariable(hjx.MutableHiType, Generic[A]):
+    """The JAX type of a HijaxVariable: its Variable type; the rest (structure
+    and leaf types) is its :class:`VariableQDD`. A tracer of this type forwards
+    attribute reads, methods and operators to the inner Variable."""
+
+    __slots__ = ["_var_type"]  # noqa: RUF023
+    _var_type: type
+
+    def __init__(self, var_type: type):
+        object.__setattr__(self, "_var_type", var_type)
+
+    @property
+    def hijax(self) -> bool:
+        return True
+
+    def __hash__(self) -> int:  # pyright: ignore[reportIncompatibleMethodOverride]
+        return hash((AbstractVariable, self._var_type))
+
+    def __eq__(self, other: object) -> bool:  # pyright: ignore[reportIncompatibleMethodOverride]
+        return isinstance(other, AbstractVariable) and self._var_type is other._var_type
+
+    def __repr__(self) -> str:
+        return f"{self._var_type.__name__}()"
+
+    __str__ = __repr__
+
+    def str_short(self, short_dtypes: bool = False, **_: Any) -> str:  # pyright: ignore[reportIncompatibleMethodOverride]
+        return repr(self)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name in _AVAL_ATTRIBUTES:
+            raise AttributeError(
+                f"'{type(self).__name__}' object has no attribute '{name}'"
+            )
+        return hjx.aval_property(_attribute(name))  # type: ignore[call-arg]
+
+    # the mutable hitype interface
+    def lo_ty_qdd(self, qdd: VariableQDD) -> list[Any]:  # type: ignore[override]
+        return [lo for aval in qdd.leaf_avals for lo in aval.lo_ty()]
+
+    def _raise(self, qdd: VariableQDD, lo_vals: Any) -> list[Any]:
+        lo_vals = iter(lo_vals)
+        hi_vals = [
+            aval.raise_val(*itertools.islice(lo_vals, len(aval.lo_ty())))
+            for aval in qdd.leaf_avals
+        ]
+        if next(lo_vals, None) is not None:
+            raise ValueError("AbstractVariable: more low-level values than leaves")
+        return hi_vals
+
+    def new_from_loval(self, qdd: VariableQDD, *lo_vals: Any) -> HijaxVariable[Any]:  # type: ignore[override]
+        return HijaxVariable._new(self._raise(qdd, lo_vals), qdd.treedef, qdd.var_type)
+
+    def read_loval(self, qdd: VariableQDD, hv: HijaxVariable[Any]) -> list[Any]:  # type: ignore[override]
+        return [
+            lo
+            for aval, leaf in zip(qdd.leaf_avals, hv._leaves, strict=True)
+            for lo in aval.lower_val(leaf)
+        ]
+
+    def update_from_loval(  # type: ignore[override]
+        self, qdd: VariableQDD, hv: HijaxVariable[Any], *lo_vals: Any
+    ) -> None:
+        hv._put(self._raise(qdd, lo_vals), qdd.treedef)
+
+    def to_tangent_aval(self) -> AbstractVariable[A]:  # pyright: ignore[reportIncompatibleMethodOverride]
+        return AbstractVariable(self._var_type)
+
+
+def _tracer_method(name: str) -> Any:
+    def method(self: AbstractVariable[Any], tracer: Any, *args: Any) -> Any:
+        return _call(tracer, name, *args)
+
+    method.__name__ = name
+    return method
+
+
+for _name in _FORWARDED:
+    setattr(AbstractVariable, _name, hjx.aval_method(_method(_name)))  # type: ignore[call-arg]
+for _name in ("value", "ref", "type", "var_type", "metadata", "_value", "_lens_frame"):
+    setattr(
+        AbstractVariable,
+        _name,
+        hjx.aval_property(getattr(HijaxVariable, _name).fget),  # type: ignore[call-arg]
+    )
+AbstractVariable.__jax_array__ = hjx.aval_method(_method("__jax_array__"))  # type: ignore[attr-defined,call-arg]
+for _name in _OPERATORS:  # a tracer calls aval._add(tracer, other) for tracer + other
+    setattr(AbstractVariable, "_" + _name.strip("_"), _tracer_method(_name))
