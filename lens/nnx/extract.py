@@ -1,5 +1,10 @@
 """flax.nnx's ``extract``: :func:`prefix`, specs for a transform's ``in_axes`` /
-``out_axes`` / shardings computed from the model itself.
+``out_axes`` / shardings computed from the model itself, and the helpers flax.nnx's
+transforms are built from: pytrees of objects as pytrees of states
+(``to_tree``/``from_tree``, ``to_tree2``/``from_tree2``, in
+:mod:`lens.nnx.treestates` and :mod:`lens.nnx.extract_tree`), prefix broadcasting
+and argument tuples (:mod:`lens.nnx.extract_prefix`), and the Variable updates of
+tree-mode transforms (:mod:`lens.nnx.extract_updates`).
 
 lens's transforms take an object's spec as a :class:`~lens.nnx.StateAxes` (a
 filter per group of variables), so ``prefix`` gives one for each object it meets;
@@ -13,8 +18,48 @@ from typing import Any
 
 import jax
 
+from lens.nnx.extract_prefix import ExtractIndex as ExtractIndex
+from lens.nnx.extract_prefix import Index as Index
+from lens.nnx.extract_prefix import KeyPath as KeyPath
+from lens.nnx.extract_prefix import Leaf as Leaf
+from lens.nnx.extract_prefix import Mask as Mask
+from lens.nnx.extract_prefix import OrderedDict as OrderedDict
+from lens.nnx.extract_prefix import Prefix as Prefix
+from lens.nnx.extract_prefix import PrefixMapping as PrefixMapping
+from lens.nnx.extract_prefix import broadcast_prefix as broadcast_prefix
+from lens.nnx.extract_prefix import broadcast_prefix2 as broadcast_prefix2
+from lens.nnx.extract_prefix import broadcast_prefix_map as broadcast_prefix_map
+from lens.nnx.extract_prefix import extract as extract
+from lens.nnx.extract_prefix import filter_kwargs as filter_kwargs
+from lens.nnx.extract_prefix import find as find
+from lens.nnx.extract_prefix import insert as insert
+from lens.nnx.extract_prefix import labeled as labeled
+from lens.nnx.extract_prefix import mask_at as mask_at
+from lens.nnx.extract_prefix import replace_at as replace_at
+from lens.nnx.extract_prefix import slice_at as slice_at
+from lens.nnx.extract_tree import GraphDefState as GraphDefState
+from lens.nnx.extract_tree import Opaque as Opaque
+from lens.nnx.extract_tree import TreeState as TreeState
+from lens.nnx.extract_tree import (
+    check_consistent_aliasing2 as check_consistent_aliasing2,
+)
+from lens.nnx.extract_tree import check_prefix as check_prefix
+from lens.nnx.extract_tree import from_tree2 as from_tree2
+from lens.nnx.extract_tree import to_tree2 as to_tree2
+from lens.nnx.extract_updates import KeepFn as KeepFn
+from lens.nnx.extract_updates import Updates as Updates
+from lens.nnx.extract_updates import apply_updates as apply_updates
+from lens.nnx.extract_updates import check_no_aliases as check_no_aliases
+from lens.nnx.extract_updates import check_same_variables as check_same_variables
+from lens.nnx.extract_updates import copy_var_structure as copy_var_structure
+from lens.nnx.extract_updates import get_updates as get_updates
+from lens.nnx.extract_updates import snapshot as snapshot
+from lens.nnx.extract_updates import to_masked as to_masked
+from lens.nnx.extract_updates import treemap_copy_args as treemap_copy_args
+from lens.nnx.extract_updates import update_carry_variables as update_carry_variables
+from lens.nnx.extract_updates import variable_changed as variable_changed
 from lens.nnx.filterlib import to_predicate
-from lens.nnx.graphlib import iter_graph
+from lens.nnx.graphlib import graphdef, iter_graph
 from lens.nnx.graphmode import set_graph_mode
 from lens.nnx.graphwalk import is_graph_node
 from lens.nnx.transforms.general import StateAxes
@@ -105,26 +150,6 @@ def _as_attrs(x: Any) -> Any:
     return _Attrs(x) if isinstance(x, dict) else x
 
 
-class TreeState:
-    """flax.nnx's tree of a graph node's state with its graphdef (the graph-mode
-    ``prefix`` result type: what ``prefix(graph=True)`` returns is also one, its
-    ``state`` holding the prefixes by attribute)."""
-
-    def __init__(
-        self,
-        graphdef: Any = None,
-        __state__: Any = None,
-        prefix_fn: Callable[..., Any] | None = None,
-    ):
-        self.graphdef = graphdef
-        self.__state__ = __state__
-        self.prefix_fn = prefix_fn
-
-    @property
-    def state(self) -> Any:
-        return self.__state__
-
-
 class _GraphPrefixAxes(PrefixAxes, TreeState):
     """``prefix(..., graph=True)``'s result: a :class:`PrefixAxes` and a
     :class:`TreeState`."""
@@ -149,8 +174,12 @@ def _object_axes(
     }  # fmt: skip
     cls = _GraphPrefixAxes if graph else PrefixAxes
     if len(order) == 1:
-        return cls({...: order[0]}, by_path)
-    return cls({_AtPaths(*groups[_hashable(p)]): p for p in order}, by_path)
+        axes = cls({...: order[0]}, by_path)
+    else:
+        axes = cls({_AtPaths(*groups[_hashable(p)]): p for p in order}, by_path)
+    if isinstance(axes, TreeState):  # graph mode: flax's TreeState fields
+        TreeState.__init__(axes, graphdef(node), axes.state, Opaque(prefix_fn))
+    return axes
 
 
 def _hashable(x: Any) -> Any:
