@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import (
     Callable,
     Iterable,
@@ -11,33 +12,82 @@ from collections.abc import (
     MutableMapping,
     MutableSequence,
 )
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import jax.numpy as jnp
 
 from lens import struct
+from lens.nnx import reprlib
 from lens.nnx.module import Module
 from lens.nnx.proxy_caller import ApplyCaller
-from lens.nnx.pytreelib import Object, unmark
+from lens.nnx.pytreelib import (
+    Object,
+    _check_no_nested_marks,
+    _check_static,
+    _Marked,
+    _marks,
+    check_trace,
+    has_data,
+    private_attributes,
+    unmark,
+)
 from lens.nnx.statelib import State
 from lens.nnx.tracers import check_mutable
 
 A = TypeVar("A")
 K = TypeVar("K")
 V = TypeVar("V")
+M_co = TypeVar("M_co", covariant=True)
 
 
-class List(Object, MutableSequence[A], Generic[A]):
-    """A list whose items (modules, variables, arrays) are part of the graph."""
+def has_keyword_arg(func: Callable[..., Any], name: str) -> bool:
+    """Whether ``func`` takes an argument ``name`` by keyword (a keyword-only or
+    positional-or-keyword parameter of that name)."""
+    return any(
+        p.name == name and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+        for p in inspect.signature(func).parameters.values()
+    )
+
+
+def _kind(value: Any) -> str | None:
+    return value.kind if isinstance(value, _Marked) else None
+
+
+class List(reprlib.SequenceReprMixin, Object, MutableSequence[A], Generic[A]):
+    """A list whose items (modules, variables, arrays) are part of the graph.
+
+    An item given as ``nnx.data(x)`` / ``nnx.static(x)`` is data / static (a
+    pytree child or not) whatever its value; other items are data when they hold
+    arrays, Variables or objects."""
 
     def __init__(self, it: Iterable[Any] | None = None, /):
-        object.__setattr__(self, "_items", [unmark(x) for x in it or ()])
+        object.__setattr__(self, "_items", [])
+        for value in it or ():
+            self.append(value)
 
     def _list(self) -> list[Any]:
         d = self.__dict__
         if "_items" not in d:
             object.__setattr__(self, "_items", [])
         return d["_items"]
+
+    def _edit(self, what: str, edit: Callable[[list[Any]], None]) -> None:
+        """Applies ``edit`` to the ``(value, kind)`` pairs of the items, then
+        stores the values and their data/static declarations."""
+        check_mutable(self, what)
+        check_trace(self)
+        items, marks = self._list(), cast(dict[Any, str], _marks(self))
+        pairs = [(v, marks.get(i)) for i, v in enumerate(items)]
+        edit(pairs)
+        for i, (value, kind) in enumerate(pairs):
+            if isinstance(value, list | tuple | dict):
+                _check_no_nested_marks(self, str(i), value)
+            if kind == "static" and has_data(value):
+                _check_static(self, str(i), value, explicit=True)
+        items[:] = [v for v, _ in pairs]
+        for key in [k for k in marks if isinstance(k, int)]:
+            del marks[key]
+        marks.update({i: k for i, (_, k) in enumerate(pairs) if k is not None})
 
     def _graph_items(self) -> list[tuple[Any, Any]]:
         return list(enumerate(self._list()))
@@ -51,24 +101,36 @@ class List(Object, MutableSequence[A], Generic[A]):
 
     def _graph_clear(self) -> None:
         self._list().clear()
+        marks = cast(dict[Any, str], _marks(self))
+        for key in [k for k in marks if isinstance(k, int)]:
+            del marks[key]
 
     def __getitem__(self, i: Any) -> Any:
         return self._list()[i]
 
     def __setitem__(self, i: Any, value: Any) -> None:
-        check_mutable(self, "set an item")
-        self._list()[i] = unmark(value)
+        def edit(pairs: list[Any]) -> None:
+            if isinstance(i, slice):
+                pairs[i] = [(unmark(v), _kind(v)) for v in value]
+            else:  # an unmarked value keeps the item's declaration, as flax's
+                pairs[i] = (unmark(value), _kind(value) or pairs[i][1])
+
+        self._edit("set an item", edit)
 
     def __delitem__(self, i: Any) -> None:
-        check_mutable(self, "delete an item")
-        del self._list()[i]
+        def edit(pairs: list[Any]) -> None:
+            del pairs[i]
+
+        self._edit("delete an item", edit)
 
     def __len__(self) -> int:
         return len(self._list())
 
     def insert(self, i: int, value: Any) -> None:
-        check_mutable(self, "insert an item")
-        self._list().insert(i, unmark(value))
+        self._edit(
+            "insert an item",
+            lambda pairs: pairs.insert(i, (unmark(value), _kind(value))),
+        )
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._list())
@@ -80,15 +142,17 @@ class List(Object, MutableSequence[A], Generic[A]):
         return object.__hash__(self)
 
 
-class Dict(Object, MutableMapping[Any, Any], Generic[K, V]):
-    """A mapping of string keys to graph members, also reachable as attributes."""
+class Dict(reprlib.MappingReprMixin, Object, MutableMapping[Any, Any], Generic[K, V]):
+    """A mapping of string keys to graph members, also reachable as attributes;
+    it iterates in insertion order."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         for k, v in dict(*args, **kwargs).items():
             setattr(self, k, v)
 
     def _keys(self) -> list[str]:
-        return [k for k, _ in self._graph_items()]
+        hidden = private_attributes()  # and lens's own marks (nnx.tabulate's)
+        return [k for k in vars(self) if k not in hidden and k[:6] != "_lens_"]
 
     def __getitem__(self, key: str) -> Any:
         if key not in self._keys():
@@ -104,6 +168,8 @@ class Dict(Object, MutableMapping[Any, Any], Generic[K, V]):
         setattr(self, key, value)
 
     def __delitem__(self, key: str) -> None:
+        if key not in self._keys():
+            raise KeyError(key)
         delattr(self, key)
 
     def __iter__(self) -> Iterator[str]:
@@ -120,21 +186,45 @@ class Dict(Object, MutableMapping[Any, Any], Generic[K, V]):
 
 
 class Sequential(Module):
-    """Calls ``layers`` in order, each on the previous one's output."""
+    """Calls ``layers`` in order: the first with the call's arguments, each next
+    one with the previous one's output (a tuple as positional arguments, a dict
+    as keyword arguments, anything else as one argument). ``rngs`` goes to every
+    layer that takes an ``rngs`` keyword. With no layers it is the identity."""
 
-    def __init__(self, *layers: Callable[..., Any]):
-        self.layers = list(layers)
+    def __init__(self, *fns: Callable[..., Any]):
+        self.layers = List(fns)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not self.layers:  # the identity, as flax.nnx's empty Sequential
+    def __call__(self, *args: Any, rngs: Any = None, **kwargs: Any) -> Any:
+        if not len(self.layers):
             if args:
                 return args[0] if len(args) == 1 else args
             return kwargs or None
-        out = args
-        for i, layer in enumerate(self.layers):
-            out = layer(*out, **kwargs) if i == 0 else layer(*out)
-            out = out if isinstance(out, tuple) else (out,)
-        return out[0] if len(out) == 1 else out
+        output: Any = None
+        for i, f in enumerate(self.layers):
+            if not callable(f):
+                raise TypeError(
+                    f"Sequence[{i}] is not callable: {f}\nnnx.Sequential calls each "
+                    "of its layers; pass modules or functions."
+                )
+            if i > 0:
+                if isinstance(output, tuple):
+                    args, kwargs = output, {}
+                elif isinstance(output, dict):
+                    args, kwargs = (), output
+                else:
+                    args, kwargs = (output,), {}
+            if rngs is not None and has_keyword_arg(f, "rngs"):
+                kwargs = {**kwargs, "rngs": rngs}
+            output = f(*args, **kwargs)
+        return output
+
+
+class ModuleDefApply(Protocol, Generic[M_co]):
+    """What :meth:`TrainState.apply` returns: called with the states it merges
+    with the graphdef, it gives an :class:`ApplyCaller` whose method calls return
+    ``(output, (state, graphdef))``."""
+
+    def __call__(self, state: State, *states: State) -> ApplyCaller: ...
 
 
 M = TypeVar("M")

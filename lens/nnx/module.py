@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar, cast
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, ParamSpec, TypeVar, cast
 
 import jax
 import jax.numpy as jnp
@@ -21,8 +21,9 @@ import jax.numpy as jnp
 from lens.nnx.filterlib import to_predicate
 from lens.nnx.graphlib import clone, iter_graph
 from lens.nnx.graphwalk import Path
-from lens.nnx.pytreelib import Object, node_items
+from lens.nnx.pytreelib import Object, ObjectMeta, node_items
 from lens.nnx.statelib import State
+from lens.nnx.tracers import structure_changed
 from lens.nnx.variablelib import Perturbation, Variable, variable_type_from_name
 from lens.traceback_util import api_boundary
 
@@ -32,12 +33,37 @@ A = TypeVar("A")
 _CAPTURES = "__captures__"
 
 
-def _tuple_reduce(xs: tuple, x: Any) -> tuple:
+StateMapping = Mapping[Path, Any]
+"""A mapping of paths to state values."""
+
+P = ParamSpec("P")
+
+
+def tuple_reduce(xs: tuple, x: Any) -> tuple:
+    """``sow``'s default accumulation: ``xs`` with ``x`` appended."""
     return (*xs, x)
 
 
-def _tuple_init() -> tuple:
+def tuple_init() -> tuple:
+    """``sow``'s default initial value: the empty tuple."""
     return ()
+
+
+class ModuleMeta(ObjectMeta):
+    """The metaclass of :class:`Module` (flax.nnx's): an :class:`ObjectMeta`
+    (subclass it to wrap how modules are constructed)."""
+
+
+def first_from(*args: A | None, error_msg: str) -> A:
+    """The first argument that is not ``None``.
+
+    Raises:
+        ValueError: every argument is ``None`` (with ``error_msg``).
+    """
+    for arg in args:
+        if arg is not None:
+            return arg
+    raise ValueError(error_msg)
 
 
 def _var_type(t: Any) -> type[Variable]:
@@ -46,7 +72,7 @@ def _var_type(t: Any) -> type[Variable]:
     return t
 
 
-class Module(Object):
+class Module(Object, metaclass=ModuleMeta):
     """Base class of eager modules: set attributes in ``__init__``, compute in
     ``__call__``. Submodules, variables and lists of them are found by attribute."""
 
@@ -55,8 +81,8 @@ class Module(Object):
         variable_type: type[Variable] | str,
         name: str,
         value: Any,
-        reduce_fn: Callable[[Any, Any], Any] = _tuple_reduce,
-        init_fn: Callable[[], Any] = _tuple_init,
+        reduce_fn: Callable[[Any, Any], Any] = tuple_reduce,
+        init_fn: Callable[[], Any] = tuple_init,
     ) -> bool:
         """Records ``value`` under ``name`` for :func:`capture` (appended to a tuple
         by default; ``reduce_fn``/``init_fn`` choose another accumulation).
@@ -157,6 +183,8 @@ class Module(Object):
                     if name in vars(node):
                         object.__setattr__(node, name, value)
                         found.add(name)
+        if found:  # a jit that cached a walk of these modules must walk again
+            structure_changed()
         missing = set(attributes) - found
         if raise_if_not_found and missing:
             raise ValueError(

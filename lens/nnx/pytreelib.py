@@ -6,30 +6,146 @@ attributes hold state.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import functools
-import typing
+import inspect
+import os
+import sys
 from collections.abc import Iterator
-from typing import Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, Self, TypeVar
 
 import jax
+import numpy as np
 
+from lens import errors
 from lens._views import install as install_views
-from lens.nnx import reprlib
-from lens.nnx.tracers import check_mutable, current_frame
-from lens.nnx.variablelib import RngState, StaticValue, Variable
+from lens.configurations import config
+from lens.nnx import pytree_repr, reprlib
+from lens.nnx.tracers import TraceState, check_mutable, current_frame
+from lens.nnx.variablelib import StaticValue, Variable
+
+# flax.nnx's pytreelib names for the object repr machinery (lens.nnx.pytree_repr).
+ObjectContext = pytree_repr.ObjectContext
+OBJECT_CONTEXT = pytree_repr.OBJECT_CONTEXT
+ArrayRepr = pytree_repr.ArrayRepr
+MutableArrayRepr = pytree_repr.MutableArrayRepr
+VariableRepr = pytree_repr.VariableRepr
+
+# Set when the documentation is built (flax.nnx's switch): classes then carry
+# their __init__'s signature for sphinx.
+BUILDING_DOCS = "FLAX_DOC_BUILD" in os.environ
 
 
-class Object:
+class AttributeStatus(NamedTuple):
+    """How an attribute is being set: as data or static, and whether that was
+    said explicitly (``nnx.data``/``nnx.static``) or found from the value."""
+
+    is_data: bool
+    explicit: bool
+
+
+class PytreeState(reprlib.Representable):
+    """An object's own state (its ``_pytree__state``): the JAX trace it was made
+    in, and whether it is being initialized (a bridge ``lazy_init``) or was set
+    up (a bridge module's ``setup`` ran)."""
+
+    __slots__ = ("_trace_state", "_initializing", "_is_setup")
+
+    def __init__(self, initializing: bool = False, is_setup: bool = False):
+        self._trace_state = TraceState()
+        self._initializing = initializing
+        self._is_setup = is_setup
+
+    @property
+    def trace_state(self) -> TraceState:
+        return self._trace_state
+
+    @property
+    def initializing(self) -> bool:
+        return self._initializing
+
+    @property
+    def is_setup(self) -> bool:
+        return self._is_setup
+
+    def __nnx_repr__(self) -> Iterator[reprlib.Object | reprlib.Attr]:
+        yield reprlib.Object(type(self))
+        yield reprlib.Attr("trace_state", self._trace_state)
+
+    def __treescope_repr__(self, path: str | None, subtree_renderer: Any) -> Any:
+        from lens.nnx.visualization import render_object_constructor
+
+        return render_object_constructor(
+            object_type=type(self),
+            attributes={"trace_state": self._trace_state},
+            path=path,
+            subtree_renderer=subtree_renderer,
+        )
+
+    # A copy or an unpickled one belongs to the trace that makes it.
+    def __reduce__(self) -> tuple[Any, tuple[bool, bool]]:
+        return PytreeState, (self._initializing, self._is_setup)
+
+
+# As a pytree: no leaves; the flags are the structure, the trace is the one the
+# rebuilt state is made in.
+jax.tree_util.register_pytree_node(
+    PytreeState,
+    lambda s: ((), (s.initializing, s.is_setup)),
+    lambda flags, _: PytreeState(*flags),
+)
+
+
+class ObjectMeta(abc.ABCMeta):
+    """The metaclass of nnx objects (flax.nnx's ``PytreeMeta``): calling a class
+    makes the object (``__new__``), runs :meth:`_pytree_meta_construct` (its
+    ``__init__``; a subclass of this metaclass may wrap it), then checks a pytree
+    object's attributes (:func:`check_pytree`).
+
+    An ``abc.ABCMeta``, so an object class can declare abstract methods; type
+    checks are ``type``'s (no virtual subclasses), which keeps ``isinstance`` fast.
+    """
+
+    __instancecheck__ = type.__instancecheck__  # type: ignore[assignment]
+    __subclasscheck__ = type.__subclasscheck__  # type: ignore[assignment]
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        obj = cls.__new__(cls, *args, **kwargs)
+        if isinstance(obj, cls):
+            cls._pytree_meta_construct(obj, *args, **kwargs)
+            if getattr(cls, "_lens_pytree", False):
+                check_pytree(obj)
+        return obj
+
+    def _pytree_meta_construct(cls, self: Any, *args: Any, **kwargs: Any) -> None:
+        self.__init__(*args, **kwargs)
+
+
+PytreeMeta = ObjectMeta
+
+
+class Object(reprlib.Representable, metaclass=ObjectMeta):
     """A node with reference semantics: attributes hold variables, other objects,
     lists/tuples/dicts of them, arrays and static values."""
 
-    def __init_subclass__(cls, pytree: bool = True, **kwargs: Any) -> None:
+    def __init_subclass__(cls, pytree: bool | None = None, **kwargs: Any) -> None:
         # As flax.nnx 0.12: every subclass is a JAX pytree (``jax.tree.map(f,
         # module)``, ``jax.jit(f)(module)``) unless it opts out with
-        # ``class M(nnx.Module, pytree=False)``; it is a graph node either way.
+        # ``class M(nnx.Module, pytree=False)`` (or config.flax_pytree_module is
+        # off); it is a graph node either way.
         super().__init_subclass__(**kwargs)
+        if slots := vars(cls).get("__slots__", ()):
+            raise TypeError(
+                "Pytree currently does not support __slots__, found "
+                f"__slots__={slots} in '{cls.__name__}'.\nRemove __slots__: nnx "
+                "objects keep their attributes in __dict__."
+            )
+        if pytree is None:
+            pytree = bool(config.flax_pytree_module)
         cls._lens_pytree = pytree
+        if BUILDING_DOCS:
+            cls.__signature__ = inspect.signature(cls.__init__)
         if pytree:
             jax.tree_util.register_pytree_with_keys(
                 cls,
@@ -41,12 +157,19 @@ class Object:
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         obj = object.__new__(cls)
         object.__setattr__(obj, "_lens_frame", current_frame())
+        object.__setattr__(obj, "_pytree__state", PytreeState())
         return obj
+
+    if TYPE_CHECKING:
+        _pytree__state: PytreeState
 
     _lens_pytree = True
 
     def __setattr__(self, name: str, value: Any) -> None:
         check_mutable(self, f"set {name!r}")
+        check_trace(self)
+        if isinstance(value, list | tuple | dict):
+            _check_no_nested_marks(self, name, value)
         if isinstance(value, _Marked):  # nnx.data(x) / nnx.static(x)
             if value.kind == "static" and type(self)._lens_pytree:
                 _check_static(self, name, value.value, explicit=True)
@@ -60,10 +183,11 @@ class Object:
 
     def __delattr__(self, name: str) -> None:
         check_mutable(self, f"delete {name!r}")
+        check_trace(self)
         object.__delattr__(self, name)
 
-    def __repr__(self) -> str:
-        return _repr_node(self, 0, set())
+    def __nnx_repr__(self) -> Iterator[reprlib.Object | reprlib.Attr]:
+        return pytree_repr.object_nnx_repr(self)
 
     @property
     def _pytree__nodes(self) -> dict[Any, bool]:
@@ -96,7 +220,7 @@ def _object_parts(obj: Object) -> tuple[list[tuple[Any, Any]], Any]:
     marks = _declared(obj)
     for k, v in obj._graph_items():
         keys.append(k)
-        held = marks[k] == "data" if k in marks else has_data(v)
+        held = marks[k] == "data" if k in marks else bool(has_data(v))
         is_data_key.append(held)
         if held:
             children.append((k, v))
@@ -132,7 +256,33 @@ def _unflatten_object(cls: type, aux: Any, children: Any) -> Object:
     return obj
 
 
-_PRIVATE_ATTRIBUTES = frozenset({"_lens_frame", "_items", "_lens_marks"})
+_PRIVATE_ATTRIBUTES = frozenset(
+    {"_lens_frame", "_items", "_lens_marks", "_pytree__state"}
+)
+
+
+def private_attributes() -> frozenset[str]:
+    """The attributes lens keeps on every object for itself (not graph state)."""
+    return _PRIVATE_ATTRIBUTES
+
+
+def check_trace(obj: Object) -> None:
+    """An object made outside the JAX trace running now (a ``jax.jit``,
+    ``jax.grad``, ...) cannot be mutated in it, as in flax.nnx."""
+    state = obj.__dict__.get("_pytree__state")
+    if state is not None and not state.trace_state.is_valid():
+        raise errors.TraceContextError(
+            f"Cannot mutate '{type(obj).__name__}' from different trace level: it "
+            "was made outside the JAX transform running now and captured by its "
+            "function.\nPass it to the function as an argument (a jax.jit rebuilds "
+            "it inside), or use the nnx transform (nnx.jit, nnx.grad, ...), which "
+            "carries its updates out."
+        )
+
+
+Pytree = Object
+"""flax.nnx's name for the base of objects (``nnx.Pytree``): lens has one base,
+a pytree unless a subclass says ``pytree=False``."""
 
 
 class _Marked:
@@ -165,14 +315,29 @@ def _annotation_kind(annotation: Any) -> str | None:
     if isinstance(annotation, str):  # postponed: "nnx.Data[int]"
         head = annotation.split("[", 1)[0].rsplit(".", 1)[-1]
         return {"Data": "data", "Static": "static"}.get(head)
-    origin = typing.get_origin(annotation)
-    return "data" if origin is Data else "static" if origin is Static else None
+    metadata = getattr(annotation, "__metadata__", ())
+    if DataAnnotation in metadata:
+        return "data"
+    return "static" if StaticAnnotation in metadata else None
+
+
+def _field_kind(cls: type, name: str, f: dataclasses.Field) -> str | None:
+    if "static" not in f.metadata:
+        return None
+    static = f.metadata["static"]
+    if not isinstance(static, bool):
+        raise ValueError(
+            f"Invalid 'static' metadata for attribute '{cls.__name__}.{name}': "
+            f"expected bool, got {type(static).__name__}.\nDeclare the field with "
+            "nnx.data() or nnx.static()."
+        )
+    return "static" if static else "data"
 
 
 def _class_marks(cls: type) -> dict[str, str]:
     """The attributes a class declares data or static: ``nnx.Data[T]`` /
-    ``nnx.Static[T]`` annotations, then ``nnx.data()``/``nnx.static()`` fields
-    (computed once per class)."""
+    ``nnx.Static[T]`` annotations, then fields with ``'static'`` metadata
+    (``nnx.data()``/``nnx.static()``), computed once per class."""
     cached = cls.__dict__.get("_lens_class_marks")
     if cached is None:
         cached = {}
@@ -182,13 +347,18 @@ def _class_marks(cls: type) -> dict[str, str]:
                 if kind is not None:
                     cached[name] = kind
         fields = getattr(cls, "__dataclass_fields__", {})
-        cached.update(
-            {
-                name: f.metadata["nnx"]
-                for name, f in fields.items()
-                if "nnx" in f.metadata
-            }
-        )
+        for name, f in fields.items():
+            kind = _field_kind(cls, name, f)
+            if kind is None:
+                continue
+            if cached.get(name, kind) != kind:
+                raise ValueError(
+                    f"Conflicting pytree annotation for attribute "
+                    f"'{cls.__name__}.{name}': previously registered as "
+                    f"{cached[name]}, but found nnx.{kind}(...) annotation.\n"
+                    "Keep one of the two declarations."
+                )
+            cached[name] = kind
         type.__setattr__(cls, "_lens_class_marks", cached)
     return cached
 
@@ -230,108 +400,124 @@ def _check_static(obj: Object, name: str, value: Any, *, explicit: bool) -> None
     raise ValueError(msg + fix)
 
 
+def _check_no_nested_marks(obj: Object, name: str, value: Any) -> None:
+    """``nnx.data(...)``/``nnx.static(...)`` are assigned to an attribute
+    directly, never inside a list, tuple or dict."""
+    leaves = jax.tree.leaves(
+        value, is_leaf=lambda x: isinstance(x, _Marked | Object | Variable)
+    )
+    tags = {x.kind for x in leaves if isinstance(x, _Marked)}
+    if tags:
+        raise ValueError(
+            f"Found unexpected tags {tags} on attribute '{type(obj).__name__}."
+            f"{name}'. Values from nnx.data(...) and\nnx.static(...) should be "
+            "assigned to nnx.Pytree attributes directly, they should not be inside "
+            f"other structures. Got value of type '{type(value)}' on Pytree of type "
+            f"'{type(obj)}'.\nWrap the whole value instead: obj.{name} = "
+            "nnx.data([...]), or use nnx.List / nnx.Dict for per-item control."
+        )
+
+
+def check_pytree(pytree: Any) -> None:
+    """Checks an object's attributes as flax.nnx does after ``__init__``: no
+    attribute declared static (``nnx.static``, ``nnx.Static``) holds data, and no
+    ``nnx.data``/``nnx.static`` marker sits inside a container.
+
+    Raises:
+        TypeError: ``pytree`` is not an nnx object.
+        ValueError: an attribute breaks one of the rules (named in the message).
+    """
+    if not isinstance(pytree, Object):
+        raise TypeError(
+            f"Expected a Pytree, got {type(pytree)}.\ncheck_pytree takes an nnx "
+            "object (an nnx.Pytree / nnx.Module instance)."
+        )
+    marks = _declared(pytree)
+    for name, value in pytree._graph_items():
+        if isinstance(value, list | tuple | dict):
+            _check_no_nested_marks(pytree, name, value)
+        if marks.get(name) == "static" and has_data(value):
+            raise ValueError(
+                f"Found unexpected data on value of type {type(value)} in static "
+                f"attribute '{name}' of Pytree type '{type(pytree)}'.\nMake it "
+                f"data: obj.{name} = nnx.data(...), or declare the field with "
+                "nnx.data(); or remove the arrays/Variables/objects from it."
+            )
+
+
 def node_items(obj: Object) -> list[tuple[Any, Any]]:
     return obj._graph_items()
 
 
-def _repr_node(x: Any, depth: int, seen: set[int]) -> str:
-    """Flax's module repr: attributes in the order they were set, Variables with
-    their values, a ``# Param: 9 (36 B)`` comment per node."""
-    if isinstance(x, Object):
-        if id(x) in seen:
-            return f"<shared {type(x).__name__}>"
-        seen.add(id(x))
-        items = [(k, v) for k, v in vars(x).items() if k not in _PRIVATE_ATTRIBUTES]
-        if type(x)._graph_items is not Object._graph_items:  # nnx.List, nnx.Dict
-            items = node_items(x)
-        return reprlib.node_repr(
-            type(x).__name__,
-            [(str(k), _repr_node(v, depth + 1, seen)) for k, v in items],
-            comment=_node_comment(x),
-        )
-    if isinstance(x, list | tuple) and any(isinstance(e, Object) for e in x):
-        body = ",\n".join(
-            "  " + reprlib.indent(_repr_node(e, depth + 1, seen), "  ") for e in x
-        )
-        o, c = ("[", "]") if isinstance(x, list) else ("(", ")")
-        return f"{o}\n{body}\n{c}"
-    return repr(x)
-
-
-def _node_comment(x: Object) -> str:
-    """`` # Param: 9 (36 B), BatchStat: 2 (8 B), Total: 11 (44 B)`` over the
-    node's variables (rng keys and counts together as ``RngState``)."""
-    by_type: dict[str, list[Any]] = {}
-    for v in _variables_below(x, set()):
-        name = "RngState" if isinstance(v, RngState) else type(v).__name__
-        by_type.setdefault(name, []).append(v._value)
-    parts = [
-        reprlib.size_comment(vals, f"{name}: ")[3:] for name, vals in by_type.items()
-    ]
-    parts = [p for p in parts if p]
-    if len(parts) > 1:
-        everything = [v for vals in by_type.values() for v in vals]
-        parts.append(reprlib.size_comment(everything, "Total: ")[3:])
-    return f" # {', '.join(parts)}" if parts else ""
-
-
-def _variables_below(x: Any, seen: set[int]) -> Iterator[Variable]:
-    if id(x) in seen:
-        return
-    if isinstance(x, Variable):
-        seen.add(id(x))
-        yield x
-    elif isinstance(x, Object):
-        seen.add(id(x))
-        for _, v in node_items(x):
-            yield from _variables_below(v, seen)
-    elif isinstance(x, list | tuple | dict):
-        for v in x.values() if isinstance(x, dict) else x:
-            yield from _variables_below(v, seen)
+def attribute_is_data(obj: Object, name: str, value: Any) -> bool:
+    """Whether attribute ``name`` (holding ``value``) is data: as declared
+    (``nnx.data``/``nnx.static``, annotations), else whether it holds data."""
+    marks = _declared(obj)
+    return marks[name] == "data" if name in marks else bool(has_data(value))
 
 
 A = TypeVar("A")
 
+DataAnnotation = "__data__"
+StaticAnnotation = "__static__"
 
-class Data(Generic[A]):
-    """``x: nnx.Data[T]``: the attribute holds state (a hint; lens finds state
-    by value)."""
+Data = Annotated[A, DataAnnotation]
+"""``x: nnx.Data[T]`` (flax.nnx's, deprecated there for ``nnx.data()``): the
+attribute holds state whatever its value. To a type checker it is a ``T``."""
+
+Static = Annotated[A, StaticAnnotation]
+"""``x: nnx.Static[T]``: the attribute is static whatever its value (a ``T``)."""
+
+DATA_REGISTRY: set[type] = set()
+"""The types :func:`register_data_type` added: their values are data."""
 
 
-class Static(Generic[A]):
-    """``x: nnx.Static[T]``: the attribute is static (a hint)."""
-
-
-_DATA_TYPES: set[type] = set()
-
-
-def register_data_type(type_: type, /) -> None:
-    """Treat values of ``type_`` as state (data) in objects."""
-    _DATA_TYPES.add(type_)
+def register_data_type(type_: type[A], /) -> type[A]:
+    """Treat values of ``type_`` as state (data) in objects; returns ``type_``,
+    so it also works as a class decorator."""
+    DATA_REGISTRY.add(type_)
+    return type_
 
 
 def is_data(value: Any, /) -> bool:
-    """Whether ``value`` itself is state: an array, a Variable, an object."""
-    return (
-        isinstance(value, jax.Array | Variable | Object) or type(value) in _DATA_TYPES
-    )
+    """Whether ``value`` itself is state: an array (JAX or NumPy), a Variable, a
+    graph node (an object, or a type registered as one), or a value of a type
+    :func:`register_data_type` registered. A list of arrays is not (see
+    :func:`has_data`)."""
+    if isinstance(value, jax.Array | np.ndarray | Variable | Object):
+        return True
+    if type(value) in DATA_REGISTRY:
+        return True
+    registry = sys.modules.get("lens.nnx.graph_registry")  # loaded by graph code
+    return registry is not None and type(value) in registry.GRAPH_REGISTRY
 
 
-def has_data(value: Any, /) -> bool:
-    """Whether ``value`` holds state anywhere (a list of Variables does)."""
-    return any(is_data(x) for x in jax.tree.leaves(value, is_leaf=lambda x: is_data(x)))
+def has_data(value: Any, /) -> list[Any]:
+    """The data (see :func:`is_data`) anywhere in ``value``: a list of
+    Variables has data. Empty (falsy) when there is none."""
+    seen: set[int] = set()
+
+    def stop(x: Any) -> bool:
+        if id(x) in seen:
+            return True
+        seen.add(id(x))
+        return is_data(x)
+
+    return [x for x in jax.tree.leaves(value, is_leaf=stop) if is_data(x)]
 
 
 def dataclass(cls: Any = None, /, **kwargs: Any) -> Any:
     """``dataclasses.dataclass`` for objects (``@nnx.dataclass class P(nnx.Pytree)``):
-    fields become attributes, compared by identity as objects are."""
+    fields become attributes, compared by identity as objects are; the repr stays
+    the object's (``repr=False``, as flax.nnx's)."""
     kwargs.setdefault("eq", False)
+    kwargs["repr"] = False
     if cls is None:
         return functools.partial(dataclass, **kwargs)
     return dataclasses.dataclass(cls, **kwargs)
 
 
-_MISSING: Any = object()
+_MISSING: Any = dataclasses.MISSING
 
 
 def data(value: Any = _MISSING, /, **kwargs: Any) -> Any:
@@ -351,16 +537,25 @@ def static(value: Any = _MISSING, /, **kwargs: Any) -> Any:
 
 
 def _declare(value: Any, kind: str, kwargs: dict[str, Any]) -> Any:
-    if value is _MISSING:
-        metadata = {**kwargs.pop("metadata", {}), "nnx": kind}
-        return dataclasses.field(metadata=metadata, **kwargs)
-    if kwargs:
+    if value is not _MISSING and kwargs:
         raise TypeError(
-            f"nnx.{kind}(value, ...) takes no field arguments ({', '.join(kwargs)}).\n"
-            f"Write nnx.{kind}(value) for an attribute, or nnx.{kind}(default=value, "
-            "...) for a dataclass field."
+            f"nnx.{kind}() accepts either a single positional argument or keyword "
+            f"arguments, but not both.\nWrite nnx.{kind}(value) for an attribute, "
+            f"or nnx.{kind}(default=value, ...) for a dataclass field."
         )
-    return _Marked(value, kind)
+    if value is not _MISSING:
+        return _Marked(value, kind)
+    metadata = {"nnx_value": value}
+    extra = kwargs.pop("metadata", None)
+    if extra is not None:
+        if "static" in extra:
+            raise ValueError(
+                f"Cannot use 'static' key in metadata argument for nnx.{kind}.\n"
+                f"nnx.{kind} sets it; use nnx.data or nnx.static to choose."
+            )
+        metadata.update(extra)
+    metadata["static"] = kind == "static"
+    return dataclasses.field(metadata=metadata, **kwargs)
 
 
 # Objects display through lens.display (registered there; loaded on first display).

@@ -63,7 +63,28 @@ class FlatState(list, Generic[V]):
         return FlatState(zip(keys, values, strict=True), sort=False)
 
 
-class State(MutableMapping):
+class NestedStateRepr(reprlib.Representable):
+    """A State nested in another, shown as ``{key: value, ...}`` (the outer one
+    shows as ``State({...})``)."""
+
+    def __init__(self, state: State):
+        self.state = state
+
+    def __nnx_repr__(self) -> Iterator[reprlib.Object | reprlib.Attr]:
+        yield reprlib.Object("", kv_sep=": ", start="{", end="}")
+        for item in self.state.__nnx_repr__():
+            if not isinstance(item, reprlib.Object):
+                yield item
+
+    def __treescope_repr__(self, path: str | None, subtree_renderer: Any) -> Any:
+        children = {
+            k: NestedStateRepr(v) if isinstance(v, State) else v
+            for k, v in self.state.items()
+        }
+        return subtree_renderer(children, path=path)
+
+
+class State(reprlib.Representable, MutableMapping):
     """Variables as a nested mapping: ``state['encoder']['kernel']`` or
     ``state.encoder.kernel``. A pytree whose leaves are the variables' values."""
 
@@ -127,8 +148,13 @@ class State(MutableMapping):
 
     __hash__ = None  # type: ignore[assignment]
 
-    def __repr__(self) -> str:
-        return _repr_state(self, 0)
+    def __nnx_repr__(self) -> Iterator[reprlib.Object | reprlib.Attr]:
+        """flax.nnx's layout: ``State({`` at the top, nested States as ``{``,
+        every Variable with its values."""
+        yield reprlib.Object(type(self), kv_sep=": ", start="({", end="})")
+        for k, v in self.items():
+            shown = NestedStateRepr(v) if isinstance(v, State) else v
+            yield reprlib.Attr(repr(k), shown)
 
     # flat views
     def flat_state(self) -> FlatState:
@@ -223,19 +249,6 @@ def partition_flat(
             "last filter ... to collect the rest."
         )
     return parts
-
-
-def _repr_state(s: State, depth: int) -> str:
-    """Flax's layout: ``State({`` at the top, nested mappings as ``{``, every
-    Variable with its values."""
-    open_, close = ("State({", "})") if depth == 0 else ("{", "}")
-    if not len(s):
-        return open_ + close
-    rows = []
-    for k, v in s.items():
-        shown = _repr_state(v, depth + 1) if isinstance(v, State) else repr(v)
-        rows.append(f"  {k!r}: {reprlib.indent(shown, '  ')}")
-    return open_ + "\n" + ",\n".join(rows) + "\n" + close
 
 
 def state_flatten(s: State) -> Any:

@@ -28,6 +28,7 @@ from lens.nnx.module import Module
 from lens.nnx.pytreelib import Object, node_items
 from lens.nnx.rnglib import RngStream
 from lens.nnx.variablelib import RngState, Variable
+from lens.nnx.visualization import in_ipython as in_ipython
 from lens.typing import SizeBytes as _BaseSizeBytes
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -81,6 +82,66 @@ class CallInfo:
     outputs: Any
     flops: int | None
     vjp_flops: int | None
+
+
+NodeStats = dict[int, ObjectInfo | None]
+"""The objects of a model by id (``None`` for a Variable): what tabulate collects."""
+
+
+@dataclasses.dataclass
+class ArrayRepr:
+    """An input or output array as the table shows it: ``float32[4,3]``."""
+
+    shape: tuple[int, ...]
+    dtype: Any
+
+    @classmethod
+    def from_array(cls, x: Any) -> ArrayRepr:
+        return cls(jnp.shape(x), jnp.result_type(x))
+
+    def __str__(self) -> str:
+        return f"[dim]{self.dtype}[/dim][{','.join(map(str, self.shape))}]"
+
+
+class SimpleObjectRepr:
+    """An object passed to or returned by a call, shown as ``Linear(...)``."""
+
+    def __init__(self, obj: Any):
+        self.type = type(obj)
+
+    def __str__(self) -> str:
+        return f"{self.type.__name__}(...)"
+
+    __repr__ = __str__
+
+
+def __getattr__(name: str) -> Any:
+    # NoneDumper needs PyYAML (not a lens dependency): made on first use.
+    if name == "NoneDumper":
+        dumper = _none_dumper()
+        globals()[name] = dumper
+        return dumper
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _none_dumper() -> type:
+    try:
+        import yaml
+    except ImportError as e:
+        raise ImportError(
+            "nnx.summary.NoneDumper is a PyYAML dumper: install PyYAML (pip "
+            "install pyyaml) to use it."
+        ) from e
+
+    class NoneDumper(yaml.SafeDumper):
+        """A YAML dumper that writes ``None`` as ``None`` (not ``null``), as the
+        table shows inputs and outputs."""
+
+    NoneDumper.add_representer(
+        type(None),
+        lambda dumper, _: dumper.represent_scalar("tag:yaml.org,2002:str", "None"),
+    )
+    return NoneDumper
 
 
 def filter_rng_streams(row: CallInfo) -> bool:
@@ -240,15 +301,15 @@ class _Text(str):
 
 
 def _array_text(shape: Any, dtype: Any) -> _Text:
-    return _Text(f"[dim]{dtype}[/dim][{','.join(map(str, shape))}]")
+    return _Text(str(ArrayRepr(shape, dtype)))
 
 
 def _dummy(x: Any) -> Any:
     """What a call's input or output leaf shows as."""
     if hasattr(x, "shape") and hasattr(x, "dtype"):
-        return _array_text(jnp.shape(x), jnp.result_type(x))
+        return ArrayRepr.from_array(x)
     if isinstance(x, Object | Variable):
-        return _Text(f"{type(x).__name__}(...)")
+        return SimpleObjectRepr(x)
     return x
 
 
@@ -256,6 +317,8 @@ def _simple(x: Any) -> Any:
     """``x`` as dicts, lists and text leaves (what the table shows)."""
     if isinstance(x, _Text):
         return x
+    if isinstance(x, ArrayRepr | SimpleObjectRepr):
+        return _Text(str(x))
     if isinstance(x, dict):
         keys = list(x)
         try:

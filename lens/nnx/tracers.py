@@ -2,8 +2,10 @@
 
 Objects and variables remember the transform level ("frame") they were made in: one
 made outside a transform cannot be mutated inside it
-(:class:`lens.errors.TraceContextError`). The structure epoch counts structural
-changes, so cached graph walks know when to walk again.
+(:class:`lens.errors.TraceContextError`), and, as flax.nnx's, an object remembers the
+JAX trace it was made in (:class:`TraceState`): one made outside a ``jax.jit``
+cannot be mutated inside it. The structure epoch counts structural changes, so
+cached graph walks know when to walk again.
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import jax
+import jax.extend
+
 from lens import errors
+from lens.nnx import reprlib
 
 
 class Frame:
@@ -78,3 +84,57 @@ def check_mutable(owner: Any, what: str, structural: bool = True) -> None:
             "was created outside the transform and captured.\nPass it as an argument "
             "to the transformed function; its updates then come back out."
         )
+
+
+def current_jax_trace() -> Any:
+    """The JAX trace running now, as an opaque token that compares equal only to
+    a token of the same trace (``jax.jit``, ``jax.grad``, ``jax.vmap`` each open
+    a new one)."""
+    return jax.extend.core.get_opaque_trace_state(convention="nnx")
+
+
+class TraceState(reprlib.Representable):
+    """The JAX trace an object was made in; :meth:`is_valid` says whether the
+    code running now is in that same trace (and may mutate the object)."""
+
+    __slots__ = ("_jax_trace",)
+
+    def __init__(self) -> None:
+        self._jax_trace = current_jax_trace()
+
+    @property
+    def jax_trace(self) -> Any:
+        return self._jax_trace
+
+    def is_valid(self) -> bool:
+        return self._jax_trace == current_jax_trace()
+
+    def __nnx_repr__(self) -> Iterator[reprlib.Object | reprlib.Attr]:
+        yield reprlib.Object(type(self).__name__)
+        yield reprlib.Attr("jax_trace", self._jax_trace)
+
+    def __treescope_repr__(self, path: str | None, subtree_renderer: Any) -> Any:
+        from treescope import repr_lib
+
+        return repr_lib.render_object_constructor(
+            object_type=type(self),
+            attributes={"jax_trace": self._jax_trace},
+            path=path,
+            subtree_renderer=subtree_renderer,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TraceState) and self._jax_trace == other._jax_trace
+
+    __hash__ = None  # type: ignore[assignment]  # equal by trace, mutable owner
+
+    # A copy or an unpickled one belongs to the trace that makes it.
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return TraceState, ()
+
+
+# As a pytree a TraceState has no leaves; rebuilt, it takes the current trace
+# (an object passed into a jax.jit is rebuilt inside, and may be mutated there).
+jax.tree_util.register_pytree_node(
+    TraceState, lambda t: ((), None), lambda _aux, _children: TraceState()
+)

@@ -4,6 +4,7 @@ the variables by type and a title, which :mod:`lens.display` draws.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -11,6 +12,75 @@ import jax
 from lens.nnx.graphlib import state
 from lens.nnx.statelib import State
 from lens.nnx.variablelib import Variable
+
+
+def _ipython_running() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return get_ipython() is not None
+
+
+in_ipython: bool = _ipython_running()
+"""Whether an IPython session was running when this module was imported."""
+
+
+def render_object_constructor(
+    object_type: type[Any],
+    attributes: Mapping[str, Any],
+    path: str | None,
+    subtree_renderer: Any,
+    roundtrippable: bool = False,
+    color: str | None = None,
+    first_line_annotation: Any = None,
+) -> Any:
+    """A treescope rendering of an object as ``Type(name=value, ...)``, for a
+    ``__treescope_repr__``: ``attributes`` must be real attributes of the object
+    (``obj.name``), as treescope builds each child's path from its name.
+
+    Args:
+      object_type: the type shown.
+      attributes: the attributes shown, in order.
+      path: the object's path (``__treescope_repr__``'s ``path``).
+      subtree_renderer: renders each value (``__treescope_repr__``'s).
+      roundtrippable: whether the text evaluates back to an equal object (else
+        it is wrapped in ``<...>`` in roundtrip mode).
+      color: a background color for the node (None: none).
+      first_line_annotation: a rendering part shown after the first line when
+        the node is expanded (a ``# Param: ...`` comment).
+    """
+    from treescope import rendering_parts as rp
+
+    type_name = rp.maybe_qualified_type_name(object_type)
+    if roundtrippable:
+        prefix = rp.siblings(type_name, "(")
+        suffix = rp.text(")")
+    else:
+        prefix = rp.siblings(
+            rp.roundtrip_condition(roundtrip=rp.text("<")), type_name, "("
+        )
+        suffix = rp.siblings(")", rp.roundtrip_condition(roundtrip=rp.text(">")))
+    children = []
+    last = len(attributes) - 1
+    for i, (name, value) in enumerate(attributes.items()):
+        child_path = None if path is None else f"{path}.{name}"
+        if i < last:  # a comma always; a space too when collapsed
+            comma = rp.siblings(",", rp.fold_condition(collapsed=rp.text(" ")))
+        else:  # the last: a comma only when expanded
+            comma = rp.fold_condition(expanded=rp.text(","))
+        line = rp.siblings_with_annotations(
+            f"{name}=", subtree_renderer(value, path=child_path)
+        )
+        children.append(rp.build_full_line_with_annotations(line, comma))
+    return rp.build_foldable_tree_node_from_children(
+        prefix=prefix,
+        children=children,
+        suffix=suffix,
+        path=path,
+        background_color=color,
+        first_line_annotation=first_line_annotation,
+    )
 
 
 def variables_by_type(s: State) -> dict[str, dict[Any, Any]]:

@@ -40,9 +40,15 @@ def test_treescope_renders_a_module():
 
 def test_print_shows_the_structure():
     text = repr(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
-    # flax.nnx's layout: the values are shown, with a size comment per node
+    # flax.nnx's layout: a size comment per node; inside an object an array of
+    # more than one element shows as its shape and dtype, a Variable alone as
+    # its values
     assert text.startswith("Linear( # Param: 9 (36 B)")
-    assert "  kernel=Param( # 6 (24 B)\n    value=Array([[ 0.7567299" in text
+    assert (
+        "  kernel=Param( # 6 (24 B)\n    value=Array(shape=(2, 3), "
+        "dtype=dtype('float32'))\n  )," in text
+    )
+    assert "0.7567299" in repr(nnx.Linear(2, 3, rngs=nnx.Rngs(0)).kernel)
     assert repr(nnx.Param(jnp.zeros(()))) == (
         "Param( # 1 (4 B)\n  value=Array(0., dtype=float32)\n)"
     )

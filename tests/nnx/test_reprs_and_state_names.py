@@ -51,7 +51,9 @@ def test_data_and_static_declare_attributes_as_flax_does():
     ]
     assert foo.s == "hi" and jax.tree.map(lambda v: v + 1, foo).i == 2
     assert list(nnx.List([nnx.data(1.0), 2])) == [1.0, 2]
-    with pytest.raises(TypeError, match="takes no field arguments"):
+    with pytest.raises(
+        TypeError, match="accepts either a single positional argument or keyword"
+    ):
         nnx.data(1.0, default=2.0)
 
 

@@ -159,7 +159,7 @@ def _parent_and_name(cls: type, kwargs: dict[str, Any]) -> tuple[Any, str | None
     return parent, None
 
 
-class ModuleMeta(type):
+class ModuleMeta(nnx_module.ModuleMeta):
     """Makes a bridge module made inside a running one its submodule: named
     ``name=...`` or, in a compact method, ``ClassName_<n>``."""
 
@@ -302,7 +302,7 @@ def _existing_value(name: str, value: Any, init: Callable[[], Any]) -> Any:
     against the initializer's shape, keeping its metadata."""
     abstract, metadata = _abstract(init)
     _check_shape(name, value, abstract)
-    return value if metadata is None else VariableMetadata(value, metadata)
+    return value if metadata is None else VariableMetadata(value, metadata=metadata)
 
 
 @dataclass_transform(field_specifiers=(dataclasses.field,))
