@@ -55,8 +55,17 @@ class AxisNames:
         return done
 
     def exit(
-        self, done: list[tuple[Any, int]], out: Any, out_spec: Any, fr: Any
+        self,
+        done: list[tuple[Any, int]],
+        out: Any,
+        out_spec: Any,
+        fr: Any,
+        args: tuple = (),
+        specs: tuple = (),
     ) -> None:
+        """Puts the axis name back into the variables :meth:`enter` took it
+        from, and into variables made inside: in the outputs (at their out axis)
+        and in the arguments (at their in axis: an ``__init__`` under vmap)."""
         if self.meta is None:
             return
         seen = set()
@@ -64,9 +73,14 @@ class AxisNames:
             add_axis(v, axis, self.meta)
             seen.add(id(v))
         w = Walker(axes_resolver, transform=self.name)
+        leaves = []
+        if args:
+            split_args(args, specs, w)
+            leaves = list(w.leaves)
+            w = Walker(axes_resolver, transform=self.name)
         w.frame = fr
         split_outputs(out, out_spec, w)
-        for lf in w.leaves:
+        for lf in leaves + list(w.leaves):
             if lf.variable is not None and id(lf.variable) not in seen:
                 if _is_axis(lf.spec):
                     add_axis(lf.variable, lf.spec, self.meta)

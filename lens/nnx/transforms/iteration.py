@@ -328,7 +328,7 @@ def mapped_body(
             done = axis_names.enter(args, specs) if axis_names else []
             out = f(*args)
             if axis_names:
-                axis_names.exit(done, out, out_spec, fr)
+                axis_names.exit(done, out, out_spec, fr, args, specs)
             w = Walker(axes_resolver, describe=describe, transform=name)
             after, entries = split_args(args, specs, w)
             changed = changed_structure(skel, after, table, w.nodes)

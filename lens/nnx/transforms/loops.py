@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from lens import errors
 from lens.nnx.graphwalk import Walker, path_str
 from lens.nnx.tracers import frame
 from lens.nnx.transforms.axes import NO_AXIS_METADATA, AxisNames
@@ -22,14 +21,13 @@ from lens.nnx.transforms.general import (
     Entry,
     GraphArg,
     StateAxes,
+    apply_graph_updates,
     axes_resolver,
     check_prefix,
-    check_structure,
     lift_args,
     merge_outputs,
     rebuild,
     split_args,
-    split_outputs,
     transform_mode,
     variables_with_paths,
     with_calling_conventions,
@@ -37,15 +35,16 @@ from lens.nnx.transforms.general import (
     write_back,
 )
 from lens.nnx.transforms.pack_trace import Picture, axis_label, without_axis
+from lens.nnx.transforms.scan_step import Carry as Carry
+from lens.nnx.transforms.scan_step import (
+    ScanStep,
+    ScanSteps,
+    StepPlan,
+    describe,
+    loop_values,
+    value_kind,
+)
 from lens.traceback_util import api_boundary
-
-
-class Carry:
-    """``in_axes``/``out_axes`` marker of :func:`scan`: this argument (and the
-    output in the same place) is the loop carry."""
-
-    def __init__(self) -> None:
-        raise TypeError("nnx.Carry is a marker: use the class itself, not Carry().")
 
 
 def _same_tree(args: Any, entries: list[Entry], new_values: list[Any]) -> Any:
@@ -86,23 +85,7 @@ def _loop_step(
                 "(a Variable or object replaced). Update the carry's variables in "
                 "place (v[...] = ...) and return the same objects."
             )
-        return _loop_values(name, skel, out)
-
-
-def _loop_values(
-    name: str, skel: Any, value: Any, static: frozenset[int] = frozenset()
-) -> list[Any]:
-    """The values of ``value`` (a loop carry), checked to keep ``skel``'s structure."""
-    w = Walker(transform=name)
-    after, entries = split_args((value,), (None,), w, static)
-    if after != skel:
-        raise errors.GraphStructureError(
-            f"nnx.{name}: the loop body must return a value with the structure of "
-            "its input (the same pytree, the same objects' variables, the same "
-            "statics).\nReturn the updated carry in the input's form; create "
-            "submodules and variables before the loop."
-        )
-    return [e.value for e in entries]
+        return loop_values(name, skel, out)
 
 
 @api_boundary
@@ -158,7 +141,7 @@ def fori_loop(
     def body(i: Any, values: list[Any]) -> list[Any]:
         with frame("fori_loop"):  # flax.nnx's fori_loop takes new Variables
             (val,) = rebuild(skel, values)
-            return _loop_values("fori_loop", skel, body_fun(i, val))
+            return loop_values("fori_loop", skel, body_fun(i, val))
 
     kw = {} if unroll is None else {"unroll": unroll}
     with Picture("fori_loop", {"lower": lower, "upper": upper}) as picture:
@@ -168,10 +151,6 @@ def fori_loop(
     write_back(entries, graph_values)
     picture.outputs(graph_values)
     return _same_tree((init_val,), entries, final)[0]
-
-
-def _describe(spec: Any) -> str:
-    return "the carry" if spec is Carry else f"axis {spec!r}"
 
 
 def scan(
@@ -192,11 +171,18 @@ def scan(
     Each argument is the loop carry (``nnx.Carry``), scanned over an axis (an
     int: its arrays, and an object's variables, are sliced per step; their
     updates come back stacked on that axis), or broadcast (``None``: the same at
-    every step, not updated). ``StateAxes`` gives per-filter choices inside one
+    every step; in flax's simple modes what a step writes to broadcast state the
+    next step reads, in the graph-updates mode the writes are dropped, as in
+    flax.nnx). ``StateAxes`` gives per-filter choices inside one
     object, ``nnx.Carry`` included (seed 001: a layer stack whose params are
     scanned and whose BatchStat counter is carried through the loop). The
     function returns what ``out_axes`` describes: the new carry where it says
     ``Carry``, and per-step outputs stacked on the given axis elsewhere.
+
+    A second call with arguments of the same structure is not traced again. In
+    the graph-updates mode the function may replace scanned state (a Param by a
+    pytree of Params, as qwix's quantization does): the new state comes back
+    stacked on the argument's axis.
 
     The layer-stack pattern::
 
@@ -221,6 +207,7 @@ def scan(
     check_prefix(in_axes, "in_axes", mode)
     check_prefix(out_axes, "out_axes", mode)
     _check_scan_axes(in_axes, out_axes)
+    axis_names = AxisNames("scan", transform_metadata)
     options = _ScanOptions(
         f,
         in_axes,
@@ -229,8 +216,9 @@ def scan(
         reverse,
         unroll,
         _split_transpose,
-        AxisNames("scan", transform_metadata),
+        axis_names,
         mode.simple,
+        ScanSteps(f, axis_names),  # one step per structure: traced once
     )
 
     @functools.wraps(f)
@@ -284,23 +272,39 @@ class _ScanOptions:
     split_transpose: bool
     axis_names: AxisNames
     simple: bool = False
+    steps: ScanSteps | None = None
 
 
 class _ScanCall:
     """One call of a scanned function, in stages: the specs, what each value is
-    (carry, scanned, broadcast), the loop body, the loop, the write-back."""
+    (carry, scanned, broadcast), the step (reused while the structure repeats),
+    the loop, the write-back."""
 
     def __init__(self, options: _ScanOptions, args: tuple[Any, ...]):
         self.o = options
         self.args = args
         self._specs(len(args))
-        self.walker = Walker(axes_resolver, describe=_describe, transform="scan")
+        self.walker = Walker(axes_resolver, describe=describe, transform="scan")
         self.skel, self.entries = split_args(args, self.specs, self.walker)
-        self.kinds, self.length = _kinds_and_length(self.entries, options.length)
-        self.carry_skel = None
+        self.kinds, self.length = _kinds_and_length(
+            self.entries, options.length, options.simple
+        )
+        carry_skel = None
         if self.carry_pos:
             w = Walker(transform="scan")
-            self.carry_skel, _ = split_args((args[self.carry_pos[0]],), (None,), w)
+            carry_skel, _ = split_args((args[self.carry_pos[0]],), (None,), w)
+        self.plan = StepPlan(
+            self.skel,
+            tuple(self.specs),
+            tuple(self.kinds),
+            tuple((e.arg, e.leaf is not None) for e in self.entries),
+            self.carry_pos[0] if self.carry_pos else None,
+            carry_skel,
+            self.out_carry[0] if self.out_carry else None,
+            tuple(self.outs_spec),
+            self.out_is_tuple,
+            options.simple,
+        )
 
     def _specs(self, n: int) -> None:
         in_axes, out_axes = self.o.in_axes, self.o.out_axes
@@ -343,18 +347,25 @@ class _ScanCall:
             if k == "scan"
         ]
         with self._picture() as picture:
-            carry_out, (scanned_out, ys) = jax.lax.scan(
-                self._body,
-                self._of("carry"),
+            step = self._step(picture.active)
+            (carry_out, _), (scanned_out, ys, change) = jax.lax.scan(
+                step,
+                (self._of("carry"), self._of("broadcast")),
                 xs,
                 length=self.length,
                 reverse=self.o.reverse,
                 unroll=self.o.unroll,
                 _split_transpose=self.o.split_transpose,
             )
-        new_values = self._write_back(carry_out, scanned_out)
-        picture.outputs([v for e, v in zip(self.entries, new_values) if e.leaf])
-        return self._result(ys, new_values)
+        nodes = self._write_back(carry_out, scanned_out, change.aux)
+        picture.outputs(self._graph_values)
+        return self._result(ys, carry_out, nodes)
+
+    def _step(self, traced: bool) -> ScanStep:
+        steps = self.o.steps
+        if steps is None:
+            return ScanStep(self.o.f, self.o.axis_names, self.plan)
+        return steps.get(self.plan, fresh=traced)
 
     def _picture(self) -> Picture:
         o = self.o
@@ -379,116 +390,59 @@ class _ScanCall:
         )
         return picture
 
-    def _body(self, carry: list[Any], x: list[Any]) -> Any:
-        o = self.o
-        bcast = self._of("broadcast")
-        it = {"carry": iter(carry), "scan": iter(x), "broadcast": iter(bcast)}
-        values = [next(it[k]) for k in self.kinds]
-        with frame("scan") as fr:
-            args = rebuild(self.skel, values)
-            done = o.axis_names.enter(args, self.specs)
-            out = o.f(*args)
-            outs = self._outputs(out)
-            if o.axis_names.meta is not None:
-                o.axis_names.exit(
-                    done,
-                    tuple(v for i, v in enumerate(outs) if i not in self.out_carry),
-                    tuple(
-                        a
-                        for i, a in enumerate(self.outs_spec)
-                        if i not in self.out_carry
-                    ),
-                    fr,
-                )
-            w2 = Walker(axes_resolver, describe=_describe, transform="scan")
-            after, new_entries = split_args(args, self.specs, w2)
-            check_structure(self.skel, after, "scan")
-            new_carry = self._new_carry(args, outs, new_entries)
-            ys = [v for i, v in enumerate(outs) if i not in self.out_carry]
-            w2.frame = fr
-            ys = split_outputs(tuple(ys), None, w2)
-        return new_carry, (self._scanned_state(new_entries), ys)
-
-    def _outputs(self, out: Any) -> tuple[Any, ...]:
-        n = len(self.outs_spec)
-        if self.out_is_tuple and not (isinstance(out, tuple) and len(out) == n):
-            raise ValueError(
-                f"nnx.scan: out_axes has {n} entries; the function must return a "
-                f"tuple of {n}."
-            )
-        return out if self.out_is_tuple else (out,)
-
-    def _check_same_references(self, before: Any, after: Any) -> None:
-        """The carry's objects and variables must come back as themselves."""
-        ids = [id(v) for _, v in variables_with_paths(before, "carry")]
-        new = [id(v) for _, v in variables_with_paths(after, "carry")]
-        if ids == new:
-            return
-        first = (
-            "scan Variable identity must be preserved across iterations."
-            if self.o.simple
-            else "Carry references must be the same between iterations."
+    def _write_back(
+        self, carry_out: list[Any], scanned_out: list[Any], change: Any
+    ) -> list[Any]:
+        """Carried state from the final carry, scanned state restacked on its
+        axis, broadcast state as it was; in the caller's objects, rebuilt in a
+        new structure when the function changed one (returns the nodes)."""
+        carry_args = [
+            a for k, a in zip(self.kinds, self.plan.entry_args) if k == "carry"
+        ]
+        carried = iter(
+            v for v, (_, state) in zip(carry_out, carry_args, strict=True) if state
         )
-        raise ValueError(
-            f"{first}\nnnx.scan: the function returned new objects or Variables "
-            "as the carry. Update the carry's variables in place (x[...] = ...) "
-            "and return the same objects."
+        broadcast = iter(
+            e.value
+            for e, k in zip(self.entries, self.kinds)
+            if k == "broadcast" and e.leaf is not None
         )
-
-    def _new_carry(
-        self, args: tuple[Any, ...], outs: tuple[Any, ...], new_entries: list[Entry]
-    ) -> list:
-        """The next carry, in the order of the input carry: the carry argument's
-        values from what the function returned, and state a ``StateAxes`` carries
-        inside another argument from that argument after the step."""
-        returned: Iterator[Any] = iter(())
-        if self.carry_pos:
-            out_carry = outs[self.out_carry[0]]
-            self._check_same_references(args[self.carry_pos[0]], out_carry)
-            returned = iter(_loop_values("scan", self.carry_skel, out_carry))
-        new_carry = []
-        for e, e_new, k in zip(self.entries, new_entries, self.kinds, strict=True):
-            if k != "carry":
-                continue
-            in_carry_arg = bool(self.carry_pos) and e.arg == self.carry_pos[0]
-            new_carry.append(next(returned) if in_carry_arg else e_new.value)
-        return new_carry
-
-    def _scanned_state(self, new_entries: list[Entry]) -> list[Any]:
-        scanned = []
-        for e, e_new, k in zip(self.entries, new_entries, self.kinds, strict=True):
-            if e.leaf is None:
-                continue
-            if k == "scan":
-                scanned.append(e_new.value)
-        return scanned
-
-    def _write_back(self, carry_out: list[Any], scanned_out: list[Any]) -> list:
-        """Carry state from the final carry, scanned state restacked on its axis."""
-        it_c, it_s = iter(carry_out), iter(scanned_out)
-        new_values = []
-        for e, k in zip(self.entries, self.kinds, strict=True):
-            if k == "carry":
-                new_values.append(next(it_c))
-            elif k == "scan" and e.leaf is not None:
-                new_values.append(_move_axis(next(it_s), 0, e.spec))
+        roles = (
+            change.value[1]
+            if change is not None
+            else [(k, e.spec) for e, k in zip(self.entries, self.kinds) if e.leaf]
+        )
+        it_s = iter(scanned_out)
+        values = []
+        for kind, spec in roles:
+            if kind == "carry":
+                values.append(next(carried))
+            elif kind == "scan":
+                values.append(_move_axis(next(it_s), 0, spec))
             else:
-                new_values.append(e.value)
-        write_back(
-            self.entries, [v for e, v in zip(self.entries, new_values) if e.leaf]
-        )
-        return new_values
+                values.append(next(broadcast))
+        self._graph_values = values
+        if change is None:
+            write_back(self.entries, values)
+            return self.walker.nodes
+        return apply_graph_updates([], values, change.value[0], self.walker.nodes)
 
-    def _result(self, ys: tuple[Any, ...], new_values: list[Any]) -> Any:
+    def _result(self, ys: tuple[Any, ...], carry_out: list[Any], nodes: list) -> Any:
         y_specs = [s for i, s in enumerate(self.outs_spec) if i not in self.out_carry]
         ys = tuple(
             jax.tree.map(lambda a, ax=ax: jnp.moveaxis(a, 0, ax), y) if ax else y
             for y, ax in zip(ys, y_specs, strict=True)
         )
-        ys = merge_outputs(ys, self.walker.nodes)
+        ys = merge_outputs(ys, nodes)
 
         def carry() -> Any:
-            return _carry_result(self.args, self.carry_pos[0], self.entries, new_values)
+            pos = self.carry_pos[0]
+            carried = [e for e, k in zip(self.entries, self.kinds) if k == "carry"]
+            mine = [
+                (e, v) for e, v in zip(carried, carry_out, strict=True) if e.arg == pos
+            ]
+            entries, values = [e for e, _ in mine], [v for _, v in mine]
+            return _same_tree((self.args[pos],), entries, values)[0]
 
         if not self.out_is_tuple:
             return carry() if self.carry_pos else ys[0]
@@ -504,30 +458,28 @@ def _move_axis(value: Any, source: int, destination: int) -> Any:
     return jax.tree.map(lambda a: jnp.moveaxis(a, source, destination), value)
 
 
-def _kinds_and_length(entries: list[Entry], length: int | None) -> tuple[list, int]:
+def _kinds_and_length(
+    entries: list[Entry], length: int | None, simple: bool
+) -> tuple[list, int]:
     """Each value's role (carry, broadcast, scan) and the one loop length."""
     kinds = []
     sizes: set[int] = set()
     for e in entries:
-        if e.spec is Carry or (e.spec is None and e.leaf is not None):
-            # broadcast state is the same at every step, and what a step writes
-            # to it the next step reads (flax.nnx's rule): it rides in the carry
-            kinds.append("carry")
-        elif e.spec is None:
-            kinds.append("broadcast")
-        elif not hasattr(e.value, "shape") and not jax.tree.leaves(e.value):
-            kinds.append("scan")  # an empty pytree (a capture buffer): no length
-        else:
-            ndim = jnp.ndim(e.value)
-            if not -ndim <= e.spec < max(ndim, 1) or ndim == 0:
-                where = path_str(e.leaf.path) if e.leaf else f"argument {e.arg}"
-                raise ValueError(
-                    f"nnx.scan cannot scan {where} (shape {jnp.shape(e.value)}) "
-                    f"over axis {e.spec}.\nGive it in_axes None (broadcast) or "
-                    "nnx.Carry, or a StateAxes for that object."
-                )
-            kinds.append("scan")
-            sizes.add(jnp.shape(e.value)[e.spec])
+        kind = value_kind(e.spec, e.leaf is not None, simple)
+        kinds.append(kind)
+        if kind != "scan":
+            continue
+        if not hasattr(e.value, "shape") and not jax.tree.leaves(e.value):
+            continue  # an empty pytree (a capture buffer): no length
+        ndim = jnp.ndim(e.value)
+        if not -ndim <= e.spec < max(ndim, 1) or ndim == 0:
+            where = path_str(e.leaf.path) if e.leaf else f"argument {e.arg}"
+            raise ValueError(
+                f"nnx.scan cannot scan {where} (shape {jnp.shape(e.value)}) "
+                f"over axis {e.spec}.\nGive it in_axes None (broadcast) or "
+                "nnx.Carry, or a StateAxes for that object."
+            )
+        sizes.add(jnp.shape(e.value)[e.spec])
     if length is not None:
         sizes.add(length)
     if len(sizes) != 1:
@@ -540,10 +492,3 @@ def _kinds_and_length(entries: list[Entry], length: int | None) -> tuple[list, i
             )
         )
     return kinds, sizes.pop()
-
-
-def _carry_result(
-    args: tuple[Any, ...], pos: int, entries: list[Entry], new_values: list[Any]
-) -> Any:
-    mine = [(e, v) for e, v in zip(entries, new_values, strict=True) if e.arg == pos]
-    return _same_tree((args[pos],), [e for e, _ in mine], [v for _, v in mine])[0]
