@@ -98,6 +98,24 @@ class Partitioned(PyTreeNode, AxisMetadata[A]):
         """The ``PartitionSpec`` of the value."""
         return PartitionSpec(*self.names)
 
+    def to_nnx_metadata(self) -> dict[str, Any]:
+        """The box as ``lens.nnx`` variable metadata (``names`` -> ``out_sharding``),
+        ``value`` included: what ``nnx.bridge`` builds the Variable from."""
+        metadata = dict(vars(self))
+        metadata["out_sharding"] = metadata.pop("names")
+        return metadata
+
+    @classmethod
+    def from_nnx_metadata(cls, metadata: dict[str, Any]) -> Partitioned:
+        """The box of a ``lens.nnx`` Variable's metadata (with its ``value``);
+        keys that are not fields of the box are left out."""
+        import dataclasses
+
+        metadata = dict(metadata)
+        metadata["names"] = metadata.pop("out_sharding")
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in metadata.items() if k in fields})
+
     def get_sharding(self, mesh: Mesh | None = None) -> NamedSharding:
         """The ``NamedSharding`` of the value on ``mesh`` (or the box's own mesh)."""
         mesh = mesh or self.mesh

@@ -206,12 +206,13 @@ class TransformContext(Generic[A]):
     """A stack of values a transform hands to the function it traces.
 
     Kept in a ``contextvars.ContextVar`` (Flax: a thread-local), so threads and
-    interleaved async tasks each see their own.
+    interleaved async tasks each see their own; each starts from ``stack`` (empty
+    by default).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, stack: list[A] | None = None) -> None:
         self._stack: contextvars.ContextVar[tuple[A, ...]] = contextvars.ContextVar(
-            f"lens_transform_context_{id(self)}", default=()
+            f"lens_transform_context_{id(self)}", default=tuple(stack or ())
         )
 
     @property

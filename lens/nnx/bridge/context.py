@@ -24,37 +24,51 @@ class ModuleStackEntry:
     )
 
 
-_STACK: contextvars.ContextVar[tuple[ModuleStackEntry | None, ...]] = (
-    contextvars.ContextVar("lens_nnx_bridge_module_stack", default=(None,))
-)
-
-
 class ModuleContext:
-    """flax's ``MODULE_CONTEXT``: ``module_stack`` is the stack of the current
-    context (thread, task); its last entry is the running module, ``None`` when
-    no bridge module runs."""
+    """flax's ``ModuleContext`` (``MODULE_CONTEXT`` is the one bridge modules
+    use): ``module_stack`` is the stack of the current context (thread, task),
+    starting as the given list (``[None]`` by default); its last entry is the
+    running module, ``None`` when no bridge module runs. It is kept in a
+    ``contextvars.ContextVar`` (flax: a thread-local), so reading it gives a copy.
+    """
+
+    def __init__(self, module_stack: list[ModuleStackEntry | None] | None = None):
+        initial = (None,) if module_stack is None else tuple(module_stack)
+        self._var: contextvars.ContextVar[tuple[ModuleStackEntry | None, ...]] = (
+            contextvars.ContextVar(
+                f"lens_nnx_bridge_module_stack_{id(self)}", default=initial
+            )
+        )
 
     @property
     def module_stack(self) -> list[ModuleStackEntry | None]:
-        return list(_STACK.get())
+        return list(self._var.get())
+
+    @contextlib.contextmanager
+    def push(self, entry: ModuleStackEntry) -> Iterator[ModuleStackEntry]:
+        """Runs the block with ``entry`` on top of the stack."""
+        token = self._var.set((*self._var.get(), entry))
+        try:
+            yield entry
+        finally:
+            self._var.reset(token)
+
+    def __repr__(self) -> str:
+        return f"ModuleContext(module_stack={self.module_stack!r})"
 
 
 MODULE_CONTEXT = ModuleContext()
 
 
-@contextlib.contextmanager
-def entered(module: Any, in_compact: bool) -> Iterator[ModuleStackEntry]:
-    entry = ModuleStackEntry(module, in_compact)
-    token = _STACK.set((*_STACK.get(), entry))
-    try:
-        yield entry
-    finally:
-        _STACK.reset(token)
+def entered(
+    module: Any, in_compact: bool
+) -> contextlib.AbstractContextManager[ModuleStackEntry]:
+    return MODULE_CONTEXT.push(ModuleStackEntry(module, in_compact))
 
 
 def current_context() -> ModuleStackEntry | None:
     """The innermost entry of the bridge module stack (None outside any)."""
-    return _STACK.get()[-1]
+    return MODULE_CONTEXT._var.get()[-1]
 
 
 def current_module() -> Any:

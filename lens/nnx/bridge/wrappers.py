@@ -22,9 +22,14 @@ import jax
 
 from lens import nn as linen
 from lens.core._freeze import FrozenDict
-from lens.core.meta import AxisMetadata, Partitioned
+from lens.core.meta import AxisMetadata
+from lens.nn import _context as linen_context
 from lens.nnx.bridge.context import current_module
-from lens.nnx.bridge.variables import to_linen_var, to_nnx_var
+from lens.nnx.bridge.variables import (
+    linen_vars_to_nnx_attrs,
+    nnx_attrs_to_linen_vars,
+    to_linen_var,
+)
 from lens.nnx.filterlib import Not
 from lens.nnx.graphlib import ApplyCaller, GraphDef, iter_graph, split, state, update
 from lens.nnx.module import Module
@@ -163,23 +168,13 @@ class ToNNX(Module):
         return bool(vars(self).get(_INIT_FLAG))
 
     def _linen_variables(self) -> dict[str, Any]:
-        flat: dict[tuple, Any] = {}
-        for key, value in vars(self).items():
-            if key.startswith("to_nnx__") or key.startswith("_"):
-                continue
-            tree = {key: value}
-            for path, v in _flatten(tree).items():
-                if not isinstance(v, Variable):
-                    raise ValueError(
-                        f"Cannot infer collection name from value: {v!r} (at "
-                        f"{'/'.join(map(str, path))}).\nToNNX keeps only nnx "
-                        "Variables among its attributes."
-                    )
-                col = variable_name_from_type(type(v), allow_register=True)
-                meta_type = v.metadata.get("linen_meta_type")
-                value = to_linen_var(v) if meta_type is Partitioned else v.value
-                flat[(col, *path)] = value
-        return _unflatten(flat)
+        return nnx_attrs_to_linen_vars(
+            {
+                k: v
+                for k, v in vars(self).items()
+                if not (k.startswith("to_nnx__") or k.startswith("_"))
+            }
+        )
 
     def __call__(
         self,
@@ -217,12 +212,7 @@ class ToNNX(Module):
         return out
 
     def _set_collections(self, updates: Mapping[str, Any]) -> None:
-        flat: dict[tuple, Variable] = {}
-        for col, tree in updates.items():
-            leaves = _flatten(tree) if isinstance(tree, Mapping) else {(): tree}
-            for path, x in leaves.items():
-                flat[path] = to_nnx_var(col, x)
-        for attr, value in _unflatten(flat).items():
+        for attr, value in linen_vars_to_nnx_attrs(updates).items():
             current = vars(self).get(attr)
             if isinstance(current, dict) and isinstance(value, dict):
                 merged = _flatten(current)
@@ -231,16 +221,41 @@ class ToNNX(Module):
             setattr(self, attr, value)
 
 
+def current_linen_module() -> linen.Module | None:
+    """The Linen module whose method is running now (None outside any)."""
+    return linen_context.current_module()
+
+
 def _default_mutable() -> Any:
-    """Inside a bridge module's apply, the collections it may change."""
+    """The collections a ToNNX call may change when not told: those of the
+    bridge module, else of the Linen module, whose apply runs (none outside)."""
     running = current_module()
     scope = None if running is None else vars(running).get("scope")
+    if scope is None:
+        running = current_linen_module()
+        scope = None if running is None else running.scope
     return False if scope is None else scope.mutable
 
 
-def _rng_keys(module: linen.Module, add_default: bool) -> dict[str, Any]:
-    assert module.scope is not None
-    keys = {name: module.make_rng(name) for name in module.scope.rngs}
+def linen_rngs_dict(
+    linen_module: linen.Module, add_default: bool = False
+) -> dict[str, Any]:
+    """One new key from each rng stream of ``linen_module``'s scope
+    (``{name: key}``, the ``Rngs`` an nnx module built in it gets);
+    ``add_default`` adds a ``default`` stream (seed 0) when there is none.
+
+    Raises:
+        ValueError: ``linen_module`` is not bound (no scope: outside init/apply).
+    """
+    if linen_module.scope is None:
+        raise ValueError(
+            "linen_rngs_dict() must be called inside a Linen module.\n"
+            f"{type(linen_module).__name__} is unbound: call it from a method that "
+            "runs under init or apply."
+        )
+    keys: dict[str, Any] = {
+        name: linen_module.make_rng(name) for name in linen_module.scope.rngs
+    }
     if add_default and "default" not in keys:
         keys["default"] = 0
     return keys
@@ -284,7 +299,7 @@ class ToLinen(linen.Module):
         module_kwargs = dict(self.kwargs)
         if not self.skip_rng:
             module_kwargs["rngs"] = Rngs(
-                **_rng_keys(self, add_default=not self.is_initializing())
+                **linen_rngs_dict(self, add_default=not self.is_initializing())
             )
         module = self.nnx_class(*self.args, **module_kwargs)
         if self.is_initializing():
@@ -362,3 +377,80 @@ def to_linen(
         skip_rng=skip_rng,
         name=name,
     )
+
+
+class _Missing:
+    """An argument not given (``name``/``parent`` keep the Linen defaults)."""
+
+
+_MISSING = _Missing()
+
+
+def _partial_init(
+    base_nnx_class: type[Module],
+    base_metadata_fn: Callable[[Variable], Any] | None,
+    base_skip_rng: bool,
+    partial_kwargs: Mapping[str, Any],
+) -> Callable[..., None]:
+    def __init__(  # noqa: N807 - becomes the class's __init__
+        self: ToLinen,
+        args: Any = None,
+        kwargs: Mapping[str, Any] | None = None,
+        nnx_class: Callable[..., Module] | None = None,
+        skip_rng: bool | None = None,
+        metadata_fn: Callable[[Variable], Any] | None = None,
+        name: Any = _MISSING,
+        parent: Any = _MISSING,
+        **other_kwargs: Any,
+    ) -> None:
+        linen_kwargs = {
+            k: v for k, v in (("name", name), ("parent", parent)) if v is not _MISSING
+        }
+        ToLinen.__init__(
+            self,
+            nnx_class=nnx_class or base_nnx_class,
+            args=args or (),
+            kwargs=FrozenDict({**partial_kwargs, **(kwargs or {}), **other_kwargs}),
+            skip_rng=skip_rng or base_skip_rng,
+            metadata_fn=metadata_fn or base_metadata_fn,
+            **linen_kwargs,
+        )
+
+    return __init__
+
+
+def to_linen_class(
+    base_nnx_class: type[M],
+    base_metadata_fn: Callable[[Variable], Any] | None = to_linen_var,
+    base_skip_rng: bool = False,
+    **partial_kwargs: Any,
+) -> type[ToLinen]:
+    """A Linen module class wrapping ``base_nnx_class``: its instances (and
+    those of its subclasses) take the nnx module's constructor keywords
+    directly, over ``partial_kwargs``; ``args``, ``kwargs``, ``skip_rng``,
+    ``metadata_fn``, ``name`` and ``parent`` are :class:`ToLinen`'s.
+
+    (flax.nnx's instances only accept them in a subclass of the class.)
+
+    >>> import jax, jax.numpy as jnp
+    >>> from lens import nnx
+    >>> from lens.nnx.bridge.wrappers import to_linen_class
+    >>> LinenLinear = to_linen_class(nnx.Linear, in_features=3)
+    >>> layer = LinenLinear(out_features=4)
+    >>> layer.init(jax.random.key(0), jnp.ones((1, 3)))["params"]["kernel"].shape
+    (3, 4)
+    """
+    init = _partial_init(
+        base_nnx_class, base_metadata_fn, base_skip_rng, partial_kwargs
+    )
+
+    class ToLinenPartial(ToLinen):
+        """A :class:`ToLinen` of one nnx module class with default constructor
+        keywords, made by :func:`to_linen_class`."""
+
+        def __init_subclass__(cls, **kwargs: Any) -> None:
+            super().__init_subclass__(**kwargs)
+            cls.__init__ = init  # type: ignore[method-assign]
+
+    ToLinenPartial.__init__ = init  # type: ignore[method-assign]
+    return ToLinenPartial
