@@ -3,6 +3,7 @@
 // Prints one JSON report on stdout; screenshots go to $SHOTS.
 import { chromium } from 'playwright-core';
 import { readFileSync } from 'fs';
+import { lowContrast } from './measure.mjs';
 
 const base = process.env.LAB_URL;
 const shots = process.env.SHOTS;
@@ -69,52 +70,6 @@ function measure(root) {
     visible: n.getBoundingClientRect().width > 0
   }));
   return { width: Math.round(r.width), overflow, lanes, chips, boxes: root.querySelectorAll('.lens-pack-box').length };
-}
-
-/**
- * WCAG contrast of every visible text under `root`: the text colour, faded by the
- * opacity of it and its ancestors, over the backgrounds of its ancestors blended
- * from the page down. Returns the texts below 4.5:1 (a lone ■ swatch is a graphic,
- * not text, and is skipped).
- */
-function lowContrast(root) {
-  const parse = c => {
-    const m = /rgba?\(([^)]+)\)/.exec(c || '');
-    if (!m) return null;
-    const p = m[1].split(/[\s,/]+/).filter(Boolean).map(Number);
-    return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
-  };
-  const over = (top, under) => [0, 1, 2].map(i => top[i] * top[3] + under[i] * (1 - top[3])).concat([1]);
-  const lum = c => {
-    const f = v => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
-    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
-  };
-  const low = [];
-  let checked = 0;
-  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-  while (walker.nextNode()) {
-    const t = walker.currentNode;
-    const text = t.textContent.trim();
-    const el = t.parentElement;
-    if (!text || text === '\u25a0' || !el || !el.getClientRects().length) continue;
-    const chain = [];
-    for (let n = el; n; n = n.parentElement) chain.push(n);
-    let bg = [255, 255, 255, 1];
-    let alpha = 1;
-    for (const n of chain.reverse()) {
-      const cs = getComputedStyle(n);
-      const c = parse(cs.backgroundColor);
-      if (c && c[3] > 0) bg = over(c, bg);
-      alpha *= Number(cs.opacity);
-    }
-    const fg = parse(getComputedStyle(el).color);
-    const seen = over([fg[0], fg[1], fg[2], fg[3] * alpha], bg);
-    const [a, b] = [lum(seen), lum(bg)].sort((x, y) => y - x);
-    const ratio = (a + 0.05) / (b + 0.05);
-    checked++;
-    if (ratio < 4.5) low.push(`${text.slice(0, 40)} (${ratio.toFixed(2)})`);
-  }
-  return { checked, low: low.slice(0, 10) };
 }
 
 const browser = await chromium.launch({

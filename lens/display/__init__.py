@@ -46,6 +46,7 @@ def _register_views() -> None:
     register("lens.nn._module_entry.ModuleEntryPoints", ModuleView)
     register("lens.nnx.pytreelib.Object", _nnx_view)
     register("lens.nnx.statelib.State", _nnx_view)
+    register("lens.nnx.variablelib.Variable", BoxView)
 
 
 _register_views()

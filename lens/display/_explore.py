@@ -13,42 +13,48 @@ from typing import Any
 import numpy as np
 
 from lens.display import _stacked
-from lens.display._base import e
+from lens.display._base import e, wrap
 from lens.display._leaf import Leaf, fmt_num, human_bytes, human_count, iter_leaves
 
 
 def _histogram_html(leaf: Leaf, bins: int = 20) -> str:
+    """A histogram of the leaf's values as plain HTML bars (inline styles, no SVG:
+    JupyterLab's sanitizer drops SVG from untrusted notebooks), the range below."""
     if leaf.value is None or leaf.stats is None:
         return "<div class='m'>no histogram for this leaf</div>"
     a = np.asarray(leaf.value, dtype=np.float64).ravel()
-    counts, edges = np.histogram(a, bins=bins)
+    counts, edges = np.histogram(a[np.isfinite(a)], bins=bins)
     top = max(int(counts.max()), 1)
-    w, h = 240, 60
-    bw = w / bins
+    h = 60
     bars = "".join(
-        f"<rect x='{i * bw:.1f}' y='{h - h * c / top:.1f}' width='{bw - 1:.1f}' height='{h * c / top:.1f}' fill='#1f77b4'/>"
-        for i, c in enumerate(counts)
+        f"<span title='{int(c)} values in [{e(fmt_num(lo))}, {e(fmt_num(hi))})' "
+        f"style='display:inline-block;width:11px;margin-right:1px;"
+        f"height:{max(1, round(h * c / top)) if c else 0}px;background:#1f77b4'></span>"
+        for c, lo, hi in zip(counts, edges[:-1], edges[1:])
     )
     return (
-        f"<svg width='{w}' height='{h + 14}' xmlns='http://www.w3.org/2000/svg'>{bars}"
-        f"<text x='0' y='{h + 12}' font-size='10'>{e(fmt_num(edges[0]))}</text>"
-        f"<text x='{w}' y='{h + 12}' font-size='10' text-anchor='end'>{e(fmt_num(edges[-1]))}</text></svg>"
+        f"<div style='display:inline-block;width:{bins * 12}px'>"
+        f"<div style='display:flex;align-items:flex-end;height:{h}px;"
+        f"border-bottom:1px solid rgba(128,128,128,.6)'>{bars}</div>"
+        f"<div style='display:flex;justify-content:space-between'>"
+        f"<span>{e(fmt_num(edges[0]))}</span><span>{e(fmt_num(edges[-1]))}</span>"
+        "</div></div>"
     )
 
 
 def leaf_details_html(leaf: Leaf) -> str:
-    """Stats and histogram of one leaf (HTML)."""
+    """Stats and histogram of one leaf (HTML, every style inline)."""
     stats = ""
     if leaf.stats is not None:
         m, s, lo, hi = leaf.stats
         stats = f"mean {fmt_num(m)} · std {fmt_num(s)} · min {fmt_num(lo)} · max {fmt_num(hi)}"
     stack = ""
     if leaf.stack is not None:
-        stack = f"<br>{_stacked.spark_html(leaf.stack)}"
-    return (
-        f"<div class='lens'><b>{e(leaf.collection)}:/{e('/'.join(leaf.path + (leaf.name,)))}</b><br>"
-        f"{e(leaf.type_str)} {e(leaf.axes_str)} · {human_count(leaf.count)} values ({human_bytes(leaf.nbytes)})"
-        f"<br>{e(stats)}{stack}<br>{_histogram_html(leaf)}</div>"
+        stack = f"<div>{_stacked.spark_html(leaf.stack)}</div>"
+    return wrap(
+        f"<div class='c'>{e(leaf.collection)}:/{e('/'.join(leaf.path + (leaf.name,)))}</div>"
+        f"<div>{e(leaf.type_str)} {e(leaf.axes_str)} · {human_count(leaf.count)} values ({human_bytes(leaf.nbytes)})</div>"
+        f"<div class='m'>{e(stats)}</div>{stack}{_histogram_html(leaf)}"
     )
 
 
@@ -97,9 +103,12 @@ class Explorer:
             leaves.options = self.paths(c, search.value)
 
         def pick(change: Any) -> None:
-            if change.get("new"):
-                details.value = leaf_details_html(self.leaf(change["new"]))
+            # a filter that drops the shown leaf clears the selection: clear the
+            # details too, never leave another leaf's numbers on screen
+            new = change.get("new")
+            details.value = leaf_details_html(self.leaf(new)) if new else ""
 
+        pick({"new": leaves.value})  # the list starts with its first leaf selected
         col.observe(refresh, names="value")
         search.observe(refresh, names="value")
         leaves.observe(pick, names="value")

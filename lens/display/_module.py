@@ -12,7 +12,7 @@ from typing import Any
 
 from lens.display._base import View, e
 from lens.display._leaf import human_count, iter_leaves, make_leaf
-from lens.display._variables import VariablesView
+from lens.display._variables import VariablesView, _stats_str
 
 
 def _is_default(f: dataclasses.Field, value: Any) -> bool:
@@ -211,12 +211,36 @@ class ScopeView(View):
         )
 
 
+_VARIABLE_DEFAULTS = {"hijax": False, "ref": False, "eager_sharding": True}
+"""Metadata every Variable carries at these values: shown only when set otherwise."""
+
+
+def _is_variable(box: Any) -> bool:
+    """A lens.nnx Variable (its metadata is a dict, not dataclass fields)."""
+    return callable(getattr(box, "get_metadata", None)) and hasattr(box, "get_value")
+
+
+def _box_fields(box: Any) -> dict[str, Any]:
+    """What a box holds beside its value: a Variable's metadata, else its attributes."""
+    if _is_variable(box):
+        return {
+            k: v
+            for k, v in dict(box.get_metadata()).items()
+            if v is not None and _VARIABLE_DEFAULTS.get(k, ...) != v
+        }
+    if hasattr(box, "__dict__"):
+        return {k: v for k, v in vars(box).items() if k != "value"}
+    return {}
+
+
 class BoxView(View):
-    """An axis-metadata box: ``Partitioned``, ``LogicallyPartitioned`` or a user box."""
+    """An axis-metadata box: ``Partitioned``, ``LogicallyPartitioned``, a user box,
+    or a lens.nnx Variable (``Param f32[8,4] · 32 values · mean 0.01 ...``)."""
 
     def __init__(self, box: Any):
         self.box = box
-        self.leaf = make_leaf("", (), type(box).__name__, box)
+        value = box.get_value() if _is_variable(box) else box
+        self.leaf = make_leaf("", (), type(box).__name__, value)
 
     def text(self) -> str:
         """``Partitioned f32[4,8] (None,'data') -> P(None, 'data')``."""
@@ -225,13 +249,14 @@ class BoxView(View):
         if x.axes_str:
             parts.append(x.axes_str)
         else:
-            fields = (
-                {k: v for k, v in vars(self.box).items() if k != "value"}
-                if hasattr(self.box, "__dict__")
-                else {}
-            )
+            fields = _box_fields(self.box)
             if fields:
                 parts.append(", ".join(f"{k}={_short(v)}" for k, v in fields.items()))
+        if _is_variable(self.box):
+            # an nnx Variable: how many values, and their statistics
+            parts.append(f"· {human_count(x.count)} value{'s' if x.count != 1 else ''}")
+            if x.stats is not None:
+                parts.append(f"· {_stats_str(x)}")
         spec = getattr(self.box, "get_partition_spec", None)
         if spec is not None:
             try:

@@ -196,7 +196,7 @@ def spark_html(values: np.ndarray, what: str = "rms") -> str:
     more = " ..." if len(values) > 16 else ""
     title = f"{label(values, what)} — {first}{more}"
     return (
-        f"<span class='spark' title='{_escape(title)}' style='white-space:nowrap'>"
+        f"<span class='spark' title='{_escape(title)}'>"
         f"<span style='display:inline-flex;align-items:flex-end;height:{BAR_PX}px;"
         f"vertical-align:middle;border-bottom:1px solid rgba(128,128,128,.6);"
         f"opacity:.85'>{''.join(bars)}</span> "

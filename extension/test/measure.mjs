@@ -1,0 +1,95 @@
+// Layout checks shared by the browser tests (e2e.mjs, tests/e2e/trust_browser.mjs);
+// each function runs in the page (pass `fn.toString()` and eval it there).
+
+/**
+ * WCAG contrast of every visible text under `root`: the text colour, faded by the
+ * opacity of it and its ancestors, over the backgrounds of its ancestors blended
+ * from the page down. Returns the texts below 4.5:1 (a lone ■ swatch is a graphic,
+ * not text, and is skipped).
+ */
+export function lowContrast(root) {
+  const parse = c => {
+    const m = /rgba?\(([^)]+)\)/.exec(c || '');
+    if (!m) return null;
+    const p = m[1].split(/[\s,/]+/).filter(Boolean).map(Number);
+    return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+  };
+  const over = (top, under) => [0, 1, 2].map(i => top[i] * top[3] + under[i] * (1 - top[3])).concat([1]);
+  const lum = c => {
+    const f = v => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
+  };
+  const low = [];
+  let checked = 0;
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const t = walker.currentNode;
+    const text = t.textContent.trim();
+    const el = t.parentElement;
+    if (!text || text === '\u25a0' || !el || !el.getClientRects().length) continue;
+    const chain = [];
+    for (let n = el; n; n = n.parentElement) chain.push(n);
+    let bg = [255, 255, 255, 1];
+    let alpha = 1;
+    for (const n of chain.reverse()) {
+      const cs = getComputedStyle(n);
+      const c = parse(cs.backgroundColor);
+      if (c && c[3] > 0) bg = over(c, bg);
+      alpha *= Number(cs.opacity);
+    }
+    const fg = parse(getComputedStyle(el).color);
+    const seen = over([fg[0], fg[1], fg[2], fg[3] * alpha], bg);
+    const [a, b] = [lum(seen), lum(bg)].sort((x, y) => y - x);
+    const ratio = (a + 0.05) / (b + 0.05);
+    checked++;
+    if (ratio < 4.5) low.push(`${text.slice(0, 40)} (${ratio.toFixed(2)})`);
+  }
+  return { checked, low: low.slice(0, 10) };
+}
+
+/**
+ * The computed layout of everything under `root`: per element its tag, box
+ * (relative to `root`), the styles that decide how it reads, and its own text.
+ * Two renderings of the same output look alike exactly when these lists are equal.
+ */
+export function layoutOf(root) {
+  const o = root.getBoundingClientRect();
+  const keys = ['color', 'backgroundColor', 'fontFamily', 'fontSize', 'fontWeight', 'fontStyle',
+                'opacity', 'textAlign', 'whiteSpace', 'overflowX', 'display', 'textDecorationLine'];
+  return Array.from(root.querySelectorAll('*')).map(n => {
+    const r = n.getBoundingClientRect();
+    const cs = getComputedStyle(n);
+    const own = Array.from(n.childNodes).filter(c => c.nodeType === 3).map(c => c.textContent).join('').trim();
+    return [n.tagName, Math.round(r.left - o.left), Math.round(r.top - o.top), Math.round(r.width),
+            Math.round(r.height), ...keys.map(k => cs[k]), own.slice(0, 40)].join('|');
+  });
+}
+
+/**
+ * What a broken picture shows: texts wider than their box (clipped or spilling
+ * out), and lines that hold only one or two characters of a longer text (a column
+ * squeezed to nothing). Tables' cells may overflow only into a scrolling parent.
+ */
+export function brokenText(root) {
+  const clipped = [];
+  const narrow = [];
+  root.querySelectorAll('*').forEach(n => {
+    const cs = getComputedStyle(n);
+    const scrolls = cs.overflowX === 'auto' || cs.overflowX === 'scroll';
+    if (!scrolls && n.clientWidth > 0 && n.scrollWidth > n.clientWidth + 1 && cs.overflowX !== 'visible') {
+      clipped.push(`${n.tagName}: ${n.textContent.slice(0, 60)} (${n.scrollWidth} > ${n.clientWidth})`);
+    }
+    for (const c of n.childNodes) {
+      const text = c.nodeType === 3 ? c.textContent.trim() : '';
+      if (text.length < 6) continue;
+      const range = document.createRange();
+      range.selectNodeContents(c);
+      const lines = new Set(Array.from(range.getClientRects()).map(q => Math.round(q.top)));
+      if (lines.size > 1 && text.length / lines.size <= 2) narrow.push(text.slice(0, 40));
+    }
+  });
+  const r = root.getBoundingClientRect();
+  const page = document.documentElement.clientWidth;
+  if (r.right > page + 1) clipped.push(`output wider than the page (${r.right} > ${page})`);
+  return { clipped: clipped.slice(0, 10), narrow: narrow.slice(0, 10) };
+}

@@ -1,0 +1,299 @@
+"""In a real browser: every lens output looks the same in a trusted and an untrusted notebook.
+
+A notebook with one cell per kind of lens output (the pack picture of a Linen and a
+lens.nnx transform, collections, a bound module, an nnx State and Variable, a boxed
+variable, a diff, per-layer charts, the explorer's details, nnx.tabulate) is run
+once by a kernel (nbclient), then saved twice: one copy signed with the notary of
+the JupyterLab server under test (a fresh Jupyter data folder, as `jupyter trust`
+does), one copy not (as a fresh clone or a received notebook opens). JupyterLab
+renders the first as trusted (text/html as it is) and the second through its
+sanitizer. tests/e2e/trust_browser.mjs opens both in Debian's Chromium at 600 and
+1200 px, light and dark, and reads every output's computed layout: it must be the
+same in both, at WCAG AA contrast, with no clipped text and no one-or-two-letter
+lines. Screenshots: extension/test/screenshots/trust-*.png.
+"""
+
+import json
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbformat.sign import NotebookNotary
+
+ROOT = pathlib.Path(__file__).parents[2]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+
+SETUP = """
+import jax, jax.numpy as jnp, numpy as np, lens
+from IPython.display import HTML
+from lens import nn, nnx
+
+class Block(nn.Module):
+    @nn.compact
+    def __call__(self, c, _):
+        return nn.tanh(nn.Dense(8)(c)), None
+
+class Deep(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        scan = nn.scan(Block, variable_axes={"params": 0}, split_rngs={"params": True}, length=6)
+        return scan(name="blocks")(x, None)[0]
+
+class MLP(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(1, name="out")(nn.relu(nn.Dense(4, name="hidden")(x)))
+
+class Ensemble(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        members = nn.vmap(MLP, variable_axes={"params": 0}, split_rngs={"params": True},
+                          in_axes=None, axis_size=3, axis_name="member")
+        return members(name="mlp")(x)
+
+x = jnp.ones((2, 8))
+variables = Deep().init(jax.random.key(0), x)
+blown = jax.tree.map(lambda a: a, variables)
+k = blown["params"]["blocks"]["Dense_0"]["kernel"]
+blown["params"]["blocks"]["Dense_0"]["kernel"] = k.at[3].multiply(50.0)
+
+@nnx.split_rngs(splits=4)
+@nnx.vmap(in_axes=0, out_axes=0)
+def make_ensemble(rngs):
+    return nnx.Linear(8, 4, rngs=rngs)
+"""
+
+# (kind, cell source): the cell's first output is that kind's picture.
+CELLS = [
+    ("pack", "lens.show_lifting(Ensemble(), x)"),
+    (
+        "nnx_pack",
+        "with lens.trace() as trace:\n    ensemble = make_ensemble(nnx.Rngs(0))\ntrace",
+    ),
+    ("collections", "lens.display.VariablesView(variables)"),
+    ("module", "nn.Dense(3).bind(nn.Dense(3).init(jax.random.key(1), x))"),
+    ("state", "nnx.state(ensemble)"),
+    ("variable", "lens.show(nnx.Linear(8, 4, rngs=nnx.Rngs(0)).kernel)"),
+    ("box", "nn.Partitioned(np.ones((4, 8), np.float32), (None, 'data'))"),
+    ("diff", "lens.diff(variables, blown)"),
+    ("stacked", "lens.display.VariablesView(blown)"),
+    (
+        "explorer",
+        "from lens.display._explore import leaf_details_html\n"
+        "ex = lens.display.Explorer(Deep(), blown)\n"
+        "HTML(leaf_details_html(ex.leaf('params:/blocks/Dense_0/kernel')))",
+    ),
+    (
+        "tabulate",
+        "print(nnx.tabulate(nnx.Sequential(nnx.Linear(8, 4, rngs=nnx.Rngs(0)), nnx.relu), x))",
+    ),
+]
+KINDS = [k for k, _ in CELLS]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _notebook() -> nbformat.NotebookNode:
+    """The notebook, run by a kernel: what a user saves after running it."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [nbformat.v4.new_code_cell(SETUP.strip())] + [
+        nbformat.v4.new_code_cell(f"# {kind}\n{src}") for kind, src in CELLS
+    ]
+    NotebookClient(nb, timeout=300, kernel_name="python3").execute()
+    for kind, cell in zip(KINDS, nb.cells[1:]):
+        assert cell.outputs and not any(
+            o.output_type == "error" for o in cell.outputs
+        ), (kind, cell.outputs)
+    return nb
+
+
+def _settings(root: pathlib.Path) -> pathlib.Path:
+    """Every cell rendered (no windowing) and no news prompt."""
+    settings = root / ".settings"
+    for ext, name, value in (
+        ("notebook-extension", "tracker", {"windowingMode": "none"}),
+        ("apputils-extension", "notification", {"fetchNews": "false"}),
+    ):
+        (settings / "@jupyterlab" / ext).mkdir(parents=True)
+        (settings / "@jupyterlab" / ext / f"{name}.jupyterlab-settings").write_text(
+            json.dumps(value)
+        )
+    return settings
+
+
+@pytest.fixture(scope="module")
+def lab_with_copies(tmp_path_factory):
+    if not (ROOT / "extension" / "node_modules" / "playwright-core").exists():
+        pytest.fail("extension/node_modules is missing: run `make test`")
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium")
+    root = tmp_path_factory.mktemp("trust")
+    data = root / ".data"  # the server's notary: its secret and signature db
+    data.mkdir()
+    nb = _notebook()
+    notary = NotebookNotary(data_dir=str(data))
+    # A signature is stored per content: the copies differ in one metadata field
+    # (nothing JupyterLab draws), so only the signed one is trusted.
+    for copy in ("untrusted", "trusted"):
+        nb.metadata["lens_copy"] = copy
+        if copy == "trusted":
+            notary.sign(nb)
+        nbformat.write(nb, root / f"{copy}.ipynb")
+    assert notary.check_signature(nbformat.read(root / "trusted.ipynb", 4))
+    assert not notary.check_signature(nbformat.read(root / "untrusted.ipynb", 4))
+    port = _free_port()
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(root / ".jupyter"),
+        JUPYTER_DATA_DIR=str(data),
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--allow-root",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--ServerApp.root_dir={root}",
+            "--IdentityProvider.token=",
+            "--ServerApp.password=",
+            "--LabApp.expose_app_in_browser=True",
+            "--ServerApp.disable_check_xsrf=True",
+            f"--LabApp.user_settings_dir={_settings(root)}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            urllib.request.urlopen(f"{url}/lab", timeout=2)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        pytest.fail("JupyterLab did not start: " + err[-2000:])
+    yield url, root
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    shutil.rmtree(data, ignore_errors=True)
+
+
+TABLES = ("collections", "state", "stacked", "tabulate")
+"""Kinds whose wide tables may scroll sideways at 600 px (the rest wrap)."""
+
+
+@pytest.fixture(scope="module")
+def report(lab_with_copies):
+    """The browser's report: per width, theme and copy, each kind's measures."""
+    url, _ = lab_with_copies
+    shots = ROOT / "extension" / "test" / "screenshots"
+    shots.mkdir(exist_ok=True)
+    modules = ROOT / "extension" / "node_modules"
+    out = subprocess.run(
+        ["node", str(pathlib.Path(__file__).with_name("trust_browser.mjs"))],
+        capture_output=True,
+        text=True,
+        timeout=540,
+        env=dict(
+            os.environ,
+            LAB_URL=url,
+            SHOTS=str(shots),
+            CHROMIUM=CHROMIUM,
+            PLAYWRIGHT=(modules / "playwright-core" / "index.mjs").as_uri(),
+            MEASURE=(ROOT / "extension" / "test" / "measure.mjs").as_uri(),
+            KINDS=json.dumps(KINDS),
+        ),
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    (shots / "trust-report.json").write_text(json.dumps(report, indent=1))
+    return report
+
+
+VARIANTS = [(w, t) for t in ("light", "dark") for w in (600, 1200)]
+
+
+def test_each_output_looks_the_same_trusted_and_untrusted(report):
+    shots = ROOT / "extension" / "test" / "screenshots"
+    for width, theme in VARIANTS:
+        trusted = report[f"{width}-{theme}-trusted"]
+        untrusted = report[f"{width}-{theme}-untrusted"]
+        # JupyterLab took the signed copy as trusted, the other one not
+        assert trusted["trusted"] and all(trusted["trusted"])
+        assert untrusted["trusted"] and not any(untrusted["trusted"])
+        assert not trusted["docScroll"] and not untrusted["docScroll"]
+        for kind in KINDS:
+            t, u = trusted[kind], untrusted[kind]
+            where = (kind, width, theme)
+            assert len(t["layout"]) >= 2, (where, t["text"])  # lens's own HTML
+            moved = [
+                f"{i}: {a} != {b}"
+                for i, (a, b) in enumerate(zip(t["layout"], u["layout"]))
+                if a != b
+            ]
+            assert len(t["layout"]) == len(u["layout"]) and not moved, (
+                where,
+                moved[:5],
+            )
+            # the pack pictures are drawn by the extension in both copies (its
+            # renderer is safe), everything else is the text/html lens wrote
+            drawn = kind in ("pack", "nnx_pack")
+            assert t["extension"] == drawn and u["extension"] == drawn, where
+            for got in (t, u):
+                assert got["broken"] == {"clipped": [], "narrow": []}, (
+                    where,
+                    got["broken"],
+                )
+                if kind not in TABLES:
+                    assert not got["scrolls"], (where, got["text"])
+            assert (shots / f"trust-{kind}-{width}-{theme}-untrusted.png").exists()
+
+
+def test_each_output_reads_at_aa_contrast_trusted_and_untrusted(report):
+    for width, theme in VARIANTS:
+        for copy in ("trusted", "untrusted"):
+            for kind in KINDS:
+                if kind == "tabulate" and theme == "light":
+                    continue  # rich's fixed dim grey: the strict xfail below
+                got = report[f"{width}-{theme}-{copy}"][kind]["contrast"]
+                where = (kind, width, theme, copy)
+                assert got["checked"] > 0 and got["low"] == [], (where, got)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="nnx.tabulate marks dtypes and byte sizes [dim]; rich draws dim as the "
+    "fixed grey #7f7f7f, 4.0:1 on JupyterLab's light background (lens/nnx/summary.py "
+    "should not dim in a notebook)",
+)
+def test_tabulate_reads_at_aa_contrast_in_the_light_theme(report):
+    for width in (600, 1200):
+        for copy in ("trusted", "untrusted"):
+            got = report[f"{width}-light-{copy}"]["tabulate"]["contrast"]
+            assert got["checked"] > 0 and got["low"] == [], (width, copy, got)

@@ -1,0 +1,90 @@
+// One notebook of lens outputs, opened twice in a real JupyterLab: a copy signed as
+// trusted and a copy that is not (as a fresh clone has it). Driven by
+// tests/e2e/test_trust_browser.py, which starts JupyterLab. For each theme and
+// width, every output's computed layout (boxes, colours, fonts, text) in both
+// copies, its contrast and its broken texts. Prints one JSON report on stdout;
+// screenshots go to $SHOTS/trust-<kind>-<width>-<theme>-<trusted|untrusted>.png.
+const { chromium } = await import(process.env.PLAYWRIGHT);
+const { layoutOf, brokenText, lowContrast } = await import(process.env.MEASURE);
+
+const base = process.env.LAB_URL;
+const shots = process.env.SHOTS;
+const kinds = JSON.parse(process.env.KINDS);
+const VISIBLE = '.jp-NotebookPanel:not(.lm-mod-hidden)';
+
+async function openNotebook(page, notebook) {
+  await page.goto(`${base}/lab/tree/${notebook}`);
+  await page.waitForFunction(
+    nb => {
+      const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+      return w && w.context && w.context.path === nb && w.context.isReady;
+    },
+    notebook,
+    { timeout: 120000 }
+  );
+  await page.evaluate(() => {
+    window.jupyterapp.shell.collapseLeft();
+    window.jupyterapp.shell.collapseRight();
+  });
+  // every kind's output is drawn (the pack pictures by the extension)
+  await page.waitForFunction(
+    n => {
+      const w = window.jupyterapp.shell.currentWidget;
+      return w.node.querySelectorAll('.jp-Cell .jp-OutputArea-output').length >= n &&
+        w.node.querySelectorAll('.lens-pack-renderer .lens-pack').length >= 2;
+    },
+    kinds.length,
+    { timeout: 60000 }
+  );
+  await page.waitForTimeout(300);
+}
+
+async function setTheme(page, theme) {
+  const name = theme === 'dark' ? 'JupyterLab Dark' : 'JupyterLab Light';
+  await page.evaluate(t => window.jupyterapp.commands.execute('apputils:change-theme', { theme: t }), name);
+  await page.waitForFunction(d => document.body.dataset.jpThemeLight === (d ? 'false' : 'true'), theme === 'dark', { timeout: 30000 });
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+         '--disable-component-update', '--disable-sync']
+});
+const report = {};
+try {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
+  for (const theme of ['light', 'dark']) {
+    for (const width of [600, 1200]) {
+      await page.setViewportSize({ width, height: 1000 });
+      for (const copy of ['trusted', 'untrusted']) {
+        await openNotebook(page, `${copy}.ipynb`);
+        await setTheme(page, theme);
+        const key = `${width}-${theme}-${copy}`;
+        report[key] = { trusted: await page.evaluate(() => window.jupyterapp.shell.currentWidget.content.widgets.filter(c => c.model.type === 'code').map(c => c.model.trusted)) };
+        // each cell's first output, in the order of `kinds` (cell 0 sets up)
+        const cells = page.locator(`${VISIBLE} .jp-CodeCell`);
+        for (let i = 0; i < kinds.length; i++) {
+          const out = cells.nth(i + 1).locator('.jp-OutputArea-output').first();
+          await out.scrollIntoViewIfNeeded();
+          report[key][kinds[i]] = await out.evaluate((n, fns) => {
+            const [layout, broken, contrast] = fns.map(f => eval(`(${f})`));
+            return {
+              layout: layout(n),
+              broken: broken(n),
+              contrast: contrast(n),
+              text: n.innerText.slice(0, 300),
+              // content wider than the output: it scrolls sideways inside it
+              scrolls: Array.from(n.querySelectorAll('*')).some(c => c.scrollWidth > c.clientWidth + 1 && getComputedStyle(c).overflowX === 'auto'),
+              extension: n.querySelector('.lens-pack-renderer .lens-pack') !== null
+            };
+          }, [layoutOf.toString(), brokenText.toString(), lowContrast.toString()]);
+          await out.screenshot({ path: `${shots}/trust-${kinds[i]}-${key}.png` });
+        }
+        report[key].docScroll = await page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth);
+      }
+    }
+  }
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(report));
