@@ -465,7 +465,15 @@ def _record(
         for (t, name), fn in methods.items():
             setattr(t, name, recorder.wrap(fn))
         top = getattr(type(model), method)
-        jax.eval_shape(lambda: (top(model, *args, **kwargs), None)[1])
+        # Abstractly, on a copy rebuilt inside the trace (objects made outside
+        # one may not be updated in it: batch statistics, rng counts).
+        graphdef, state = split(((model, *args), kwargs))
+
+        def run(state: Any) -> None:
+            (m, *a), k = merge(graphdef, state)
+            top(m, *a, **k)
+
+        jax.eval_shape(run, state)
     finally:
         for (t, name), fn in methods.items():
             if name in t.__dict__:
