@@ -22,13 +22,15 @@ import functools
 from collections.abc import Callable, Hashable, Iterator, MutableMapping
 from typing import Any, TypeVar
 
+from lens.nnx.graph_registry import GRAPH_REGISTRY
 from lens.nnx.graphops import as_state, graphdef_leaves
 from lens.nnx.graphops import flatten as _plain_flatten
 from lens.nnx.graphops import unflatten as _plain_unflatten
 from lens.nnx.graphwalk import (
     Builder,
     GraphDef,
-    NodeDef,
+    ObjectDef,
+    RegisteredDef,
     StaticDef,
     VariableDef,
     Walker,
@@ -128,7 +130,7 @@ def flatten(
     d = w.node(node, ())
     if isinstance(d, StaticDef):
         return _plain_flatten(node, with_paths=with_paths, graph=graph)
-    gdef = GraphDef(d, tuple(leaf.path for leaf in w.leaves))
+    gdef = GraphDef(node=d, paths=tuple(leaf.path for leaf in w.leaves))
     values = [
         leaf.value if leaf.variable is None else leaf.variable for leaf in w.leaves
     ]
@@ -156,12 +158,18 @@ class _ContextBuilder(Builder):
         return obj if type(obj) is d.type else None
 
     def build(self, d: Any) -> Any:
-        if isinstance(d, NodeDef) and (obj := self._reuse(d)) is not None:
+        if isinstance(d, ObjectDef) and (obj := self._reuse(d)) is not None:
             obj._graph_clear()
             self.nodes[d.index] = obj
             for k, sub in d.attributes:
                 obj._graph_set(k, self.build(sub))
             return obj
+        if isinstance(d, RegisteredDef) and (node := self._reuse(d)) is not None:
+            impl: Any = GRAPH_REGISTRY[d.type]
+            impl.clear(node)
+            self.nodes[d.index] = node
+            impl.init(node, [(k, self.build(sub)) for k, sub in d.attributes])
+            return node
         if isinstance(d, VariableDef):
             leaf = next(self.values)
             meta = {k: s.value for k, s in d.metadata}
@@ -256,6 +264,19 @@ def _stacks() -> dict[Hashable, list[UpdateContext]]:
     return stacks
 
 
+# The split and merge contexts open in this thread/task (innermost last), and
+# the static cache ``static_cache(...)`` handed to the next update context.
+SPLIT_CONTEXTS: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar(
+    "lens_nnx_split_contexts", default=()
+)
+MERGE_CONTEXTS: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar(
+    "lens_nnx_merge_contexts", default=()
+)
+TMP_STATIC_CACHE: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "lens_nnx_tmp_static_cache", default=None
+)
+
+
 @dataclasses.dataclass
 class UpdateContextManager:
     """What ``update_context(tag)`` returns: a context manager and a decorator."""
@@ -263,7 +284,9 @@ class UpdateContextManager:
     tag: Hashable
 
     def __enter__(self) -> UpdateContext:
-        ctx = UpdateContext(self.tag)
+        # a cache handed over by ``static_cache(...)`` goes to this context
+        ctx = UpdateContext(self.tag, static_cache=TMP_STATIC_CACHE.get())
+        TMP_STATIC_CACHE.set(None)
         _stacks().setdefault(self.tag, []).append(ctx)
         return ctx
 
@@ -362,9 +385,11 @@ def split_context(ctxtag: Hashable | None = None) -> Iterator[SplitContext]:
     ctx = current_update_context(ctxtag) if ctxtag is not None else None
     is_inner = ctx.outer_ref_outer_index is not None if ctx is not None else None
     split_ctx = SplitContext(ctxtag, RefMap(), is_inner)
+    token = SPLIT_CONTEXTS.set((*SPLIT_CONTEXTS.get(), split_ctx))
     try:
         yield split_ctx
     finally:
+        SPLIT_CONTEXTS.reset(token)
         if ctxtag is not None:
             current_update_context(ctxtag).flatten_end(split_ctx.ref_index)
         del split_ctx.ref_index
@@ -410,9 +435,11 @@ def merge_context(
     an earlier merge. With ``ctxtag``, ``inner`` says which side of the
     transform this is (True inside, False outside)."""
     merge_ctx = MergeContext(ctxtag, IndexMap(), inner)
+    token = MERGE_CONTEXTS.set((*MERGE_CONTEXTS.get(), merge_ctx))
     try:
         yield merge_ctx
     finally:
+        MERGE_CONTEXTS.reset(token)
         if ctxtag is not None:
             if inner is None:
                 raise ValueError(

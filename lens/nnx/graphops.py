@@ -42,7 +42,6 @@ from lens.nnx.graphwalk import (
 )
 from lens.nnx.pytreelib import Object, node_items
 from lens.nnx.statelib import FlatState, State, map_state, partition_flat
-from lens.nnx.tracers import check_mutable, structure_changed
 from lens.nnx.variablelib import Variable
 
 
@@ -70,8 +69,8 @@ def _flat_state(node: Any, graph: bool | None) -> tuple[GraphDef, dict[Path, Any
         return gdef, dict(flat)
     d, w = _walk(node)
     if isinstance(d, StaticDef):  # a plain leaf (42) is its own state, as in flax
-        return GraphDef(ArrayDef(), ((),)), {(): node}
-    gdef = GraphDef(d, tuple(leaf.path for leaf in w.leaves))
+        return GraphDef(node=ArrayDef(), paths=((),)), {(): node}
+    gdef = GraphDef(node=d, paths=tuple(leaf.path for leaf in w.leaves))
     return gdef, {leaf.path: _leaf_value(leaf) for leaf in w.leaves}
 
 
@@ -135,7 +134,9 @@ def merge(
     if isinstance(graphdef.node, TreeNodeDef):
         return tree_unflatten(graphdef, leaves, copy_variables=copy)
     leaves = [v.copy() if copy and isinstance(v, Variable) else v for v in leaves]
-    return _VariableBuilder(iter(leaves)).build(graphdef.node)
+    builder = _VariableBuilder(iter(leaves))
+    builder.recreate = recreate_variables
+    return builder.build(graphdef.node)
 
 
 def graphdef_leaves(graphdef: GraphDef, states: tuple[Any, ...]) -> list[Any]:
@@ -153,6 +154,8 @@ def graphdef_leaves(graphdef: GraphDef, states: tuple[Any, ...]) -> list[Any]:
     missing = [p for p in graphdef.paths if p not in flat]
     if missing:
         raise errors.GraphStructureError(
+            f"Incorrect number of leaves, expected {graphdef.num_leaves} leaves, "
+            f"but got {len(graphdef.paths) - len(missing)}.\n"
             "merge: the states have no value for "
             + ", ".join(path_str(p) for p in missing[:5])
             + ".\nPass every state that split returned."
@@ -215,12 +218,18 @@ def map(  # noqa: A001 - Flax's name
 
 class _VariableBuilder(Builder):
     """Rebuilds a graph, putting the given Variables in (as flax.nnx's merge
-    does) where a leaf is a Variable of the right type, else a new Variable."""
+    does) where a leaf is a Variable of the right type, else a new Variable
+    (``recreate = False``: the leaf itself, as ``recreate_variables=False``)."""
+
+    recreate = True
 
     def build(self, d: Any) -> Any:
         if isinstance(d, VariableDef):
             leaf = next(self.values)
-            if type(leaf) is d.type:
+            if not self.recreate and not isinstance(leaf, Variable):
+                self.nodes[d.index] = leaf
+                return leaf
+            if isinstance(leaf, Variable) and leaf.type is d.type:
                 self.nodes[d.index] = leaf
                 return leaf
             self.values = itertools.chain([_raw(leaf)], self.values)
@@ -230,12 +239,12 @@ class _VariableBuilder(Builder):
 def _flat(s: Any, graphdef: GraphDef | None = None) -> dict[Path, Any]:
     if isinstance(s, GraphState):
         s = s._state
+    if isinstance(s, FlatState):
+        return dict(s)
     if graphdef is not None and graphdef.paths == ((),) and not isinstance(s, State):
         return {(): s}  # the state of a leaf is the leaf
     if isinstance(s, State):
         return s._flat_dict()
-    if isinstance(s, FlatState):
-        return dict(s)
     if isinstance(s, list | tuple) and graphdef is not None:
         return _flat_from_leaves(list(s), graphdef)
     return State(s)._flat_dict()
@@ -256,47 +265,6 @@ def _flat_from_leaves(leaves: list[Any], graphdef: GraphDef) -> dict[Path, Any]:
         )
     order = jax.tree.leaves(State.from_flat_state({p: i for i, p in enumerate(paths)}))
     return {paths[i]: leaf for i, leaf in zip(order, leaves, strict=True)}
-
-
-def update(node: Any, state: Any, /, *states: Any) -> None:
-    """Writes the states' values into ``node``'s variables, in place.
-
-    Every value is checked first (a path the node lacks, a shape that differs
-    from the variable's), so a bad state leaves ``node`` untouched."""
-    d, w = _walk(node)
-    by_path = {leaf.path: leaf for leaf in w.leaves}
-    writes = []
-    for s in (state, *states):
-        for path, v in _flat(s).items():
-            leaf = by_path.get(path)
-            if leaf is None:
-                raise errors.GraphStructureError(
-                    f"update: {type(node).__name__} has no variable at "
-                    f"{path_str(path)}; a state from a different model?"
-                )
-            _check_shape(leaf.value, _raw(v), path)
-            writes.append((leaf, _raw(v)))
-    for leaf, value in writes:
-        if leaf.variable is not None:
-            check_mutable(leaf.variable, "update the value", structural=False)
-        leaf.write(value)
-
-
-def _check_shape(old: Any, new: Any, path: Path) -> None:
-    old_shape, new_shape = getattr(old, "shape", None), getattr(new, "shape", None)
-    if old_shape is None or new_shape is None:
-        return
-    old_shape, new_shape = tuple(old_shape), tuple(new_shape)
-    # Adding or removing leading axes is how flax code stacks and unstacks a
-    # model (a vmapped or scanned state written into a template): allowed.
-    n = min(len(old_shape), len(new_shape))
-    if old_shape[len(old_shape) - n :] != new_shape[len(new_shape) - n :]:
-        raise errors.GraphStructureError(
-            f"update: the value for {path_str(path)} has shape {tuple(new_shape)}, "
-            f"the variable has shape {tuple(old_shape)}; nothing was updated.\n"
-            "Pass a state of this model (nnx.state(model)), or rebuild the model "
-            "with the new shapes."
-        )
 
 
 def clone(
@@ -357,7 +325,9 @@ def iter_graph(
     """Yields ``(path, x)`` for every object, variable and attribute value of the
     graph, each node once, children before their parent (as flax.nnx does)."""
     if not _graph(graph):
-        yield from ((p, x) for p, x, _ in walk_tree(node) if p or x is node)
+        yield from (
+            (p, x) for p, x, _ in walk_tree(node, "iter_graph") if p or x is node
+        )
         return
     seen: set[int] = set()
 
@@ -395,50 +365,6 @@ A = TypeVar("A")
 
 def _one_or_many(states: tuple[Any, ...]) -> Any:
     return states[0] if len(states) == 1 else states
-
-
-def pop(node: Any, *filters: Any) -> Any:
-    """Removes the variables matching ``filters`` from ``node`` and returns them
-    as States (one per filter); e.g. sown losses after a forward pass."""
-    if not filters:
-        raise ValueError(
-            "Expected at least one filter\nnnx.pop(model, nnx.Intermediate) pops the "
-            "variables of that type."
-        )
-    preds = [to_predicate(f) for f in filters]
-    flats: list[dict[Path, Any]] = [{} for _ in preds]
-    seen: set[int] = set()
-
-    def go(obj: Any, path: Path) -> None:
-        if id(obj) in seen:
-            return
-        seen.add(id(obj))
-        # Attributes, or a plain dict's/list's items (a pytree=False module's).
-        if isinstance(obj, Object):
-            items = node_items(obj)
-        else:
-            items = obj.items() if isinstance(obj, dict) else enumerate(obj)
-        for key, value in items:
-            here = path + (key,)
-            if isinstance(value, Variable) and not isinstance(obj, list | tuple):
-                for flat, pred in zip(flats, preds, strict=True):
-                    if pred(here, value):
-                        flat[here] = value
-                        _remove(obj, key)
-                        break
-            elif isinstance(value, Object | list | tuple | dict):
-                go(value, here)
-
-    go(node, ())
-    return _one_or_many(tuple(State.from_flat_state(f) for f in flats))
-
-
-def _remove(obj: Any, key: Any) -> None:
-    if not isinstance(obj, dict) and isinstance(key, str) and key in vars(obj):
-        object.__delattr__(obj, key)
-    else:  # an nnx.Dict / nnx.List item
-        del obj[key]
-    structure_changed()
 
 
 def variables(node: Any, *filters: Any, graph: bool | None = None) -> Any:
@@ -543,11 +469,14 @@ class ApplyCaller(Generic[A]):
     def __getattr__(self, name: str) -> ApplyCaller:
         return ApplyCaller(self._graphdef, self._states, self._path + (name,))
 
+    def __getitem__(self, key: Any) -> ApplyCaller:
+        return ApplyCaller(self._graphdef, self._states, self._path + ((key,),))
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         module = merge(self._graphdef, *self._states)
         fn: Any = module
-        for name in self._path:
-            fn = getattr(fn, name)
+        for step in self._path:  # an attribute name, or (key,) for [key]
+            fn = fn[step[0]] if isinstance(step, tuple) else getattr(fn, step)
         out = fn(*args, **kwargs)
         return out, split(module)
 
@@ -594,5 +523,13 @@ def unflatten(
     """The object ``graphdef`` describes, from a State, a FlatState or a list
     of leaves in ``graphdef``'s order (``flatten``'s inverse)."""
     if isinstance(state, list) and not isinstance(state, FlatState):
+        if len(state) != graphdef.num_leaves:
+            raise ValueError(
+                f"Incorrect number of leaves, expected {graphdef.num_leaves} leaves, "
+                f"but got {len(state)}.\nPass the leaves flatten returned for this "
+                "graphdef, in its order."
+            )
         state = FlatState(zip(graphdef.paths, state, strict=True), sort=False)
-    return merge(graphdef, state, copy=copy_variables)
+    return merge(
+        graphdef, state, copy=copy_variables, recreate_variables=recreate_variables
+    )

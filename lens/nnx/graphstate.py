@@ -17,7 +17,8 @@ from lens.nnx.statelib import State, state_flatten
 
 A = TypeVar("A")
 
-PureState = tuple[GraphDef, State]  # flax.nnx's alias: ``(graphdef, state)``
+Node = TypeVar("Node")
+PureState = tuple[GraphDef[Node], State]  # flax.nnx's alias: ``(graphdef, state)``
 
 
 class GraphState(MutableMapping, Generic[A]):
@@ -26,14 +27,14 @@ class GraphState(MutableMapping, Generic[A]):
 
     __slots__ = ("_graphdef", "_state")
 
-    def __init__(self, graphdef: GraphDef, state: State):
-        if not isinstance(state, State):
+    def __init__(self, _graphdef: GraphDef[A], _state: State):
+        if not isinstance(_state, State):
             raise ValueError(
-                f"Expected a State object, got {type(state).__name__}\n"
+                f"Expected a State object, got {type(_state).__name__}\n"
                 "Build a GraphState with nnx.unpack(node)."
             )
-        object.__setattr__(self, "_graphdef", graphdef)
-        object.__setattr__(self, "_state", state)
+        object.__setattr__(self, "_graphdef", _graphdef)
+        object.__setattr__(self, "_state", _state)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(object.__getattribute__(self, "_state"), name)

@@ -20,29 +20,16 @@ tree mode call them too:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
 
+from lens.nnx.graphdefs import TreeNodeDef as TreeNodeDef
+from lens.nnx.graphdefs import VariableDef
 from lens.nnx.graphwalk import GraphDef, Path, path_str
 from lens.nnx.pytreelib import Object
-from lens.nnx.variablelib import Variable
-
-
-@dataclasses.dataclass(frozen=True, repr=False)
-class TreeNodeDef:
-    """The structure of a node flattened in tree mode: its type, the JAX treedef
-    (Variables as leaves), and ``path_index``: each leaf's path, sorted, with its
-    position among the treedef's leaves."""
-
-    type: type
-    treedef: Any
-    path_index: tuple[tuple[Path, int], ...]
-
-    def __repr__(self) -> str:
-        return f"TreeNodeDef(type={self.type.__name__}, leaves={len(self.path_index)})"
+from lens.nnx.variablelib import Variable, freeze_metadata
 
 
 def is_tree_leaf(x: Any) -> bool:
@@ -68,18 +55,36 @@ def _children(x: Any) -> list[tuple[Any, Any]] | None:
     return [(key_of(kp[0]), v) for kp, v in flat]
 
 
-def check_tree(node: Any, /) -> None:
+def check_tree(node: Any, /, fn_name: str = "flatten") -> None:
     """Raises ``ValueError`` when a Variable or an object is reached twice (shared,
-    or a cycle): tree mode keeps no sharing."""
-    for _ in walk_tree(node):
+    or a cycle): tree mode keeps no sharing; or when an object is not a pytree
+    (``pytree=False``)."""
+    for _ in walk_tree(node, fn_name):
         pass
 
 
-def walk_tree(node: Any, /) -> Iterator[tuple[Path, Any, bool]]:
+def check_valid_pytree(node: Any, fn_name: str, path: str = "") -> None:
+    """Raises ``ValueError`` when ``node`` is an object made with
+    ``pytree=False``: tree mode cannot walk it."""
+    if isinstance(node, Object) and not type(node)._lens_pytree:
+        where = f"Found at path: {path}. " if path else ""
+        raise ValueError(
+            f"Cannot use '{fn_name}' with graph=False on a '{type(node).__name__}' "
+            f"instance that has pytree=False. {where}Pytree subclasses with "
+            "pytree=False are not registered as JAX pytrees and cannot be used in "
+            f"tree-mode.\nPass graph=True to nnx.{fn_name}, or make the class a "
+            "pytree (drop pytree=False)."
+        )
+
+
+def walk_tree(
+    node: Any, /, fn_name: str = "flatten"
+) -> Iterator[tuple[Path, Any, bool]]:
     """``(path, x, is_leaf)`` for every node, children before their parent."""
     seen: dict[int, Path] = {}
 
     def go(x: Any, path: Path) -> Iterator[tuple[Path, Any, bool]]:
+        check_valid_pytree(x, fn_name, path_str(path) if path else "")
         if isinstance(x, Object | Variable) or _is_ref(x):
             if id(x) in seen:
                 raise ValueError(
@@ -114,10 +119,20 @@ def tree_flatten(node: Any, /) -> tuple[GraphDef, list[tuple[Path, Any]]]:
     paths = [tuple(key_of(k) for k in kp) for kp, _ in flat]
     order = sorted(range(len(flat)), key=lambda i: _sort_key(paths[i]))
     path_index = tuple((paths[i], i) for i in order)
+    tree_def = TreeNodeDef(type(node), treedef, path_index)
+    leaves = [(paths[i], flat[i][1]) for i in order]
+    variable_defs = [
+        VariableDef(v.type, j, None, freeze_metadata(v.metadata))
+        for j, (_, v) in enumerate(leaves)
+        if isinstance(v, Variable)
+    ]
     gdef = GraphDef(
-        TreeNodeDef(type(node), treedef, path_index), tuple(paths[i] for i in order)
+        [tree_def, *variable_defs],
+        [],
+        node=tree_def,
+        paths=tuple(p for p, _ in leaves),
     )
-    return gdef, [(paths[i], flat[i][1]) for i in order]
+    return gdef, leaves
 
 
 def _sort_key(path: Path) -> tuple[Any, ...]:
@@ -149,7 +164,7 @@ def tree_unflatten(
 def tree_map_nodes(f: Callable[[Path, Any], Any], node: Any, /) -> Any:
     """``recursive_map`` in tree mode: ``f(path, x)`` on every node, children
     first; objects are rebuilt (new ones) around their mapped children."""
-    check_tree(node)
+    check_tree(node, "recursive_map")
 
     def go(x: Any, path: Path) -> Any:
         children = _children(x)

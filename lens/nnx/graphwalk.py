@@ -22,13 +22,40 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, cast
 
 import jax
 import numpy as np
 
 from lens import errors
+from lens.nnx.graph_registry import (
+    GRAPH_REGISTRY,
+    PYTREE_REGISTRY,
+    DataElem,
+    GraphNodeImpl,
+    StaticElem,
+    custom_impl,
+)
+from lens.nnx.graphdefs import (
+    ArrayDef,
+    CustomPytreeDef,
+    DictDef,
+    NodeRef,
+    ObjectDef,
+    PytreeDef,
+    RegisteredDef,
+    SeqDef,
+    StaticDef,
+    VariableDef,
+)
+from lens.nnx.graphdefs import (
+    GraphDef as GraphDef,
+)
+from lens.nnx.graphdefs import (
+    NodeDef as NodeDef,
+)
 from lens.nnx.pytreelib import Object, node_items
+from lens.nnx.pytreelib import _declared as declared_kinds
 from lens.nnx.tracers import Frame, structure_changed
 from lens.nnx.variablelib import StaticValue, Variable, freeze_metadata, new_variable
 
@@ -40,111 +67,12 @@ def _is_array(x: Any) -> bool:
 
 
 def is_graph_node(x: Any) -> bool:
-    return isinstance(x, Object | Variable)
+    """Whether ``x`` has identity in a graph: an Object, a Variable, or a type
+    given to ``register_graph_node_type``."""
+    return isinstance(x, Object | Variable) or isinstance(custom_impl(x), GraphNodeImpl)
 
 
-N = TypeVar("N")
-
-
-@dataclasses.dataclass(frozen=True)
-class NodeDef(Generic[N]):
-    """An object in a GraphDef: its type, its index in the walk, its attributes'
-    defs; ``outer_index``: the index of the object it came from outside a
-    transform (set by a split inside ``nnx.update_context``)."""
-
-    type: type
-    index: int
-    attributes: tuple[tuple[str, Any], ...]
-    outer_index: int | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class VariableDef(Generic[N]):
-    """A Variable in a GraphDef (flax.nnx's fields; lens has no array refs, so
-    ``array_refdef`` is always None)."""
-
-    type: type
-    index: int
-    outer_index: int | None
-    metadata: tuple[tuple[str, Any], ...]
-    array_refdef: Any = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Ref(Generic[N]):
-    """A node met before in the same walk (flax.nnx's ``NodeRef``)."""
-
-    index: int
-
-
-@dataclasses.dataclass(frozen=True)
-class ArrayDef:
-    pass
-
-
-@dataclasses.dataclass(frozen=True)
-class SeqDef:
-    type: type
-    items: tuple[Any, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class DictDef:
-    keys: tuple[Any, ...]
-    items: tuple[Any, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class PytreeDef:
-    """Any other pytree holding state (an optax state: namedtuples of arrays)."""
-
-    treedef: Any
-    items: tuple[Any, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class StaticDef:
-    value: StaticValue
-
-
-@dataclasses.dataclass(frozen=True)
-class GraphDef(Generic[N]):
-    """The static structure of an object graph (hashable; ``merge`` rebuilds it)."""
-
-    node: Any
-    paths: tuple[Path, ...]  # the state path of each leaf, in walk order
-
-    def __repr__(self) -> str:
-        root = self.node
-        name = getattr(getattr(root, "type", None), "__name__", "?")
-        return f"GraphDef({name}, {len(self.paths)} leaves)"
-
-    @property
-    def nodes(self) -> list[Any]:
-        """The node defs, root first (flax.nnx's ``GraphDef.nodes``)."""
-        out: list[Any] = []
-
-        def go(d: Any) -> None:
-            if isinstance(d, NodeDef | VariableDef) or not hasattr(d, "items"):
-                out.append(d)
-            for sub in _sub_defs(d):
-                go(sub)
-
-        go(self.node)
-        return out
-
-
-def _sub_defs(d: Any) -> tuple[Any, ...]:
-    if isinstance(d, NodeDef):
-        return tuple(sub for _, sub in d.attributes)
-    if isinstance(d, SeqDef | DictDef | PytreeDef):
-        return d.items
-    return ()
-
-
-# A GraphDef is static: a pytree with no leaves, so it can sit in a jitted
-# function's arguments (a TrainState's field) as flax.nnx's does.
-jax.tree_util.register_pytree_node(GraphDef, lambda g: ((), g), lambda g, _: g)
+Ref = NodeRef  # lens's name for flax.nnx's NodeRef
 
 
 @dataclasses.dataclass
@@ -169,6 +97,8 @@ class Leaf:
             return getattr(owner, key)
         if isinstance(owner, list | dict):
             return owner[key]
+        if (impl := custom_impl(owner)) is not None and impl.set_key is not None:
+            return impl.node_dict(owner)[key]
         return self.value  # inside a tuple or other immutable pytree
 
     def write(self, value: Any) -> None:
@@ -178,6 +108,8 @@ class Leaf:
             self.owner._graph_set(self.key, value)
         elif isinstance(self.owner, list | dict):
             self.owner[self.key] = value
+        elif (impl := custom_impl(self.owner)) is not None and impl.set_key:
+            impl.set_key(self.owner, self.key, value)
 
 
 def _variables_in(x: Any, seen: set[int]) -> Iterator[tuple[Path, Variable]]:
@@ -196,6 +128,12 @@ def _variables_in(x: Any, seen: set[int]) -> Iterator[tuple[Path, Variable]]:
         items = enumerate(x)
     elif type(x) is dict:
         items = x.items()
+    elif (impl := custom_impl(x)) is not None:
+        if isinstance(impl, GraphNodeImpl):
+            if id(x) in seen:
+                return
+            seen.add(id(x))
+        items = impl.node_dict(x).items()
     else:
         return
     for k, v in items:
@@ -281,6 +219,7 @@ class Walker:
     def _register(self, x: Any, spec: Any, path: Path) -> int:
         if (
             self.frame is not None
+            and isinstance(x, Object | Variable)
             and object.__getattribute__(x, "_lens_frame") is not self.frame
         ):
             raise errors.CapturedOutputError(
@@ -308,7 +247,7 @@ class Walker:
             attrs = tuple(
                 (k, self.node(v, path + (k,), spec, x, k)) for k, v in node_items(x)
             )
-            return NodeDef(type(x), i, attrs, self.outer_index.get(id(x)))
+            return ObjectDef(type(x), i, attrs, self.outer_index.get(id(x)))
         if isinstance(x, Variable):
             vspec = self._resolve(spec, path, x)
             i = self._seen(x, vspec, path)
@@ -317,7 +256,7 @@ class Walker:
             i = self._register(x, vspec, path)
             self.leaves.append(Leaf(path, x._value, x, spec=vspec))
             outer = self.outer_index.get(id(x))
-            return VariableDef(type(x), i, outer, freeze_metadata(x.metadata))
+            return VariableDef(x.type, i, outer, freeze_metadata(x.metadata))
         if _is_array(x):
             self.leaves.append(
                 Leaf(
@@ -343,6 +282,9 @@ class Walker:
             return DictDef(
                 keys, tuple(self.node(x[k], path + (k,), spec, x, k) for k in keys)
             )
+        impl = custom_impl(x)
+        if impl is not None:
+            return self._registered(x, impl, path, spec)
         children = pytree_children(x)
         if children is not None:
             keys, values, treedef = children
@@ -352,8 +294,80 @@ class Walker:
                     self.node(v, path + (k,), spec, None, None)
                     for k, v in zip(keys, values)
                 ),
+                tuple(keys),
             )
+        if isinstance(owner, Object) and _declared_data(owner, key):
+            # nnx.data(2): a state leaf although it is no array
+            self.leaves.append(
+                Leaf(path, x, None, owner, key, spec=self._resolve(spec, path, x))
+            )
+            return ArrayDef()
         return StaticDef(StaticValue(x))
+
+    def _registered(self, x: Any, impl: Any, path: Path, spec: Any) -> Any:
+        """A node of a type given to ``register_graph_node_type`` (numbered,
+        shared) or ``register_pytree_node_type`` (a value container)."""
+        graph = isinstance(impl, GraphNodeImpl)
+        i = -1
+        if graph:
+            i = self._seen(x, spec, path)
+            if i is not None:
+                return Ref(i)
+            i = self._register(x, spec, path)
+            self.containers.append(NodeView(x, impl))
+        items, aux = impl.flatten(x)
+        owner = x if impl.set_key is not None else None
+        keys, defs = [], []
+        for k, v in items:
+            here = path + (k,)
+            if isinstance(v, StaticElem):
+                d: Any = StaticDef(StaticValue(v.value))
+            elif isinstance(v, DataElem) and not is_node_value(v.value):
+                self.leaves.append(
+                    Leaf(here, v.value, None, owner, k, self._resolve(spec, here, v))
+                )
+                d = ArrayDef()
+            else:
+                v = v.value if isinstance(v, DataElem) else v
+                d = self.node(v, here, spec, owner, k)
+            keys.append(k)
+            defs.append(d)
+        if graph:
+            attrs = tuple(zip(keys, defs, strict=True))
+            return RegisteredDef(type(x), i, attrs, self.outer_index.get(id(x)), aux)
+        return CustomPytreeDef(type(x), aux, tuple(keys), tuple(defs))
+
+
+class NodeView:
+    """A registered graph node seen as a container: ``items()`` gives its
+    children now (a cached walk checks they are still the same)."""
+
+    __slots__ = ("impl", "node")
+
+    def __init__(self, node: Any, impl: Any):
+        self.node = node
+        self.impl = impl
+
+    def items(self) -> Any:
+        return self.impl.node_dict(self.node).items()
+
+
+def is_node_value(x: Any) -> bool:
+    """Whether the walk goes into ``x`` (not a plain leaf value)."""
+    return (
+        isinstance(x, Object | Variable)
+        or _is_array(x)
+        or type(x) in (list, tuple, dict)
+        or custom_impl(x) is not None
+        or pytree_children(x) is not None
+    )
+
+
+def _declared_data(owner: Object, key: Any) -> bool:
+    """Whether ``owner`` (a pytree object) declares attribute ``key`` data."""
+    if not type(owner)._lens_pytree or not isinstance(key, str):
+        return False
+    return declared_kinds(owner).get(key) == "data"
 
 
 def _key_of(entry: Any) -> Any:
@@ -410,7 +424,7 @@ class Builder:
         self.nodes = dict(nodes or {})
 
     def build(self, d: Any) -> Any:
-        if isinstance(d, NodeDef):
+        if isinstance(d, ObjectDef):
             cls: Any = d.type
             obj = cls.__new__(cls)
             self.nodes[d.index] = obj
@@ -433,6 +447,17 @@ class Builder:
             return {k: self.build(e) for k, e in zip(d.keys, d.items, strict=True)}
         if isinstance(d, PytreeDef):
             return d.treedef.unflatten([self.build(e) for e in d.items])
+        if isinstance(d, RegisteredDef):
+            impl: Any = GRAPH_REGISTRY[d.type]
+            node = impl.create_empty(d.metadata)
+            self.nodes[d.index] = node  # before the children: they may refer to it
+            impl.init(node, [(k, self.build(sub)) for k, sub in d.attributes])
+            return node
+        if isinstance(d, CustomPytreeDef):
+            children = [
+                (k, self.build(e)) for k, e in zip(d.keys, d.items, strict=True)
+            ]
+            return PYTREE_REGISTRY[d.type].unflatten(children, d.metadata)
         return d.value.value
 
 
@@ -447,7 +472,14 @@ class InPlaceBuilder(Builder):
         structure_changed()
 
     def build(self, d: Any) -> Any:
-        if isinstance(d, NodeDef) and isinstance(self.reuse.get(d.index), d.type):
+        if isinstance(d, RegisteredDef) and type(self.reuse.get(d.index)) is d.type:
+            node = self.reuse[d.index]
+            impl: Any = GRAPH_REGISTRY[d.type]
+            impl.clear(node)
+            self.nodes[d.index] = node
+            impl.init(node, [(k, self.build(sub)) for k, sub in d.attributes])
+            return node
+        if isinstance(d, ObjectDef) and isinstance(self.reuse.get(d.index), d.type):
             obj = self.reuse[d.index]
             obj._graph_clear()
             self.nodes[d.index] = obj
