@@ -13,7 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from lens.core.nn import initializers
-from lens.nn import combine_masks, dot_product_attention_weights
+from lens.nn import combine_masks as combine_masks
+from lens.nn import make_attention_mask as make_attention_mask
+from lens.nn import make_causal_mask as make_causal_mask
 from lens.nnx.module import Module
 from lens.nnx.nn.dtypes import promote_dtype
 from lens.nnx.nn.linear import LinearGeneral
@@ -37,18 +39,19 @@ _LAYOUT = (
 )
 
 
-def _check_shapes(query: Array, key: Array, value: Array, fast: bool) -> None:
-    """flax.nnx's errors for query/key/value shapes that do not fit together."""
-    arrays = (query, key, value)
+def _check_shapes(query: Array, key: Array, value: Array | None, fast: bool) -> None:
+    """flax.nnx's errors for query/key(/value) shapes that do not fit together."""
+    arrays = (query, key) if value is None else (query, key, value)
+    names = "q, k" if value is None else "q, k, v"
     if len({a.ndim for a in arrays}) > 1:
         ranks = ", ".join(str(a.ndim) for a in arrays)
-        raise ValueError(f"q, k, v must have same rank, but got {ranks}." + _LAYOUT)
+        raise ValueError(f"{names} must have same rank, but got {ranks}." + _LAYOUT)
     if len({a.shape[:-3] for a in arrays}) > 1:
         shapes = ", ".join(str(a.shape) for a in arrays)
         raise ValueError(
-            f"q, k, v batch dims must match, but got shapes {shapes}." + _LAYOUT
+            f"{names} batch dims must match, but got shapes {shapes}." + _LAYOUT
         )
-    if key.shape[-3] != value.shape[-3]:
+    if value is not None and key.shape[-3] != value.shape[-3]:
         raise ValueError(
             f"k, v lengths must match, but got {key.shape[-3]} and "
             f"{value.shape[-3]}." + _LAYOUT
@@ -68,6 +71,83 @@ def _check_shapes(query: Array, key: Array, value: Array, fast: bool) -> None:
             f"({kv_heads}) for Grouped Query Attention."
         )
         raise ValueError(first + _LAYOUT)
+
+
+def dot_product_attention_weights(
+    query: Array,
+    key: Array,
+    bias: Array | None = None,
+    mask: Array | None = None,
+    broadcast_dropout: bool = True,
+    dropout_rng: Array | None = None,
+    dropout_rate: float = 0.0,
+    deterministic: bool = False,
+    dtype: Any = None,
+    precision: Any = None,
+    module: Module | None = None,
+    promote_dtype: Callable[..., Any] = promote_dtype,
+    is_causal: bool = False,
+) -> Array:
+    """Attention weights ``softmax(q k^T / sqrt(depth) + bias)`` of ``query``
+    ``[batch..., q_len, heads, depth]`` over ``key`` ``[batch..., kv_len,
+    kv_heads, depth]``: ``[batch..., heads, q_len, kv_len]``.
+
+    ``kv_heads`` may divide ``heads`` (grouped-query attention); ``mask`` is
+    False where attention is not allowed and ``is_causal`` adds the causal mask;
+    ``module`` sows the weights (before dropout) as ``attention_weights`` in
+    ``nnx.Intermediate``; ``promote_dtype`` casts ``(query, key)`` to ``dtype``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from lens.nnx.nn.attention import dot_product_attention_weights
+        >>> q = jnp.ones((2, 5, 4, 8))
+        >>> dot_product_attention_weights(q, q[..., :2, :]).shape
+        (2, 4, 5, 5)
+    """
+    query, key = promote_dtype((query, key), dtype=dtype)
+    dtype = query.dtype
+    _check_shapes(query, key, None, fast=False)
+    q_heads, kv_heads = query.shape[-2], key.shape[-2]
+    query = query / jnp.sqrt(query.shape[-1]).astype(dtype)
+    if q_heads != kv_heads:  # grouped: each key head serves q_heads // kv_heads
+        grouped = query.reshape(
+            query.shape[:-2] + (kv_heads, q_heads // kv_heads, query.shape[-1])
+        )
+        weights = jnp.einsum(
+            "...qhgd,...khd->...hgqk", grouped, key, precision=precision
+        )
+        weights = weights.reshape(weights.shape[:-4] + (q_heads,) + weights.shape[-2:])
+    else:
+        weights = jnp.einsum("...qhd,...khd->...hqk", query, key, precision=precision)
+    if bias is not None:
+        weights = weights + bias
+    if mask is not None or is_causal:
+        masks = [] if mask is None else [mask]
+        if is_causal:
+            causal = jnp.tril(jnp.ones(weights.shape[-2:], dtype=dtype))
+            target = mask.shape if mask is not None else weights.shape
+            masks.append(jnp.broadcast_to(causal, target))
+        combined = combine_masks(*masks, dtype=dtype)
+        assert combined is not None  # masks is not empty
+        weights = jnp.where(combined, weights, jnp.finfo(dtype).min)
+    weights = jax.nn.softmax(weights).astype(dtype)
+    if module is not None:
+        module.sow(Intermediate, "attention_weights", weights)
+    if not deterministic and dropout_rate > 0.0:
+        if dropout_rng is None:
+            raise TypeError(
+                "unexpected PRNG key type <class 'NoneType'>\nAttention dropout "
+                f"(dropout_rate={dropout_rate}) needs a key: pass dropout_rng, or "
+                "deterministic=True."
+            )
+        keep_prob = 1.0 - dropout_rate
+        if broadcast_dropout:  # one mask for all batch dims and heads
+            shape = (1,) * (key.ndim - 2) + weights.shape[-2:]
+        else:
+            shape = weights.shape
+        keep = jax.random.bernoulli(dropout_rng, keep_prob, shape)
+        weights = weights * (keep.astype(dtype) / jnp.asarray(keep_prob, dtype=dtype))
+    return weights
 
 
 def dot_product_attention(
@@ -110,13 +190,6 @@ def dot_product_attention(
             query, key, value, bias, mask, is_causal=is_causal
         )
         return jnp.reshape(out, shape) if len(shape) > 4 else out
-    n_rep = q_heads // kv_heads
-    if n_rep > 1:
-        key = jnp.repeat(key, n_rep, axis=-2)
-        value = jnp.repeat(value, n_rep, axis=-2)
-    if is_causal:
-        causal = jnp.tril(jnp.ones((query.shape[-3], key.shape[-3]), jnp.bool_))
-        mask = causal if mask is None else jnp.logical_and(mask, causal)
     weights = dot_product_attention_weights(
         query,
         key,
@@ -128,10 +201,17 @@ def dot_product_attention(
         deterministic,
         dtype,
         precision,
+        module,
+        promote_dtype,
+        is_causal,
     )
-    if module is not None:
-        module.sow(Intermediate, "attention_weights", weights)
-    return jnp.einsum("...hqk,...khd->...qhd", weights, value, precision=precision)
+    if q_heads == kv_heads:
+        return jnp.einsum("...hqk,...khd->...qhd", weights, value, precision=precision)
+    grouped = weights.reshape(
+        weights.shape[:-3] + (kv_heads, q_heads // kv_heads) + weights.shape[-2:]
+    )
+    out = jnp.einsum("...hgqk,...khd->...qhgd", grouped, value, precision=precision)
+    return out.reshape(out.shape[:-3] + (q_heads, out.shape[-1]))
 
 
 def _feature_sizes(

@@ -15,6 +15,7 @@ from jax import lax
 from opt_einsum import parser as einsum_parser
 
 from lens._kernels import linear as ops
+from lens._kernels.linear import canonicalize_padding as canonicalize_padding
 from lens.core._freeze import FrozenDict
 from lens.core.nn import initializers
 from lens.nnx.module import Module
@@ -104,6 +105,8 @@ class Linear(Module):
 
 
 Array = Any
+Axis = int
+Size = int
 
 
 default_kernel_init = initializers.default_kernel_init

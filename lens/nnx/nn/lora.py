@@ -29,7 +29,11 @@ class LoRAParam(Param[A]):
     ``nnx.LoRAParam`` to train only the adapters)."""
 
 
-_default_a_init = initializers.he_uniform()
+Axis = int
+Size = int
+
+default_a_initializer = initializers.he_uniform()
+default_b_initializer = initializers.zeros
 
 
 class LoRA(Module):
@@ -44,8 +48,8 @@ class LoRA(Module):
         base_module: Module | None = None,
         dtype: Any = None,
         param_dtype: Any = jnp.float32,
-        a_initializer: Callable[..., Array] = _default_a_init,
-        b_initializer: Callable[..., Array] = initializers.zeros,
+        a_initializer: Callable[..., Array] = default_a_initializer,
+        b_initializer: Callable[..., Array] = default_b_initializer,
         lora_param_type: type = LoRAParam,
         promote_dtype: Callable[..., Any] = promote_dtype,
         rngs: Rngs,
@@ -91,8 +95,8 @@ class LoRALinear(Linear):
         lora_rank: int,
         lora_dtype: Any = None,
         lora_param_dtype: Any = jnp.float32,
-        a_initializer: Callable[..., Array] = _default_a_init,
-        b_initializer: Callable[..., Array] = initializers.zeros,
+        a_initializer: Callable[..., Array] = default_a_initializer,
+        b_initializer: Callable[..., Array] = default_b_initializer,
         lora_param_type: type = LoRAParam,
         lora_promote_dtype: Callable[..., Any] = promote_dtype,
         rngs: Rngs,

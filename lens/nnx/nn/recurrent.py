@@ -19,25 +19,24 @@ import jax
 import jax.numpy as jnp
 
 from lens._kernels import sequences as seq
+from lens._kernels.sequences import flip_sequences as flip_sequences
 from lens.core.nn import initializers
 from lens.nnx.module import Module
 from lens.nnx.nn.dtypes import promote_dtype
 from lens.nnx.nn.linear import Linear
 from lens.nnx.nn.parameters import NO_META
-from lens.nnx.nn.recurrent_scan import broadcast_keys, scan_cell
+from lens.nnx.nn.recurrent_scan import Output as Output
+from lens.nnx.nn.recurrent_scan import RNNBase, broadcast_keys, scan_cell
 from lens.nnx.rnglib import Rngs, RngStream
 from lens.nnx.transforms.loops import Carry
 
 Array = Any
 
-
-_lecun = initializers.lecun_normal()
-
-
+default_kernel_init = initializers.lecun_normal()
+default_bias_init = initializers.zeros_init()
+_lecun = default_kernel_init
 _orth = initializers.orthogonal()
-
-
-_zeros = initializers.zeros_init()
+_zeros = default_bias_init
 
 
 def modified_orthogonal(key: Array, shape: Any, dtype: Any = jnp.float32) -> Array:
@@ -527,13 +526,13 @@ class RNN(Module):
 
 
 class Bidirectional(Module):
-    """Runs ``forward_rnn`` over the sequence and ``backward_rnn`` over it
-    reversed, and merges their outputs (``merge_fn``: concatenated by default)."""
+    """Runs ``forward_rnn`` over the sequence and ``backward_rnn`` (each an
+    :class:`RNNBase`, e.g. an :class:`RNN`) over it reversed, and merges their outputs (``merge_fn``: concatenated by default)."""
 
     def __init__(
         self,
-        forward_rnn: RNN,
-        backward_rnn: RNN,
+        forward_rnn: RNNBase,
+        backward_rnn: RNNBase,
         *,
         merge_fn: Callable[[Array, Array], Array] = seq.concatenate,
         time_major: bool = False,

@@ -1,23 +1,25 @@
 """How ``nnx.RNN`` runs a cell over time: an ``nnx.scan`` whose state axes carry
 the cell's state through the steps, and the ``broadcast_rngs`` streams given one
-key per call, repeated for every step (recurrent dropout's fixed mask)."""
+key per call, repeated for every step (recurrent dropout's fixed mask); and
+``RNNBase``, what ``nnx.Bidirectional`` runs in each direction."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
 
 from lens.nnx.filterlib import All, to_predicate
 from lens.nnx.graphlib import iter_graph
-from lens.nnx.rnglib import RngStream, SplitBackups
+from lens.nnx.rnglib import Rngs, RngStream, SplitBackups
 from lens.nnx.transforms.general import StateAxes
 from lens.nnx.transforms.loops import Carry, scan
 from lens.nnx.variablelib import RngState
 
 Array = Any
+Output = Any
 
 
 def broadcast_keys(cell: Any, only: Any, steps: int) -> SplitBackups:
@@ -63,3 +65,21 @@ def scan_cell(
         return new, y
 
     return step
+
+
+class RNNBase(Protocol):
+    """What :class:`Bidirectional` takes for each direction: a module called on
+    a sequence with :class:`RNN`'s keywords."""
+
+    def __call__(
+        self,
+        inputs: Array,
+        *,
+        initial_carry: Any = None,
+        rngs: Rngs | RngStream | None = None,
+        seq_lengths: Array | None = None,
+        return_carry: bool | None = None,
+        time_major: bool | None = None,
+        reverse: bool | None = None,
+        keep_order: bool | None = None,
+    ) -> Output | tuple[Any, Output]: ...

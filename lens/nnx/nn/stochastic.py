@@ -86,7 +86,10 @@ class Dropout(Module):
         shape = list(inputs.shape)
         for d in self.broadcast_dims:
             shape[d] = 1
-        mask = jax.random.bernoulli(key, p=keep, shape=shape)
+        # the mask is laid out as the inputs (an explicit mesh requires it)
+        mask = jax.random.bernoulli(
+            key, p=keep, shape=shape, out_sharding=jax.typeof(inputs).sharding
+        )
         mask = jnp.broadcast_to(mask, inputs.shape)
         return lax.select(mask, inputs / keep, jnp.zeros_like(inputs))
 
