@@ -263,8 +263,10 @@ def _arg_grads(
                 for e, g in mine
                 if g is not None and e.leaf is not None  # graph slots hold leaves
             }
-            if isinstance(leaf.node, Variable):  # a variable in a pytree (a State)
-                out.append(flat.get((), None))
+            if isinstance(leaf.node, Variable) and () in flat:  # in a pytree
+                out.append(flat[()])
+            elif isinstance(leaf.node, Variable):  # met before: empty, as flax's
+                out.append(None if mine else State.from_flat_state({}))
             else:
                 out.append(State.from_flat_state(flat))
         else:
