@@ -29,7 +29,17 @@ from lens.nnx.graphlib import (
     set_graph_updates,
 )
 from lens.nnx.pytreelib import Object
+from lens.nnx.rng_types import AxesValue as AxesValue
+from lens.nnx.rng_types import Counts as Counts
+from lens.nnx.rng_types import Fargs as Fargs
+from lens.nnx.rng_types import KeylessInitializer as KeylessInitializer
+from lens.nnx.rng_types import NotKey as NotKey
+from lens.nnx.rng_types import OutShardingType as OutShardingType
+from lens.nnx.rng_types import RngValue as RngValue
+from lens.nnx.rng_types import SplitPattern as SplitPattern
+from lens.nnx.rng_types import StreamBackup as StreamBackup
 from lens.nnx.variablelib import RngCount, RngKey
+from lens.nnx.variablelib import RngState as RngState
 from lens.traceback_util import api_boundary
 
 
@@ -114,6 +124,7 @@ class RngStream(Object, _Sampling):
         self.count = RngCount(jnp.zeros(jnp.shape(key), jnp.uint32), tag=tag)
 
     def __call__(self) -> jax.Array:
+        self.count._check_can_update()  # before reading a key leaked from a trace
         # v[...] reads and writes: also works on a hijax Variable's tracer
         count = self.count[...]
         key = jax.random.fold_in(self.key[...], count)
@@ -164,9 +175,9 @@ class Rngs(Object, _Sampling):
             return d["default"]
         names = [k for k, v in d.items() if isinstance(v, RngStream)]
         raise AttributeError(
-            f"Rngs has no stream {name!r} and no 'default' stream to fall back on "
-            f"(streams: {names}). Add it: Rngs({name}=0, ...), or give a default "
-            "seed: Rngs(0, ...)."
+            f"No RngStream named {name!r} found in Rngs. There is no 'default' "
+            f"stream to fall back on either (streams: {names}).\nAdd it: "
+            f"Rngs({name}=0, ...), or give a default seed: Rngs(0, ...)."
         )
 
     def __getitem__(self, name: str) -> RngStream:
@@ -446,6 +457,16 @@ def fork_rngs(
     return SplitBackups(backups)
 
 
+def backup_keys(node: Any, /, *, graph: bool | None = None) -> list[StreamBackup]:
+    """``(stream, key)`` of every RngStream in ``node``, for ``restore_rngs`` to
+    put the keys back after they were replaced (``reseed``, a split)."""
+    return [
+        (s, s.key[...])
+        for _, s in iter_graph(node, graph=graph)
+        if isinstance(s, RngStream)
+    ]
+
+
 def restore_rngs(backups: Any, /) -> None:
     """Puts back the keys ``fork_rngs``/``split_rngs`` replaced."""
     if isinstance(backups, SplitBackups):
@@ -503,10 +524,10 @@ def with_rngs(
             return wrapper
 
         return decorate
-    rules = [("split", p, n) for p, n in _shape_rules(split)]
-    rules += [("broadcast", p, n) for p, n in _shape_rules(broadcast)]
+    rules = [("split", f, p, n) for f, p, n in _shape_rules(split)]
+    rules += [("broadcast", f, p, n) for f, p, n in _shape_rules(broadcast)]
     forks = fork if isinstance(fork, list | tuple) else () if fork is None else (fork,)
-    rules += [("fork", to_predicate(f), None) for f in forks]
+    rules += [("fork", f, to_predicate(f), None) for f in forks]
     selected = to_predicate(only)
     originals = dict(_streams(node))
 
@@ -514,21 +535,40 @@ def with_rngs(
         if not (isinstance(x, RngStream) and selected(path, x)):
             return x
         source = originals.get(tuple(path), x)
-        for how, pred, shape in rules:
-            if pred(path, x):
-                if how == "split":
-                    return RngStream(jax.random.split(source(), shape), tag=x.tag)
-                if how == "broadcast":
-                    return source.broadcast(shape)
-                return source.fork()
-        return x
+        matches: dict[str, tuple[Any, Any]] = {}
+        for how, filt, pred, shape in rules:
+            if how not in matches and pred(path, x):
+                matches[how] = (filt, shape)
+        _check_one_rule(path, matches)
+        if "split" in matches:
+            shape = matches["split"][1]
+            return RngStream(jax.random.split(source(), shape), tag=x.tag)
+        if "broadcast" in matches:
+            return source.broadcast(matches["broadcast"][1])
+        return source.fork() if "fork" in matches else x
 
     return recursive_map(replace, node, graph=graph)
 
 
-def _shape_rules(spec: Any) -> list[tuple[Any, Any]]:
-    """``[(predicate, shape)]`` of an int, a shape or a ``{filter: shape}``."""
+def _check_one_rule(path: tuple, matches: dict[str, tuple[Any, Any]]) -> None:
+    """Refuses a stream that two rules with specific filters select (a catch-all
+    filter, ``...`` or True, gives way to the others), as flax.nnx does."""
+    specific = [
+        how for how, (f, _) in matches.items() if f is not ... and f is not True
+    ]
+    if len(matches) > 1 and len(specific) > 1:
+        rules = "\n".join(
+            f"  - {how} matches filter {f!r}" for how, (f, _) in matches.items()
+        )
+        raise ValueError(
+            f"RngStream at path {path} matches multiple rules:\n{rules}\nGive each "
+            "stream one rule: make the filters of split/broadcast/fork disjoint."
+        )
+
+
+def _shape_rules(spec: Any) -> list[tuple[Any, Any, Any]]:
+    """``[(filter, predicate, shape)]`` of an int, a shape or a ``{filter: shape}``."""
     if spec is None:
         return []
     items = spec.items() if isinstance(spec, Mapping) else [(..., spec)]
-    return [(to_predicate(f), n) for f, n in items]
+    return [(f, to_predicate(f), n) for f, n in items]

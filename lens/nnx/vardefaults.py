@@ -84,22 +84,39 @@ _REF_STACK: contextvars.ContextVar[tuple[bool, ...]] = contextvars.ContextVar(
 
 
 class VariableContext:
-    """The Variable defaults set in the current context, as flax.nnx's
-    ``VARIABLE_CONTEXT`` has them: ``variable_hijax_stack``,
-    ``variable_ref_stack`` and ``eager_shard_stack`` (innermost last). They are
-    snapshots (lists); change the defaults with ``nnx.var_defaults`` and
-    ``nnx.use_eager_sharding``."""
+    """The Variable defaults set in a context, as flax.nnx's ``VariableContext``
+    has them: ``variable_hijax_stack``, ``variable_ref_stack`` and
+    ``eager_shard_stack`` (innermost last).
+
+    ``VARIABLE_CONTEXT`` (made with no arguments) is a live view of the current
+    context (thread, task): each read returns a snapshot list; change the
+    defaults with ``nnx.var_defaults`` and ``nnx.use_eager_sharding``. Made with
+    stacks, a VariableContext holds those lists (flax's dataclass fields).
+    """
+
+    def __init__(
+        self,
+        variable_hijax_stack: list[bool] | None = None,
+        variable_ref_stack: list[bool] | None = None,
+        eager_shard_stack: list[bool] | None = None,
+    ):
+        self._fixed = (variable_hijax_stack, variable_ref_stack, eager_shard_stack)
 
     @property
     def variable_hijax_stack(self) -> list[bool]:
-        return list(_HIJAX_STACK.get())
+        fixed = self._fixed[0]
+        return list(_HIJAX_STACK.get()) if fixed is None else fixed
 
     @property
     def variable_ref_stack(self) -> list[bool]:
-        return list(_REF_STACK.get())
+        fixed = self._fixed[1]
+        return list(_REF_STACK.get()) if fixed is None else fixed
 
     @property
     def eager_shard_stack(self) -> list[bool]:
+        fixed = self._fixed[2]
+        if fixed is not None:
+            return fixed
         value = _EAGER_SHARDING.get()
         return [] if value is None else [value]
 

@@ -29,6 +29,8 @@ from jax.core import Tracer
 from jax.experimental import hijax as hjx
 from jax.extend.core import Effect
 
+from lens.nnx.variable_refs import is_array_ref
+
 A = TypeVar("A")
 
 PyTreeDef = Any
@@ -131,6 +133,7 @@ class SetVariable(hjx.HiPrimitive):
         return []
 
     def abstract_eval(self, hv_aval: Any, *avals: Any, treedef: Any) -> Any:
+        _refuse_ref(hv_aval.aval)
         var_type = hv_aval.aval._var_type
         hv_aval.mutable_qdd.update(VariableQDD(tuple(avals), treedef, var_type))
         return [], {variable_effect}
@@ -161,6 +164,7 @@ class GetVariable(hjx.HiPrimitive):
         return hv._leaves
 
     def abstract_eval(self, hv_aval: Any, *, avals: Any) -> Any:
+        _refuse_ref(getattr(hv_aval, "aval", hv_aval))
         return list(avals), {variable_effect}
 
     def to_lojax(self, hv: HijaxVariable, *, avals: Any) -> tuple[Any, ...]:  # pyright: ignore[reportIncompatibleMethodOverride]
@@ -172,6 +176,18 @@ class GetVariable(hjx.HiPrimitive):
         return (
             get_variable_p.bind(hv, avals=avals),
             get_variable_p.bind(hv_dot, avals=tangent_avals),
+        )
+
+
+def _refuse_ref(aval: Any) -> None:
+    """Tracing a read or write of a Variable that is both hijax and ref-backed:
+    JAX cannot see a ref hidden in a hijax type (flax.nnx fails there too)."""
+    if getattr(aval, "_ref", False):
+        raise TypeError(
+            f"A {aval._var_type.__name__} that is both hijax=True and ref=True "
+            "cannot be used inside a JAX transform (jit, scan, grad): its ref "
+            "would be hidden inside the hijax type.\nUse one mode: hijax=True (JAX "
+            "writes the Variable back) or ref=True (JAX updates the ref in place)."
         )
 
 
@@ -345,6 +361,11 @@ class HijaxVariable(Generic[A], metaclass=HijaxVariableMeta):
     def _lens_frame(self) -> None:
         return None  # a hijax Variable may be updated in any transform
 
+    _can_update = True
+
+    def _check_can_update(self) -> None:
+        """A hijax Variable may be updated in any transform: never raises."""
+
     @classmethod
     def from_metadata(cls, value: Any, metadata: dict[str, Any]) -> Any:
         raise TypeError(
@@ -378,7 +399,7 @@ for _name in (*_FORWARDED, *_OPERATORS, *_EAGER_ONLY):
 
 
 def _to_abstract(hv: HijaxVariable[Any]) -> AbstractVariable:
-    return AbstractVariable(hv._var_type)
+    return AbstractVariable(hv._var_type, ref=any(map(is_array_ref, hv._leaves)))
 
 
 hjx.register_hitype(HijaxVariable, _to_abstract)
@@ -396,21 +417,49 @@ class AbstractVariable(hjx.MutableHiType, Generic[A]):
     and leaf types) is its :class:`VariableQDD`. A tracer of this type forwards
     attribute reads, methods and operators to the inner Variable."""
 
-    __slots__ = ["_var_type"]  # noqa: RUF023
+    __slots__ = ["_ref", "_var_type"]  # noqa: RUF023
     _var_type: type
+    _ref: bool
 
-    def __init__(self, var_type: type):
+    def __init__(
+        self,
+        var_type: type,
+        treedef: PyTreeDef | None = None,
+        leaves: tuple[Any, ...] | None = None,
+        has_qdd: bool = True,
+        *,
+        ref: bool = False,
+    ):
+        if not has_qdd or treedef is not None or leaves is not None:
+            raise ValueError(
+                "AbstractVariable: lens's hijax Variables are always mutable: their "
+                "structure and leaf types are quasi-dynamic data (VariableQDD), not "
+                "part of the type.\nCall AbstractVariable(var_type, ref=...) "
+                "without treedef/leaves/has_qdd=False."
+            )
         object.__setattr__(self, "_var_type", var_type)
+        object.__setattr__(self, "_ref", bool(ref))
 
     @property
     def hijax(self) -> bool:
         return True
 
+    @property
+    def ref(self) -> bool:
+        return self._ref
+
+    _can_update = True
+    _check_can_update = hjx.aval_method(HijaxVariable._check_can_update)  # pyright: ignore[reportCallIssue]
+
     def __hash__(self) -> int:  # pyright: ignore[reportIncompatibleMethodOverride]
-        return hash((AbstractVariable, self._var_type))
+        return hash((AbstractVariable, self._var_type, self._ref))
 
     def __eq__(self, other: object) -> bool:  # pyright: ignore[reportIncompatibleMethodOverride]
-        return isinstance(other, AbstractVariable) and self._var_type is other._var_type
+        return (
+            isinstance(other, AbstractVariable)
+            and self._var_type is other._var_type
+            and self._ref == other._ref
+        )
 
     def __repr__(self) -> str:
         return f"{self._var_type.__name__}()"
@@ -457,7 +506,7 @@ class AbstractVariable(hjx.MutableHiType, Generic[A]):
         hv._put(self._raise(qdd, lo_vals), qdd.treedef)
 
     def to_tangent_aval(self) -> AbstractVariable[A]:  # pyright: ignore[reportIncompatibleMethodOverride]
-        return AbstractVariable(self._var_type)
+        return AbstractVariable(self._var_type, ref=self._ref)
 
 
 def _tracer_method(name: str) -> Any:
@@ -470,7 +519,7 @@ def _tracer_method(name: str) -> Any:
 
 for _name in _FORWARDED:
     setattr(AbstractVariable, _name, hjx.aval_method(_method(_name)))  # type: ignore[call-arg]
-for _name in ("value", "ref", "type", "var_type", "metadata", "_value", "_lens_frame"):
+for _name in ("value", "type", "var_type", "metadata", "_value", "_lens_frame"):
     setattr(
         AbstractVariable,
         _name,

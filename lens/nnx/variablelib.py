@@ -16,8 +16,10 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 import jax
+import jax.extend
 import numpy as np
 
+from lens import errors
 from lens.core.spmd import shard_value
 from lens.nnx import reprlib, variable_hooks, variable_refs
 from lens.nnx.staticvalue import StaticValue as StaticValue
@@ -114,6 +116,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
         variable_hooks.collect(type(self), metadata)
         _store_flags(metadata, flags)
         object.__setattr__(self, "_lens_frame", current_frame())
+        object.__setattr__(self, "_lens_trace", _jax_trace())
         object.__setattr__(self, "_value", value)
         object.__setattr__(self, "metadata", metadata)
         value = variable_hooks.run_value_hooks(self, metadata, "on_create_value", value)
@@ -142,8 +145,22 @@ class Variable(Generic[A], metaclass=VariableMeta):
     def value(self, value: Any) -> None:
         self.set_value(value)
 
+    @property
+    def _can_update(self) -> bool:
+        """Whether this Variable may be changed here (see ``_check_can_update``)."""
+        try:
+            _check_update(self, "update it", structural=False)
+        except errors.TraceContextError:
+            return False
+        return True
+
+    def _check_can_update(self) -> None:
+        """Raises TraceContextError if this Variable was made in another JAX trace
+        or nnx transform than the one running now."""
+        _check_update(self, "update it", structural=False)
+
     def _store(self, value: Any) -> None:
-        check_mutable(self, "set the value", structural=False)
+        _check_update(self, "set the value", structural=False)
         object.__setattr__(self, "_value", value)
 
     def get_value(self, *, index: Any = _MISSING) -> Any:
@@ -269,7 +286,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
                 raise ValueError(
                     f"Cannot change `{flag}` metadata of a {type(self).__name__}."
                 )
-        check_mutable(self, "set metadata")
+        _check_update(self, "set metadata")
         merged = {} if replace else dict(self.metadata)
         merged.update(new)
         _store_flags(merged, {f: getattr(self, f) for f in _FLAGS})
@@ -281,7 +298,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
     def del_metadata(self, name: str) -> None:
         if name in ("hijax", "ref", "eager_sharding"):
             raise ValueError(f"Cannot delete `{name}` metadata")
-        check_mutable(self, f"delete metadata {name!r}")
+        _check_update(self, f"delete metadata {name!r}")
         del self.metadata[name]
 
     def add_axis(self, axis_index: AxisIndex, axis_name: AxisName | None) -> None:
@@ -331,7 +348,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
         if name == "value":
             Variable.value.__set__(self, value)
             return
-        check_mutable(self, f"set {name!r}")
+        _check_update(self, f"set {name!r}")
         self.metadata[name] = value
 
     def copy(self, value: Any = _MISSING, **updates: Any) -> Any:
@@ -371,7 +388,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
         if self is other:
             return
         self._store(other._value)
-        check_mutable(self, "set metadata")
+        _check_update(self, "set metadata")
         object.__setattr__(self, "metadata", dict(other.metadata))
 
     update_from_state = copy_from
@@ -438,6 +455,25 @@ class Variable(Generic[A], metaclass=VariableMeta):
     __hash__ = object.__hash__
 
 
+def _jax_trace() -> Any:
+    """The JAX trace running now (an opaque token, equal only within one trace)."""
+    return jax.extend.core.get_opaque_trace_state(convention="nnx")
+
+
+def _check_update(v: Variable, what: str, structural: bool = True) -> None:
+    """Refuses to change ``v`` inside a transform other than the one it was made
+    in: an nnx transform (see ``check_mutable``) or, as flax.nnx, a JAX trace
+    (``jax.jit``, ``jax.grad``, ...). Writes into a ref go around this."""
+    check_mutable(v, what, structural=structural)
+    if object.__getattribute__(v, "_lens_trace") != _jax_trace():
+        raise errors.TraceContextError(
+            f"Cannot mutate {type(v).__name__} from a different trace level (tried "
+            f"to {what}): it was made outside the JAX transform running now (or in "
+            "one that has ended).\nPass it to the transformed function as an "
+            "argument, or make it ref=True or hijax=True to update it in place."
+        )
+
+
 def _read(v: Variable) -> Any:
     """The value a Variable holds, read out of its ref if it has one (no
     ``on_get_value`` hooks: the operators see the stored value, as flax.nnx's)."""
@@ -502,6 +538,7 @@ def _plain_variable(
 ) -> Variable:
     v = cls.__new__(cls)
     object.__setattr__(v, "_lens_frame", current_frame())
+    object.__setattr__(v, "_lens_trace", _jax_trace())
     object.__setattr__(v, "_value", value)
     object.__setattr__(v, "metadata", dict(metadata))
     return v

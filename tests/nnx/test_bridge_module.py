@@ -146,7 +146,7 @@ def test_errors_name_the_cause():
         Foo().variable("counts", "n", lambda: 0)
     with pytest.raises(ValueError, match="Can't use RNGs on unbound modules"):
         Foo().make_rng()
-    with pytest.raises(AttributeError, match="no stream"):
+    with pytest.raises(AttributeError, match="No RngStream named"):
         Foo().apply({})
     assert Foo().apply({}, rngs=0).shape == jax.random.key(0).shape
 
