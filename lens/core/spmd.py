@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
+from jax.experimental.layout import Format
 from jax.sharding import NamedSharding, PartitionSpec
 
 from lens.typing import LogicalRules, Sharding
@@ -77,13 +78,17 @@ def map_sharding(f: Callable[[Any], Any], sharding: Any) -> Any:
         return PartitionSpec(*map(f, sharding))
     if isinstance(sharding, NamedSharding):
         return NamedSharding(sharding.mesh, map_sharding(f, sharding.spec))
+    if isinstance(sharding, Format):  # a layout with its sharding
+        return Format(sharding.layout, map_sharding(f, sharding.sharding))
     return sharding
 
 
 def get_mesh(sharding: Any) -> Any:
-    """The mesh of a ``NamedSharding`` (None for a spec)."""
+    """The mesh of a ``NamedSharding`` or ``Format`` (None for a spec)."""
     if isinstance(sharding, NamedSharding):
         return sharding.mesh
+    if isinstance(sharding, Format):
+        return get_mesh(sharding.sharding)
     return None
 
 
@@ -132,6 +137,8 @@ def shard_value(value: Any, out_sharding: Any, sharding_rules: Any, mesh: Any) -
         )
     if isinstance(out_sharding, PartitionSpec):
         out_sharding = NamedSharding(mesh, out_sharding)
+    if isinstance(out_sharding, Format):
+        return jax.lax.with_sharding_constraint(value, out_sharding)
     if getattr(mesh, "are_all_axes_explicit", False):
         return jax.sharding.reshard(value, out_sharding)
     return jax.lax.with_sharding_constraint(value, out_sharding)

@@ -176,6 +176,7 @@ if TYPE_CHECKING:
         Data,
         Object,
         Static,
+        check_pytree,
         data,
         dataclass,
         has_data,
@@ -195,6 +196,7 @@ if TYPE_CHECKING:
     )
     from lens.nnx.spmd import (
         PARTITION_NAME,
+        abstract_with_sharding,
         as_abstract,
         get_abstract_model,
         get_named_sharding,
@@ -462,6 +464,7 @@ __all__ = [
     "split_state",
     "variables",
     "Pytree",
+    "check_pytree",
     "capture",
     "iter_children",
     "iter_module_children",
@@ -470,6 +473,7 @@ __all__ = [
     "view_info",
     "with_attributes",
     "PARTITION_NAME",
+    "abstract_with_sharding",
     "as_abstract",
     "get_abstract_model",
     "get_named_sharding",

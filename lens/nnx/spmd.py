@@ -11,17 +11,17 @@ initializer's output, layers take it through ``kernel_metadata=...``, and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import jax
 from jax.sharding import NamedSharding, PartitionSpec
 
 from lens.core.spmd import composite_rules, from_sharding_rules, get_logical_axis_rules
+from lens.nnx.deprecations import deprecated
 from lens.nnx.graphlib import iter_graph, split
+from lens.nnx.transforms import axes
 from lens.nnx.transforms.axes import PARTITION_NAME as PARTITION_NAME
-from lens.nnx.transforms.axes import add_axis as add_axis
-from lens.nnx.transforms.axes import remove_axis as remove_axis
 from lens.nnx.transforms.transforms import eval_shape
 from lens.nnx.variablelib import Variable, with_metadata
 
@@ -33,6 +33,40 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _is_var(x: Any) -> bool:
     return isinstance(x, Variable)
+
+
+def add_axis(tree: A, index: int, transform_metadata: Mapping[Any, Any]) -> A:
+    """Records on every Variable in ``tree`` that a transform added axis
+    ``index``: ``transform_metadata[nnx.PARTITION_NAME]`` goes into its
+    ``out_sharding`` (and each other entry into the tuple metadata of that name),
+    then its ``add_axis`` hook runs. Returns ``tree`` (changed in place).
+
+    >>> import jax.numpy as jnp
+    >>> from lens import nnx
+    >>> v = nnx.Param(jnp.ones((3, 4)), out_sharding=("a", "b"), eager_sharding=False)
+    >>> _ = nnx.spmd.add_axis([v], 0, {nnx.PARTITION_NAME: "layers"})
+    >>> v.out_sharding
+    ('layers', 'a', 'b')
+    """
+    for v in jax.tree.leaves(tree, is_leaf=_is_var):
+        if isinstance(v, Variable):
+            axes.add_axis(v, index, transform_metadata)
+    return tree
+
+
+def remove_axis(tree: A, index: int, transform_metadata: Mapping[Any, Any]) -> A:
+    """The inverse of :func:`add_axis`: removes the name at ``index`` of each
+    Variable's ``out_sharding`` (and of the other named metadata).
+
+    Raises:
+        ValueError: a Variable's name at ``index`` is not the transform's.
+    """
+    paths = jax.tree_util.tree_flatten_with_path(tree, is_leaf=_is_var)[0]
+    for path, v in paths:
+        if isinstance(v, Variable):
+            where = jax.tree_util.keystr(path) or type(v).__name__
+            axes.remove_axis(v, index, transform_metadata, where)
+    return tree
 
 
 def with_partitioning(
@@ -130,3 +164,7 @@ def as_abstract(tree: A, graph: bool | None = None) -> A:
                 jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=sharding),
             )
     return tree
+
+
+abstract_with_sharding = deprecated(as_abstract)
+"""The old name of :func:`as_abstract` (warns, then calls it)."""

@@ -111,7 +111,7 @@ def test_shared_names_are_lens_nn_functions():
     assert llinear.canonicalize_padding is lnn.linear.canonicalize_padding
     assert llinear.canonicalize_padding(1, 2) == [(1, 1), (1, 1)]
     with pytest.raises(ValueError, match="^Invalid padding format"):
-        llinear.canonicalize_padding([1, (1, 2, 3)], 2)
+        llinear.canonicalize_padding([1, (1, 2, 3)], 2)  # type: ignore[arg-type]
     assert lrec.Output is Any and linit.DtypeLikeInexact is Any
     assert llinear.Axis is int and llinear.Size is int and llora.Axis is int
 

@@ -26,17 +26,33 @@ class OptVariable(OptState):
 
 def to_opt_state(tree: Any) -> Any:
     """Wraps every leaf of an optax state: Variables (state per parameter) become
-    :class:`OptVariable` with their metadata, other arrays :class:`OptArray`."""
+    :class:`OptVariable` with their metadata, other arrays :class:`OptArray`.
+    A parameter's ``optimizer_sharding`` metadata becomes its state's
+    ``out_sharding`` (so e.g. Adam's moments can be sharded unlike the parameter)."""
 
     def wrap(x: Any) -> OptState:
         if isinstance(x, Variable):
-            return OptVariable(x.value, **x.metadata)
+            metadata = dict(x.metadata)
+            if "optimizer_sharding" in metadata:  # the state's own layout
+                metadata["out_sharding"] = metadata.pop("optimizer_sharding")
+            return OptVariable(x.value, **metadata)
         return OptArray(x)
 
     return jax.tree.map(wrap, tree, is_leaf=_is_var)
 
 
 M = TypeVar("M")
+
+
+class _Missing:
+    """The type of :data:`MISSING`."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING = _Missing()
+"""An argument that was not passed (flax.nnx's sentinel for ``grads`` and ``wrt``)."""
 
 
 class Optimizer(Object, Generic[M]):
@@ -55,18 +71,18 @@ class Optimizer(Object, Generic[M]):
         self.step = OptState(jnp.zeros((), jnp.uint32))
         self.opt_state = to_opt_state(tx.init(state(model, wrt)))
 
-    def update(self, *args: Any, **kwargs: Any) -> Any:
+    def update(
+        self, model: Any = MISSING, grads: Any = MISSING, /, **kwargs: Any
+    ) -> Any:
         """One optimizer step: ``update(model, grads, **kwargs)`` (``kwargs`` go to
         ``tx.update``, e.g. a line search's ``value_fn``). Returns the updates."""
-        if len(args) != 2:
+        if grads is MISSING:
             raise TypeError(
                 "Missing required argument `grads`. As of Flax 0.11.0 update "
                 "requires both (model, grads) arguments to be passed.\n"
-                f"Optimizer.update got {len(args)} positional arguments: call "
-                "optimizer.update(model, grads), or use nnx.ModelAndOptimizer, "
+                "Call optimizer.update(model, grads), or use nnx.ModelAndOptimizer, "
                 "whose update takes (grads)."
             )
-        model, grads = args
         values = _values(state(model, self.wrt))
         gvalues = _values(_wrt_part(grads, self.wrt))
         _check_grads(values, gvalues, self.wrt)
@@ -95,30 +111,33 @@ class Optimizer(Object, Generic[M]):
 
 
 def _wrt_part(grads: Any, wrt: Any) -> Any:
-    """The gradients of the optimized variables (flax filters them by ``wrt``);
+    """The gradients of the optimized variables (flax filters them by ``wrt``):
+    of a State, or of a module (what ``jax.grad`` gives for a module argument);
     a plain pytree of arrays passes as it is."""
-    if isinstance(grads, State):
+    if isinstance(grads, State | Object):
         return state(grads, wrt)
     return grads
 
 
-class ModelAndOptimizer(Optimizer):
+class ModelAndOptimizer(Optimizer[M]):
     """An :class:`Optimizer` that keeps its model: ``update(grads)``.
 
     The model is then reachable from the optimizer, so pass only the optimizer to
     transforms (``optimizer.model`` inside).
     """
 
-    def __init__(self, model: Object, tx: Any, *, wrt: Any = Param, graph: Any = None):
-        super().__init__(model, tx, wrt=wrt)
+    def __init__(self, model: M, tx: Any, *, wrt: Any = Param, graph: Any = None):
+        super().__init__(model, tx, wrt=wrt)  # type: ignore[arg-type]
         self.model = model
 
-    def update(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        if len(args) != 1:
+    def update(self, grads: Any = MISSING, /, **kwargs: Any) -> Any:  # type: ignore[override]
+        """One optimizer step of ``optimizer.model`` with ``grads``."""
+        if grads is MISSING:
             raise TypeError(
-                "ModelAndOptimizer.update takes (grads): the model is optimizer.model."
+                "Missing required argument `grads`. ModelAndOptimizer.update takes "
+                "(grads): the model is optimizer.model."
             )
-        return super().update(self.model, args[0], **kwargs)
+        return super().update(self.model, grads, **kwargs)
 
 
 def _check_grads(values: Any, gvalues: Any, wrt: Any) -> None:
