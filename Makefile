@@ -10,7 +10,7 @@ TEST_ENV := JAX_PLATFORMS=cpu XLA_FLAGS="$(XLA_FLAGS) --xla_force_host_platform_
 # the venv: put it first on PATH for every recipe, as an activated venv would.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: lab test install lint bench notebooks docs clean flax-tests flax-guides api-diff
+.PHONY: lab test install lint bench notebooks docs clean flax-tests flax-guides api-diff projects
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,13 @@ bench: $(VENV)/.installed
 SUITES ?= nnx
 flax-tests: $(VENV)/.installed
 	$(PY) -m compat.flax_tests -n 2 $(foreach s,$(SUITES),--suite $(s))
+
+## Real projects built on Flax (qwix, numpyro, CLU, RecurrentGemma): their own test
+## suites on real flax and on lens; writes the table in docs/porting.md.
+## PROJECTS="qwix" for some of them; the flax (oracle) runs are cached in compat/.cache.
+PROJECTS ?=
+projects: $(VENV)/.installed
+	$(PY) -m compat.projects --write $(PROJECTS)
 
 ## Flax's NNX guide notebooks (docs_nnx/ of the flax sdist) on real flax and on lens,
 ## each page in a fresh kernel on CPU: writes docs/flax-guides.md.

@@ -94,6 +94,42 @@ def xml_path(suite: str, backend: str, version: str = FLAX_VERSION) -> pathlib.P
     return CACHE / f"results-{version}" / f"{suite}-{backend}.xml"
 
 
+def pytest_command(
+    tests: Sequence[str],
+    junit: pathlib.Path,
+    backend: str,
+    *,
+    tb: str = "line",
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """The pytest command line of one run (Flax's tests here, a project's in
+    :mod:`compat.projects`): quiet, no cache, a junit XML at ``junit``, and
+    ``flax`` resolved to lens when ``backend`` is ``"lens"``."""
+    cmd = [sys.executable, "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider"]
+    cmd += ["-o", "junit_family=xunit1", f"--junitxml={junit}", f"--tb={tb}"]
+    # A file lens cannot import is one failed file, not a stopped run.
+    cmd += ["--continue-on-collection-errors", *extra]
+    if backend == "lens":
+        cmd += ["-p", "compat.lens_as_flax"]
+    return cmd
+
+
+def pytest_env(
+    backend: str, first: Sequence[str] = (), last: Sequence[str] = ()
+) -> dict[str, str]:
+    """The environment of one run: JAX on the CPU unless told, no
+    ``LENS_AS_FLAX`` (the backend decides), and ``PYTHONPATH`` = ``first``, this
+    repository (lens runs only), ``last``, then the caller's own."""
+    env = dict(os.environ)
+    env.setdefault("JAX_PLATFORMS", "cpu")
+    env.pop("LENS_AS_FLAX", None)
+    lens = [str(REPO)] if backend == "lens" else []
+    parts = [*first, *lens, *last, env.get("PYTHONPATH", "")]
+    if any(parts):
+        env["PYTHONPATH"] = os.pathsep.join(p for p in parts if p)
+    return env
+
+
 def run_suite(
     root: pathlib.Path, suite: str, backend: str, workers: int, timeout: float
 ) -> pathlib.Path:
@@ -101,30 +137,11 @@ def run_suite(
     out = xml_path(suite, backend)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        SUITES[suite],
-        "-q",
-        "-p",
-        "no:cacheprovider",
-    ]
-    cmd += ["-o", "junit_family=xunit1", f"--junitxml={out}", "--tb=line"]
-    # A file lens cannot import is one failed file, not a stopped run.
-    cmd += ["--continue-on-collection-errors"]
-    if workers > 1:
-        cmd += ["-n", str(workers)]
-    env = dict(os.environ)
-    env.setdefault("JAX_PLATFORMS", "cpu")
+    extra = ["-n", str(workers)] if workers > 1 else []
+    cmd = pytest_command([SUITES[suite]], out, backend, tb="line", extra=extra)
+    env = pytest_env(backend)
     # Flax's CI runs its tests with 4 host devices (tests/run_all_tests.sh).
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
-    env.pop("LENS_AS_FLAX", None)
-    if backend == "lens":
-        cmd += ["-p", "compat.lens_as_flax"]
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(REPO), env.get("PYTHONPATH", "")) if p
-        )
     print(f"[flax-tests] {backend}: {' '.join(cmd[2:])}", flush=True)
     try:
         subprocess.run(cmd, cwd=root, env=env, timeout=timeout, check=False)
@@ -239,7 +256,7 @@ def report(suites: Sequence[str]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> str:
     """Runs the suites asked for and writes the report; returns its text."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--suite", action="append", choices=sorted(SUITES))
     parser.add_argument("-n", "--workers", type=int, default=2)
     parser.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)

@@ -38,6 +38,8 @@ from compat.flax_tests import (
     FLAX_VERSION,
     REPO,
     _installed_flax_version,  # pyright: ignore[reportPrivateUsage]
+    pytest_command,
+    pytest_env,
 )
 from compat.flax_tests import _commit as lens_commit  # pyright: ignore[reportPrivateUsage]
 
@@ -178,35 +180,9 @@ def run_tests(project: Project, backend: str, timeout: float) -> pathlib.Path:
     out = xml_path(project, backend)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        *project.tests,
-        "-q",
-        "-p",
-        "no:cacheprovider",
-    ]
-    cmd += [
-        "-o",
-        "junit_family=xunit1",
-        f"--junitxml={out}",
-        "--tb=short",
-        "-W",
-        "ignore",
-    ]
-    cmd += ["--continue-on-collection-errors", *project.args]
-    cmd += ["--rootdir", str(root), *_own_config(root)]
-    env = dict(os.environ)
-    env.setdefault("JAX_PLATFORMS", "cpu")
-    env.pop("LENS_AS_FLAX", None)
-    path = [str(root), str(DEPS)]
-    if backend == "lens":
-        cmd += ["-p", "compat.lens_as_flax"]
-        path.insert(1, str(REPO))
-    env["PYTHONPATH"] = os.pathsep.join(path + [env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep
-    )
+    extra = ["-W", "ignore", *project.args, "--rootdir", str(root), *_own_config(root)]
+    cmd = pytest_command(project.tests, out, backend, tb="short", extra=extra)
+    env = pytest_env(backend, first=[str(root)], last=[str(DEPS)])
     print(f"[projects] {project.name} under {backend}", flush=True)
     if backend == "lens":  # which lens this run measured, for the table
         out.with_suffix(".lens-commit").write_text(lens_commit())
