@@ -43,10 +43,16 @@ class VariableMeta(type):
     JAX transform) as an instance of its Variable type."""
 
     def __instancecheck__(cls, instance: Any) -> bool:
-        if type.__instancecheck__(cls, instance):
-            return True
-        var_type = hijax_var_type(instance)
-        return var_type is not None and issubclass(var_type, cls)
+        # on every graph walk's node: the common cases first, no calls
+        t = type(instance)
+        if t is HijaxVariable:
+            return issubclass(instance._var_type, cls)
+        if issubclass(t, Tracer):
+            aval = getattr(instance, "aval", None)
+            return isinstance(aval, AbstractVariable) and issubclass(
+                aval._var_type, cls
+            )
+        return issubclass(t, cls)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         variable = super().__call__(*args, **kwargs)

@@ -22,9 +22,12 @@ Ref = jax.Ref
 def is_array_ref(x: Any) -> TypeGuard[jax.Ref]:
     """Whether ``x`` is a mutable array reference (a ``jax.Ref``, or a tracer of
     one inside a transform)."""
-    if isinstance(x, jax.Ref | AbstractRef):
+    t = type(x)  # not isinstance(x, jax.Ref): its metaclass check is slow
+    if t is jax.Ref:
         return True
-    return isinstance(x, Tracer) and isinstance(getattr(x, "aval", None), AbstractRef)
+    if issubclass(t, Tracer):
+        return isinstance(x.aval, AbstractRef)
+    return issubclass(t, AbstractRef)
 
 
 def read(x: Any) -> Any:
