@@ -63,3 +63,56 @@ def test_jit_sees_a_static_attribute_set_by_set_attributes():
     m.set_attributes(off=False)
     step(m, jnp.ones(()))
     assert float(m.count[...]) == 2.0
+
+
+def test_jit_partial_is_flax_simple_jit_partial_wrapped_and_its_trace_compiles():
+    from lens.nnx.transforms import compilation
+
+    m = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    x = jnp.ones((1, 2))
+    f = nnx.jit_partial(lambda m, x: m(x), m)
+    assert isinstance(f, compilation.SimpleJitPartialWrapped)
+    assert isinstance(f, compilation.SimpleJitWrapped)
+    traced = f.trace(x)
+    assert isinstance(traced, compilation.SimplePartialTraced)
+    assert traced.jit_wrapped is f and traced.traced.jaxpr is not None
+    m.kernel[...] = m.kernel[...] * 2  # the compiled form reads the bound state
+    assert jnp.allclose(traced.lower().compile()(x), m(x))
+
+
+def test_simple_jit_wrapped_takes_flax_arguments_and_binds_partial_args():
+    from lens.nnx.transforms import compilation
+
+    counter = _Counter()
+    f = compilation.SimpleJitWrapped(
+        lambda m, x: m(x),
+        None,  # in_shardings
+        None,  # out_shardings
+        None,  # static_argnums
+        None,  # static_argnames
+        None,  # donate_argnums
+        None,  # donate_argnames
+        False,  # keep_unused
+        None,  # device
+        None,  # backend
+        False,  # inline
+        (counter,),  # partial_args
+        True,  # graph
+        (),  # update_shardings
+    )
+    assert float(f(jnp.ones(()))) == 2.0
+    assert float(counter.count[...]) == 1.0  # the update came back
+    assert isinstance(f.trace(jnp.ones(())), compilation.SimpleTraced)
+    assert f.partial_args == (counter,) and f.graph is True
+
+
+def test_jit_trace_is_flax_traced_and_lowers_to_a_stage_taking_objects():
+    from lens.nnx.transforms import compilation
+
+    m = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    x = jnp.ones((1, 2))
+    f = nnx.jit(lambda m, x: m(x))
+    traced = f.trace(m, x)
+    assert isinstance(traced, compilation.Traced) and traced.jit_wrapped is f
+    assert traced.out_info is not None
+    assert jnp.allclose(traced.lower().compile()(m, x), m(x))

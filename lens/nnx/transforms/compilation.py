@@ -8,15 +8,13 @@ the state the function changed.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, ParamSpec, TypeVar
 
 import jax
 
-from lens._argnums import argnames, argnums, out_of_range
+from lens._argnums import out_of_range
 from lens.core import _trace
 from lens.nnx.graphwalk import Walker
 from lens.nnx.tracers import frame, structure_epoch
@@ -34,6 +32,7 @@ from lens.nnx.transforms.general import (
     split_outputs,
     transform_mode,
 )
+from lens.nnx.transforms.jit_args import NOT_PASSED, ArgSpecs, JitCall, check_static
 from lens.nnx.transforms.jit_cache import (
     CachedWalk,
     JitSkeleton,
@@ -50,6 +49,9 @@ from lens.nnx.transforms.jit_shardings import (
     replace_updates,
 )
 from lens.nnx.transforms.jit_stages import Compiled, Lowered
+from lens.nnx.transforms.jit_stages import SimplePartialTraced as SimplePartialTraced
+from lens.nnx.transforms.jit_stages import SimpleTraced as SimpleTraced
+from lens.nnx.transforms.jit_stages import Traced as Traced
 from lens.nnx.transforms.pack_trace import Picture
 from lens.nnx.transforms.sharding import StateSharding as StateSharding
 from lens.nnx.transforms.sharding import shard_map as shard_map
@@ -65,22 +67,9 @@ from lens.nnx.variablelib import StaticValue
 P = ParamSpec("P")
 R = TypeVar("R")
 Specs = Any
-# JitWrapped.trace gives JAX's Traced; lower gives a Lowered whose compile() is
+# JitWrapped.trace gives a Traced, lower a Lowered whose compile() is
 # called with the objects (jit_stages)
-Stage = Lowered | Compiled | jax.stages.Traced
-Traced = jax.stages.Traced
-
-
-def _check_static(value: Any, where: str) -> None:
-    try:
-        hash(value)
-    except TypeError:
-        raise ValueError(
-            f"Non-hashable static arguments are not supported: {where} is a "
-            f"{type(value).__name__}, and a static argument is part of the cache "
-            "key (a mutable one would give stale results).\nPass it as a normal "
-            "argument, or as a hashable value (a tuple instead of a list or array)."
-        ) from None
+Stage = Lowered | Compiled | Traced
 
 
 def jit(
@@ -132,113 +121,6 @@ def jit(
     return JitWrapped(fun, **options, _mode=mode)
 
 
-@dataclasses.dataclass(frozen=True)
-class _ArgSpecs:
-    """Which arguments are static or donated, by position and by name."""
-
-    static: frozenset[int]
-    static_names: frozenset[str]
-    donate: frozenset[int]
-    donate_names: frozenset[str]
-    # positions of the parameters named in static_argnames / donate_argnames
-    # (those arguments may also come by keyword, or not at all)
-    named: frozenset[int] = frozenset()
-
-    def positions(self, which: frozenset[int], n: int) -> frozenset[int]:
-        """``which`` among ``n`` positional arguments (a name may come by keyword)."""
-        return frozenset(i % n for i in which if -n <= i < n)
-
-    @classmethod
-    def of(cls, f: Callable[..., Any], options: dict[str, Any]) -> _ArgSpecs:
-        static = frozenset(
-            argnums(options["static_argnums"], "nnx.jit: static_argnums")
-        )
-        donate = frozenset(
-            argnums(options["donate_argnums"], "nnx.jit: donate_argnums")
-        )
-        specs = cls(
-            static,
-            frozenset(argnames(options["static_argnames"])),
-            donate,
-            frozenset(argnames(options["donate_argnames"])),
-        )
-        try:
-            sig = inspect.signature(f)
-        except (TypeError, ValueError):
-            return specs
-        return specs._checked(f, list(sig.parameters.values()))
-
-    def _checked(self, f: Callable[..., Any], params: list[Any]) -> _ArgSpecs:
-        """Checks the specs against ``f``'s parameters, and makes an argument named
-        in static_argnames (donate_argnames) and passed by position static
-        (donated) too."""
-        name = getattr(f, "__qualname__", f)
-        positional = [
-            p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-        if not any(p.kind is p.VAR_POSITIONAL for p in params):
-            for i in self.static | self.donate:
-                if i >= len(positional) or i < -len(positional):
-                    what, which = (
-                        ("static_argnums", self.static)
-                        if i in self.static
-                        else ("donate_argnums", self.donate)
-                    )
-                    raise ValueError(
-                        f"jitted function has {what}={tuple(sorted(which))}, but "
-                        f"only accepts {len(positional)} positional arguments "
-                        f"({name!r})."
-                    )
-        names = {p.name for p in params}
-        if not any(p.kind is p.VAR_KEYWORD for p in params):
-            for n in self.static_names | self.donate_names:
-                if n not in names:
-                    raise ValueError(
-                        f"jitted function has static_argnames/donate_argnames "
-                        f"{n!r}, but {name!r} has no such parameter."
-                    )
-        static_named = {
-            i for i, p in enumerate(positional) if p.name in self.static_names
-        }
-        donate_named = {
-            i for i, p in enumerate(positional) if p.name in self.donate_names
-        }
-        return dataclasses.replace(
-            self,
-            static=self.static | static_named,
-            donate=self.donate | donate_named,
-            named=frozenset(
-                (static_named - self.static) | (donate_named - self.donate)
-            ),
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class _Call:
-    """One call's arguments: positional then dynamic keyword values, which are
-    static, the keyword names, the static keywords, and the cache signature."""
-
-    all_args: tuple[Any, ...]
-    stat: frozenset[int]
-    n: int
-    kw_names: tuple[str, ...]
-    static_kw: tuple[tuple[str, Any], ...]
-
-    @property
-    def signature(self) -> Any:
-        return (self.kw_names, self.static_kw)
-
-
-_NOT_PASSED = (
-    "static_argnums",
-    "static_argnames",
-    "donate_argnums",
-    "donate_argnames",
-    "in_shardings",  # prefixes over objects: applied by jit_shardings
-    "out_shardings",
-)
-
-
 class JitWrapped(Generic[P, R]):
     """What ``nnx.jit(f)`` returns (flax.nnx's ``JitWrapped``): call it as ``f``.
 
@@ -281,11 +163,11 @@ class JitWrapped(Generic[P, R]):
         self.fun = fun
         self.mode = mode
         self.options = options
-        self.specs = _ArgSpecs.of(fun, options)
+        self.specs = ArgSpecs.of(fun, options)
         self.pass_through = {
             k: v
             for k, v in options.items()
-            if k not in _NOT_PASSED and v not in (None, False)
+            if k not in NOT_PASSED and v not in (None, False)
         }
         self.jitted_fn = jax.jit(
             self._pure, static_argnums=0, donate_argnums=1, **self.pass_through
@@ -328,7 +210,7 @@ class JitWrapped(Generic[P, R]):
             out = place_outputs(out_shardings, out)
         return out
 
-    def _split_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call:
+    def _split_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> JitCall:
         specs, n = self.specs, len(args)
         if out_of_range(specs.static - specs.named, n):
             raise ValueError(
@@ -337,20 +219,20 @@ class JitWrapped(Generic[P, R]):
             )
         stat = specs.positions(specs.static, n)
         for i in stat:
-            _check_static(args[i], f"positional argument {i}")
+            check_static(args[i], f"positional argument {i}")
         static_kw = []
         dyn_kw = {}
         for k, v in kwargs.items():
             if k in specs.static_names:
-                _check_static(v, f"keyword argument {k!r}")
+                check_static(v, f"keyword argument {k!r}")
                 static_kw.append((k, v))
             else:
                 dyn_kw[k] = v
-        return _Call(
+        return JitCall(
             (*args, *dyn_kw.values()), stat, n, tuple(dyn_kw), tuple(static_kw)
         )
 
-    def _donated_of(self, call: _Call) -> tuple[int, ...]:
+    def _donated_of(self, call: JitCall) -> tuple[int, ...]:
         n, specs = call.n, self.specs
         return tuple(
             sorted(
@@ -402,7 +284,7 @@ class JitWrapped(Generic[P, R]):
         graph_values = [e.value for (e, _), s in zip(pairs, same) if not s]
         return Carrier([graph_values, outs], Unchanged(same))
 
-    def _traced_call(self, call: _Call) -> Any:
+    def _traced_call(self, call: JitCall) -> Any:
         """An uncached call that records a pack-trace record (and its children)."""
         options = {
             "static_argnums": tuple(sorted(self.specs.static)),
@@ -418,7 +300,7 @@ class JitWrapped(Generic[P, R]):
             )
             return self._slow_call(call, fresh, picture, cache=False)
 
-    def _inputs(self, call: _Call) -> tuple[Any, ...]:
+    def _inputs(self, call: JitCall) -> tuple[Any, ...]:
         """The walk of ``call``'s arguments and what ``jitted_fn`` takes for them."""
         total = len(call.all_args)
         walker = Walker(transform="jit")
@@ -441,7 +323,7 @@ class JitWrapped(Generic[P, R]):
 
     def _slow_call(
         self,
-        call: _Call,
+        call: JitCall,
         jitted: Callable[..., Any],
         picture: Picture | None = None,
         cache: bool = True,
@@ -495,10 +377,10 @@ class JitWrapped(Generic[P, R]):
         self.mode.check_outputs((args, kwargs), out)
         return out
 
-    def trace(self, *args: Any, **kwargs: Any) -> Any:
+    def trace(self, *args: Any, **kwargs: Any) -> Traced:
         """``jitted_fn.trace`` for these arguments (objects' state included)."""
         _, _, key, donated, kept, _ = self._inputs(self._split_call(args, kwargs))
-        return self.jitted_fn.trace(key, donated, kept)
+        return Traced(self.jitted_fn.trace(key, donated, kept), self)
 
     def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
         """The outputs' shapes and dtypes (objects with ``ShapeDtypeStruct``
@@ -521,7 +403,7 @@ def jit_partial(
     inline: bool = False,
     graph: bool | None = None,
     graph_updates: bool | None = None,
-) -> JitPartial:
+) -> SimpleJitPartialWrapped[..., Any]:
     """``nnx.jit(fun)`` with its first arguments bound (flax.nnx's ``jit_partial``).
 
     ``jit_partial(train_step, model, optimizer)(x, y)`` is
@@ -544,56 +426,107 @@ def jit_partial(
             "`graph_updates` not supported by `jit_partial`.\nLeave graph_updates "
             "unset (or False); nnx.jit(f) takes graph_updates=True."
         )
-    jitted = jit(
+    mode = transform_mode("jit", fun, graph, bool(graph_updates))
+    check_prefix(in_shardings, "in_shardings", mode)
+    check_prefix(out_shardings, "out_shardings", mode)
+    return SimpleJitPartialWrapped(
         fun,
-        in_shardings=in_shardings,
-        out_shardings=out_shardings,
-        static_argnums=static_argnums,
-        static_argnames=static_argnames,
-        donate_argnums=donate_argnums,
-        donate_argnames=donate_argnames,
-        keep_unused=keep_unused,
-        device=device,
-        backend=backend,
-        inline=inline,
-        graph=graph,
-        graph_updates=False if graph_updates is None else graph_updates,
+        in_shardings,
+        out_shardings,
+        static_argnums,
+        static_argnames,
+        donate_argnums,
+        donate_argnames,
+        keep_unused,
+        device,
+        backend,
+        inline,
+        partial_args,
+        g,
+        (),
+        _mode=mode,
     )
-    return JitPartial(jitted, partial_args)
 
 
 def _current_graph_mode(graph: bool | None) -> bool:
     return transform_mode("jit_partial", None, graph, None).graph
 
 
-class JitPartial:
-    """What :func:`jit_partial` returns: the jitted function with its first
-    arguments bound; ``jitted_fn``, ``lower``, ``trace`` and ``eval_shape`` as on
-    :class:`JitWrapped`."""
+class SimpleJitWrapped(JitWrapped[P, R]):
+    """flax.nnx's tree-mode ``JitWrapped`` (``graph_updates=False``), with its
+    arguments: a :class:`JitWrapped` whose calls, ``lower``, ``trace`` and
+    ``eval_shape`` take the arguments after ``partial_args``.
 
-    def __init__(self, jitted: JitWrapped, partial_args: tuple[Any, ...]):
-        functools.update_wrapper(self, jitted.fun)
-        self.jitted = jitted
-        self.partial_args = partial_args
-        self.jitted_fn = jitted.jitted_fn
+    ``update_shardings`` are flax's shardings of the updated Variables; lens
+    gives an updated Variable its argument's ``in_shardings`` entry, so they
+    are kept as given, for reading.
+    """
+
+    def __init__(
+        self,
+        fun: Callable[P, R],
+        in_shardings: Any = None,
+        out_shardings: Any = None,
+        static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Sequence[str] | None = None,
+        donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Sequence[str] | None = None,
+        keep_unused: bool = False,
+        device: Any = None,
+        backend: Any = None,
+        inline: bool = False,
+        partial_args: Sequence[Any] = (),
+        graph: bool = True,
+        update_shardings: Sequence[Any] = (),
+        *,
+        _mode: TransformMode | None = None,
+    ):
+        super().__init__(
+            fun,
+            in_shardings,
+            out_shardings,
+            static_argnums,
+            static_argnames,
+            donate_argnums,
+            donate_argnames,
+            keep_unused,
+            device,
+            backend,
+            inline,
+            _mode=_mode or transform_mode("jit", fun, graph, False),
+        )
+        self.partial_args = tuple(partial_args)
+        self.graph = graph
+        self.update_shardings = tuple(update_shardings)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.jitted(*self.partial_args, *args, **kwargs)
+        return super().__call__(*self.partial_args, *args, **kwargs)
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
-        low = self.jitted.lower(*self.partial_args, *args, **kwargs)
-        return Lowered(low.lowered, self.jitted, self.partial_args)
+        low = super().lower(*self.partial_args, *args, **kwargs)
+        return Lowered(low.lowered, self, self.partial_args)
 
-    def trace(self, *args: Any, **kwargs: Any) -> Any:
-        return self.jitted.trace(*self.partial_args, *args, **kwargs)
+    def trace(self, *args: Any, **kwargs: Any) -> Traced:
+        traced = super().trace(*self.partial_args, *args, **kwargs)
+        return self._traced(traced.traced, self, self.partial_args)
+
+    _traced = SimpleTraced
 
     def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
-        return self.jitted.eval_shape(*self.partial_args, *args, **kwargs)
+        return super().eval_shape(*self.partial_args, *args, **kwargs)
 
 
-# flax.nnx's tree-mode wrappers and stages: lens has one wrapper for every mode
-SimpleJitWrapped = JitWrapped
-SimpleJitPartialWrapped = JitPartial
-SimpleTraced = SimplePartialTraced = Traced
+class SimpleJitPartialWrapped(SimpleJitWrapped[P, R]):
+    """What :func:`jit_partial` returns (flax.nnx's ``SimpleJitPartialWrapped``):
+    the jitted function with its first arguments (``partial_args``) bound; their
+    updates come back into them after each call."""
+
+    _traced = SimplePartialTraced
+
+
+JitPartial = SimpleJitPartialWrapped  # lens's earlier name
+
+
+# flax.nnx's tree-mode stages: lens has one stage of each kind for every mode
 SimpleLowered = SimplePartialLowered = Lowered
 SimpleCompiled = SimplePartialCompiled = Compiled

@@ -47,3 +47,38 @@ class Compiled:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.compiled, name)
+
+
+class Traced:
+    """What ``JitWrapped.trace`` returns (flax.nnx's ``Traced(traced,
+    jit_wrapped)``): ``jax.stages.Traced`` of the function of the arguments'
+    state (its ``jaxpr``, ``out_info``, ... are JAX's), and ``lower()`` giving a
+    :class:`Lowered` whose ``compile()`` takes the objects."""
+
+    def __init__(self, traced: Any, jit_wrapped: Any, bound: tuple[Any, ...] = ()):
+        self.traced = traced
+        self.jit_wrapped = jit_wrapped
+        self.bound = bound  # jit_partial's bound arguments
+
+    @property
+    def out_info(self) -> Any:
+        return self.traced.out_info
+
+    def lower(self, *, lowering_platforms: tuple[str, ...] | None = None) -> Lowered:
+        """Lowers to compiler input, as ``jax.stages.Traced.lower``."""
+        lowered = self.traced.lower(lowering_platforms=lowering_platforms)
+        return Lowered(lowered, self.jit_wrapped, self.bound)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.traced, name)
+
+
+class SimpleTraced(Traced):
+    """flax.nnx's tree-mode ``SimpleTraced(traced, jit_wrapped)``: lens runs every
+    mode through one wrapper, so it is a :class:`Traced`."""
+
+
+class SimplePartialTraced(Traced):
+    """flax.nnx's ``SimplePartialTraced(traced, jit_wrapped)`` (a
+    ``jit_partial``'s trace): a :class:`Traced` whose compiled form takes the
+    arguments after the bound ones."""

@@ -1,0 +1,133 @@
+"""Which arguments of an ``nnx.jit`` function are static or donated
+(``static_argnums``/``static_argnames``, ``donate_argnums``/``donate_argnames``,
+checked against the function's parameters as ``jax.jit`` does), and one call's
+split of its arguments by them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from lens._argnums import argnames, argnums
+
+
+def check_static(value: Any, where: str) -> None:
+    try:
+        hash(value)
+    except TypeError:
+        raise ValueError(
+            f"Non-hashable static arguments are not supported: {where} is a "
+            f"{type(value).__name__}, and a static argument is part of the cache "
+            "key (a mutable one would give stale results).\nPass it as a normal "
+            "argument, or as a hashable value (a tuple instead of a list or array)."
+        ) from None
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgSpecs:
+    """Which arguments are static or donated, by position and by name."""
+
+    static: frozenset[int]
+    static_names: frozenset[str]
+    donate: frozenset[int]
+    donate_names: frozenset[str]
+    # positions of the parameters named in static_argnames / donate_argnames
+    # (those arguments may also come by keyword, or not at all)
+    named: frozenset[int] = frozenset()
+
+    def positions(self, which: frozenset[int], n: int) -> frozenset[int]:
+        """``which`` among ``n`` positional arguments (a name may come by keyword)."""
+        return frozenset(i % n for i in which if -n <= i < n)
+
+    @classmethod
+    def of(cls, f: Callable[..., Any], options: dict[str, Any]) -> ArgSpecs:
+        static = frozenset(
+            argnums(options["static_argnums"], "nnx.jit: static_argnums")
+        )
+        donate = frozenset(
+            argnums(options["donate_argnums"], "nnx.jit: donate_argnums")
+        )
+        specs = cls(
+            static,
+            frozenset(argnames(options["static_argnames"])),
+            donate,
+            frozenset(argnames(options["donate_argnames"])),
+        )
+        try:
+            sig = inspect.signature(f)
+        except (TypeError, ValueError):
+            return specs
+        return specs._checked(f, list(sig.parameters.values()))
+
+    def _checked(self, f: Callable[..., Any], params: list[Any]) -> ArgSpecs:
+        """Checks the specs against ``f``'s parameters, and makes an argument named
+        in static_argnames (donate_argnames) and passed by position static
+        (donated) too."""
+        name = getattr(f, "__qualname__", f)
+        positional = [
+            p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        if not any(p.kind is p.VAR_POSITIONAL for p in params):
+            for i in self.static | self.donate:
+                if i >= len(positional) or i < -len(positional):
+                    what, which = (
+                        ("static_argnums", self.static)
+                        if i in self.static
+                        else ("donate_argnums", self.donate)
+                    )
+                    raise ValueError(
+                        f"jitted function has {what}={tuple(sorted(which))}, but "
+                        f"only accepts {len(positional)} positional arguments "
+                        f"({name!r})."
+                    )
+        names = {p.name for p in params}
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            for n in self.static_names | self.donate_names:
+                if n not in names:
+                    raise ValueError(
+                        f"jitted function has static_argnames/donate_argnames "
+                        f"{n!r}, but {name!r} has no such parameter."
+                    )
+        static_named = {
+            i for i, p in enumerate(positional) if p.name in self.static_names
+        }
+        donate_named = {
+            i for i, p in enumerate(positional) if p.name in self.donate_names
+        }
+        return dataclasses.replace(
+            self,
+            static=self.static | static_named,
+            donate=self.donate | donate_named,
+            named=frozenset(
+                (static_named - self.static) | (donate_named - self.donate)
+            ),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class JitCall:
+    """One call's arguments: positional then dynamic keyword values, which are
+    static, the keyword names, the static keywords, and the cache signature."""
+
+    all_args: tuple[Any, ...]
+    stat: frozenset[int]
+    n: int
+    kw_names: tuple[str, ...]
+    static_kw: tuple[tuple[str, Any], ...]
+
+    @property
+    def signature(self) -> Any:
+        return (self.kw_names, self.static_kw)
+
+
+NOT_PASSED = (
+    "static_argnums",
+    "static_argnames",
+    "donate_argnums",
+    "donate_argnames",
+    "in_shardings",  # prefixes over objects: applied by jit_shardings
+    "out_shardings",
+)
