@@ -12,6 +12,7 @@ import functools
 import inspect
 import os
 import sys
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, Self, TypeVar
 
@@ -144,6 +145,7 @@ class Object(reprlib.Representable, metaclass=ObjectMeta):
         if pytree is None:
             pytree = bool(config.flax_pytree_module)
         cls._lens_pytree = pytree
+        _warn_deprecated_annotations(cls)
         if BUILDING_DOCS:
             cls.__signature__ = inspect.signature(cls.__init__)
         if pytree:
@@ -319,6 +321,22 @@ def _annotation_kind(annotation: Any) -> str | None:
     if DataAnnotation in metadata:
         return "data"
     return "static" if StaticAnnotation in metadata else None
+
+
+def _warn_deprecated_annotations(cls: type) -> None:
+    """flax.nnx deprecates ``x: nnx.Data[T]`` / ``nnx.Static[T]`` for field
+    declarations (they still work)."""
+    for ann in vars(cls).get("__annotations__", {}).values():
+        kind = _annotation_kind(ann)
+        if kind is not None:
+            name = kind.capitalize()
+            warnings.warn(
+                f"'{name}' is deprecated, please replace:\n\n  some_field: "
+                f"nnx.{name}[SomeType]\n\nwith:\n\n  some_field: SomeType = "
+                f"nnx.{kind}()\n\n",
+                DeprecationWarning,
+                stacklevel=4,
+            )
 
 
 def _field_kind(cls: type, name: str, f: dataclasses.Field) -> str | None:

@@ -292,11 +292,13 @@ def test_data_registry_annotations_and_has_data():
     assert pytreelib.Data[int].__metadata__ == (pytreelib.DataAnnotation,)
     assert pytreelib.Static[int].__metadata__ == ("__static__",)
 
-    @lnnx.dataclass
-    class P(lnnx.Pytree):
-        a: lnnx.Data[int]
-        b: lnnx.Static[Any]
-        c: int = lnnx.static(default=3)
+    with pytest.warns(DeprecationWarning, match="'Static' is deprecated"):
+
+        @lnnx.dataclass
+        class P(lnnx.Pytree):
+            a: lnnx.Data[int]
+            b: lnnx.Static[Any]
+            c: int = lnnx.static(default=3)
 
     p = P(1, "s")  # type: ignore[call-arg]
     assert jax.tree.leaves(p) == [1]
