@@ -21,7 +21,6 @@ import jax
 
 from lens import errors
 from lens.nnx.extract_prefix import Mask, broadcast_prefix_map, labeled
-from lens.nnx.tracers import current_frame
 from lens.nnx.variablelib import Variable
 
 A = TypeVar("A")
@@ -203,11 +202,6 @@ def to_masked(tree: Any, all_updates: list[Updates]) -> Any:
     )
 
 
-def _captured(v: Variable) -> bool:
-    here = current_frame()
-    return here is not None and object.__getattribute__(v, "_lens_frame") is not here
-
-
 def _duplicate(fn_name: str, v: Variable, first: str, second: str) -> ValueError:
     return ValueError(
         f"Duplicate {v}\nfound at paths:\n\n  - {first}\n  - {second}\n\n"
@@ -229,7 +223,7 @@ def check_no_aliases(
     Raises:
         ValueError: a Variable is reached twice.
         CapturedOutputError: (a ValueError) a Variable under ``check`` was
-            created outside the transform.
+            made outside the nnx or JAX transform running now.
     """
     check = set(check)
     seen: dict[int, jax.tree_util.KeyPath] = {}
@@ -238,7 +232,7 @@ def check_no_aliases(
     for path, leaf in jax.tree.leaves_with_path(tree, is_leaf=_is_variable):
         if not isinstance(leaf, Variable):
             continue
-        if path[0].name in check and _captured(leaf):
+        if path[0].name in check and not leaf._can_update:
             raise errors.CapturedOutputError(
                 f"Cannot return captured Variable of type {type(leaf).__name__} from "
                 f"nnx.{fn_name}.\nFound at path: {jax.tree_util.keystr(path)}. Pass "

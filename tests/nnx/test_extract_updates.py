@@ -147,6 +147,25 @@ def test_check_no_aliases_refuses_a_captured_output():
         f(_model(nnx))
     assert issubclass(errors.CapturedOutputError, ValueError)
 
+    @jax.jit
+    def g(x):  # a JAX trace: the Variable was made outside it
+        extract.check_no_aliases("jit", out=outside, check=["out"])
+        return x
+
+    with pytest.raises(
+        ValueError, match="Cannot return captured Variable of type Param"
+    ):
+        g(1.0)
+    # not checked outside `check`, nor for a Variable made inside
+    assert extract.check_no_aliases("jit", args=(outside,), check=["out"])
+
+    @jax.jit
+    def h(x):
+        inside = nnx.Param(x)
+        return len(extract.check_no_aliases("jit", out=inside, check=["out"]))
+
+    assert h(1.0) == 1
+
 
 def test_treemap_copy_args_passes_copies():
     p = nnx.Param(jnp.ones(2))
