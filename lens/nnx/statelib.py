@@ -20,7 +20,7 @@ import jax
 from lens import errors
 from lens._views import install as install_views
 from lens.nnx import reprlib
-from lens.nnx.filterlib import PathIn, to_predicate
+from lens.nnx.filterlib import PathIn, filters_to_predicates, to_predicate
 from lens.nnx.graphwalk import Path, path_str
 from lens.nnx.variablelib import Variable
 
@@ -230,7 +230,8 @@ class State(reprlib.Representable, MutableMapping):
 def partition_flat(
     flat: Mapping[Path, Any], filters: tuple[Any, ...], exhaustive: bool
 ) -> list[dict[Path, Any]]:
-    preds = [to_predicate(f) for f in filters] or [to_predicate(...)]
+    # flax: `...`/True only at the end (anything after it would get nothing)
+    preds = list(filters_to_predicates(filters)) or [to_predicate(...)]
     parts: list[dict[Path, Any]] = [{} for _ in preds]
     left = []
     for path, v in flat.items():

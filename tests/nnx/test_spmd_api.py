@@ -160,3 +160,19 @@ def test_missing_arguments_and_generic_model_and_optimizer():
     grads = nnx.grad(lambda m: jnp.sum(m(jnp.ones((1, 2)))))(model)
     both.update(grads)
     assert int(both.step[...]) == 1
+
+
+def test_split_and_state_refuse_ellipsis_before_another_filter():
+    m = nnx.Dict(a=nnx.Param(1), b=nnx.BatchStat(2))
+    first = r"^`...` or `True` can only be used as the last filters"
+    for bad in (
+        lambda: nnx.split(m, ..., nnx.Param),
+        lambda: nnx.state(m, True, nnx.Param),
+        lambda: nnx.state(m).split(..., nnx.Param),
+        lambda: nnx.state(m).filter(..., nnx.BatchStat),
+    ):
+        with pytest.raises(ValueError, match=first):
+            bad()
+    _, params, rest = nnx.split(m, nnx.Param, ...)  # last: takes the rest
+    assert list(params) == ["a"] and list(rest) == ["b"]
+    assert list(nnx.state(m, nnx.Param, ..., ...)[1]) == ["b"]
