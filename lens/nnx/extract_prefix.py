@@ -40,8 +40,12 @@ class OrderedDict(dict[A, B]):
     sorted when flattened)."""
 
     def __repr__(self) -> str:
-        items = ", ".join(f"{k!r}: {v!r}" for k, v in self.items())
-        return f"OrderedDict({{{items}}})"
+        if not self:
+            return "OrderedDict({})"
+        rows = ",\n".join(
+            f"  {k!r}: " + repr(v).replace("\n", "\n  ") for k, v in self.items()
+        )
+        return "OrderedDict({\n" + rows + "\n})"
 
 
 jax.tree_util.register_pytree_with_keys(

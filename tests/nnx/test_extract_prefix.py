@@ -130,6 +130,8 @@ def test_ordered_dict_flattens_in_insertion_order():
     fd = fextract.OrderedDict([("b", 1), ("a", 2)])
     assert jax.tree.leaves_with_path(d) == jax.tree.leaves_with_path(fd)
     assert jax.tree.leaves(d) == [1, 2]
+    assert repr(d) == repr(fd) == "OrderedDict({\n  'b': 1,\n  'a': 2\n})"
+    assert repr(extract.OrderedDict()) == repr(fextract.OrderedDict())
     back = jax.tree.map(lambda x: x * 10, d)
     assert type(back) is extract.OrderedDict and list(back.items()) == [
         ("b", 10),

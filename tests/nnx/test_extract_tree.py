@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from lens import nnx
+from lens import errors, nnx
 from lens.nnx import extract
 
 fnnx = pytest.importorskip("flax.nnx")
@@ -232,3 +232,10 @@ def test_check_prefix_takes_what_lens_transforms_take():
     # a to_tree2 TreeState is taken with graph=True, graph_updates=False
     t = extract.TreeState(None, {"kernel": 0, "bias": 1})
     assert extract.check_prefix((t,), "in_axes", "vmap", True, False) == [1, 0]
+
+
+def test_from_tree2_refuses_a_state_missing_a_variable():
+    t = extract.to_tree2(_model(nnx))
+    state = nnx.State({"kernel": t.state["kernel"]})
+    with pytest.raises(errors.GraphStructureError, match="no value for bias"):
+        extract.from_tree2(t.replace(__state__=state))
