@@ -232,41 +232,6 @@ try {
     }, samples);
   }
 
-  // Notebooks converted by `jupyter nbconvert --to html` (what a docs site shows),
-  // light and dark, at 600 and 1200 px: the page never scrolls sideways, every lens
-  // output keeps its look and its contrast, every pack picture has its header.
-  if (process.env.NBCONVERT) {
-    report.nbconvert = {};
-    for (const file of JSON.parse(process.env.NBCONVERT)) {
-      for (const width of [600, 1200]) {
-        await page.setViewportSize({ width, height: 1000 });
-        await page.goto(`file://${file}`);
-        const name = file.split('/').pop().replace('.html', '');
-        report.nbconvert[`${name}@${width}`] = await page.evaluate(fn => {
-          const roots = Array.from(document.querySelectorAll('.jp-OutputArea-output .lens'));
-          const check = eval(`(${fn})`);
-          const low = [];
-          let checked = 0;
-          for (const r of roots) {
-            const c = check(r);
-            checked += c.checked;
-            low.push(...c.low);
-          }
-          return {
-            outputs: roots.length,
-            docScroll: document.documentElement.scrollWidth > document.documentElement.clientWidth,
-            scrollable: roots.every(r => getComputedStyle(r).overflowX === 'auto'),
-            packs: roots.filter(r => r.textContent.includes('outer value')).length,
-            headers: roots.filter(r => /^Pack trace · \d+ transforms? · \d+ variable lanes?/.test(r.textContent)).length,
-            checked,
-            low: low.slice(0, 10)
-          };
-        }, lowContrast.toString());
-        await page.screenshot({ path: `${shots}/nbconvert-${name}-${width}.png` });
-      }
-    }
-  }
-
   // The script-free HTML alone, as GitHub or nbviewer would show it (no extension, no stylesheet).
   if (fallbackPage) {
     for (const width of [600, 1200]) {

@@ -244,8 +244,8 @@ _BOX = (
 )
 _MUTED = "opacity:.72"
 _WRAP = "white-space:normal;overflow-wrap:break-word"  # what the sanitizer keeps
-# Shapes and paths break only where they say (<wbr> after "/" and ","), never
-# inside a token: a cell too narrow for one scrolls with the root instead.
+# A shape never breaks inside its brackets (f32[5,\n32] misreads as two values);
+# only before its axis names. A cell too narrow for one scrolls with the root.
 _TOKENS = "white-space:normal;overflow-wrap:normal;word-break:keep-all"
 # A path breaks at "/" (and inside a name only where one name is wider than its
 # cell); the sanitizer keeps only normal and break-word for overflow-wrap.
@@ -264,7 +264,7 @@ def _shape_html(spec: Mapping[str, Any] | None, axis: int | None = None) -> str:
     return "".join(
         f"<b style='text-decoration:underline'>{e(t.strip('*'))}</b>"
         if mapped
-        else e(t).replace(",", ",<wbr>")
+        else e(t)
         for t, mapped in _shape_parts(spec, axis)
     )
 

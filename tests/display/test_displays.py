@@ -306,8 +306,8 @@ def test_pack_trace_text_html_and_mime(variables):
         [f"/{m}/{n}" for m in ("Dense_0", "Dense_1") for n in ("kernel", "bias")]
         + ["/BatchNorm_0/" + n for n in ("bias", "mean", "scale", "var")]
     )
-    # the mapped axis underlined; a shape breaks after its commas, never inside a token
-    assert "f32[<b style='text-decoration:underline'>3</b>,<wbr>3,<wbr>4]" in html
+    # the mapped axis underlined; a shape is one token, never broken inside its brackets
+    assert "f32[<b style='text-decoration:underline'>3</b>,3,4]" in html
     assert "<b>Pack trace</b> · 1 transform · 8 variable lanes" in html
 
 
