@@ -26,6 +26,10 @@ from lens.nnx.transforms.cotangents import (
     values_from,
 )
 from lens.nnx.transforms.custom_gradients import CustomVjp as CustomVjp
+from lens.nnx.transforms.custom_gradients import (
+    CustomVjpFnWrapper as CustomVjpFnWrapper,
+)
+from lens.nnx.transforms.custom_gradients import SimpleCustomVjp as SimpleCustomVjp
 from lens.nnx.transforms.custom_gradients import custom_vjp as custom_vjp
 from lens.nnx.transforms.general import (
     Carrier,

@@ -4,9 +4,11 @@ graph-update form (``DiffState`` / int ``nondiff_argnums``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import jax
 
@@ -40,19 +42,60 @@ from lens.nnx.transforms.pack_trace import Picture
 from lens.nnx.transforms.simple_vjp import simple_custom_vjp
 from lens.traceback_util import api_boundary
 
+A = TypeVar("A")
 
-class CustomVjp:
+
+@dataclasses.dataclass(eq=False)
+class CustomVjpFnWrapper:
+    """The primal function ``jax.custom_vjp`` differentiates in the full mode
+    (flax.nnx's ``CustomVjpFnWrapper``): called with the differentiated values
+    and the others, it rebuilds the arguments, calls ``f`` and returns the
+    arguments' new graph values, the outputs (objects as carriers) and the
+    structure change.
+
+    ``nondiff_states`` is what the values do not carry: ``[skeleton, held,
+    entries]`` (the arguments' static structure, per value whether it is held
+    out of differentiation, the walked entries); ``nodedefs`` receives each
+    call's structure change; ``jax_nondiff_argnums`` are the int
+    ``nondiff_argnums`` and ``ctxtag`` names the call (flax's context tag).
+    """
+
+    f: Callable[..., Any]
+    jax_nondiff_argnums: tuple[int, ...]
+    ctxtag: str
+    nondiff_states: list[Any]
+    nodedefs: deque[Any]
+
+    def __post_init__(self) -> None:
+        functools.update_wrapper(self, self.f)
+        # JAX binds the call to the signature: the values' (dv, rv), not f's
+        del self.__dict__["__wrapped__"]
+
+    def __call__(self, *pure_args: Any) -> Any:
+        diff_values, rest_values = pure_args
+        skel, held, entries = self.nondiff_states
+        values = combine(diff_values, rest_values, held)
+        new_vals, out, walker, changed = _run_inside(self.f, skel, values, len(entries))
+        self.nodedefs.append(changed.aux)
+        graph = [v for v, e in zip(new_vals, entries, strict=True) if e.leaf]
+        # an input returned comes back as itself (its cotangent is its input
+        # update's)
+        return graph, split_outputs(out, None, walker), changed
+
+
+class CustomVjp(Generic[A]):
     """A function of objects with a custom backward pass (``defvjp``)."""
 
     def __init__(
         self,
-        fun: Callable[..., Any],
+        fun: Callable[..., A],
         nondiff_argnums: tuple = (),
         *,
         simple: bool = False,
     ):
         functools.update_wrapper(self, fun)
         self.fun = fun
+        self.nondiff_argnums = nondiff_argnums
         # flax.nnx's simple modes: jax.custom_vjp's conventions, objects as the
         # pytrees they are (bwd(*nondiff, residuals, out_g) -> tangents shaped like
         # the arguments); the full mode passes and takes States (see custom_vjp)
@@ -125,13 +168,16 @@ class CustomVjp:
         def run(f: Callable[..., Any], values: list[Any]) -> Any:
             return _run_inside(f, skel, values, len(entries))
 
-        @jax.custom_vjp
-        def pure(dv: list[Any], rv: list[Any]) -> Any:
-            new_vals, out, w2, changed = run(fun, merged(dv, rv))
-            graph = [v for v, e in zip(new_vals, entries, strict=True) if e.leaf]
-            # an input returned comes back as itself (its cotangent is its
-            # input update's)
-            return graph, split_outputs(out, None, w2), changed
+        name = getattr(fun, "__name__", "fun")
+        pure = jax.custom_vjp(
+            CustomVjpFnWrapper(
+                fun,
+                int_nondiff,
+                f"custom_vjp_{name}_{id(fun)}",
+                [skel, held, entries],
+                deque(maxlen=1),
+            )
+        )
 
         def pure_fwd(dv: list[Any], rv: list[Any]) -> Any:
             new_vals, (out, res), w2, changed = run(fwd_fn, merged(dv, rv))
@@ -260,4 +306,19 @@ def custom_vjp(
             graph_updates=graph_updates,
         )
     check_prefix(tuple(nondiff_argnums), "nondiff_argnums", mode)
-    return CustomVjp(fun, tuple(nondiff_argnums), simple=mode.simple)
+    if mode.simple:
+        return SimpleCustomVjp(fun, tuple(nondiff_argnums), mode.graph)
+    return CustomVjp(fun, tuple(nondiff_argnums))
+
+
+class SimpleCustomVjp(CustomVjp[A]):
+    """What :func:`custom_vjp` returns in flax's simple modes (flax.nnx's
+    ``SimpleCustomVjp(fun, nondiff_argnums, graph)``): ``jax.custom_vjp``'s
+    conventions, objects as the pytrees they are; the backward pass may take
+    ``updates_g`` (the cotangents of the Variables the function updated)."""
+
+    def __init__(
+        self, fun: Callable[..., A], nondiff_argnums: tuple = (), graph: bool = True
+    ):
+        super().__init__(fun, tuple(nondiff_argnums), simple=True)
+        self.graph = graph

@@ -41,6 +41,7 @@ from lens.nnx.transforms.general import (
 )
 
 # flax.nnx defines the loops in transforms.iteration; lens keeps them in loops.py
+from lens.nnx.transforms.lifted import Broadcasted as Broadcasted
 from lens.nnx.transforms.loops import Carry as Carry
 from lens.nnx.transforms.loops import fori_loop as fori_loop
 from lens.nnx.transforms.loops import scan as scan

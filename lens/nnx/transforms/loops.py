@@ -34,6 +34,7 @@ from lens.nnx.transforms.general import (
     wrap_objects,
     write_back,
 )
+from lens.nnx.transforms.lifted import Broadcasted
 from lens.nnx.transforms.pack_trace import Picture, axis_label, without_axis
 from lens.nnx.transforms.scan_step import Carry as Carry
 from lens.nnx.transforms.scan_step import (
@@ -350,7 +351,7 @@ class _ScanCall:
             step = self._step(picture.active)
             (carry_out, _), (scanned_out, ys, change) = jax.lax.scan(
                 step,
-                (self._of("carry"), self._of("broadcast")),
+                (self._of("carry"), Broadcasted(self._of("broadcast"))),
                 xs,
                 length=self.length,
                 reverse=self.o.reverse,

@@ -30,6 +30,7 @@ from lens.nnx.transforms.general import (
     split_outputs,
     variables_with_paths,
 )
+from lens.nnx.transforms.lifted import Broadcasted
 from lens.nnx.variablelib import StaticValue
 
 
@@ -94,17 +95,18 @@ class StepPlan:
 class ScanStep:
     """``jax.lax.scan``'s body for one :class:`StepPlan`: rebuilds the arguments
     from ``((carry, broadcast), scanned)``, calls the function and returns
-    ``((new carry, broadcast), (scanned state, outputs, structure change))``."""
+    ``((new carry, broadcast), (scanned state, outputs, structure change))``
+    (the broadcast values ride unchanged in the carry, as a :class:`Broadcasted`)."""
 
     def __init__(self, f: Callable[..., Any], axis_names: AxisNames, plan: StepPlan):
         self.f = f
         self.axis_names = axis_names
         self.plan = plan
 
-    def __call__(self, carry: tuple[list, list], x: list) -> Any:
+    def __call__(self, carry: tuple[list, Broadcasted], x: list) -> Any:
         p = self.plan
         carried, bcast = carry
-        it = {"carry": iter(carried), "scan": iter(x), "broadcast": iter(bcast)}
+        it = {"carry": iter(carried), "scan": iter(x), "broadcast": iter(bcast.data)}
         values = [next(it[k]) for k in p.kinds]
         table: dict[int, Any] = {}
         with frame("scan") as fr:

@@ -25,6 +25,8 @@ from lens.nnx.transforms.general import (
     write_back,
 )
 from lens.nnx.transforms.general import resolve_kwargs as resolve_kwargs
+from lens.nnx.transforms.lifted import LiftedModule as LiftedModule
+from lens.nnx.transforms.lifted import ValueMetadata as ValueMetadata
 from lens.nnx.transforms.pack_trace import Picture
 from lens.nnx.transforms.signatures import AxisName as AxisName
 from lens.nnx.transforms.signatures import CheckifyFn as CheckifyFn
