@@ -166,3 +166,29 @@ def test_graph_pop_pops_arrays_and_variables_from_dicts(nnx):
     assert sorted(popped["a"]) == ["b", "c", "d"] and node["a"] == {}
     with pytest.raises(ValueError, match="Cannot pop key"):
         nnx.pop((nnx.Param(1),), nnx.Param)  # a tuple cannot lose an item
+
+
+@BOTH
+def test_a_transform_sees_a_registered_node_change_between_calls(nnx):
+    Box = _box_type(nnx)
+    box = Box(w=nnx.Param(jnp.ones(())))
+
+    class Holder(nnx.Module):  # a Module argument: lens's cached jit walk
+        def __init__(self, box):
+            self.box = box
+
+    @nnx.jit
+    def total(m):
+        return sum(v[...] for v in jax.tree.leaves(nnx.state(m)))
+
+    holder = Holder(box)
+    assert float(total(holder)) == 1.0
+    box.v = nnx.Param(jnp.full((), 5.0))  # no hook tells lens: its cache checks
+    assert float(total(holder)) == 6.0
+
+    @nnx.jit
+    def grow(b):
+        b.new = nnx.Param(jnp.zeros(()))
+
+    grow(box)
+    assert sorted(vars(box)) == ["new", "v", "w"]
