@@ -289,7 +289,7 @@ def _abstract(init: Callable[[], Any]) -> tuple[Any, dict[str, Any] | None]:
     def value() -> Any:
         out = init()
         if isinstance(out, VariableMetadata):
-            found.append(out.metadata)
+            found.append(dict(out.metadata))
             return out.raw_value
         return out
 
