@@ -165,24 +165,29 @@ class Module(Object, metaclass=ModuleMeta):
         return old + value
 
     def set_attributes(
-        self, *filters: Any, raise_if_not_found: bool = True, **attributes: Any
+        self,
+        *filters: Any,
+        raise_if_not_found: bool = True,
+        graph: bool | None = None,
+        **attributes: Any,
     ) -> None:
-        """Sets ``attributes`` on every submodule that has them (``self`` included),
-        or only on those matching ``filters``."""
-        predicate = (
-            to_predicate(filters[0] if len(filters) == 1 else filters)
-            if filters
-            else None
-        )
+        """Sets ``attributes`` on every submodule that has them (``self``
+        included), or only on those matching one of ``filters``; ``graph``
+        chooses how the modules are walked (see :func:`iter_modules`).
+
+        Raises:
+            ValueError: with ``raise_if_not_found``, an attribute no selected
+                module has.
+        """
+        predicates = [to_predicate(f) for f in filters] or [lambda *_: True]
         found = set()
-        for path, node in iter_graph(self):
-            if isinstance(node, Module) and (
-                predicate is None or predicate(path, node)
-            ):
-                for name, value in attributes.items():
-                    if name in vars(node):
-                        object.__setattr__(node, name, value)
-                        found.add(name)
+        for path, node in iter_modules(self, graph=graph):
+            if not any(p(path, node) for p in predicates):
+                continue
+            for name, value in attributes.items():
+                if hasattr(node, name):
+                    setattr(node, name, value)
+                    found.add(name)
         if found:  # a jit that cached a walk of these modules must walk again
             structure_changed()
         missing = set(attributes) - found

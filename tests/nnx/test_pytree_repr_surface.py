@@ -405,3 +405,20 @@ def test_summary_and_visualization_helpers():
     assert treescope.render_to_text(Thing()) == "Thing(a=1, b='x')"
     state_text = treescope.render_to_text(pytreelib.PytreeState())
     assert "PytreeState" in state_text and "trace_state" in state_text
+
+
+def test_set_attributes_takes_graph_and_class_attributes_as_flax():
+    class Block(lnnx.Module):
+        mode = "a"  # a class attribute: set_attributes finds it (hasattr)
+
+        def __init__(self, rngs):
+            self.dropout = lnnx.Dropout(0.5, rngs=rngs)
+
+    ours = Block(lnnx.Rngs(0))
+    ours.set_attributes(mode="b", deterministic=True, graph=False)
+    assert ours.mode == "b" and ours.dropout.deterministic
+    assert Block.mode == "a"  # set on the instance
+    ours.set_attributes(lnnx.Dropout, Block, deterministic=False)
+    assert not ours.dropout.deterministic
+    with pytest.raises(ValueError, match=r"following attributes: \['nope'\]"):
+        ours.set_attributes(nope=1)
