@@ -116,3 +116,22 @@ def test_jit_trace_is_flax_traced_and_lowers_to_a_stage_taking_objects():
     assert isinstance(traced, compilation.Traced) and traced.jit_wrapped is f
     assert traced.out_info is not None
     assert jnp.allclose(traced.lower().compile()(m, x), m(x))
+
+
+def test_jit_returns_array_refs_as_flax_jit_does():
+    """An argument reference comes back as itself, a new one as a new Ref;
+    the cached second call does the same."""
+    m = jax.new_ref(jnp.array(1.0))
+
+    @nnx.jit(graph=True, graph_updates=True)
+    def f(m):
+        m[...] += 1.0
+        return jax.new_ref(jnp.array(10.0)), m, m[...] * 2
+
+    for step in (1, 2):
+        new, same, doubled = f(m)
+        assert same is m
+        assert isinstance(new, jax.Ref) and new is not m
+        assert float(new[...]) == 10.0
+        assert float(m[...]) == 1.0 + step
+        assert float(doubled) == 2.0 * (1.0 + step)

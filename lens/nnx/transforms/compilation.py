@@ -43,6 +43,7 @@ from lens.nnx.transforms.jit_cache import (
     with_fast_path,
     write_changed,
 )
+from lens.nnx.transforms.jit_refs import mark_refs, unmark_refs
 from lens.nnx.transforms.jit_shardings import (
     place_inputs,
     place_outputs,
@@ -264,6 +265,7 @@ class JitWrapped(Generic[P, R]):
             kw = dict(zip(kw_names, args[n_pos:], strict=True))
             fun: Callable[..., Any] = self.fun
             out = fun(*args[:n_pos], **kw, **dict(static_kw))
+            out, refs = mark_refs(out, values)
             walker = Walker(transform="jit")
             after, entries = split_args(args, (None,) * len(args), walker, skel.static)
             # A changed structure (a new attribute or submodule) is applied
@@ -282,7 +284,7 @@ class JitWrapped(Generic[P, R]):
         pairs = [(e, v) for e, v in zip(entries, values, strict=True) if e.leaf]
         same = tuple(e.value is v and e.arg not in gone for e, v in pairs)
         graph_values = [e.value for (e, _), s in zip(pairs, same) if not s]
-        return Carrier([graph_values, outs], Unchanged(same))
+        return Carrier([graph_values, outs], Unchanged(same, refs))
 
     def _traced_call(self, call: JitCall) -> Any:
         """An uncached call that records a pack-trace record (and its children)."""
@@ -334,6 +336,8 @@ class JitWrapped(Generic[P, R]):
             picture.inputs(entries, ["all"] * len(entries), lambda e, v: v)
         result = jitted(key, donated, kept)
         new_values, outs = result.values
+        if not isinstance(result.aux, Unchanged) or result.aux.refs:
+            outs = unmark_refs(outs, [e.value for e in entries])
         if not isinstance(result.aux, Unchanged):
             nodes = apply_graph_updates([], new_values, result.aux, walker.nodes)
             return merge_outputs(outs, nodes)

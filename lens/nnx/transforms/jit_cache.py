@@ -20,6 +20,7 @@ from lens.nnx.graphwalk import Walker
 from lens.nnx.pytreelib import Object
 from lens.nnx.tracers import structure_epoch
 from lens.nnx.transforms.general import Entry, Skeleton, merge_outputs
+from lens.nnx.transforms.jit_refs import unmark_refs
 from lens.nnx.variablelib import StaticValue, Variable
 from lens.traceback_util import api_boundary
 
@@ -32,6 +33,7 @@ class Unchanged:
     whether the function left it as it was (it is then not returned)."""
 
     same: tuple[bool, ...]
+    refs: bool = False  # the outputs hold jax.Refs (jit_refs)
 
 
 def write_changed(
@@ -207,6 +209,8 @@ def call_cached(hit: CachedWalk, args: tuple[Any, ...], jitted: Any) -> Any:
         )
     if new_values:  # a forward pass changes nothing: no write-back at all
         hit.write_back(result.aux.same, new_values)
+    if result.aux.refs:
+        outs = unmark_refs(outs, [v for vs in per_arg for v in vs])
     return merge_outputs(outs, hit.nodes)
 
 
