@@ -37,6 +37,7 @@ from lens.nnx.graphwalk import (
     StaticDef,
     VariableDef,
     Walker,
+    is_graph_node,
     path_str,
     pytree_children,
 )
@@ -451,10 +452,30 @@ def cached_partial(
     graph: bool | None = None,
     graph_updates: bool | None = None,
 ) -> Callable[..., Any]:
-    """``f`` with ``cached_args`` bound first. lens.nnx transforms already reuse a
-    cached graph walk while an object's structure is unchanged, so this is a
-    ``functools.partial``; updates still reach the objects."""
-    return functools.partial(f, *cached_args)
+    """``f`` with ``cached_args`` bound first, as flax.nnx's: the graph nodes
+    among them are cloned once, the clones sharing the originals' Variables
+    (sharing between the arguments kept), and every call passes the clones.
+    Value updates made by ``f`` reach the originals through those Variables;
+    lens.nnx transforms reuse their cached walk of the clones while their
+    structure is unchanged.
+
+    Raises:
+        ValueError: tree mode or ``graph_updates=False`` (a graph-mode API).
+    """
+    updates = (
+        set_graph_updates.current_value() if graph_updates is None else graph_updates
+    )
+    if not _graph(graph) or not updates:
+        raise ValueError(
+            "cached_partial is a graph-mode-only API and requires "
+            "graph_updates=True.\nLeave graph and graph_updates unset (or True), "
+            "or bind the arguments with functools.partial."
+        )
+    leaves, treedef = jax.tree.flatten(cached_args, is_leaf=is_graph_node)
+    nodes = [x for x in leaves if is_graph_node(x)]
+    copies = iter(clone(nodes, variables=False)) if nodes else iter(())
+    bound = treedef.unflatten([next(copies) if is_graph_node(x) else x for x in leaves])
+    return functools.partial(f, *bound)
 
 
 class ApplyCaller(Generic[A]):

@@ -176,3 +176,24 @@ def test_static_cache_create_derives_the_final_graphdef():
     )
     assert cache.final_graphdef == graphdef.with_same_outer_index()
     assert cache.new_index_ref == {}
+
+
+@BOTH
+def test_cached_partial_binds_clones_that_share_the_variables(nnx):
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    seen = []
+
+    @nnx.jit
+    def step(m, other):
+        seen.append(m)
+        m.kernel[...] = m.kernel[...] + 1.0
+        return m
+
+    before = model.kernel[...]
+    cached = nnx.compat.cached_partial(step, model)
+    out1, out2 = cached(model), cached(model)
+    assert out1 is out2 and out1 is not model  # the same clone every call
+    assert out1.kernel is model.kernel
+    np.testing.assert_allclose(model.kernel[...], before + 2.0, rtol=1e-6)
+    with pytest.raises(ValueError, match="graph-mode-only"):
+        nnx.cached_partial(step, model, graph=False)
