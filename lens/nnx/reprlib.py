@@ -80,12 +80,9 @@ def node_repr(
 def supports_color() -> bool:
     """Whether output can be coloured: an IPython session, or a terminal (a tty
     on a platform with ANSI colours)."""
-    try:
-        from IPython import get_ipython
-
-        in_ipython = get_ipython() is not None
-    except ImportError:
-        in_ipython = False
+    # A running IPython session has imported IPython: no need to import it here.
+    ipython = sys.modules.get("IPython")
+    in_ipython = ipython is not None and ipython.get_ipython() is not None
     ansi = sys.platform != "win32" or "ANSICON" in os.environ
     tty = hasattr(sys.stdout, "isatty") and sys.stdout.isatty()
     return (ansi and tty) or in_ipython

@@ -4,6 +4,7 @@ the variables by type and a title, which :mod:`lens.display` draws.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,11 +16,9 @@ from lens.nnx.variablelib import Variable
 
 
 def _ipython_running() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    return get_ipython() is not None
+    # A running IPython session has imported IPython: no need to import it here.
+    ipython = sys.modules.get("IPython")
+    return ipython is not None and ipython.get_ipython() is not None
 
 
 in_ipython: bool = _ipython_running()
