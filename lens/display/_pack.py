@@ -269,7 +269,7 @@ def _shape_html(spec: Mapping[str, Any] | None, axis: int | None = None) -> str:
     )
 
 
-def _lane_html(lane: Mapping[str, Any], many_roots: bool) -> str:
+def _lane_html(lane: Mapping[str, Any], many_roots: bool, note: bool = True) -> str:
     outer, inner = _outer_inner(lane)
     c = color(lane["collection"])
     full = f"{lane['collection']} {lane['path']}"
@@ -281,7 +281,8 @@ def _lane_html(lane: Mapping[str, Any], many_roots: bool) -> str:
         f"<td style='{_TOKENS};padding:1px 4px'>{_shape_html(outer, lane['axis'])}</td>"
         f"<td style='{_MUTED};padding:1px 2px'>&#8594;</td>"
         f"<td style='{_TOKENS};padding:1px 4px'>{_shape_html(inner)}</td>"
-        f"<td style='{_WRAP};min-width:12em;padding:1px 0 1px 8px'>{e(lane['note'])}; "
+        f"<td style='{_WRAP};min-width:12em;padding:1px 0 1px 8px'>"
+        f"{e(lane['note']) + '; ' if note else ''}"
         f"<span style='{_FATE_STYLE[lane['fate']]}' title='{e(lane['fate_text'])}'>"
         f"{e(fate_text(lane, many_roots))}</span></td></tr>"
     )
@@ -329,11 +330,16 @@ def _record_html(rec: Mapping[str, Any], crumbs: list[str]) -> str:
     if passes:
         body.append(_passes_html(rec, passes))
     for gi, lanes in _grouped(rec) if not passes else ():
-        rows = "".join(_lane_html(lane, many) for lane in lanes)
+        # one note for the whole group ("vmap axis 0, size 3") is said once, in its
+        # head, as the extension does; each lane then shows only what came back
+        notes = {lane["note"] for lane in lanes}
+        shared = lanes[0]["note"] if len(lanes) > 1 and len(notes) == 1 else None
+        rows = "".join(_lane_html(lane, many, shared is None) for lane in lanes)
+        each = f" · each {e(shared)}" if shared else ""
         body.append(
             f"<details open style='margin:0 0 0 4px'><summary style='cursor:pointer'>{e(_group_title(rec, gi))} "
             f"<span style='{_MUTED}'>· {len(lanes)} variable{'s' if len(lanes) != 1 else ''}"
-            f"</span></summary><table style='border-collapse:collapse;width:auto;"
+            f"{each}</span></summary><table style='border-collapse:collapse;width:auto;"
             f"margin:0;table-layout:auto'>{rows}</table></details>"
         )
     for r in rec.get("rng_lanes", []):

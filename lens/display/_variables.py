@@ -231,15 +231,19 @@ def _html_row(x: Leaf, tds: tuple[str, str] | None, sharded: bool) -> str:
     name_td, type_td = tds or ("<td>", "<td>")
     axes = f" <span class=ax>{e(x.axes_str)}</span>" if x.axes_str else ""
     shard = f"<td class=sh>{e(x.sharding or '')}</td>" if sharded else ""
+    # a stack's per-slice chart on its own row under the numbers, across their
+    # columns: seen at 600 px without scrolling, wrapping its label if need be
     spark = (
-        f"<td class=m>{_stacked.spark_html(x.stack)}</td>"
+        f"<tr><td></td><td colspan={4 if sharded else 3} class=m "
+        f"style='white-space:normal;padding-bottom:2px'>"
+        f"{_stacked.spark_html(x.stack)}</td></tr>"
         if x.stack is not None
         else ""
     )
     return (
         f"<tr>{name_td}{e(x.name)}{type_td}{e(x.type_str)}{axes}{shard}"
         f"<td class=m>{human_count(x.count)} ({human_bytes(x.nbytes)})"
-        f"<td class=m>{e(_stats_str(x))}{spark}</tr>"
+        f"<td class=m>{e(_stats_str(x))}</tr>{spark}"
     )
 
 

@@ -157,3 +157,17 @@ def test_argument_names_come_from_the_signature():
 
     assert arg_names(f) == ["model", "x"]
     assert arg_names(None) == [] and arg_names(print) == []
+
+
+def test_the_static_html_says_a_note_shared_by_a_group_once_in_its_head():
+    import json
+    import pathlib
+
+    fixtures = pathlib.Path(__file__).parents[2] / "extension" / "test" / "fixtures"
+    doc = json.loads((fixtures / "nnx_jit_scan.json").read_text())
+    html = PackTraceView(doc).html()
+    # the scan's two Params share "scan axis 0, length 3": said once, in the head
+    assert html.count("each scan axis 0, length 3") == 1
+    assert "scan axis 0, length 3;" not in html
+    text = PackTraceView(doc).text()
+    assert text.count("scan axis 0, length 3;") == 2  # each text line stays whole

@@ -116,6 +116,15 @@ def test_chart_has_one_bar_per_slice_outlier_red_labelled_and_no_svg():
     assert re.search(r">rms of slices 0..11 \(axis 0\): [^<]+; stands out: 3<", kernel)
 
 
+def test_chart_sits_on_its_own_row_under_the_leaf_numbers():
+    # a wide table scrolls at 600 px: the chart must not be its last column
+    html = VariablesView(_deep(blow_up_layer=3)).html()
+    row = re.search(r"<tr[^>]*><td[^>]*>kernel<.*?</tr>(<tr.*?</tr>)", html)
+    assert row is not None
+    assert "class='spark'" in row.group(1) and "colspan=3" in row.group(1)
+    assert "kernel" not in row.group(1).split("class='spark'")[0]
+
+
 def test_chart_is_not_scaled_from_zero():
     # Layers with RMS 1.0 .. 1.2 must not all look equally tall.
     chart = _stacked.spark_html(np.array([1.0, 1.1, 1.2, 1.05]))
