@@ -21,18 +21,16 @@ import dataclasses
 import functools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
-
-if TYPE_CHECKING:
-    from lens.nnx.variablelib import Variable
+from typing import Any, Generic, TypeVar
 
 A = TypeVar("A")
 F = TypeVar("F", bound=Callable[..., Any])
-V = TypeVar("V", bound="Variable[Any]")
+V = TypeVar("V")  # a Variable (this module sits below variablelib: no import)
 
-GetValueHook = Callable[["Variable[A]", A], A]
-SetValueHook = Callable[["Variable[A]", A], A]
-CreateValueHook = Callable[["Variable[A]", A], A]
+# A hook's first argument is the Variable (typed Any here, see V).
+GetValueHook = Callable[[Any, A], A]
+SetValueHook = Callable[[Any, A], A]
+CreateValueHook = Callable[[Any, A], A]
 AxisName = str
 AxisIndex = int
 AddAxisHook = Callable[[V, AxisIndex, "AxisName | None"], None]
@@ -62,8 +60,8 @@ class VariableMetadata(Generic[A]):
     on_set_value: tuple[SetValueHook[A], ...] = ()
     on_get_value: tuple[GetValueHook[A], ...] = ()
     on_create_value: tuple[CreateValueHook[A], ...] = ()
-    on_add_axis: tuple[AddAxisHook[Variable[A]], ...] = ()
-    on_remove_axis: tuple[RemoveAxisHook[Variable[A]], ...] = ()
+    on_add_axis: tuple[AddAxisHook[Any], ...] = ()
+    on_remove_axis: tuple[RemoveAxisHook[Any], ...] = ()
     metadata: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 

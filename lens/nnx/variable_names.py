@@ -6,12 +6,10 @@ uses it to carry Linen collections as Variables.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from lens.nnx.variablelib import Variable
+from typing import Any
 
 _MISSING: Any = object()
+Variable = Any  # this module sits below variablelib (which sets ``base``'s default)
 
 # name -> Variable type; module-level because it is a registry (types are
 # registered once, as classes are made), not per-call context.
@@ -41,7 +39,8 @@ def variable_type_from_name(
     allow_register: bool = False,
 ) -> type[Variable]:
     """The Variable type of a Linen collection name (made, a subclass of ``base``,
-    default ``Variable``, when ``allow_register``)."""
+    when ``allow_register``). ``base``'s default is ``Variable``: variablelib sets
+    it once Variable exists (this module cannot import variablelib)."""
     if name not in VariableTypeCache:
         if not allow_register:
             raise ValueError(
@@ -49,9 +48,9 @@ def variable_type_from_name(
                 "name, use register_variable_name() or set allow_register=True."
             )
         if base is None:
-            from lens.nnx.variablelib import Variable  # noqa: PLC0415 - a cycle
-
-            base = Variable
+            raise TypeError(
+                "variable_type_from_name: base must be a Variable type, got None."
+            )
         VariableTypeCache[name] = type(name, (base,), {})
     return VariableTypeCache[name]
 

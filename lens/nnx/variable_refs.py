@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, TypeGuard
 
 import jax
+import numpy as np
 from jax.core import Tracer
 from jax.ref import AbstractRef
 
@@ -54,3 +55,24 @@ def new_ref(value: Any, owner: str) -> jax.Ref:
             f"{type(value).__name__}.\nKeep ref=False for a value that is not an "
             "array (a dict, list or other pytree), or make one Variable per array."
         ) from e
+
+
+def is_array_like(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def replaces(old: Any, new: Any) -> bool:
+    """Whether ``v[...] = new`` swaps the value whole (as flax.nnx: an array of
+    the same shape and dtype), rather than writing into it."""
+    if not is_array_like(old):
+        return False
+    if not isinstance(old, jax.Array):
+        return is_array_like(new) and np.shape(new) == np.shape(old)
+    if not (
+        isinstance(new, jax.Array) and new.shape == old.shape and new.dtype == old.dtype
+    ):
+        return False
+    try:
+        return getattr(new, "sharding", None) == getattr(old, "sharding", None)
+    except Exception:  # noqa: BLE001 - a tracer without a readable sharding
+        return True

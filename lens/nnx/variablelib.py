@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 import jax
-import jax.extend
 import numpy as np
 
 from lens import errors
@@ -24,7 +23,7 @@ from lens.core.spmd import shard_value
 from lens.nnx import reprlib, variable_hooks, variable_refs
 from lens.nnx.staticvalue import StaticValue as StaticValue
 from lens.nnx.staticvalue import freeze_metadata as freeze_metadata
-from lens.nnx.tracers import check_mutable, current_frame
+from lens.nnx.tracers import current_frame
 from lens.nnx.vardefaults import _FLAGS, _remap_sharding_metadata, _store_flags
 from lens.nnx.vardefaults import VARIABLE_CONTEXT as VARIABLE_CONTEXT
 from lens.nnx.vardefaults import VarDefaults as VarDefaults
@@ -60,6 +59,7 @@ from lens.nnx.variable_hooks import VariableMetadata as VariableMetadata
 from lens.nnx.variable_hooks import with_metadata as with_metadata
 from lens.nnx.variable_refs import Ref as Ref
 from lens.nnx.variable_refs import is_array_ref as is_array_ref
+from lens.nnx.variable_trace import check_update, jax_trace
 
 F = TypeVar("F", bound=Callable[..., Any])
 A = TypeVar("A")
@@ -116,7 +116,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
         variable_hooks.collect(type(self), metadata)
         _store_flags(metadata, flags)
         object.__setattr__(self, "_lens_frame", current_frame())
-        object.__setattr__(self, "_lens_trace", _jax_trace())
+        object.__setattr__(self, "_lens_trace", jax_trace())
         object.__setattr__(self, "_value", value)
         object.__setattr__(self, "metadata", metadata)
         value = variable_hooks.run_value_hooks(self, metadata, "on_create_value", value)
@@ -149,7 +149,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
     def _can_update(self) -> bool:
         """Whether this Variable may be changed here (see ``_check_can_update``)."""
         try:
-            _check_update(self, "update it", structural=False)
+            check_update(self, "update it", structural=False)
         except errors.TraceContextError:
             return False
         return True
@@ -157,10 +157,10 @@ class Variable(Generic[A], metaclass=VariableMeta):
     def _check_can_update(self) -> None:
         """Raises TraceContextError if this Variable was made in another JAX trace
         or nnx transform than the one running now."""
-        _check_update(self, "update it", structural=False)
+        check_update(self, "update it", structural=False)
 
     def _store(self, value: Any) -> None:
-        _check_update(self, "set the value", structural=False)
+        check_update(self, "set the value", structural=False)
         object.__setattr__(self, "_value", value)
 
     def get_value(self, *, index: Any = _MISSING) -> Any:
@@ -168,7 +168,9 @@ class Variable(Generic[A], metaclass=VariableMeta):
         raw = self._value
         if variable_refs.is_array_ref(raw):
             value = raw[... if index is _MISSING else index]
-        elif index is _MISSING or index is Ellipsis and _is_array_like(raw):
+        elif (
+            index is _MISSING or index is Ellipsis and variable_refs.is_array_like(raw)
+        ):
             value = raw
         else:
             value = raw[index]
@@ -187,11 +189,15 @@ class Variable(Generic[A], metaclass=VariableMeta):
         old = self._value
         if variable_refs.is_array_ref(old):  # written in place, in any transform
             old[... if index is _MISSING else index] = value
-        elif index is _MISSING or index is Ellipsis and _replaces(old, value):
+        elif (
+            index is _MISSING
+            or index is Ellipsis
+            and variable_refs.replaces(old, value)
+        ):
             self._store(value)
         elif isinstance(old, jax.Array):  # v[...] = 3 keeps an array
             self._store(old.at[index].set(value))
-        elif _is_array_like(old):  # numpy: updated as a copy
+        elif variable_refs.is_array_like(old):  # numpy: updated as a copy
             new = np.array(old)
             new[index] = value
             self._store(new)
@@ -286,7 +292,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
                 raise ValueError(
                     f"Cannot change `{flag}` metadata of a {type(self).__name__}."
                 )
-        _check_update(self, "set metadata")
+        check_update(self, "set metadata")
         merged = {} if replace else dict(self.metadata)
         merged.update(new)
         _store_flags(merged, {f: getattr(self, f) for f in _FLAGS})
@@ -298,7 +304,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
     def del_metadata(self, name: str) -> None:
         if name in ("hijax", "ref", "eager_sharding"):
             raise ValueError(f"Cannot delete `{name}` metadata")
-        _check_update(self, f"delete metadata {name!r}")
+        check_update(self, f"delete metadata {name!r}")
         del self.metadata[name]
 
     def add_axis(self, axis_index: AxisIndex, axis_name: AxisName | None) -> None:
@@ -348,7 +354,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
         if name == "value":
             Variable.value.__set__(self, value)
             return
-        _check_update(self, f"set {name!r}")
+        check_update(self, f"set {name!r}")
         self.metadata[name] = value
 
     def copy(self, value: Any = _MISSING, **updates: Any) -> Any:
@@ -388,7 +394,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
         if self is other:
             return
         self._store(other._value)
-        _check_update(self, "set metadata")
+        check_update(self, "set metadata")
         object.__setattr__(self, "metadata", dict(other.metadata))
 
     update_from_state = copy_from
@@ -455,50 +461,10 @@ class Variable(Generic[A], metaclass=VariableMeta):
     __hash__ = object.__hash__
 
 
-def _jax_trace() -> Any:
-    """The JAX trace running now (an opaque token, equal only within one trace)."""
-    return jax.extend.core.get_opaque_trace_state(convention="nnx")
-
-
-def _check_update(v: Variable, what: str, structural: bool = True) -> None:
-    """Refuses to change ``v`` inside a transform other than the one it was made
-    in: an nnx transform (see ``check_mutable``) or, as flax.nnx, a JAX trace
-    (``jax.jit``, ``jax.grad``, ...). Writes into a ref go around this."""
-    check_mutable(v, what, structural=structural)
-    if object.__getattribute__(v, "_lens_trace") != _jax_trace():
-        raise errors.TraceContextError(
-            f"Cannot mutate {type(v).__name__} from a different trace level (tried "
-            f"to {what}): it was made outside the JAX transform running now (or in "
-            "one that has ended).\nPass it to the transformed function as an "
-            "argument, or make it ref=True or hijax=True to update it in place."
-        )
-
-
 def _read(v: Variable) -> Any:
     """The value a Variable holds, read out of its ref if it has one (no
     ``on_get_value`` hooks: the operators see the stored value, as flax.nnx's)."""
     return variable_refs.read(v._value)
-
-
-def _is_array_like(x: Any) -> bool:
-    return hasattr(x, "shape") and hasattr(x, "dtype")
-
-
-def _replaces(old: Any, new: Any) -> bool:
-    """Whether ``v[...] = new`` swaps the value whole (as flax.nnx: an array of
-    the same shape and dtype), rather than writing into it."""
-    if not _is_array_like(old):
-        return False
-    if not isinstance(old, jax.Array):
-        return _is_array_like(new) and np.shape(new) == np.shape(old)
-    if not (
-        isinstance(new, jax.Array) and new.shape == old.shape and new.dtype == old.dtype
-    ):
-        return False
-    try:
-        return getattr(new, "sharding", None) == getattr(old, "sharding", None)
-    except Exception:  # noqa: BLE001 - a tracer without a readable sharding
-        return True
 
 
 def _binary(name: str) -> Any:
@@ -538,7 +504,7 @@ def _plain_variable(
 ) -> Variable:
     v = cls.__new__(cls)
     object.__setattr__(v, "_lens_frame", current_frame())
-    object.__setattr__(v, "_lens_trace", _jax_trace())
+    object.__setattr__(v, "_lens_trace", jax_trace())
     object.__setattr__(v, "_value", value)
     object.__setattr__(v, "metadata", dict(metadata))
     return v
@@ -603,6 +569,7 @@ class Perturbation(Intermediate[A]):
 
 
 # The Linen collection names of Variable types (flax.nnx's registry).
+from lens.nnx import variable_names  # noqa: E402
 from lens.nnx.variable_names import VariableTypeCache as VariableTypeCache  # noqa: E402
 from lens.nnx.variable_names import register_variable_name  # noqa: E402
 from lens.nnx.variable_names import (  # noqa: E402
@@ -611,6 +578,9 @@ from lens.nnx.variable_names import (  # noqa: E402
 from lens.nnx.variable_names import (  # noqa: E402
     variable_type_from_name as variable_type_from_name,
 )
+
+# flax's default: new collection types subclass Variable
+(variable_names.variable_type_from_name.__kwdefaults__ or {})["base"] = Variable
 
 for _n, _t in (
     ("params", Param),
