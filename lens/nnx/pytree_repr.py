@@ -142,12 +142,15 @@ def _size(value: Any) -> SizeBytes:
     return SizeBytes(size, nbytes)
 
 
+def _is_object(x: Any) -> bool:
+    """An nnx object (lens.nnx.pytreelib.Object: it has the graph protocol)."""
+    return hasattr(type(x), "_graph_items") and hasattr(type(x), "_repr_attributes")
+
+
 def collect_stats(node: Any, stats: NodeStats) -> None:
     """Fills ``stats`` (by id) with the sizes per Variable type of ``node`` and
     of every node below it, each Variable counted once per node (rng keys and
     counts together as ``RngState``)."""
-    from lens.nnx.pytreelib import Object, node_items
-
     if id(node) in stats:
         return
     own: dict[type, SizeBytes] = {}
@@ -157,11 +160,11 @@ def collect_stats(node: Any, stats: NodeStats) -> None:
         if size.size:
             own[RngState if isinstance(node, RngState) else type(node)] = size
         return
-    children = node_items(node) if isinstance(node, Object) else _container(node)
+    children = node._graph_items() if _is_object(node) else _container(node)
     for _, value in children:
         if id(value) in stats:
             continue  # shown (and counted) where it was met first
-        if isinstance(value, Object | Variable | list | tuple | dict):
+        if _is_object(value) or isinstance(value, Variable | list | tuple | dict):
             collect_stats(value, stats)
             for t, size in stats[id(value)].items():
                 own[t] = own[t] + size if t in own else size
@@ -186,17 +189,11 @@ def stats_comment(stats: dict[type, SizeBytes]) -> str:
 
 
 def _shown_attributes(obj: Any) -> Iterator[tuple[str, Any]]:
-    from lens.nnx.pytreelib import Object, attribute_is_data, private_attributes
+    def leaf(x: Any) -> bool:
+        return isinstance(x, Variable) or _is_object(x)
 
-    for name, value in vars(obj).items():
-        if name in private_attributes() or str(name).startswith("_pytree__"):
-            continue
-        if str(name).startswith("_") and not attribute_is_data(obj, name, value):
-            continue
-        shown = jax.tree.map(
-            to_shape_dtype, value, is_leaf=lambda x: isinstance(x, Object | Variable)
-        )
-        yield name, shown
+    for name, value in obj._repr_attributes():
+        yield name, jax.tree.map(to_shape_dtype, value, is_leaf=leaf)
 
 
 def object_nnx_repr(obj: Any) -> Iterator[reprlib.Object | reprlib.Attr]:

@@ -75,9 +75,9 @@ class PytreeState(reprlib.Representable):
         yield reprlib.Attr("trace_state", self._trace_state)
 
     def __treescope_repr__(self, path: str | None, subtree_renderer: Any) -> Any:
-        from lens.nnx.visualization import render_object_constructor
+        from treescope import repr_lib
 
-        return render_object_constructor(
+        return repr_lib.render_object_constructor(
             object_type=type(self),
             attributes={"trace_state": self._trace_state},
             path=path,
@@ -190,6 +190,16 @@ class Object(reprlib.Representable, metaclass=ObjectMeta):
 
     def __nnx_repr__(self) -> Iterator[reprlib.Object | reprlib.Attr]:
         return pytree_repr.object_nnx_repr(self)
+
+    def _repr_attributes(self) -> Iterator[tuple[str, Any]]:
+        """The attributes the repr shows, in the order they were set: not lens's
+        own, nor private ones (``_x``) unless they hold data."""
+        for name, value in vars(self).items():
+            if name in _PRIVATE_ATTRIBUTES or str(name).startswith("_pytree__"):
+                continue
+            if str(name).startswith("_") and not attribute_is_data(self, name, value):
+                continue
+            yield name, value
 
     @property
     def _pytree__nodes(self) -> dict[Any, bool]:
