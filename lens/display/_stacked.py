@@ -122,7 +122,8 @@ def _range(values: np.ndarray) -> str:
     finite = values[np.isfinite(values)]
     if not finite.size:
         return ""
-    return f"{fmt_num(float(finite.min()))}..{fmt_num(float(finite.max()))}"
+    lo, hi = fmt_num(float(finite.min())), fmt_num(float(finite.max()))
+    return f"all {lo}" if lo == hi else f"{lo}..{hi}"
 
 
 def _indices(idx: Sequence[int] | np.ndarray) -> str:

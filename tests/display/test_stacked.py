@@ -78,7 +78,7 @@ def test_text_names_the_layer_that_blew_up():
     assert kernel.endswith("stands out: 7")
     # An all-zero bias stack draws flat, with nothing standing out.
     bias = next(line for line in text.splitlines() if line.strip().startswith("bias"))
-    assert "rms per slice (12): ▁▁▁▁▁▁▁▁▁▁▁▁ 0..0" in bias
+    assert "rms per slice (12): ▁▁▁▁▁▁▁▁▁▁▁▁ all 0" in bias
 
 
 def test_nan_slice_is_marked():
