@@ -424,6 +424,8 @@ class Builder:
         self.nodes = dict(nodes or {})
 
     def build(self, d: Any) -> Any:
+        if type(d) is StaticDef:  # the most common def: checked first
+            return d.value.value
         if isinstance(d, ObjectDef):
             cls: Any = d.type
             obj = cls.__new__(cls)

@@ -192,3 +192,17 @@ def test_a_transform_sees_a_registered_node_change_between_calls(nnx):
 
     grow(box)
     assert sorted(vars(box)) == ["new", "v", "w"]
+
+
+def test_the_flat_form_of_registered_nodes_parses_back():
+    Box, Pair = _box_type(lnnx), _pair_type(lnnx)
+    node = Box(p=Pair(lnnx.Param(jnp.ones(1)), 2), xs=(jnp.zeros(1), 3))
+    graphdef, state = lnnx.split(node)
+    again = lnnx.graphlib.GraphDef(
+        graphdef.nodes, graphdef.attributes, graphdef.num_leaves
+    )
+    assert again == graphdef
+    types = [n.type for n in graphdef.nodes if isinstance(n, lnnx.graphlib.NodeDef)]
+    assert types == [Box, Pair, tuple]
+    rebuilt = lnnx.merge(again, state)
+    assert type(rebuilt.p) is Pair and rebuilt.p.b == 2 and rebuilt.xs[1] == 3
