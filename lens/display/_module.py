@@ -14,6 +14,9 @@ from lens.display._base import View, e
 from lens.display._leaf import human_count, iter_leaves, make_leaf
 from lens.display._variables import VariablesView, _stats_str
 
+OPEN_VARIABLES = 20
+"""A bound module with at most this many arrays shows them open; more: collapsed."""
+
 
 def _is_default(f: dataclasses.Field, value: Any) -> bool:
     if f.default is not dataclasses.MISSING:
@@ -135,7 +138,13 @@ class ModuleView(View):
             cls = "hint" if self.scope is None else "m"
             out.append(f"<div class='{cls}'>{e(line)}</div>")
         if self.variables:
-            out.append("<details><summary>variables</summary>")
+            # a small module's variables are what one binds it to see: open
+            n = sum(1 for _ in iter_leaves(self.variables))
+            shown = " open" if n <= OPEN_VARIABLES else ""
+            out.append(
+                f"<details{shown}><summary>variables "
+                f"<span class=m>· {n} array{'s' if n != 1 else ''}</span></summary>"
+            )
             out.append(VariablesView(self.variables, stats=True).html_body())
             out.append("</details>")
         return "".join(out)
