@@ -39,12 +39,14 @@ A = TypeVar("A")
 class ObjectDef(Generic[N]):
     """An object in the walk: its type, its index, its attributes' defs;
     ``outer_index``: the index of the object it came from outside a transform
-    (set by a split inside ``nnx.update_context``)."""
+    (set by a split inside ``nnx.update_context``); ``flags``: its
+    ``_pytree__state``'s ``(initializing, is_setup)`` when either is set."""
 
     type: type
     index: int
     attributes: tuple[tuple[Any, Any], ...]
     outer_index: int | None = None
+    flags: tuple[bool, bool] | None = None
 
 
 @dataclasses.dataclass(frozen=True)

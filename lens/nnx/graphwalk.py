@@ -54,7 +54,7 @@ from lens.nnx.graphdefs import (
 from lens.nnx.graphdefs import (
     NodeDef as NodeDef,
 )
-from lens.nnx.pytreelib import Object, node_items
+from lens.nnx.pytreelib import Object, PytreeState, node_items
 from lens.nnx.pytreelib import _declared as declared_kinds
 from lens.nnx.tracers import Frame, structure_changed
 from lens.nnx.variablelib import StaticValue, Variable, freeze_metadata, new_variable
@@ -247,7 +247,9 @@ class Walker:
             attrs = tuple(
                 (k, self.node(v, path + (k,), spec, x, k)) for k, v in node_items(x)
             )
-            return ObjectDef(type(x), i, attrs, self.outer_index.get(id(x)))
+            return ObjectDef(
+                type(x), i, attrs, self.outer_index.get(id(x)), _state_flags(x)
+            )
         if isinstance(x, Variable):
             vspec = self._resolve(spec, path, x)
             i = self._seen(x, vspec, path)
@@ -363,6 +365,15 @@ def is_node_value(x: Any) -> bool:
     )
 
 
+def _state_flags(obj: Object) -> tuple[bool, bool] | None:
+    """``(initializing, is_setup)`` of an object's ``_pytree__state`` when
+    either is set (a merge rebuilds them, as flax.nnx's does); else None."""
+    st = obj.__dict__.get("_pytree__state")
+    if st is None or not (st.initializing or st.is_setup):
+        return None
+    return (st.initializing, st.is_setup)
+
+
 def _declared_data(owner: Object, key: Any) -> bool:
     """Whether ``owner`` (a pytree object) declares attribute ``key`` data."""
     if not type(owner)._lens_pytree or not isinstance(key, str):
@@ -429,6 +440,8 @@ class Builder:
         if isinstance(d, ObjectDef):
             cls: Any = d.type
             obj = cls.__new__(cls)
+            if d.flags is not None:  # initializing / set up, as the original
+                object.__setattr__(obj, "_pytree__state", PytreeState(*d.flags))
             self.nodes[d.index] = obj
             for k, sub in d.attributes:
                 obj._graph_set(k, self.build(sub))

@@ -197,3 +197,17 @@ def test_cached_partial_binds_clones_that_share_the_variables(nnx):
     np.testing.assert_allclose(model.kernel[...], before + 2.0, rtol=1e-6)
     with pytest.raises(ValueError, match="graph-mode-only"):
         nnx.cached_partial(step, model, graph=False)
+
+
+def test_merge_keeps_an_object_initializing():
+    from lens.nnx.pytreelib import PytreeState
+
+    m = _model(lnnx)
+    object.__setattr__(m, "_pytree__state", PytreeState(initializing=True))
+    rebuilt = lnnx.merge(*lnnx.split(m))
+    assert rebuilt._pytree__state.initializing
+    assert not rebuilt.sub._pytree__state.initializing
+    # part of the structure, as in flax.nnx (a jitted function re-traces)
+    initializing = lnnx.graphdef(m)
+    object.__setattr__(m, "_pytree__state", PytreeState())
+    assert lnnx.graphdef(m) != initializing
