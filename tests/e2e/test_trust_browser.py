@@ -1,8 +1,9 @@
 """In a real browser: every lens output looks the same in a trusted and an untrusted notebook.
 
-A notebook with one cell per kind of lens output (the pack picture of a Linen and a
-lens.nnx transform, collections, a bound module, an nnx State and Variable, a boxed
-variable, a diff, per-layer charts, the explorer's details, nnx.tabulate) is run
+A notebook with one cell per kind of lens output (the pack pictures of a Linen vmap,
+a lens.nnx vmap constructor and nnx.jit(nnx.scan(...)), collections, a bound
+module, an nnx State and Variable, a boxed variable, a diff, per-layer charts, the
+explorer's details, nnx.tabulate) is run
 once by a kernel (nbclient), then saved twice: one copy signed with the notary of
 the JupyterLab server under test (a fresh Jupyter data folder, as `jupyter trust`
 does), one copy not (as a fresh clone or a received notebook opens). JupyterLab
@@ -69,6 +70,26 @@ blown["params"]["blocks"]["Dense_0"]["kernel"] = k.at[3].multiply(50.0)
 @nnx.vmap(in_axes=0, out_axes=0)
 def make_ensemble(rngs):
     return nnx.Linear(8, 4, rngs=rngs)
+
+class Layer(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(8, 8, rngs=rngs)
+        self.norm = nnx.LayerNorm(8, rngs=rngs)
+
+    def __call__(self, x):
+        return x + self.norm(self.linear(x))
+
+@nnx.split_rngs(splits=6)
+@nnx.vmap(in_axes=0, out_axes=0)
+def make_stack(rngs):
+    return Layer(rngs)
+
+@nnx.jit
+@nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+def forward(x, layer):
+    return layer(x)
+
+stack = make_stack(nnx.Rngs(2))
 """
 
 # (kind, cell source): the cell's first output is that kind's picture.
@@ -77,6 +98,10 @@ CELLS = [
     (
         "nnx_pack",
         "with lens.trace() as trace:\n    ensemble = make_ensemble(nnx.Rngs(0))\ntrace",
+    ),
+    (
+        "nnx_jit_scan",
+        "with lens.trace() as trace:\n    forward(x, stack)\ntrace",
     ),
     ("collections", "lens.display.VariablesView(variables)"),
     ("module", "nn.Dense(3).bind(nn.Dense(3).init(jax.random.key(1), x))"),
@@ -204,7 +229,7 @@ def lab_with_copies(tmp_path_factory):
     shutil.rmtree(data, ignore_errors=True)
 
 
-TABLES = ("collections", "state", "stacked", "tabulate")
+TABLES = ("collections", "module", "state", "stacked", "tabulate")
 """Kinds whose wide tables may scroll sideways at 600 px (the rest wrap)."""
 
 
@@ -263,7 +288,7 @@ def test_each_output_looks_the_same_trusted_and_untrusted(report):
             )
             # the pack pictures are drawn by the extension in both copies (its
             # renderer is safe), everything else is the text/html lens wrote
-            drawn = kind in ("pack", "nnx_pack")
+            drawn = kind in ("pack", "nnx_pack", "nnx_jit_scan")
             assert t["extension"] == drawn and u["extension"] == drawn, where
             for got in (t, u):
                 assert got["broken"] == {"clipped": [], "narrow": []}, (

@@ -31,7 +31,7 @@ async function openNotebook(page, notebook) {
     n => {
       const w = window.jupyterapp.shell.currentWidget;
       return w.node.querySelectorAll('.jp-Cell .jp-OutputArea-output').length >= n &&
-        w.node.querySelectorAll('.lens-pack-renderer .lens-pack').length >= 2;
+        w.node.querySelectorAll('.lens-pack-renderer .lens-pack').length >= 3;
     },
     kinds.length,
     { timeout: 60000 }
