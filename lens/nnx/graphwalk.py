@@ -35,6 +35,7 @@ from lens.nnx.graph_registry import (
     GraphNodeImpl,
     StaticElem,
     custom_impl,
+    get_node_impl,
 )
 from lens.nnx.graphdefs import (
     ArrayDef,
@@ -298,7 +299,11 @@ class Walker:
                 ),
                 tuple(keys),
             )
-        if isinstance(owner, Object) and _declared_data(owner, key):
+        if (
+            isinstance(owner, Object)
+            and _declared_data(owner, key)
+            and get_node_impl(x) is None  # None, an empty pytree: no leaf
+        ):
             # nnx.data(2): a state leaf although it is no array
             self.leaves.append(
                 Leaf(path, x, None, owner, key, spec=self._resolve(spec, path, x))

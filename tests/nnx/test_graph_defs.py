@@ -87,8 +87,9 @@ def test_an_nnx_data_attribute_is_a_state_leaf(nnx):
             self.label = nnx.static("x")
 
     foo = Foo()
+    foo.none = nnx.data(None)  # None is an empty node, not a leaf
     graphdef, state = nnx.split(foo)
-    assert state["count"] == 2 and "label" not in state
+    assert state["count"] == 2 and "label" not in state and "none" not in state
     assert (("count", nnx.graphlib.LEAF_ATTR)) in graphdef.attributes
     assert nnx.merge(graphdef, nnx.State({"count": 5})).count == 5
 
