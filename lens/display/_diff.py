@@ -11,6 +11,9 @@ from lens.display import _stacked
 from lens.display._base import View, e
 from lens.display._leaf import Leaf, fmt_num, iter_leaves
 
+RNG_COLLECTIONS = ("RngCount", "RngKey")
+"""lens.nnx's rng stream state (by variable type): moves on every draw."""
+
 
 def _key(x: Leaf) -> tuple[str, str]:
     return x.collection, "/".join(x.path + (x.name,))
@@ -39,6 +42,7 @@ class DiffView(View):
         ] = {}  # stacked leaves: change per slice
         stacked = _stacked.stacked_leaves(b.values())
         self.unchanged = 0
+        self.rng_moved: list[tuple[str, str]] = []
         for k in sorted(set(a) & set(b)):
             x, y = a[k], b[k]
             if x.shape != y.shape or x.dtype != y.dtype:
@@ -56,6 +60,11 @@ class DiffView(View):
             if max_abs <= atol:
                 self.unchanged += 1
                 continue
+            if k[0] in RNG_COLLECTIONS:
+                # a stream's counter moves on every draw: bookkeeping, not a change
+                # to the model; said on one line after the real changes
+                self.rng_moved.append(k)
+                continue
             norm = float(np.linalg.norm(va))
             with np.errstate(invalid="ignore"):
                 rel = float(np.linalg.norm(np.where(same, 0.0, vb - va)))
@@ -72,13 +81,19 @@ class DiffView(View):
             f"{len(self.added)} added, {len(self.removed)} removed"
         ]
         for (col, path), t, max_abs, rel in self.changed:
-            line = f"  ~ {col}:/{path} {t} max|d| {fmt_num(max_abs)} rel {fmt_num(rel)}"
+            # relative to the old values' norm; a leaf that was all zeros (a bias at
+            # init) has none: say so rather than "rel inf"
+            how = "(was all 0)" if rel == float("inf") else f"rel {fmt_num(rel)}"
+            line = f"  ~ {col}:/{path} {t} max|d| {fmt_num(max_abs)} {how}"
             per = self.by_slice.get((col, path))
             if per is not None and charts:
                 line += f"  {_stacked.describe(per, 'change')}"
             lines.append(line)
         lines += [f"  + {c}:/{p}" for c, p in self.added]
         lines += [f"  - {c}:/{p}" for c, p in self.removed]
+        if self.rng_moved:
+            moved = ", ".join(f"{c}:/{p}" for c, p in self.rng_moved)
+            lines.append(f"  rng streams moved on (not counted): {moved}")
         return lines
 
     def text(self) -> str:
@@ -93,7 +108,7 @@ class DiffView(View):
             len(lines) - 1 - len(self.changed)
         )
         for line, per in zip(lines[1:], sparks):
-            cls = {"+": "add", "-": "del"}.get(line.strip()[0], "")
+            cls = {"+": "add", "-": "del", "r": "m"}.get(line.strip()[0], "")
             svg = f" {_stacked.spark_html(per, 'change')}" if per is not None else ""
             rows.append(f"<div class='{cls}'>{e(line)}{svg}</div>")
         return f"<div class='c'>{e(lines[0])}</div>{''.join(rows)}"

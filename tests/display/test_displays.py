@@ -321,6 +321,21 @@ def test_diff_after_an_update(variables):
     assert "params:/Dense_1/bias f32[1] max|d| 0.5" in d.text()
 
 
+def test_diff_of_a_leaf_that_was_all_zero_says_so_not_rel_inf(variables):
+    import pathlib
+
+    after = jax.tree.map(lambda a: a, variables)
+    after["params"]["Dense_1"]["bias"] = after["params"]["Dense_1"]["bias"] + 0.5
+    line = next(x for x in lens.diff(variables, after).text().splitlines() if "~" in x)
+    assert line == "  ~ params:/Dense_1/bias f32[1] max|d| 0.5 (was all 0)"
+    assert "inf" not in lens.diff(variables, after).html()
+    # nbval compares the fact, not the digits
+    cfg = pathlib.Path(__file__).parents[2] / "notebooks" / "sanitize.cfg"
+    for pattern, repl in re.findall(r"regex: (.*)\nreplace: (.*)", cfg.read_text()):
+        line = re.sub(pattern, repl, line)
+    assert line == "  ~ params:/Dense_1/bias f32[1] max|d| ~ (was all 0)"
+
+
 def test_explorer_state_and_widget(variables):
     from lens.display import Explorer
 

@@ -21,3 +21,18 @@ def test_a_variable_shows_metadata_set_by_the_user_not_the_defaults():
     text = BoxView(v).text()
     assert text.startswith("BatchStat f32[3] note='running mean' · 3 values")
     assert "hijax" not in text and "eager_sharding" not in text
+
+
+def test_a_diff_names_rng_streams_that_moved_on_apart_from_changes():
+    model = nnx.Sequential(
+        nnx.Linear(2, 2, rngs=nnx.Rngs(0)), nnx.Dropout(0.5, rngs=nnx.Rngs(dropout=1))
+    )
+    before = nnx.clone(model)
+    model(jnp.ones((1, 2)))  # draws from the dropout stream: its counter moves
+    model.layers[0].bias.value = model.layers[0].bias.value + 1.0
+    d = lens.diff(before, model)
+    lines = d.text().splitlines()
+    assert lines[0] == "Diff: 1 changed, 2 unchanged, 0 added, 0 removed"
+    assert lines[1] == "  ~ Param:/layers/0/bias f32[2] max|d| 1 (was all 0)"
+    assert lines[2].startswith("  rng streams moved on (not counted): RngCount:/")
+    assert len(lines) == 3
