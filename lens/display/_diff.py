@@ -47,7 +47,7 @@ class DiffView(View):
             x, y = a[k], b[k]
             if x.shape != y.shape or x.dtype != y.dtype:
                 self.changed.append(
-                    (k, f"{x.type_str} -> {y.type_str}", float("nan"), float("nan"))
+                    (k, f"{x.type_str} → {y.type_str}", float("nan"), float("nan"))
                 )
                 continue
             va, vb = _numbers(x.value), _numbers(y.value)

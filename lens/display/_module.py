@@ -252,7 +252,7 @@ class BoxView(View):
         self.leaf = make_leaf("", (), type(box).__name__, value)
 
     def text(self) -> str:
-        """``Partitioned f32[4,8] (None,'data') -> P(None, 'data')``."""
+        """``Partitioned f32[4,8] (None,'data') → P(None, 'data')``."""
         x = self.leaf
         parts = [x.box or type(self.box).__name__, x.type_str]
         if x.axes_str:
@@ -269,7 +269,7 @@ class BoxView(View):
         spec = getattr(self.box, "get_partition_spec", None)
         if spec is not None:
             try:
-                parts.append(f"-> {spec()}")
+                parts.append(f"→ {spec()}")
             except Exception:  # noqa: BLE001 - rules may be missing; the box still shows
                 pass
         if x.sharding:
