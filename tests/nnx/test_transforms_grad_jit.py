@@ -135,3 +135,21 @@ def test_jit_returns_array_refs_as_flax_jit_does():
         assert float(new[...]) == 10.0
         assert float(m[...]) == 1.0 + step
         assert float(doubled) == 2.0 * (1.0 + step)
+
+
+def test_jit_returns_an_object_that_holds_itself():
+    """The outputs are searched for jax.Refs without flattening objects (one
+    that refers to itself would never end)."""
+
+    class Node(nnx.Module):
+        def __init__(self):
+            self.ref = nnx.data(None)
+
+    @nnx.jit(graph=True, graph_updates=True)
+    def f(m):
+        m.ref = m
+        return m
+
+    m = Node()
+    assert f(m) is m and m.ref is m
+    assert f(m) is m and m.ref is m

@@ -4,7 +4,8 @@ JAX refuses a reference among a jitted program's outputs. As flax.nnx's jit
 does, lens returns one anyway: a reference the function got as an argument
 comes back as that same outer reference (its writes already happened in place),
 and one made inside leaves the program as its value and becomes a new
-``jax.Ref`` outside.
+``jax.Ref`` outside. (References held by returned objects travel with the
+objects' state, not here.)
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import jax
 
+from lens.nnx.graphwalk import is_graph_node
 from lens.nnx.variable_refs import is_array_ref
 
 
@@ -37,7 +39,8 @@ jax.tree_util.register_pytree_node(
 def mark_refs(out: Any, inputs: list[Any]) -> tuple[Any, bool]:
     """``out`` (inside the program) with each reference as a :class:`RefOut`
     (``inputs``: the argument values, in order); and whether it held any."""
-    leaves, treedef = jax.tree.flatten(out)
+    # objects are leaves here (walked by split_outputs; one may hold itself)
+    leaves, treedef = jax.tree.flatten(out, is_leaf=is_graph_node)
     if not any(is_array_ref(x) for x in leaves):
         return out, False
     where = {id(x): i for i, x in enumerate(inputs) if is_array_ref(x)}
