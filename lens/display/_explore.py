@@ -63,6 +63,7 @@ class Explorer:
 
     def __init__(self, model: Any, variables: Mapping[str, Any]):
         self.model = model
+        self.variables = variables
         self.leaves = list(iter_leaves(variables))
         self.collections = sorted({x.collection for x in self.leaves})
         stacked = _stacked.stacked_leaves(self.leaves)
@@ -115,7 +116,38 @@ class Explorer:
         title = w.HTML(
             f"<b>{e(type(self.model).__name__)}</b> · {len(self.leaves)} arrays"
         )
-        return w.VBox([title, w.HBox([col, search]), w.HBox([leaves, details])])
+        box = w.VBox([title, w.HBox([col, search]), w.HBox([leaves, details])])
+        return self._with_static_forms(box)
+
+    def static_text(self) -> str:
+        """What the explorer says where no widget can run (no kernel, untrusted)."""
+        return (
+            f"lens.explore: {type(self.model).__name__} · {len(self.leaves)} arrays "
+            "(run the cell in a live kernel to browse them)"
+        )
+
+    def _with_static_forms(self, box: Any) -> Any:
+        """``box`` whose display also carries text/html (the variables table) and a
+        readable text/plain: a saved notebook opened untrusted, nbconvert and GitHub
+        show those instead of a widget's repr (JupyterLab runs no widget there)."""
+        from lens.display._variables import VariablesView
+
+        widget_bundle = box._repr_mimebundle_
+        title = (
+            f"lens.explore of {type(self.model).__name__} "
+            "(run the cell in a live kernel to browse)"
+        )
+        html = VariablesView(self.variables, title=title).html()
+        text = self.static_text()
+
+        def _repr_mimebundle_(**kwargs: Any) -> dict[str, Any]:
+            data = dict(widget_bundle(**kwargs))
+            data["text/plain"] = text
+            data["text/html"] = html
+            return data
+
+        box._repr_mimebundle_ = _repr_mimebundle_
+        return box
 
 
 def explore(model: Any, variables: Mapping[str, Any]) -> Any:

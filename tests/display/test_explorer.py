@@ -38,3 +38,17 @@ def test_details_are_inline_styled_html_with_a_histogram_of_bars():
     assert html.startswith('<div class="lens" style="font-family:')
     bars = re.findall(r"title='(\d+) values in \[", html)
     assert len(bars) == 20 and sum(map(int, bars)) == 12  # every kernel value counted
+
+
+def test_the_widget_carries_a_table_and_a_sentence_for_where_no_widget_runs():
+    model, variables = _explorer()
+    bundle = lens.explore(model, variables)._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/plain"] == (
+        "lens.explore: Dense · 2 arrays (run the cell in a live kernel to browse them)"
+    )
+    html = bundle["text/html"]
+    assert (
+        html.startswith('<div class="lens"') and "kernel" in html and "f32[4,3]" in html
+    )
+    assert "<svg" not in html and "<script" not in html
