@@ -218,10 +218,11 @@ class Walker:
         )
 
     def _register(self, x: Any, spec: Any, path: Path) -> int:
+        frame = _frame_of(x)
         if (
             self.frame is not None
-            and isinstance(x, Object | Variable)
-            and object.__getattribute__(x, "_lens_frame") is not self.frame
+            and frame is not _NO_FRAME
+            and frame is not self.frame
         ):
             raise errors.CapturedOutputError(
                 "Cannot extract graph node from different trace level, got "
@@ -368,6 +369,18 @@ def is_node_value(x: Any) -> bool:
         or custom_impl(x) is not None
         or pytree_children(x) is not None
     )
+
+
+_NO_FRAME: Any = object()
+
+
+def _frame_of(x: Any) -> Any:
+    """The transform level ``x`` was made in (None: outside any); ``_NO_FRAME``
+    for a node that keeps none (a registered type, a hijax Variable's tracer)."""
+    try:
+        return object.__getattribute__(x, "_lens_frame")
+    except AttributeError:
+        return _NO_FRAME
 
 
 def _state_flags(obj: Object) -> tuple[bool, bool] | None:

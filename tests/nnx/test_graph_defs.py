@@ -212,3 +212,12 @@ def test_merge_keeps_an_object_initializing():
     initializing = lnnx.graphdef(m)
     object.__setattr__(m, "_pytree__state", PytreeState())
     assert lnnx.graphdef(m) != initializing
+
+
+def test_a_hijax_variable_made_inside_a_transform_comes_out():
+    import jax
+
+    with lnnx.var_defaults(hijax=True):
+        abstract = lnnx.eval_shape(lambda: lnnx.Linear(1, 2, rngs=lnnx.Rngs(0)))
+    assert isinstance(abstract, lnnx.Linear)
+    assert isinstance(abstract.kernel.get_value(), jax.ShapeDtypeStruct)
