@@ -59,6 +59,10 @@ try {
       for (const copy of ['trusted', 'untrusted']) {
         await openNotebook(page, `${copy}.ipynb`);
         await setTheme(page, theme);
+        if (copy === 'trusted') {
+          // the explorer's widget, restored from the widget state saved in the notebook
+          await page.waitForSelector(`${VISIBLE} .widget-vbox`, { timeout: 30000 }).catch(() => null);
+        }
         const key = `${width}-${theme}-${copy}`;
         report[key] = { trusted: await page.evaluate(() => window.jupyterapp.shell.currentWidget.content.widgets.filter(c => c.model.type === 'code').map(c => c.model.trusted)) };
         // each cell's first output, in the order of `kinds` (cell 0 sets up)
@@ -75,7 +79,8 @@ try {
               text: n.innerText.slice(0, 300),
               // content wider than the output: it scrolls sideways inside it
               scrolls: Array.from(n.querySelectorAll('*')).some(c => c.scrollWidth > c.clientWidth + 1 && getComputedStyle(c).overflowX === 'auto'),
-              extension: n.querySelector('.lens-pack-renderer .lens-pack') !== null
+              extension: n.querySelector('.lens-pack-renderer .lens-pack') !== null,
+              widget: n.querySelector('.widget-vbox') !== null
             };
           }, [layoutOf.toString(), brokenText.toString(), lowContrast.toString()]);
           await out.screenshot({ path: `${shots}/trust-${kinds[i]}-${key}.png` });
