@@ -3,15 +3,17 @@
 A notebook with one cell per kind of lens output (the pack pictures of a Linen vmap,
 a lens.nnx vmap constructor and nnx.jit(nnx.scan(...)), collections, a bound
 module, an nnx State and Variable, a boxed variable, a diff, per-layer charts, the
-explorer's details and its widget, nnx.tabulate) is run
-once by a kernel (nbclient), then saved twice: one copy signed with the notary of
-the JupyterLab server under test (a fresh Jupyter data folder, as `jupyter trust`
-does), one copy not (as a fresh clone or a received notebook opens). JupyterLab
-renders the first as trusted (text/html as it is) and the second through its
-sanitizer. tests/e2e/trust_browser.mjs opens both in Debian's Chromium at 600 and
-1200 px, light and dark, and reads every output's computed layout: it must be the
-same in both, at WCAG AA contrast, with no clipped text and no one-or-two-letter
-lines. Screenshots: extension/test/screenshots/trust-*.png.
+explorer's details and its widget, nnx.tabulate) is run once by a kernel
+(nbclient), then saved twice: one copy signed with the notary of the JupyterLab
+server under test (a fresh Jupyter data folder, as `jupyter trust` does), one copy
+not (as a fresh clone or a received notebook opens). JupyterLab renders the first
+as trusted (text/html as it is) and the second through its sanitizer.
+tests/e2e/trust_browser.mjs opens both in Debian's Chromium at 600 and 1200 px,
+light and dark, and reads every output's computed layout: it must be the same in
+both, at WCAG AA contrast, with no clipped text and no one-or-two-letter lines. The
+explorer's widget is the exception by design: JupyterLab runs widgets only in
+trusted notebooks, so the untrusted copy shows its variables table instead.
+Screenshots: extension/test/screenshots/trust-*.png.
 """
 
 import json
