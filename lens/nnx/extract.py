@@ -14,7 +14,7 @@ plain arrays and Variables outside objects get their value directly.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import jax
 
@@ -155,31 +155,45 @@ class _GraphPrefixAxes(PrefixAxes, TreeState):
     :class:`TreeState`."""
 
 
-def _object_axes(
-    node: Any, prefix_fn: Callable[..., Any], graph: bool = False
-) -> StateAxes:
-    """One object's spec: its variables grouped by the prefix each gets."""
+def _object_axes(node: Any, prefix_fn: Callable[..., Any]) -> StateAxes:
+    """One object's spec (graph mode): its variables grouped by the prefix each
+    gets; also flax's TreeState (graphdef, prefixes by attribute, prefix_fn)."""
+    by_path = {
+        path: prefix_fn(path, value)
+        for path, value in iter_graph(node)
+        if isinstance(value, Variable)
+    }
+    axes = cast(_GraphPrefixAxes, _axes(by_path, _GraphPrefixAxes))
+    TreeState.__init__(axes, graphdef(node), axes.state, Opaque(prefix_fn))
+    return axes
+
+
+def _axes(by_path: dict[tuple, Any], cls: type[PrefixAxes]) -> PrefixAxes:
+    """A PrefixAxes of ``{variable path: prefix}``: one filter per prefix."""
     groups: dict[Any, list[tuple]] = {}
     order: list[Any] = []
-    for path, value in iter_graph(node):
-        if isinstance(value, Variable):
-            p = prefix_fn(path, value)
-            key = _hashable(p)
-            if key not in groups:
-                groups[key] = []
-                order.append(p)
-            groups[key].append(path)
-    by_path = {
-        path: p for p in order for path in groups[_hashable(p)]
-    }  # fmt: skip
-    cls = _GraphPrefixAxes if graph else PrefixAxes
+    for path, p in by_path.items():
+        key = _hashable(p)
+        if key not in groups:
+            groups[key] = []
+            order.append(p)
+        groups[key].append(path)
     if len(order) == 1:
-        axes = cls({...: order[0]}, by_path)
-    else:
-        axes = cls({_AtPaths(*groups[_hashable(p)]): p for p in order}, by_path)
-    if isinstance(axes, TreeState):  # graph mode: flax's TreeState fields
-        TreeState.__init__(axes, graphdef(node), axes.state, Opaque(prefix_fn))
-    return axes
+        return cls({...: order[0]}, by_path)
+    return cls({_AtPaths(*groups[_hashable(p)]): p for p in order}, by_path)
+
+
+def tree_prefix_axes(tree_prefix: Any) -> PrefixAxes:
+    """A tree-mode :func:`prefix` result (the object's own pytree with a prefix
+    for each Variable) as the per-variable spec lens's transforms read."""
+    leaves = jax.tree_util.tree_flatten_with_path(
+        tree_prefix, is_leaf=lambda x: x is None
+    )[0]
+    return _axes({_path(kp): p for kp, p in leaves}, PrefixAxes)
+
+
+def _path(keypath: Any) -> tuple:
+    return tuple(_key(k) for k in keypath)
 
 
 def _hashable(x: Any) -> Any:
@@ -207,9 +221,12 @@ def prefix(
     """Specs for a transform, computed from ``node``'s variables (flax.nnx's).
 
     ``filter_map`` is ``(path, leaf) -> prefix`` or a mapping from filter to prefix
-    (the first filter that matches wins). Each object in ``node`` becomes a
-    :class:`StateAxes` of its variables' prefixes; a Variable or array outside an
-    object becomes its prefix.
+    (the first filter that matches wins). In graph mode each object in ``node``
+    becomes a :class:`StateAxes` of its variables' prefixes (also flax's
+    :class:`TreeState`, its ``state`` the prefixes by attribute); in tree mode
+    (``graph=False``) the result is ``node``'s own pytree with each Variable
+    replaced by its prefix, as flax.nnx's (``jax.vmap`` takes it too). A Variable
+    or array outside an object becomes its prefix.
 
     Example:
         >>> import jax.numpy as jnp
@@ -218,15 +235,23 @@ def prefix(
         >>> nnx.prefix(model, {nnx.PathContains("kernel"): 0, ...: None})
         StateAxes({AtPaths(('bias',),): None, AtPaths(('kernel',),): 0})
     """
-    # one walk for both modes: paths are the variables' paths; the graph mode's
-    # result is also a TreeState, as flax's
     graph_mode = set_graph_mode.current_value() if graph is None else graph
     fn = _prefix_fn(filter_map)
+    is_variable = lambda x: isinstance(x, Variable)  # noqa: E731
+    if not graph_mode:
+        # flax's tree mode: the node's own pytree with each Variable (and any
+        # other leaf) replaced by its prefix, a pytree prefix of the node (JAX's
+        # transforms take it; lens's read it by tree_prefix_axes)
+        return jax.tree.map_with_path(
+            lambda p, x: fn(_path(p), x), node, is_leaf=is_variable
+        )
 
+    # graph mode: each object becomes a StateAxes of its variables' prefixes
+    # (also a TreeState, as flax's result)
     def leaf(path: Any, x: Any) -> Any:
         if is_graph_node(x) and not isinstance(x, Variable):
-            return _object_axes(x, fn, bool(graph_mode))
-        return fn(tuple(_key(k) for k in path), x)
+            return _object_axes(x, fn)
+        return fn(_path(path), x)
 
-    is_leaf = lambda x: is_graph_node(x) or isinstance(x, Variable)  # noqa: E731
+    is_leaf = lambda x: is_graph_node(x) or is_variable(x)  # noqa: E731
     return jax.tree.map_with_path(leaf, node, is_leaf=is_leaf)

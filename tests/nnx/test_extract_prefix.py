@@ -165,3 +165,54 @@ def test_state_axes_are_prefix_mappings():
     assert Custom().map_prefix(("a", "b"), nnx.Param(1)) == 2
     with pytest.raises(TypeError):
         extract.PrefixMapping()  # pyright: ignore[reportAbstractUsage]
+
+
+def _stack(mod):
+    class Foo(mod.Module):
+        def __init__(self, rngs):
+            self.w = mod.Param(rngs.normal((4, 2, 3)))
+            self.count = mod.BatchStat(jnp.zeros(()))
+
+    return Foo(mod.Rngs(0))
+
+
+def test_tree_mode_prefix_is_the_objects_pytree_of_prefixes():
+    specs = nnx.prefix(_stack(nnx), {nnx.Param: 0, ...: None}, graph=False)
+    fspecs = fnnx.prefix(_stack(fnnx), {fnnx.Param: 0, ...: None}, graph=False)
+    assert specs.w == fspecs.w == 0 and specs.count is fspecs.count is None
+    paths = lambda t: [  # noqa: E731
+        (jax.tree_util.keystr(p), x)
+        for p, x in jax.tree.leaves_with_path(t, is_leaf=lambda x: x is None)
+    ]
+    assert paths(specs) == paths(fspecs) == [(".count", None), (".w", 0)]
+
+
+def test_tree_mode_prefix_is_taken_by_jax_and_nnx_vmap():
+    model = _stack(nnx)
+    specs = nnx.prefix(model, {nnx.Param: 0, ...: None}, graph=False)
+    x = jnp.ones((2,))
+    y = jax.vmap(lambda m, x: x @ m.w[...], in_axes=(specs, None))(model, x)
+    assert y.shape == (4, 3)
+    want = jnp.einsum("i,bij->bj", x, model.w[...])
+    assert jnp.allclose(y, want, atol=1e-5)
+
+    @nnx.vmap(in_axes=(specs, None), graph=False, graph_updates=False)
+    def g(m, x):
+        return x @ m.w
+
+    assert jnp.allclose(g(model, x), want, atol=1e-5)
+    # flax: a tree-mode prefix is an object, refused in graph mode
+    with pytest.raises(ValueError, match="Graph nodes are not allowed as prefixes"):
+        nnx.vmap(lambda m, x: x, in_axes=(specs, None), graph=True)
+
+
+def test_tree_mode_prefix_as_out_axes_stacks_new_objects():
+    abstract = nnx.eval_shape(lambda: nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+    specs = nnx.prefix(abstract, {nnx.PathContains("kernel"): 1, ...: 0}, graph=False)
+
+    @nnx.vmap(in_axes=0, out_axes=specs, graph=False, graph_updates=False)
+    def create(key):
+        return nnx.Linear(2, 3, rngs=nnx.Rngs(key))
+
+    m = create(jax.random.split(jax.random.key(0), 5))
+    assert m.kernel.shape == (2, 5, 3) and m.bias.shape == (5, 3)

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from lens.core._freeze import FrozenDict
-from lens.nnx.graphwalk import Walker, path_str
+from lens.nnx.graphwalk import Walker, is_graph_node, path_str
 from lens.nnx.transforms.general import (
     Carrier,
     StateAxes,
@@ -112,10 +112,19 @@ def place_state_axes(out: Any) -> Any:
 
 
 def strip_state_axes(tree: Any) -> Any:
+    """``tree`` with each per-variable spec (a StateAxes, or a tree-mode
+    ``nnx.prefix`` result: an object of prefixes) as axis 0: its values leave
+    ``jax.vmap`` in a Carrier that :func:`place_state_axes` puts in place."""
+
+    def per_variable(x: Any) -> bool:
+        return isinstance(x, StateAxes) or (
+            is_graph_node(x) and not isinstance(x, Variable)
+        )
+
     return jax.tree.map(
-        lambda x: 0 if isinstance(x, StateAxes) else x,
+        lambda x: 0 if per_variable(x) else x,
         tree,
-        is_leaf=lambda x: x is None or isinstance(x, StateAxes),
+        is_leaf=lambda x: x is None or per_variable(x),
     )
 
 

@@ -31,7 +31,7 @@ import jax
 
 from lens import errors
 from lens.nnx.filterlib import to_predicate
-from lens.nnx.graphwalk import Builder, InPlaceBuilder, Walker
+from lens.nnx.graphwalk import Builder, InPlaceBuilder, Walker, is_graph_node
 from lens.nnx.tracers import frame
 from lens.nnx.transforms.modes import TransformMode as TransformMode
 from lens.nnx.transforms.modes import active_mode as active_mode
@@ -106,13 +106,23 @@ def split_args(
     return Skeleton(treedef, tuple(slots)), entries
 
 
+def _is_object(x: Any) -> bool:
+    return is_graph_node(x) and not isinstance(x, Variable)
+
+
 def _broadcast(prefix: Any, tree: Any, i: int) -> list[Any]:
     def is_leaf(x: Any) -> bool:
-        return x is None or isinstance(x, StateAxes | DiffSpec | GraphArg)
+        return (
+            x is None or isinstance(x, StateAxes | DiffSpec | GraphArg) or _is_object(x)
+        )
 
     out: list[Any] = []
 
     def expand(p: Any, sub: Any) -> None:
+        if _is_object(p):  # a tree-mode nnx.prefix result: read per variable
+            from lens.nnx.extract import tree_prefix_axes  # noqa: PLC0415 - cycle
+
+            p = tree_prefix_axes(p)
         n = len(jax.tree.leaves(sub, is_leaf=lambda x: isinstance(x, GraphArg)))
         out.extend([p] * n)
 
