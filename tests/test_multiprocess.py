@@ -46,9 +46,13 @@ def _free_port() -> int:
 
 
 def _env() -> dict[str, str]:
+    """This process's environment with 4 CPU devices (and tests/conftest.py's other
+    XLA flags, which make compiling fast)."""
     env = dict(os.environ)
-    env["XLA_FLAGS"] = (
-        "--xla_force_host_platform_device_count=4 --xla_backend_optimization_level=0"
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    env["XLA_FLAGS"] = " ".join(
+        [f for f in flags if not f.startswith("--xla_force_host_platform_device")]
+        + ["--xla_force_host_platform_device_count=4"]
     )
     env["JAX_PLATFORMS"] = "cpu"
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
