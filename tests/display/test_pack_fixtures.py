@@ -6,6 +6,7 @@ trace format or lanes change, this fails until the fixtures are rewritten with
 counter) are left out of the comparison; everything else is exact.
 """
 
+import functools
 import importlib.util
 import json
 import pathlib
@@ -22,6 +23,7 @@ def _load_maker():
     spec = importlib.util.spec_from_file_location(
         "make_fixtures", FIXTURES / "make_fixtures.py"
     )
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -35,13 +37,26 @@ def _without_ids(x):
     return x
 
 
-PAYLOADS = _load_maker().payloads()
+# The stored payloads (colors.json is test_palette.py's). The fresh ones are traced
+# on first use, not at collection: every pytest-xdist worker collects this file.
+STORED = sorted(
+    p.name for p in (FIXTURES / "fixtures").glob("*.json") if p.name != "colors.json"
+)
 
 
-@pytest.mark.parametrize("name", sorted(PAYLOADS))
+@functools.cache
+def _payloads() -> dict:
+    return _load_maker().payloads()
+
+
+@pytest.mark.parametrize("name", STORED)
 def test_golden_payload_is_current_and_valid(name):
+    assert sorted(_payloads()) == STORED, (
+        "payloads and stored files differ: "
+        "run .venv/bin/python extension/test/make_fixtures.py"
+    )
     stored = json.loads((FIXTURES / "fixtures" / name).read_text())
-    fresh = json.loads(json.dumps(PAYLOADS[name]))
+    fresh = json.loads(json.dumps(_payloads()[name]))
     assert _without_ids(fresh) == _without_ids(stored), (
         f"{name} is stale: run .venv/bin/python extension/test/make_fixtures.py"
     )
