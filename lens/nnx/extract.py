@@ -63,6 +63,9 @@ from lens.nnx.graphlib import graphdef, iter_graph
 from lens.nnx.graphmode import set_graph_mode
 from lens.nnx.graphwalk import is_graph_node
 from lens.nnx.transforms.general import StateAxes
+from lens.nnx.transforms.prefix_axes import PrefixAxes as PrefixAxes
+from lens.nnx.transforms.prefix_axes import axes_by_path, key_path
+from lens.nnx.transforms.prefix_axes import tree_prefix_axes as tree_prefix_axes
 from lens.nnx.treestates import NodeStates as NodeStates
 from lens.nnx.treestates import check_consistent_aliasing as check_consistent_aliasing
 from lens.nnx.treestates import clear_non_graph_nodes as clear_non_graph_nodes
@@ -92,64 +95,6 @@ def _prefix_fn(filter_map: Mapping[Any, Any] | Callable[..., Any]) -> Callable:
     return prefix_fn
 
 
-class _AtPaths:
-    """A filter: the variables at exactly these paths."""
-
-    def __init__(self, *paths: tuple):
-        self.paths = frozenset(paths)
-
-    def __call__(self, path: tuple, x: Any) -> bool:
-        return tuple(path) in self.paths
-
-    def __repr__(self) -> str:
-        return f"AtPaths{tuple(sorted(self.paths, key=repr))!r}"
-
-
-class PrefixAxes(StateAxes):
-    """An object's specs made by :func:`prefix` (flax.nnx's tree-shaped prefix:
-    transforms take it in every mode). Read like the object (``specs.kernel``,
-    ``specs.linear.bias``) or, as flax's graph-mode result, by ``specs.state``."""
-
-    from_prefix = True
-
-    def __init__(self, filter_axes: Any, by_path: Mapping[tuple, Any] = {}):  # noqa: B006
-        super().__init__(filter_axes)
-        self._by_path = dict(by_path)
-
-    @property
-    def state(self) -> dict[Any, Any]:
-        """The prefixes as a nested dict of the object's attributes."""
-        out: dict[Any, Any] = {}
-        for path, value in self._by_path.items():
-            d = out
-            for k in path[:-1]:
-                d = d.setdefault(k, {})
-            d[path[-1]] = value
-        return out
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        sub = self.state
-        if name not in sub:
-            raise AttributeError(f"{type(self).__name__} has no variable {name!r}")
-        return _as_attrs(sub[name])
-
-
-class _Attrs(dict):
-    """A nested dict also read by attribute (``specs.linear.kernel``)."""
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return _as_attrs(self[name])
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-def _as_attrs(x: Any) -> Any:
-    return _Attrs(x) if isinstance(x, dict) else x
-
-
 class _GraphPrefixAxes(PrefixAxes, TreeState):
     """``prefix(..., graph=True)``'s result: a :class:`PrefixAxes` and a
     :class:`TreeState`."""
@@ -163,52 +108,9 @@ def _object_axes(node: Any, prefix_fn: Callable[..., Any]) -> StateAxes:
         for path, value in iter_graph(node)
         if isinstance(value, Variable)
     }
-    axes = cast(_GraphPrefixAxes, _axes(by_path, _GraphPrefixAxes))
+    axes = cast(_GraphPrefixAxes, axes_by_path(by_path, _GraphPrefixAxes))
     TreeState.__init__(axes, graphdef(node), axes.state, Opaque(prefix_fn))
     return axes
-
-
-def _axes(by_path: dict[tuple, Any], cls: type[PrefixAxes]) -> PrefixAxes:
-    """A PrefixAxes of ``{variable path: prefix}``: one filter per prefix."""
-    groups: dict[Any, list[tuple]] = {}
-    order: list[Any] = []
-    for path, p in by_path.items():
-        key = _hashable(p)
-        if key not in groups:
-            groups[key] = []
-            order.append(p)
-        groups[key].append(path)
-    if len(order) == 1:
-        return cls({...: order[0]}, by_path)
-    return cls({_AtPaths(*groups[_hashable(p)]): p for p in order}, by_path)
-
-
-def tree_prefix_axes(tree_prefix: Any) -> PrefixAxes:
-    """A tree-mode :func:`prefix` result (the object's own pytree with a prefix
-    for each Variable) as the per-variable spec lens's transforms read."""
-    leaves = jax.tree_util.tree_flatten_with_path(
-        tree_prefix, is_leaf=lambda x: x is None
-    )[0]
-    return _axes({_path(kp): p for kp, p in leaves}, PrefixAxes)
-
-
-def _path(keypath: Any) -> tuple:
-    return tuple(_key(k) for k in keypath)
-
-
-def _hashable(x: Any) -> Any:
-    try:
-        hash(x)
-        return x
-    except TypeError:
-        return id(x)
-
-
-def _key(k: Any) -> Any:
-    for attr in ("key", "idx", "name"):
-        if hasattr(k, attr):
-            return getattr(k, attr)
-    return k
 
 
 def prefix(
@@ -243,7 +145,7 @@ def prefix(
         # other leaf) replaced by its prefix, a pytree prefix of the node (JAX's
         # transforms take it; lens's read it by tree_prefix_axes)
         return jax.tree.map_with_path(
-            lambda p, x: fn(_path(p), x), node, is_leaf=is_variable
+            lambda p, x: fn(key_path(p), x), node, is_leaf=is_variable
         )
 
     # graph mode: each object becomes a StateAxes of its variables' prefixes
@@ -251,7 +153,7 @@ def prefix(
     def leaf(path: Any, x: Any) -> Any:
         if is_graph_node(x) and not isinstance(x, Variable):
             return _object_axes(x, fn)
-        return fn(_path(path), x)
+        return fn(key_path(path), x)
 
     is_leaf = lambda x: is_graph_node(x) or is_variable(x)  # noqa: E731
     return jax.tree.map_with_path(leaf, node, is_leaf=is_leaf)

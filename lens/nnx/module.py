@@ -18,10 +18,11 @@ from typing import Any, ParamSpec, TypeVar, cast
 import jax
 import jax.numpy as jnp
 
+from lens.nnx import graphupdate
 from lens.nnx.filterlib import to_predicate
 from lens.nnx.graphlib import clone, iter_graph
 from lens.nnx.graphwalk import Path
-from lens.nnx.pytreelib import Object, ObjectMeta, node_items
+from lens.nnx.pytreelib import Object, ObjectMeta
 from lens.nnx.statelib import State
 from lens.nnx.tracers import structure_changed
 from lens.nnx.variablelib import Perturbation, Variable, variable_type_from_name
@@ -221,8 +222,15 @@ class Module(Object, metaclass=ModuleMeta):
         return iter_modules(self)
 
     def iter_children(self) -> Iterator[tuple[Any, Module]]:
-        """Yields ``(name, module)`` for the direct submodules."""
-        return iter_children(self)
+        """Yields ``(name, module)`` for the direct submodules (deprecated in
+        flax.nnx for the ``nnx.iter_children(module)`` function)."""
+        warnings.warn(
+            "The 'm.iter_children()' method is deprecated; use the "
+            "'nnx.iter_children(m)' function instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        yield from iter_children(self)
 
 
 def iter_modules(
@@ -235,22 +243,10 @@ def iter_modules(
             yield path, value
 
 
-def iter_children(
-    node: Any, /, *, graph: bool | None = None
-) -> Iterator[tuple[Any, Any]]:
-    """Yields ``(name, child)`` for the objects directly under ``node``."""
-    seen: set[int] = set()
-    for key, value in node_items(node):
-        if isinstance(value, Object) and id(value) not in seen:
-            seen.add(id(value))
-            yield key, value
-
-
-def iter_module_children(
-    node: Any, /, *, graph: bool | None = None
-) -> Iterator[tuple[Any, Any]]:
-    """Like :func:`iter_children`, counting containers (``nnx.List``/``Dict``)."""
-    yield from iter_children(node, graph=graph)
+# flax.nnx.module's names for the graph room's children walk: every graph node
+# one level down (Variables included), or only the sub-objects.
+iter_children = graphupdate.iter_children
+iter_module_children = graphupdate.iter_module_children
 
 
 def capture(

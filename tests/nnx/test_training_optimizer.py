@@ -62,3 +62,21 @@ def test_linesearch_value_fn_gets_arrays():
     grads = nnx.grad(_loss)(model, x)
     opt.update(grads, grad=grads, value=loss0, value_fn=value_fn)
     assert float(_loss(model, x)) < float(loss0)
+
+
+def test_update_takes_the_graph_state_gradients_of_unpacked_parts():
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    opt = nnx.Optimizer(model, optax.sgd(0.5), wrt=nnx.Param)
+    params, rest = nnx.unpack(model, nnx.Param, ...)
+    x = jnp.ones((1, 2))
+
+    def loss(params, rest):
+        return _loss(nnx.merge(params, rest), x)
+
+    grads = nnx.grad(loss, graph=False)(params, rest)
+    assert isinstance(grads, nnx.GraphState)
+    kernel = np.asarray(model.kernel[...])
+    opt.update(model, grads)
+    np.testing.assert_allclose(
+        model.kernel[...], kernel - 0.5 * np.asarray(grads["kernel"][...]), rtol=1e-6
+    )

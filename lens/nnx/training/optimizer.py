@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lens.nnx.graphlib import state, update
+from lens.nnx.graphstate import GraphState
 from lens.nnx.pytreelib import Object
 from lens.nnx.statelib import State
 from lens.nnx.variablelib import OptState, Param, Variable
@@ -113,7 +114,10 @@ class Optimizer(Object, Generic[M]):
 def _wrt_part(grads: Any, wrt: Any) -> Any:
     """The gradients of the optimized variables (flax filters them by ``wrt``):
     of a State, or of a module (what ``jax.grad`` gives for a module argument);
-    a plain pytree of arrays passes as it is."""
+    a plain pytree of arrays passes as it is. A GraphState (what ``nnx.grad``
+    gives for ``nnx.unpack``'s parts) counts as its State."""
+    if isinstance(grads, GraphState):
+        grads = grads._state
     if isinstance(grads, State | Object):
         return state(grads, wrt)
     return grads

@@ -47,6 +47,7 @@ from lens.nnx.transforms.modes import variables_with_paths as variables_with_pat
 from lens.nnx.transforms.modes import (
     with_calling_conventions as with_calling_conventions,
 )
+from lens.nnx.transforms.prefix_axes import tree_prefix_axes
 from lens.nnx.transforms.specs import Carrier as Carrier
 from lens.nnx.transforms.specs import DiffSpec as DiffSpec
 from lens.nnx.transforms.specs import DiffState as DiffState
@@ -120,8 +121,6 @@ def _broadcast(prefix: Any, tree: Any, i: int) -> list[Any]:
 
     def expand(p: Any, sub: Any) -> None:
         if _is_object(p):  # a tree-mode nnx.prefix result: read per variable
-            from lens.nnx.extract import tree_prefix_axes  # noqa: PLC0415 - cycle
-
             p = tree_prefix_axes(p)
         n = len(jax.tree.leaves(sub, is_leaf=lambda x: isinstance(x, GraphArg)))
         out.extend([p] * n)
