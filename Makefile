@@ -47,13 +47,19 @@ lab: $(VENV)/.installed $(VENV)/.labextension
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser --allow-root --ip=127.0.0.1
 
 ## Run every test: lint, unit and doctests.
+## pyright (about 45 s of one core) runs beside pytest, niced, so that it mostly takes
+## the time a pytest worker spends waiting (on a browser, a kernel, a subprocess);
+## its report is printed after pytest's, and the recipe fails if either fails.
 test: $(VENV)/.installed $(VENV)/.labextension $(CHROMIUM)
 	cd extension && npx vitest run
 	$(PY) -m ruff check lens tests benchmarks compat docs notebooks/build.py notebooks/cells.py
 	$(PY) -m ruff format --check lens tests benchmarks compat
-	$(VENV)/bin/pyright
+	@typed=$$(mktemp); nice -n 5 $(VENV)/bin/pyright > $$typed 2>&1 & pyright=$$!; \
+	echo "$(VENV)/bin/pyright (in the background)"; \
 	$(TEST_ENV) $(PY) -m pytest -n 2 --dist loadfile tests lens notebooks/*.ipynb \
-		--nbval --nbval-sanitize-with notebooks/sanitize.cfg
+		--nbval --nbval-sanitize-with notebooks/sanitize.cfg; tests=$$?; \
+	wait $$pyright; types=$$?; echo "$(VENV)/bin/pyright:"; cat $$typed; rm -f $$typed; \
+	test $$tests = 0 -a $$types = 0
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check lens tests benchmarks compat docs notebooks/build.py notebooks/cells.py
