@@ -10,6 +10,7 @@ shown once.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -32,6 +33,19 @@ from lens.nnx.visualization import in_ipython as in_ipython
 from lens.typing import SizeBytes as _BaseSizeBytes
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+# How secondary text (dtypes, byte sizes) is marked: rich's dim in a terminal;
+# in a notebook rich draws dim as the fixed grey #7f7f7f, under WCAG AA on
+# JupyterLab's light background, so there it is italic in the theme's colour.
+_SECONDARY: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "lens_tabulate_secondary", default="dim"
+)
+
+
+def _secondary(text: str) -> str:
+    style = _SECONDARY.get()
+    return f"[{style}]{text}[/{style}]"
+
+
 _ID = "_lens_tabulate_id"
 
 
@@ -39,7 +53,7 @@ class SizeBytes(_BaseSizeBytes):
     """A count of values and bytes, shown as ``6,070 (24.3 KB)``."""
 
     def __repr__(self) -> str:
-        return f"{self.size:,} [dim]({_bytes_repr(self.bytes)})[/dim]"
+        return f"{self.size:,} " + _secondary(f"({_bytes_repr(self.bytes)})")
 
     __str__ = __repr__
 
@@ -100,7 +114,7 @@ class ArrayRepr:
         return cls(jnp.shape(x), jnp.result_type(x))
 
     def __str__(self) -> str:
-        return f"[dim]{self.dtype}[/dim][{','.join(map(str, self.shape))}]"
+        return _secondary(str(self.dtype)) + f"[{','.join(map(str, self.shape))}]"
 
 
 class SimpleObjectRepr:
@@ -482,6 +496,33 @@ def _record(
                 delattr(t, name)
 
 
+def _summary_table(
+    obj: Any,
+    method: str,
+    input_args: tuple,
+    input_kwargs: dict[str, Any],
+    depth: int | None,
+    row_filter: Callable[[CallInfo], bool],
+    flags: tuple[bool, bool],
+    table_kwargs: Mapping[str, Any],
+    column_kwargs: Mapping[str, Any],
+) -> Any:
+    """The rich Table of :func:`tabulate` (run on a copy of ``obj``)."""
+    model = clone(obj)
+    infos: dict[int, ObjectInfo | None] = {}
+    _collect_stats((), model, infos)
+    recorder = _Recorder(infos, *flags)
+    _record(model, method, input_args, input_kwargs, recorder)
+    rows = sorted(recorder.rows, key=lambda r: r.call_order)
+    rows = [
+        r for r in rows if (depth is None or len(r.path) <= depth) and row_filter(r)
+    ]
+    root = infos[id(model)]
+    assert root is not None
+    title = f"{type(obj).__name__} Summary"
+    return _build_table(title, rows, root, infos, flags, table_kwargs, column_kwargs)
+
+
 def tabulate(
     obj: Any,
     *input_args: Any,
@@ -506,24 +547,18 @@ def tabulate(
     calls are hidden by default). ``table_kwargs``, ``column_kwargs`` and
     ``console_kwargs`` go to ``rich``'s Table, add_column and Console.
     """
-    model = clone(obj)
-    infos: dict[int, ObjectInfo | None] = {}
-    _collect_stats((), model, infos)
-    recorder = _Recorder(infos, compute_flops, compute_vjp_flops)
-    _record(model, method, input_args, input_kwargs, recorder)
-    rows = sorted(recorder.rows, key=lambda r: r.call_order)
-    rows = [
-        r for r in rows if (depth is None or len(r.path) <= depth) and row_filter(r)
-    ]
-    root = infos[id(model)]
-    assert root is not None
-    table = _build_table(
-        f"{type(obj).__name__} Summary", rows, root, infos,
-        (compute_flops, compute_vjp_flops), table_kwargs, column_kwargs,
-    )  # fmt: skip
+    notebook = _in_notebook()
+    token = _SECONDARY.set("italic" if notebook else "dim")
+    try:
+        table = _summary_table(
+            obj, method, input_args, input_kwargs, depth, row_filter,
+            (compute_flops, compute_vjp_flops), table_kwargs, column_kwargs,
+        )  # fmt: skip
+    finally:
+        _SECONDARY.reset(token)
     import rich.console
 
-    kwargs = {"force_terminal": True, "force_jupyter": _in_notebook()}
+    kwargs = {"force_terminal": True, "force_jupyter": notebook}
     buf = io.StringIO()
     rich.console.Console(file=buf, **{**kwargs, **console_kwargs}).print(table)
     return buf.getvalue()

@@ -317,21 +317,6 @@ def test_each_output_reads_at_aa_contrast_trusted_and_untrusted(report):
             for kind in KINDS:
                 if kind in WIDGETS and copy == "trusted":
                     continue  # ipywidgets' own look
-                if kind == "tabulate" and theme == "light":
-                    continue  # rich's fixed dim grey: the strict xfail below
                 got = report[f"{width}-{theme}-{copy}"][kind]["contrast"]
                 where = (kind, width, theme, copy)
                 assert got["checked"] > 0 and got["low"] == [], (where, got)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="nnx.tabulate marks dtypes and byte sizes [dim]; rich draws dim as the "
-    "fixed grey #7f7f7f, 4.0:1 on JupyterLab's light background (lens/nnx/summary.py "
-    "should not dim in a notebook)",
-)
-def test_tabulate_reads_at_aa_contrast_in_the_light_theme(report):
-    for width in (600, 1200):
-        for copy in ("trusted", "untrusted"):
-            got = report[f"{width}-light-{copy}"]["tabulate"]["contrast"]
-            assert got["checked"] > 0 and got["low"] == [], (width, copy, got)

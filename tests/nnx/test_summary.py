@@ -100,3 +100,19 @@ def test_tabulate_returns_its_table_outside_a_kernel_even_with_an_ipython_shell(
         if not had_shell:
             InteractiveShell.clear_instance()
     assert "Linear" in text and "Total" in text
+
+
+def test_secondary_text_is_dim_in_a_terminal_and_italic_in_a_notebook(monkeypatch):
+    # rich draws dim as the fixed grey #7f7f7f in a notebook: 4.0:1 on
+    # JupyterLab's light theme, under WCAG AA; there lens marks dtypes and
+    # byte sizes italic in the theme's own colour instead.
+    from lens.nnx import summary
+
+    model = lnnx.Linear(2, 3, rngs=lnnx.Rngs(0))
+    x = jnp.ones((1, 2))
+    terminal = lnnx.tabulate(model, x, console_kwargs={"force_terminal": True})
+    assert "\x1b[2m" in terminal
+    monkeypatch.setattr(summary, "_in_notebook", lambda: True)
+    notebook = lnnx.tabulate(model, x, console_kwargs={"force_jupyter": False})
+    assert "\x1b[2m" not in notebook and "\x1b[3mfloat32" in notebook
+    assert summary._SECONDARY.get() == "dim"  # restored after the call
