@@ -70,6 +70,11 @@ class PytreeState(reprlib.Representable):
     def is_setup(self) -> bool:
         return self._is_setup
 
+    def set_initializing(self, initializing: bool) -> None:
+        """Marks the object as being initialized (what the bridge's
+        ``lazy_init`` does to every object of a module's graph for its call)."""
+        self._initializing = initializing
+
     def __nnx_repr__(self) -> Iterator[reprlib.Object | reprlib.Attr]:
         yield reprlib.Object(type(self))
         yield reprlib.Attr("trace_state", self._trace_state)

@@ -158,3 +158,27 @@ def test_transform_context_starts_from_its_stack_per_thread():
         t.join()
     assert seen == [([1, 2], 2), ([1], 1)]
     assert TransformContext().stack == []
+
+
+def test_lazy_init_marks_every_object_initializing_for_its_call_only():
+    seen = []
+
+    class Inner(lnnx.Module):
+        def __call__(self):
+            seen.append(("inner", self._pytree__state.initializing))
+
+    class Outer(lnnx.Module):
+        def __init__(self):
+            self.inner = Inner()
+
+        def __call__(self):
+            seen.append(("outer", self._pytree__state.initializing))
+            self.inner()
+            rebuilt = lnnx.merge(*lnnx.split(self))  # the flag travels in the graphdef
+            seen.append(("rebuilt", rebuilt._pytree__state.initializing))
+
+    model = Outer()
+    lnnx.bridge.lazy_init(model)
+    assert seen == [("outer", True), ("inner", True), ("rebuilt", True)]
+    assert not model._pytree__state.initializing
+    assert not model.inner._pytree__state.initializing

@@ -33,6 +33,7 @@ from lens.nnx.bridge.variables import (
 from lens.nnx.filterlib import Not
 from lens.nnx.graphlib import ApplyCaller, GraphDef, iter_graph, split, state, update
 from lens.nnx.module import Module
+from lens.nnx.pytreelib import PytreeState
 from lens.nnx.rnglib import Rngs
 from lens.nnx.statelib import State
 from lens.nnx.variablelib import RngState, Variable, variable_name_from_type
@@ -107,6 +108,9 @@ def set_initializing(module: Any, initializing: bool) -> None:
     ``init`` (``True``: what ``lazy_init`` and, inside a bridge module's
     ``init``, ``bridge.linen_in_bridge_mdl`` do) or ``apply``."""
     for _, m in iter_graph(module, graph=True):
+        state = getattr(m, "__dict__", {}).get("_pytree__state")
+        if isinstance(state, PytreeState):  # every object, as flax.nnx's
+            state.set_initializing(initializing)
         if isinstance(m, ToNNX) and vars(m).get(_INIT_FLAG, False) != initializing:
             setattr(m, _INIT_FLAG, initializing)
 
