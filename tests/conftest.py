@@ -5,6 +5,8 @@ import os
 import pathlib
 from importlib.util import find_spec
 
+import pytest
+
 
 def _xla_knows(flag: str) -> bool:
     """Whether the installed jaxlib's XLA has ``flag`` (XLA aborts on an unknown
@@ -52,3 +54,96 @@ if "LENS_COMPILATION_CACHE_DIR" not in os.environ:
     _cache = tempfile.mkdtemp(prefix="lens-jax-cache-")
     os.environ["LENS_COMPILATION_CACHE_DIR"] = _cache
     atexit.register(shutil.rmtree, _cache, ignore_errors=True)
+
+
+# pytest-xdist (`make test` runs `-n 2 --dist loadfile`): each test file is one unit of
+# work, and xdist starts the files with the most tests first, so the slowest files
+# (one long test each: a benchmark run, a notebook re-run, a browser) started last and
+# one worker idled while the other finished them. Here the files start slowest first:
+# by the seconds each took in the last run (kept in pytest's cache), else by the
+# estimates below, else by their number of tests. The live-view browser test shares
+# the extension test's JupyterLab server (tests/e2e/conftest.py), so both run as one
+# unit on one worker.
+SHARED_UNITS = {"tests/e2e/test_live_browser.py": "tests/e2e/test_extension_browser.py"}
+SECONDS_ESTIMATE = {  # seconds on an idle 2-core machine, slowest first
+    "tests/e2e/test_extension_browser.py": 120,
+    "tests/test_benchmarks.py": 90,
+    "tests/test_notebooks_portable.py": 70,
+    "tests/e2e/test_trust_browser.py": 60,
+    "tests/e2e/test_nbconvert_browser.py": 40,
+    "tests/nn/test_flax_zoo_transforms.py": 30,
+    "tests/nnx/test_flax_nnx_layers.py": 25,
+    "tests/nn/test_flax_zoo_attention_conv.py": 20,
+    "tests/nn/test_flax_zoo_layers.py": 20,
+    "tests/nn/test_flax_zoo_recurrent.py": 20,
+    "tests/test_multiprocess.py": 15,
+}
+_CACHE_KEY = "lens/seconds_per_unit"
+_unit_seconds: dict[str, float] = {}
+
+
+def _unit(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
+    return SHARED_UNITS.get(path, path)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    cache = getattr(config, "cache", None)  # None with -p no:cacheprovider
+    known = {**SECONDS_ESTIMATE, **(cache.get(_CACHE_KEY, {}) if cache else {})}
+
+    class SlowestFirst(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            if not getattr(self, "_sorted", False):  # the first call: all units known
+                self._sorted = True
+                self.cost = {
+                    u: known.get(u, 0.3 * len(t)) for u, t in self.workqueue.items()
+                }
+                units = sorted(self.workqueue.items(), key=lambda kv: -self.cost[kv[0]])
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
+
+        def _reschedule(self, node) -> None:
+            # xdist sends a worker its next file while two of its tests are left,
+            # which ties a second file to a worker busy with a long test; send it
+            # when one is left (a worker waits with its last test until it knows
+            # what comes next).
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+            elif self._pending_of(self.assigned_work[node]) <= 1:
+                # A worker about to run a long last test gets the cheapest file next.
+                left = [
+                    u
+                    for u, t in self.assigned_work[node].items()
+                    if not all(t.values())
+                ]
+                if left and self.cost[left[0]] >= 10:
+                    self.workqueue.move_to_end(
+                        next(reversed(self.workqueue)), last=False
+                    )
+                self._assign_work_unit(node)
+
+    return SlowestFirst(config, log)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    unit = _unit(report.nodeid)
+    _unit_seconds[unit] = _unit_seconds.get(unit, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    cache = getattr(config, "cache", None)
+    if hasattr(config, "workerinput") or cache is None or not _unit_seconds:
+        return  # an xdist worker (the main process records), or no cache
+    cache.set(_CACHE_KEY, {**cache.get(_CACHE_KEY, {}), **_unit_seconds})

@@ -70,8 +70,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def start_lab(tmp_path_factory):
+    """JupyterLab over a temporary folder of test notebooks: yields (url, folder).
+    The ``lab`` fixture of tests/e2e/conftest.py, shared with test_live_browser.py."""
     if not (ROOT / "extension" / "node_modules" / "playwright-core").exists():
         pytest.fail(
             "extension/node_modules is missing: run `make test` (it installs and builds the extension)"

@@ -1,9 +1,10 @@
 """In a real browser: a live training view updates in place in JupyterLab.
 
-Reuses the JupyterLab fixture of test_extension_browser.py (a server on a free local
-port over a temporary folder) and adds a notebook with two loops: a scanned stack
-trained with a TrainState (curves, per-layer heatmaps, 80 steps) and a function
-whose first call takes 6 s (the compile indicator). tests/e2e/live_browser.mjs
+Shares the extension test's JupyterLab server (the ``lab`` fixture of
+tests/e2e/conftest.py: a server on a free local port over a temporary folder) and
+adds a notebook with two loops: a scanned stack trained with a TrainState (curves,
+per-layer heatmaps, 80 steps) and a function whose first call takes 6 s (the
+compile indicator). tests/e2e/live_browser.mjs
 drives Debian's Chromium with Playwright: while the loops run it samples each cell's
 outputs every 50 ms (frames must change, the cell must keep one output), then
 measures the final pictures at 600 and 1200 px, light and dark (nothing wider than
@@ -20,7 +21,7 @@ import subprocess
 
 import nbformat
 
-from tests.e2e.test_extension_browser import CHROMIUM, ROOT, lab  # noqa: F401
+from tests.e2e.test_extension_browser import CHROMIUM, ROOT
 
 LOOP = """
 import time, jax, jax.numpy as jnp, optax, lens
@@ -92,7 +93,7 @@ def _final_html() -> str:
     return lens.display._live.FrameView(live.frame()).html()
 
 
-def test_live_view_updates_in_place_in_jupyterlab(lab, tmp_path):  # noqa: F811
+def test_live_view_updates_in_place_in_jupyterlab(lab, tmp_path):
     url, root = lab
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {
