@@ -33,9 +33,9 @@ from lens.core._scope import Scope
 from lens.nn import _context, kw_only_dataclasses
 from lens.nn._hyperparameters import check_hyperparameters
 from lens.nn._module_class import (
+    check_single_compact_owner,
     compact_name_scope_methods,
     make_dataclass,
-    verify_single_or_no_compact,
     wrap_module_attributes,
 )
 from lens.nn._module_entry import ModuleEntryPoints
@@ -164,7 +164,6 @@ class Module(_DataclassModule):
 
     def __init_subclass__(cls, kw_only: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        verify_single_or_no_compact(cls)
         make_dataclass(cls, kw_only)
         cls._compact_name_scope_methods = compact_name_scope_methods(cls)
         wrap_module_attributes(cls)
@@ -199,6 +198,8 @@ class Module(_DataclassModule):
                 )
             is_recurrent = state.in_compact_method
             state.in_compact_method = True
+            if not is_recurrent:
+                state.compact_method = fun_name
         token = _context.push(_context._module_stack, self)
         index = 0
         try:
@@ -306,6 +307,7 @@ class Module(_DataclassModule):
                 cursor = parent._state.autoname_cursor.get(prefix, 0)
                 self.name = f"{prefix}_{cursor}"
                 parent._state.autoname_cursor[prefix] = cursor + 1
+                check_single_compact_owner(parent, self.name)
             reuse = (
                 parent._state.in_setup
                 and parent._state.setup_called == SetupState.TRANSFORMED

@@ -6,7 +6,6 @@ method, its ``@compact_name_scope`` methods found and its methods wrapped.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import typing
 from typing import Any
 
@@ -74,19 +73,25 @@ def make_dataclass(cls: type, kw_only: bool) -> None:
     cls.__hash__ = _wrap_hash(cls.__hash__)  # type: ignore[method-assign]
 
 
-def verify_single_or_no_compact(cls: type) -> None:
-    """At most one ``@compact`` method, counting inherited ones (Flax documents
-    MultipleMethodsCompactError for this but accepts the class)."""
-    names = sorted(
-        name
-        for name in dir(cls)
-        if getattr(inspect.getattr_static(cls, name, None), "compact", False) is True
-    )
-    if len(names) > 1:
+def check_single_compact_owner(parent: Any, name: str) -> None:
+    """Two ``@compact`` methods of one module may not make the same auto-named
+    submodule (``Dense_0``): each top-level call restarts the names, so the
+    second method would silently reuse the first one's submodule and its
+    parameters. Flax accepts two compact methods (it documents
+    MultipleMethodsCompactError but never raises it); lens accepts them too and
+    raises it when that sharing would happen."""
+    state = parent._state
+    method = state.compact_method
+    if method is None:
+        return
+    owner = state.autoname_owner.setdefault(name, method)
+    if owner != method:
         raise errors.MultipleMethodsCompactError(
-            f"{cls.__name__} has @compact on {', '.join(names)}.\nKeep @compact "
-            "on one method; define the other's submodules in setup(), or move "
-            "them into a module of their own."
+            f"{type(parent).__name__}.{method} makes the submodule {name!r} that "
+            f"{type(parent).__name__}.{owner} made: both are @compact, so the "
+            f"auto name would share it (and its parameters) between them.\nName "
+            "the submodules (nn.Dense(2, name='encode_dense')), define them in "
+            "setup(), or keep @compact on one method."
         )
 
 

@@ -77,12 +77,18 @@ class _ModuleInternalState:
     autoname_cursor: dict[str, int] = dataclasses.field(default_factory=dict)
     children: dict[str, Any] = dataclasses.field(default_factory=dict)
     in_declare: bool = False
+    # The outermost @compact method running now, and which one first made each
+    # auto-named submodule: two compact methods that would share one by its
+    # auto name (Dense_0) raise MultipleMethodsCompactError instead.
+    compact_method: str | None = None
+    autoname_owner: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def reset(self) -> None:
         """Resets what belongs to one method call."""
         self.in_compact_method = False
         self.in_setup = False
         self.autoname_cursor = {}
+        self.compact_method = None
 
     def export(self) -> _ModuleInternalState:
         """A copy to hand to the module rebuilt inside a transform."""
@@ -94,6 +100,8 @@ class _ModuleInternalState:
             ),
             is_initialized=self.is_initialized,
             autoname_cursor=dict(self.autoname_cursor),
+            compact_method=self.compact_method,
+            autoname_owner=dict(self.autoname_owner),
         )
 
     def reimport(self, other: _ModuleInternalState) -> None:
@@ -102,6 +110,7 @@ class _ModuleInternalState:
         self.in_setup = other.in_setup
         self.is_initialized = other.is_initialized
         self.autoname_cursor = dict(other.autoname_cursor)
+        self.autoname_owner.update(other.autoname_owner)
 
 
 _uninitialized_module_internal_state = _ModuleInternalState()

@@ -129,7 +129,8 @@ def to_shape_dtype(x: Any) -> Any:
     if isinstance(x, Variable):
         value = jax.tree.map(to_shape_dtype, x.get_raw_value())
         return VariableRepr(type(x), value, dict(x.metadata))
-    many = hasattr(x, "shape") and int(np.prod(x.shape)) > 1
+    shape = getattr(x, "shape", None)  # an Rngs answers any name with a stream
+    many = isinstance(shape, tuple) and int(np.prod(shape)) > 1
     if _is_ref(x) and many:
         return MutableArrayRepr(x.shape, x.dtype)
     if isinstance(x, np.ndarray | jax.Array) and many:

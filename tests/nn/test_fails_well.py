@@ -21,34 +21,60 @@ X = jnp.ones((1, 3))
 # ------------------------------------------------------------ two @compact methods
 
 
-def test_two_compact_methods_fail_at_class_creation():
+def test_two_compact_methods_are_accepted_as_flax_accepts_them():
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            b = self.param("b", nn.initializers.zeros_init(), (1, 2))
+            return self.encode(x) + b
+
+        @nn.compact
+        def encode(self, x):
+            return nn.Dense(2)(x)
+
+    v = M().init(KEY, X)
+    assert set(v["params"]) == {"b", "Dense_0"}
+    y = M().apply(v, X, method="encode")  # the same Dense_0, from either entry
+    np.testing.assert_allclose(M().apply(v, X), y, rtol=1e-6)
+
+
+def test_two_compact_methods_sharing_an_auto_name_fail_clearly():
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(2)(x)
+
+        @nn.compact
+        def encode(self, x):
+            return nn.Dense(2)(x)
+
+        def both(self, x):
+            return self(x) + self.encode(x)
+
     with pytest.raises(errors.MultipleMethodsCompactError) as info:
-
-        class M(nn.Module):
-            @nn.compact
-            def __call__(self, x):
-                return nn.Dense(2)(x)
-
-            @nn.compact
-            def encode(self, x):
-                return nn.Dense(2)(x)
-
-    assert str(info.value).startswith("Only one method per class can be @compact")
-    assert "__call__, encode" in str(info.value)
+        M().init(KEY, X, method="both")
+    message = str(info.value)
+    assert message.startswith("Only one method per class can be @compact")
+    assert "M.encode makes the submodule 'Dense_0' that M.__call__ made" in message
+    assert "name=" in message
 
 
 def test_an_inherited_compact_method_counts():
     class Base(nn.Module):
         @nn.compact
         def __call__(self, x):
-            return x
+            return nn.Dense(2)(x)
+
+    class Sub(Base):
+        @nn.compact
+        def other(self, x):
+            return nn.Dense(2)(x)
+
+        def both(self, x):
+            return self(x) + self.other(x)
 
     with pytest.raises(errors.MultipleMethodsCompactError):
-
-        class Sub(Base):
-            @nn.compact
-            def other(self, x):
-                return x
+        Sub().init(KEY, X, method="both")
 
 
 def test_overriding_the_compact_method_is_fine():

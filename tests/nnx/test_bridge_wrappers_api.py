@@ -182,3 +182,21 @@ def test_lazy_init_marks_every_object_initializing_for_its_call_only():
     assert seen == [("outer", True), ("inner", True), ("rebuilt", True)]
     assert not model._pytree__state.initializing
     assert not model.inner._pytree__state.initializing
+
+
+def test_lazy_init_of_a_wrapped_linen_method_initializes_only_its_params():
+    class Foo(lnn.Module):
+        @lnn.compact
+        def __call__(self, x):
+            b = self.param("b", lnn.initializers.zeros_init(), (1, 3))
+            return self.dot(x) + b
+
+        @lnn.compact
+        def dot(self, x):
+            return x @ self.param("w", lnn.initializers.lecun_normal(), (4, 3))
+
+    x = jnp.ones((2, 4))
+    model = lnnx.bridge.ToNNX(Foo(), rngs=lnnx.Rngs(0))
+    lnnx.bridge.lazy_init(model.dot, x)  # a partial of ToNNX.__call__
+    assert set(lnnx.state(model, lnnx.Param)) == {"w"}
+    np.testing.assert_allclose(model.dot(x), x @ model.w[...], rtol=1e-6)

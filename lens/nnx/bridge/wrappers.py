@@ -44,10 +44,12 @@ M = TypeVar("M", bound=Module)
 def lazy_init(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Calls ``fn`` (an nnx module, or one of its methods) once so that every
     :class:`ToNNX` inside it initializes its variables; returns ``fn``."""
+    bound = fn.func if isinstance(fn, functools.partial) else fn  # ToNNX(...).dot
+    owner = getattr(bound, "__self__", None)
     if isinstance(fn, Module):
         module = fn
-    elif hasattr(fn, "__self__") and isinstance(fn.__self__, Module):
-        module = fn.__self__
+    elif isinstance(owner, Module):
+        module = owner
     else:
         raise ValueError(
             f"fn = {fn!r} needs to be a method of an NNX Module.\nPass the module "
