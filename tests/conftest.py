@@ -93,6 +93,9 @@ def pytest_xdist_make_scheduler(config, log):
         return None
     from xdist.scheduler import LoadFileScheduling
 
+    internals = ("_assign_work_unit", "_pending_of", "_reschedule", "_split_scope")
+    if not all(hasattr(LoadFileScheduling, name) for name in internals):
+        return None  # another xdist: its own loadfile order (slower, same tests)
     cache = getattr(config, "cache", None)  # None with -p no:cacheprovider
     known = {**SECONDS_ESTIMATE, **(cache.get(_CACHE_KEY, {}) if cache else {})}
 
