@@ -176,3 +176,26 @@ def test_split_and_state_refuse_ellipsis_before_another_filter():
     _, params, rest = nnx.split(m, nnx.Param, ...)  # last: takes the rest
     assert list(params) == ["a"] and list(rest) == ["b"]
     assert list(nnx.state(m, nnx.Param, ..., ...)[1]) == ["b"]
+
+
+def test_vmap_init_runs_a_variables_add_axis_hook_once():
+    # vmap traces a body that builds new state twice (structure, then values);
+    # the Variable's add_axis runs for the first only, as flax.nnx's runs once.
+    calls = []
+
+    class Counted(nnx.Param):
+        def add_axis(self, axis_index, axis_name):
+            calls.append((axis_index, axis_name))
+            super().add_axis(axis_index, axis_name)
+
+    class Stack(nnx.Module):
+        @nnx.split_rngs(splits=3)
+        @nnx.vmap(in_axes=(0, 0), transform_metadata={nnx.PARTITION_NAME: "layers"})
+        def __init__(self, rngs):
+            self.w = Counted(jnp.ones((2,)), out_sharding=("d",))
+
+    mesh = jax.make_mesh((1, 2), ("layers", "d"), axis_types=(AxisType.Auto,) * 2)
+    with jax.set_mesh(mesh):
+        m = Stack(nnx.Rngs(0))
+    assert calls == [(0, "layers")]
+    assert m.w.shape == (3, 2) and m.w.out_sharding == ("layers", "d")

@@ -62,15 +62,18 @@ class AxisNames:
         fr: Any,
         args: tuple = (),
         specs: tuple = (),
+        hooks: bool = True,
     ) -> None:
         """Puts the axis name back into the variables :meth:`enter` took it
         from, and into variables made inside: in the outputs (at their out axis)
-        and in the arguments (at their in axis: an ``__init__`` under vmap)."""
+        and in the arguments (at their in axis: an ``__init__`` under vmap).
+        ``hooks=False`` updates the metadata without calling the Variables'
+        ``add_axis`` (a second trace of a body whose first trace already did)."""
         if self.meta is None:
             return
         seen = set()
         for v, axis in done:
-            add_axis(v, axis, self.meta)
+            add_axis(v, axis, self.meta, hooks=hooks)
             seen.add(id(v))
         w = Walker(axes_resolver, transform=self.name)
         leaves = []
@@ -83,7 +86,7 @@ class AxisNames:
         for lf in leaves + list(w.leaves):
             if lf.variable is not None and id(lf.variable) not in seen:
                 if _is_axis(lf.spec):
-                    add_axis(lf.variable, lf.spec, self.meta)
+                    add_axis(lf.variable, lf.spec, self.meta, hooks=hooks)
                 seen.add(id(lf.variable))
 
 
@@ -162,8 +165,15 @@ def _partition_name(transform_metadata: Mapping[str, Any]) -> tuple[Any, dict]:
     return other.pop(PARTITION_NAME), other
 
 
-def add_axis(v: Variable, index: int, transform_metadata: Mapping[str, Any]) -> None:
-    """Records that a transform added axis ``index`` to ``v`` (its out_axes)."""
+def add_axis(
+    v: Variable,
+    index: int,
+    transform_metadata: Mapping[str, Any],
+    *,
+    hooks: bool = True,
+) -> None:
+    """Records that a transform added axis ``index`` to ``v`` (its out_axes);
+    ``v.add_axis`` (the Variable's hooks) runs unless ``hooks=False``."""
     name, other = _partition_name(transform_metadata)
     meta = v.metadata
     if meta.get("out_sharding"):
@@ -171,7 +181,8 @@ def add_axis(v: Variable, index: int, transform_metadata: Mapping[str, Any]) -> 
     for k, val in other.items():
         if isinstance(meta.get(k), tuple) and meta[k]:
             meta[k] = _insert(meta[k], index, val)
-    v.add_axis(index, name)
+    if hooks:
+        v.add_axis(index, name)
 
 
 def remove_axis(

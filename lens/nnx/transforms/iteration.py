@@ -329,7 +329,11 @@ def mapped_body(
             done = axis_names.enter(args, specs) if axis_names else []
             out = f(*args)
             if axis_names:
-                axis_names.exit(done, out, out_spec, fr, args, specs)
+                # a second trace (the first found new state) is for the values
+                # only: the first already ran the Variables' add_axis hooks
+                axis_names.exit(
+                    done, out, out_spec, fr, args, specs, expect_change is None
+                )
             w = Walker(axes_resolver, describe=describe, transform=name)
             after, entries = split_args(args, specs, w)
             changed = changed_structure(skel, after, table, w.nodes)
