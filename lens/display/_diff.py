@@ -137,7 +137,7 @@ def diff(before: Any, after: Any, atol: float = 0.0) -> DiffView:
         >>> d = diff({"params": {"w": np.zeros(2)}}, {"params": {"w": np.ones(2)}})
         >>> print(d.text())
         Diff: 1 changed, 0 unchanged, 0 added, 0 removed
-          ~ params:/w f64[2] max|d| 1 rel inf
+          ~ params:/w f64[2] max|d| 1 (was all 0)
     """
     return DiffView(_as_collections(before), _as_collections(after), atol)
 
