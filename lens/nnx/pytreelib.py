@@ -23,7 +23,8 @@ from lens import errors
 from lens._views import install as install_views
 from lens.configurations import config
 from lens.nnx import pytree_repr, reprlib
-from lens.nnx.tracers import TraceState, check_mutable, current_frame
+from lens.nnx.pytree_state import PytreeState as PytreeState
+from lens.nnx.tracers import check_mutable, current_frame
 from lens.nnx.variablelib import StaticValue, Variable
 
 # flax.nnx's pytreelib names for the object repr machinery (lens.nnx.pytree_repr).
@@ -44,63 +45,6 @@ class AttributeStatus(NamedTuple):
 
     is_data: bool
     explicit: bool
-
-
-class PytreeState(reprlib.Representable):
-    """An object's own state (its ``_pytree__state``): the JAX trace it was made
-    in, and whether it is being initialized (a bridge ``lazy_init``) or was set
-    up (a bridge module's ``setup`` ran)."""
-
-    __slots__ = ("_trace_state", "_initializing", "_is_setup")
-
-    def __init__(self, initializing: bool = False, is_setup: bool = False):
-        self._trace_state = TraceState()
-        self._initializing = initializing
-        self._is_setup = is_setup
-
-    @property
-    def trace_state(self) -> TraceState:
-        return self._trace_state
-
-    @property
-    def initializing(self) -> bool:
-        return self._initializing
-
-    @property
-    def is_setup(self) -> bool:
-        return self._is_setup
-
-    def set_initializing(self, initializing: bool) -> None:
-        """Marks the object as being initialized (what the bridge's
-        ``lazy_init`` does to every object of a module's graph for its call)."""
-        self._initializing = initializing
-
-    def __nnx_repr__(self) -> Iterator[reprlib.Object | reprlib.Attr]:
-        yield reprlib.Object(type(self))
-        yield reprlib.Attr("trace_state", self._trace_state)
-
-    def __treescope_repr__(self, path: str | None, subtree_renderer: Any) -> Any:
-        from treescope import repr_lib
-
-        return repr_lib.render_object_constructor(
-            object_type=type(self),
-            attributes={"trace_state": self._trace_state},
-            path=path,
-            subtree_renderer=subtree_renderer,
-        )
-
-    # A copy or an unpickled one belongs to the trace that makes it.
-    def __reduce__(self) -> tuple[Any, tuple[bool, bool]]:
-        return PytreeState, (self._initializing, self._is_setup)
-
-
-# As a pytree: no leaves; the flags are the structure, the trace is the one the
-# rebuilt state is made in.
-jax.tree_util.register_pytree_node(
-    PytreeState,
-    lambda s: ((), (s.initializing, s.is_setup)),
-    lambda flags, _: PytreeState(*flags),
-)
 
 
 class ObjectMeta(abc.ABCMeta):
@@ -182,8 +126,11 @@ class Object(reprlib.Representable, metaclass=ObjectMeta):
                 _check_static(self, name, value.value, explicit=True)
             _marks(self)[name] = value.kind
             value = value.value
-        elif type(self)._lens_pytree and _is_static(self, name):
-            _check_static(self, name, value, explicit=False)
+        elif type(self)._lens_pytree:
+            if _is_static(self, name):
+                _check_static(self, name, value, explicit=False)
+            elif _stays_data(self, name, value):
+                _marks(self)[name] = "data"  # as flax.nnx's: data status sticks
         # As flax.nnx's: the attribute is replaced, a Variable there included
         # (a quantizer swaps a kernel Param for a pytree of Params this way).
         object.__setattr__(self, name, value)
@@ -407,6 +354,15 @@ def _is_static(obj: Object, name: str) -> bool:
     if marks and name in marks:
         return marks[name] == "static"
     return _class_marks(type(obj)).get(name) == "static"
+
+
+def _stays_data(obj: Object, name: str, value: Any) -> bool:
+    """An undeclared data attribute stays data when a value without data (a
+    string, None) replaces it, as in flax.nnx."""
+    d = obj.__dict__
+    return (name in d and name not in _declared(obj) and not has_data(value)) and bool(
+        has_data(d[name])
+    )
 
 
 def _check_static(obj: Object, name: str, value: Any, *, explicit: bool) -> None:

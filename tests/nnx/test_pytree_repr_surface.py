@@ -422,3 +422,28 @@ def test_set_attributes_takes_graph_and_class_attributes_as_flax():
     assert not ours.dropout.deterministic
     with pytest.raises(ValueError, match=r"following attributes: \['nope'\]"):
         ours.set_attributes(nope=1)
+
+
+def test_a_data_attribute_stays_data_when_a_value_without_data_replaces_it():
+    # flax.nnx's pytree guide: "data status doesn't change"; an explicit
+    # lnnx.data / lnnx.static still switches it.
+    class Foo(lnnx.Pytree):
+        def __init__(self):
+            self.a = jnp.array(1.0)
+            self.b = "hello"
+            self.c = lnnx.data(3.14)
+
+    foo = Foo()
+    foo.a = "not an array"
+    foo.b = lnnx.data(42)
+    foo.c = lnnx.static(0.5)
+    leaves = jax.tree_util.tree_flatten_with_path(foo)[0]
+    assert [(path[0].name, leaf) for path, leaf in leaves] == [
+        ("a", "not an array"),
+        ("b", 42),
+    ]
+    foo.b = "static again?"  # declared data by lnnx.data: stays data
+    assert [leaf for _, leaf in jax.tree_util.tree_flatten_with_path(foo)[0]] == [
+        "not an array",
+        "static again?",
+    ]
