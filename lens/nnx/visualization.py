@@ -107,6 +107,19 @@ def view_title(x: Any) -> tuple[dict[str, Any], str]:
     return variables_by_type(s), "State" if isinstance(x, State) else type(x).__name__
 
 
+def _front_end() -> bool:
+    """Whether an IPython front end shows displays here: a Jupyter kernel or a
+    terminal IPython; not a bare InteractiveShell some library (or a test)
+    made in a plain Python process, where printing is what reaches the user."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None:
+        return False
+    return (
+        getattr(shell, "kernel", None) is not None or "Terminal" in type(shell).__name__
+    )
+
+
 def display(*args: Any) -> None:
     """Shows each argument as richly as the front end allows (flax.nnx's ``display``).
 
@@ -121,13 +134,7 @@ def display(*args: Any) -> None:
           value=1.0
         )
     """
-    try:
-        from IPython import get_ipython
-
-        ip = get_ipython()
-    except ImportError:
-        ip = None
-    if ip is None:
+    if not _front_end():
         for x in args:
             print(x)
         return

@@ -66,12 +66,30 @@ def test_nnx_display_prints_outside_a_notebook(capsys, monkeypatch):
     assert "0., 1., 2." in out  # the values, not only the shape
 
 
+def test_nnx_display_prints_beside_a_bare_interactive_shell(capsys):
+    # A shell some library or test made in a plain Python process (no kernel,
+    # not a terminal IPython) shows nothing: nnx.display prints there.
+    from IPython.core.interactiveshell import InteractiveShell
+
+    had_shell = InteractiveShell.initialized()
+    InteractiveShell.instance()
+    try:
+        nnx.display(nnx.Param(1.0))
+    finally:
+        if not had_shell:
+            InteractiveShell.clear_instance()
+    assert capsys.readouterr().out == f"{nnx.Param(1.0)}\n"
+
+
 def test_nnx_display_in_a_notebook_shows_lens_views(monkeypatch):
     import IPython
     import IPython.display
 
+    class Kernel:  # a Jupyter kernel's shell has a kernel
+        kernel = object()
+
     shown = []
-    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Kernel())
     monkeypatch.setattr(IPython.display, "display", shown.append)
     net = Net(nnx.Rngs(0))
     nnx.display(net, nnx.state(net), 3)
