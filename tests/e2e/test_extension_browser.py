@@ -16,16 +16,13 @@ import json
 import os
 import pathlib
 import shutil
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 
 import nbformat
 import pytest
 
 from lens.display import PackTraceView
+from tests.e2e.lab_server import serve_lab
 
 ROOT = pathlib.Path(__file__).parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -62,12 +59,6 @@ GOLDEN = [
 
 def _fixture(name: str) -> dict:
     return json.loads((FIXTURES / name).read_text())
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_lab(tmp_path_factory):
@@ -112,58 +103,8 @@ def start_lab(tmp_path_factory):
         ]
         samples.cells.append(cell)
     nbformat.write(samples, root / "samples.ipynb")
-    # Render every cell (no windowing) and skip the news prompt.
-    settings = root / ".settings"
-    (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
-    (
-        settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
-    ).write_text(json.dumps({"windowingMode": "none"}))
-    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
-    (
-        settings
-        / "@jupyterlab"
-        / "apputils-extension"
-        / "notification.jupyterlab-settings"
-    ).write_text(json.dumps({"fetchNews": "false"}))
-    port = _free_port()
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(root / ".jupyter"))
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--allow-root",
-            f"--port={port}",
-            "--ip=127.0.0.1",
-            f"--ServerApp.root_dir={root}",
-            "--IdentityProvider.token=",
-            "--ServerApp.password=",
-            "--LabApp.expose_app_in_browser=True",
-            "--ServerApp.disable_check_xsrf=True",
-            f"--LabApp.user_settings_dir={settings}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(120):
-        try:
-            urllib.request.urlopen(f"{url}/lab", timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        pytest.fail("JupyterLab did not start: " + err[-2000:])
-    yield url, root
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    for url in serve_lab(root):
+        yield url, root
 
 
 def test_extension_draws_pack_traces_in_jupyterlab(lab, tmp_path):

@@ -20,16 +20,14 @@ import json
 import os
 import pathlib
 import shutil
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 from nbformat.sign import NotebookNotary
+
+from tests.e2e.lab_server import serve_lab
 
 ROOT = pathlib.Path(__file__).parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -130,12 +128,6 @@ WIDGETS = ("explorer_widget",)
 state) and as their text/html when not: they cannot look the same."""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _notebook() -> nbformat.NotebookNode:
     """The notebook, run by a kernel: what a user saves after running it."""
     nb = nbformat.v4.new_notebook()
@@ -153,20 +145,6 @@ def _notebook() -> nbformat.NotebookNode:
             o.output_type == "error" for o in cell.outputs
         ), (kind, cell.outputs)
     return nb
-
-
-def _settings(root: pathlib.Path) -> pathlib.Path:
-    """Every cell rendered (no windowing) and no news prompt."""
-    settings = root / ".settings"
-    for ext, name, value in (
-        ("notebook-extension", "tracker", {"windowingMode": "none"}),
-        ("apputils-extension", "notification", {"fetchNews": "false"}),
-    ):
-        (settings / "@jupyterlab" / ext).mkdir(parents=True)
-        (settings / "@jupyterlab" / ext / f"{name}.jupyterlab-settings").write_text(
-            json.dumps(value)
-        )
-    return settings
 
 
 @pytest.fixture(scope="module")
@@ -189,49 +167,8 @@ def lab_with_copies(tmp_path_factory):
         nbformat.write(nb, root / f"{copy}.ipynb")
     assert notary.check_signature(nbformat.read(root / "trusted.ipynb", 4))
     assert not notary.check_signature(nbformat.read(root / "untrusted.ipynb", 4))
-    port = _free_port()
-    env = dict(
-        os.environ,
-        JUPYTER_CONFIG_DIR=str(root / ".jupyter"),
-        JUPYTER_DATA_DIR=str(data),
-    )
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--allow-root",
-            f"--port={port}",
-            "--ip=127.0.0.1",
-            f"--ServerApp.root_dir={root}",
-            "--IdentityProvider.token=",
-            "--ServerApp.password=",
-            "--LabApp.expose_app_in_browser=True",
-            "--ServerApp.disable_check_xsrf=True",
-            f"--LabApp.user_settings_dir={_settings(root)}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(120):
-        try:
-            urllib.request.urlopen(f"{url}/lab", timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        pytest.fail("JupyterLab did not start: " + err[-2000:])
-    yield url, root
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    for url in serve_lab(root, JUPYTER_DATA_DIR=str(data)):
+        yield url, root
     shutil.rmtree(data, ignore_errors=True)
 
 
