@@ -52,7 +52,7 @@ lab: $(VENV)/.installed $(VENV)/.labextension
 ## its report is printed after pytest's, and the recipe fails if either fails.
 test: $(VENV)/.installed $(VENV)/.labextension $(CHROMIUM)
 	cd extension && npx vitest run
-	$(PY) -m ruff check lens tests benchmarks compat docs notebooks/build.py notebooks/cells.py
+	$(PY) -m ruff check lens tests benchmarks compat docs notebooks/build.py notebooks/cells.py notebooks/conftest.py
 	$(PY) -m ruff format --check lens tests benchmarks compat
 	@typed=$$(mktemp); nice -n 5 $(VENV)/bin/pyright > $$typed 2>&1 & pyright=$$!; \
 	echo "$(VENV)/bin/pyright (in the background)"; \
@@ -62,7 +62,7 @@ test: $(VENV)/.installed $(VENV)/.labextension $(CHROMIUM)
 	test $$tests = 0 -a $$types = 0
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check lens tests benchmarks compat docs notebooks/build.py notebooks/cells.py
+	$(PY) -m ruff check lens tests benchmarks compat docs notebooks/build.py notebooks/cells.py notebooks/conftest.py
 	$(PY) -m ruff format --check lens tests benchmarks compat
 	$(VENV)/bin/pyright
 

@@ -68,7 +68,6 @@ SHARED_UNITS = {"tests/e2e/test_live_browser.py": "tests/e2e/test_extension_brow
 SECONDS_ESTIMATE = {  # seconds on an idle 2-core machine, slowest first
     "tests/e2e/test_extension_browser.py": 120,
     "tests/test_benchmarks.py": 90,
-    "tests/test_notebooks_portable.py": 70,
     "tests/e2e/test_trust_browser.py": 60,
     "tests/e2e/test_nbconvert_browser.py": 40,
     "tests/nn/test_flax_zoo_transforms.py": 30,

@@ -1,0 +1,50 @@
+"""nbval runs these notebooks as another CPU would.
+
+The stored outputs were saved on one machine (``notebooks/build.py``, XLA's default
+code generation for that CPU). nbval's kernels here get XLA's CPU code generation
+changed the way another machine would change it: an older instruction set (other
+vector widths, so other reduction orders) and reassociating fast math (other
+rounding in every sum and transcendental). Every stored output must still match: a
+notebook may store shapes, names, counts and verdicts, but no digit that float
+rounding decides. So one nbval run checks both that the notebooks run and that what
+they store holds on other CPUs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+import pytest
+
+OTHER_CPU = "--xla_cpu_max_isa=SSE4_2 --xla_cpu_enable_fast_math=true"
+KERNEL_ENV = {
+    "JAX_PLATFORMS": "cpu",
+    # 8 CPU devices, as the notebooks were built with; no other flag of this
+    # process (the test suite's compile-speed flags among them) reaches the kernel.
+    "XLA_FLAGS": f"--xla_force_host_platform_device_count=8 {OTHER_CPU}",
+}
+
+
+@contextlib.contextmanager
+def other_cpu_environment() -> Iterator[None]:
+    """``KERNEL_ENV`` in ``os.environ`` (which a kernel started now inherits),
+    then the environment as it was."""
+    saved = {k: os.environ.get(k) for k in KERNEL_ENV}
+    os.environ.update(KERNEL_ENV)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    # nbval starts a notebook's kernel in its first cell's setup.
+    with other_cpu_environment():
+        return (yield)
