@@ -3,7 +3,7 @@
 // Prints one JSON report on stdout; screenshots go to $SHOTS.
 import { chromium } from 'playwright-core';
 import { readFileSync } from 'fs';
-import { lowContrast } from './measure.mjs';
+import { lowContrast, setTheme, setWidth } from './measure.mjs';
 
 const base = process.env.LAB_URL;
 const shots = process.env.SHOTS;
@@ -20,6 +20,21 @@ async function openNotebook(page, notebook) {
     },
     notebook,
     { timeout: 120000 }
+  );
+}
+
+/** A notebook alone across the window (side panels collapsed), once `count` of its
+ * outputs match `selector`. */
+async function openAlone(page, notebook, selector, count) {
+  await openNotebook(page, notebook);
+  await page.evaluate(() => {
+    window.jupyterapp.shell.collapseLeft();
+    window.jupyterapp.shell.collapseRight();
+  });
+  await page.waitForFunction(
+    ([s, n]) => window.jupyterapp.shell.currentWidget.node.querySelectorAll(s).length >= n,
+    [selector, count],
+    { timeout: 60000 }
   );
 }
 
@@ -123,20 +138,13 @@ try {
   report.scanRenderMs = Number(await scan.getAttribute('data-render-ms'));
   report.scanLanes = await scan.locator('.lens-pack-lane:not(.lens-pack-lane-head)').count();
 
-  // The golden payloads (stored outputs, no kernel needed) at two widths, light and dark.
+  // The golden payloads (stored outputs, no kernel needed) at two widths, light and
+  // dark: the notebook opened once, alone across the window, as a user reading it
+  // has it; the theme and width switched in place.
+  await openAlone(page, 'golden.ipynb', '.lens-pack-renderer .lens-pack', goldenNames.length);
   for (const [width, theme] of [[600, 'light'], [1200, 'light'], [600, 'dark'], [1200, 'dark']]) {
-    await page.setViewportSize({ width, height: 1000 });
-    if (theme === 'dark') {
-      await page.evaluate(() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Dark' }));
-      await page.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
-    }
-    await openNotebook(page, 'golden.ipynb');
-    // The notebook alone across the window, as a user reading at this width has it.
-    await page.evaluate(() => {
-      window.jupyterapp.shell.collapseLeft();
-      window.jupyterapp.shell.collapseRight();
-    });
-    await page.waitForFunction(n => window.jupyterapp.shell.currentWidget.node.querySelectorAll('.lens-pack-renderer .lens-pack').length >= n, goldenNames.length, { timeout: 60000 });
+    await setTheme(page, theme);
+    await setWidth(page, width);
     await page.screenshot({ path: `${shots}/lab-${width}${theme === 'dark' ? '-dark' : ''}.png` });
     const renderers = page.locator(`${VISIBLE} .lens-pack-renderer`);
     for (let i = 0; i < goldenNames.length; i++) {
@@ -155,17 +163,11 @@ try {
   if (process.env.SAMPLES) {
     const names = JSON.parse(process.env.SAMPLES);
     report.samples = {};
+    await openAlone(page, 'samples.ipynb', '.jp-OutputArea-output .lens', names.length);
     for (const theme of ['dark', 'light']) {
-      await page.evaluate(t => window.jupyterapp.commands.execute('apputils:change-theme', { theme: t }), theme === 'dark' ? 'JupyterLab Dark' : 'JupyterLab Light');
-      await page.waitForFunction(d => document.body.dataset.jpThemeLight === (d ? 'false' : 'true'), theme === 'dark', { timeout: 30000 });
+      await setTheme(page, theme);
       for (const width of [600, 1200]) {
-        await page.setViewportSize({ width, height: 1000 });
-        await openNotebook(page, 'samples.ipynb');
-        await page.evaluate(() => {
-          window.jupyterapp.shell.collapseLeft();
-          window.jupyterapp.shell.collapseRight();
-        });
-        await page.waitForFunction(n => window.jupyterapp.shell.currentWidget.node.querySelectorAll('.jp-OutputArea-output .lens').length >= n, names.length, { timeout: 60000 });
+        await setWidth(page, width);
         const outs = page.locator(`${VISIBLE} .jp-OutputArea-output:has(.lens)`);
         for (let i = 0; i < names.length; i++) {
           const o = outs.nth(i);

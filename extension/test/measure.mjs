@@ -1,5 +1,6 @@
-// Layout checks shared by the browser tests (e2e.mjs, tests/e2e/trust_browser.mjs);
-// each function runs in the page (pass `fn.toString()` and eval it there).
+// Shared by the browser tests (e2e.mjs, tests/e2e/trust_browser.mjs): layout checks,
+// each of which runs in the page (pass `fn.toString()` and eval it there), and, at
+// the end, two steps that drive JupyterLab from node (`setTheme`, `setWidth`).
 
 /**
  * WCAG contrast of every visible text under `root`: the text colour, faded by the
@@ -92,4 +93,24 @@ export function brokenText(root) {
   const page = document.documentElement.clientWidth;
   if (r.right > page + 1) clipped.push(`output wider than the page (${r.right} > ${page})`);
   return { clipped: clipped.slice(0, 10), narrow: narrow.slice(0, 10) };
+}
+
+/** JupyterLab's light or dark theme, once the page has it. */
+export async function setTheme(page, theme) {
+  const name = theme === 'dark' ? 'JupyterLab Dark' : 'JupyterLab Light';
+  await page.evaluate(t => window.jupyterapp.commands.execute('apputils:change-theme', { theme: t }), name);
+  await page.waitForFunction(d => document.body.dataset.jpThemeLight === (d ? 'false' : 'true'), theme === 'dark', { timeout: 30000 });
+}
+
+/** The window at `width` px, once JupyterLab has laid out every panel again. */
+export async function setWidth(page, width) {
+  await page.setViewportSize({ width, height: 1000 });
+  await page.waitForFunction(
+    w => window.innerWidth === w && window.jupyterapp.shell.currentWidget.node.getBoundingClientRect().right <= w,
+    width,
+    { timeout: 30000 }
+  );
+  // Lumino lays out on animation frames: two frames, then the page is still.
+  await page.evaluate(() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r))));
+  await page.waitForTimeout(300);
 }

@@ -5,7 +5,7 @@
 // copies, its contrast and its broken texts. Prints one JSON report on stdout;
 // screenshots go to $SHOTS/trust-<kind>-<width>-<theme>-<trusted|untrusted>.png.
 const { chromium } = await import(process.env.PLAYWRIGHT);
-const { layoutOf, brokenText, lowContrast } = await import(process.env.MEASURE);
+const { layoutOf, brokenText, lowContrast, setTheme, setWidth } = await import(process.env.MEASURE);
 
 const base = process.env.LAB_URL;
 const shots = process.env.SHOTS;
@@ -39,10 +39,27 @@ async function openNotebook(page, notebook) {
   await page.waitForTimeout(300);
 }
 
-async function setTheme(page, theme) {
-  const name = theme === 'dark' ? 'JupyterLab Dark' : 'JupyterLab Light';
-  await page.evaluate(t => window.jupyterapp.commands.execute('apputils:change-theme', { theme: t }), name);
-  await page.waitForFunction(d => document.body.dataset.jpThemeLight === (d ? 'false' : 'true'), theme === 'dark', { timeout: 30000 });
+/** Each cell's first output (in the order of `kinds`; cell 0 sets up): measures and a screenshot. */
+async function measureKinds(page, into, key) {
+  const cells = page.locator(`${VISIBLE} .jp-CodeCell`);
+  for (let i = 0; i < kinds.length; i++) {
+    const out = cells.nth(i + 1).locator('.jp-OutputArea-output').first();
+    await out.scrollIntoViewIfNeeded();
+    into[kinds[i]] = await out.evaluate((n, fns) => {
+      const [layout, broken, contrast] = fns.map(f => eval(`(${f})`));
+      return {
+        layout: layout(n),
+        broken: broken(n),
+        contrast: contrast(n),
+        text: n.innerText.slice(0, 300),
+        // content wider than the output: it scrolls sideways inside it
+        scrolls: Array.from(n.querySelectorAll('*')).some(c => c.scrollWidth > c.clientWidth + 1 && getComputedStyle(c).overflowX === 'auto'),
+        extension: n.querySelector('.lens-pack-renderer .lens-pack') !== null,
+        widget: n.querySelector('.widget-vbox') !== null
+      };
+    }, [layoutOf.toString(), brokenText.toString(), lowContrast.toString()]);
+    await out.screenshot({ path: `${shots}/trust-${kinds[i]}-${key}.png` });
+  }
 }
 
 const browser = await chromium.launch({
@@ -53,38 +70,21 @@ const browser = await chromium.launch({
 const report = {};
 try {
   const page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
-  for (const theme of ['light', 'dark']) {
-    for (const width of [600, 1200]) {
-      await page.setViewportSize({ width, height: 1000 });
-      for (const copy of ['trusted', 'untrusted']) {
-        await openNotebook(page, `${copy}.ipynb`);
-        await setTheme(page, theme);
-        if (copy === 'trusted') {
-          // the explorer's widget, restored from the widget state saved in the notebook
-          await page.waitForSelector(`${VISIBLE} .widget-vbox`, { timeout: 30000 }).catch(() => null);
-        }
+  // Each copy is opened once; the themes and widths are switched in place (as a user
+  // does), which also checks that every output lays out again when they change.
+  for (const copy of ['trusted', 'untrusted']) {
+    await openNotebook(page, `${copy}.ipynb`);
+    if (copy === 'trusted') {
+      // the explorer's widget, restored from the widget state saved in the notebook
+      await page.waitForSelector(`${VISIBLE} .widget-vbox`, { timeout: 30000 }).catch(() => null);
+    }
+    for (const theme of ['light', 'dark']) {
+      await setTheme(page, theme);
+      for (const width of [600, 1200]) {
+        await setWidth(page, width);
         const key = `${width}-${theme}-${copy}`;
         report[key] = { trusted: await page.evaluate(() => window.jupyterapp.shell.currentWidget.content.widgets.filter(c => c.model.type === 'code').map(c => c.model.trusted)) };
-        // each cell's first output, in the order of `kinds` (cell 0 sets up)
-        const cells = page.locator(`${VISIBLE} .jp-CodeCell`);
-        for (let i = 0; i < kinds.length; i++) {
-          const out = cells.nth(i + 1).locator('.jp-OutputArea-output').first();
-          await out.scrollIntoViewIfNeeded();
-          report[key][kinds[i]] = await out.evaluate((n, fns) => {
-            const [layout, broken, contrast] = fns.map(f => eval(`(${f})`));
-            return {
-              layout: layout(n),
-              broken: broken(n),
-              contrast: contrast(n),
-              text: n.innerText.slice(0, 300),
-              // content wider than the output: it scrolls sideways inside it
-              scrolls: Array.from(n.querySelectorAll('*')).some(c => c.scrollWidth > c.clientWidth + 1 && getComputedStyle(c).overflowX === 'auto'),
-              extension: n.querySelector('.lens-pack-renderer .lens-pack') !== null,
-              widget: n.querySelector('.widget-vbox') !== null
-            };
-          }, [layoutOf.toString(), brokenText.toString(), lowContrast.toString()]);
-          await out.screenshot({ path: `${shots}/trust-${kinds[i]}-${key}.png` });
-        }
+        await measureKinds(page, report[key], key);
         report[key].docScroll = await page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth);
       }
     }
