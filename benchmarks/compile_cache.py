@@ -78,15 +78,20 @@ def _first_step(lib: str, cache: str | None, blocks: int) -> dict[str, float]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def run(repeats: int = 5, blocks: int = 4) -> list[dict]:
+def run(repeats: int = 5, blocks: int = 4, fill_is_cold: bool = False) -> list[dict]:
     """Per case (cold, warm, flax): the medians of ``repeats`` fresh processes
     (interleaved) of each phase and of the whole first step, and each repeat's
-    warm / cold ratio (``ratios``, on the ``warm`` row)."""
+    warm / cold ratio (``ratios``, on the ``warm`` row). ``fill_is_cold`` (quick
+    runs): the run that fills the cache is also the first cold sample (it compiles
+    everything, and writes the cache besides)."""
     samples: dict[str, list[dict[str, float]]] = {"cold": [], "warm": [], "flax": []}
     with tempfile.TemporaryDirectory() as folder:
-        _first_step("lens", folder, blocks)  # fills the cache
-        for _ in range(repeats):
-            samples["cold"].append(_first_step("lens", None, blocks))
+        fill = _first_step("lens", folder, blocks)  # fills the cache
+        for i in range(repeats):
+            if fill_is_cold and i == 0:
+                samples["cold"].append(fill)
+            else:
+                samples["cold"].append(_first_step("lens", None, blocks))
             samples["warm"].append(_first_step("lens", folder, blocks))
             samples["flax"].append(_first_step("flax", None, blocks))
     total = {k: [sum(s.values()) for s in v] for k, v in samples.items()}

@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> str:
         rows += nnx_mlp.run(repeats=1, depths=(16,), number=2)
         rows += live_overhead.run(steps=30, repeats=1)
         shown = displays.run()
-        cached = compile_cache.run(repeats=1, blocks=1)
+        cached = compile_cache.run(repeats=1, blocks=1, fill_is_cold=True)
     else:
         rows = core_mlp.run() + nn_mlp.run() + suite.run() + nnx_mlp.run()
         rows += live_overhead.run()
