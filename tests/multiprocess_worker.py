@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from typing import Any
 
 import jax
@@ -250,7 +251,7 @@ def fault_checks(ckpt_dir: str, x: jax.Array, params: Any) -> dict[str, str]:
 
     # the single-process save refuses an array spread over processes
     outcome("single", lambda: checkpoints.save_checkpoint(ckpt_dir, {"x": x}, 99))
-    # an outdated step fails on every process, before any collective
+    # an outdated step fails on every process (agreed before process 0 writes)
     outcome(
         "outdated",
         lambda: checkpoints.save_checkpoint_multiprocess(ckpt_dir, params, STEPS),
@@ -272,6 +273,17 @@ def fault_checks(ckpt_dir: str, x: jax.Array, params: Any) -> dict[str, str]:
         )
     finally:
         checkpoints.save_checkpoint = real
+    # a slow process has looked for newer checkpoints before process 0 writes (a
+    # host-local target: no gather collective to wait in), so it does not take
+    # process 0's new file for a newer one
+    if jax.process_index() == 1:
+        time.sleep(1.0)
+    outcome(
+        "slow_peer",
+        lambda: checkpoints.save_checkpoint_multiprocess(
+            ckpt_dir, {"w": np.ones(3)}, STEPS + 2, prefix="checkpoint_slow_"
+        ),
+    )
     return outcomes
 
 

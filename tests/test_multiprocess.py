@@ -239,6 +239,7 @@ def test_multiprocess_save_faults_reach_every_process(runs):
         assert single.startswith("MPACheckpointingRequiredError")
         assert "save_checkpoint_multiprocess" in single  # says how to fix
         assert str(result["fault_outdated"]).startswith("InvalidCheckpointError")
+        assert result["fault_slow_peer"] == "ok", result["fault_slow_peer"]
         failed = str(result["fault_write_fails"])
         if process == 0:
             assert failed.startswith("OSError: disk full")

@@ -347,8 +347,8 @@ def save_checkpoint_multiprocess(
         return path
     if async_manager is not None:
         async_manager.wait_previous_save()
-    if not overwrite:  # on every process, before any of them starts a collective
-        _check_overwrite(ckpt_dir, path, step, prefix)
+    if not overwrite:  # on every process, agreed before process 0 may write
+        _check_overwrite_everywhere(ckpt_dir, path, step, prefix)
     target = _gather_to_host(target)
     if jax.process_index() != 0:
         _written_by_process_0(path, None)
@@ -369,6 +369,28 @@ def save_checkpoint_multiprocess(
         raise
     _written_by_process_0(path, True)
     return path
+
+
+def _check_overwrite_everywhere(
+    ckpt_dir: str, path: str, step: Any, prefix: str
+) -> None:
+    """:func:`_check_overwrite` on every process, then agreed (one collective): each
+    raises if any found a checkpoint at ``step`` or later. The collective is also
+    the barrier that keeps process 0 from writing ``path`` before a slower
+    process has looked (it would then see process 0's new file as a newer one)."""
+    if jax.process_count() == 1:
+        return _check_overwrite(ckpt_dir, path, step, prefix)
+    try:
+        _check_overwrite(ckpt_dir, path, step, prefix)
+        ok = True
+    except errors.InvalidCheckpointError:
+        ok = False
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    flags = multihost_utils.process_allgather(np.int32(ok))
+    if not np.all(flags):
+        raise errors.InvalidCheckpointError(path, step)
 
 
 def _gather_to_host(target: Any) -> Any:
