@@ -74,3 +74,25 @@ def count_compiles() -> Iterator[list[int]]:
     finally:
         logger.removeHandler(h)
         jax.config.update("jax_log_compiles", old)
+
+
+def tabulate(nnx: Any, model: Any, *args: Any, **kwargs: Any) -> str:
+    """``nnx.tabulate(model, ...)``, leaving every module class of ``model`` as it
+    was. flax 0.12.8's tabulate (the oracle's), restoring the methods it wrapped,
+    sets each inherited one (``sow``, ``perturb``, ...) on the class itself; a later
+    flax ``nnx.capture(method_outputs=...)`` in the same process then wraps ``sow``
+    and recurses forever. lens's tabulate leaves no method behind (checked here)."""
+    classes = {type(m) for _, m in nnx.iter_modules(model)}
+    before = {c: {k for k, v in vars(c).items() if callable(v)} for c in classes}
+    try:
+        return nnx.tabulate(model, *args, **kwargs)
+    finally:
+        left = {
+            c: {k for k, v in vars(c).items() if callable(v)} - before[c]
+            for c in classes
+        }
+        for c, names in left.items():
+            for name in names:
+                delattr(c, name)
+        if not nnx.__name__.startswith("flax"):
+            assert not any(left.values()), f"tabulate left methods behind: {left}"

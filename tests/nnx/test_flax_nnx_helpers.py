@@ -9,6 +9,7 @@ import optax
 import pytest
 
 from lens import nnx as lnnx
+from tests.helpers import tabulate
 
 fnnx = pytest.importorskip("flax.nnx")
 BOTH = pytest.mark.parametrize("nnx", [lnnx, fnnx], ids=["lens", "flax"])
@@ -240,8 +241,11 @@ def test_tabulate_prints_flaxs_table():
                 return self.bn(self.l(x))
 
         m = M(nnx.Rngs(0))
-        text = nnx.tabulate(
-            m, jnp.ones((1, 2)), console_kwargs={"width": 150, "force_terminal": False}
+        text = tabulate(
+            nnx,
+            m,
+            jnp.ones((1, 2)),
+            console_kwargs={"width": 150, "force_terminal": False},
         )
         assert float(jnp.sum(m.bn.mean[...])) == 0.0  # the model was not run
         return text

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import pytest
 
 from lens import nnx as lnnx
+from tests.helpers import tabulate
 
 fnnx = pytest.importorskip("flax.nnx")
 PLAIN = {"force_terminal": False, "no_color": True, "width": 300}
@@ -36,7 +37,7 @@ def _model(nnx, shared=True):
 
 def _table(nnx, shared=True, **kwargs):
     model = _model(nnx, shared)
-    return nnx.tabulate(model, jnp.ones((4, 3)), console_kwargs=PLAIN, **kwargs)
+    return tabulate(nnx, model, jnp.ones((4, 3)), console_kwargs=PLAIN, **kwargs)
 
 
 def test_flops_columns_match_flax():
