@@ -23,8 +23,9 @@ $(VENV)/.installed: pyproject.toml
 # shows lens-pack enabled.
 EXT_SRC := extension/package.json extension/tsconfig.json $(wildcard extension/src/*.ts) extension/src/pack_trace.schema.json extension/src/palette.json extension/style/index.css
 
+# `npm ci`: exactly the committed lock, which it never rewrites.
 extension/node_modules/.installed: extension/package.json extension/package-lock.json
-	cd extension && npm install --no-audit --no-fund
+	cd extension && npm ci --no-audit --no-fund
 	touch $@
 
 lens/labextension/static/style.js: $(EXT_SRC) extension/node_modules/.installed $(VENV)/.installed
