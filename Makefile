@@ -5,7 +5,11 @@ PY := $(VENV)/bin/python
 # Tests run on CPU with 8 fake devices (tests/conftest.py sets both, for `make test`
 # and a plain pytest alike); every other recipe, `make lab` included, leaves JAX
 # to use whatever accelerator it finds.
-TEST_ENV := JAX_PLATFORMS=cpu XLA_FLAGS="$(XLA_FLAGS) --xla_force_host_platform_device_count=8"
+# Bytecode caches are written even where PYTHONDONTWRITEBYTECODE is set: the suite
+# starts dozens of interpreters (kernels, fresh-import checks, benchmarks) that
+# each import lens, and pytest caches its rewritten test modules (all git-ignored).
+TEST_ENV := JAX_PLATFORMS=cpu XLA_FLAGS="$(XLA_FLAGS) --xla_force_host_platform_device_count=8" \
+	PYTHONDONTWRITEBYTECODE=
 # Tools that JupyterLab calls by name (jupyter-builder, jupyter-labextension) live in
 # the venv: put it first on PATH for every recipe, as an activated venv would.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
@@ -48,19 +52,23 @@ lab: $(VENV)/.installed $(VENV)/.labextension
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser --allow-root --ip=127.0.0.1
 
 ## Run every test: lint, unit and doctests.
-## pyright (about 45 s of one core) runs beside pytest, niced, so that it mostly takes
-## the time a pytest worker spends waiting (on a browser, a kernel, a subprocess);
-## its report is printed after pytest's, and the recipe fails if either fails.
+## pyright (about 30 s of one core) and the extension's vitest run beside pytest,
+## niced, so that they mostly take the time a pytest worker spends waiting (on a
+## browser, a kernel, a subprocess); their reports are printed after pytest's, and
+## the recipe fails if any fails.
 test: $(VENV)/.installed $(VENV)/.labextension $(CHROMIUM)
-	cd extension && npx vitest run
 	$(PY) -m ruff check lens tests benchmarks compat docs notebooks/build.py notebooks/cells.py notebooks/conftest.py
 	$(PY) -m ruff format --check lens tests benchmarks compat
-	@typed=$$(mktemp); nice -n 5 $(VENV)/bin/pyright > $$typed 2>&1 & pyright=$$!; \
-	echo "$(VENV)/bin/pyright (in the background)"; \
+	@typed=$$(mktemp); unit=$$(mktemp); \
+	nice -n 5 $(VENV)/bin/pyright > $$typed 2>&1 & pyright=$$!; \
+	(cd extension && nice -n 5 npx vitest run) > $$unit 2>&1 & vitest=$$!; \
+	echo "$(VENV)/bin/pyright and (cd extension && npx vitest run) (in the background)"; \
 	$(TEST_ENV) $(PY) -m pytest -n 2 --dist loadfile tests lens notebooks/*.ipynb \
 		--nbval --nbval-sanitize-with notebooks/sanitize.cfg; tests=$$?; \
-	wait $$pyright; types=$$?; echo "$(VENV)/bin/pyright:"; cat $$typed; rm -f $$typed; \
-	test $$tests = 0 -a $$types = 0
+	wait $$vitest; ts=$$?; echo "cd extension && npx vitest run:"; cat $$unit; \
+	wait $$pyright; types=$$?; echo "$(VENV)/bin/pyright:"; cat $$typed; \
+	rm -f $$typed $$unit; \
+	test $$tests = 0 -a $$ts = 0 -a $$types = 0
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check lens tests benchmarks compat docs notebooks/build.py notebooks/cells.py notebooks/conftest.py
