@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> str:
     if args.quick:
         rows = core_mlp.run(repeats=1)
         rows += nn_mlp.run(repeats=1, compiles=1, depths=(4,))
-        rows += suite.run(first_steps=1, scan_layers=(8, 16), repeats=1)
+        rows += suite.run(first_steps=1, scan_layers=(8, 16), repeats=1, blocks=1)
         rows += nnx_mlp.run(repeats=1, depths=(16,), number=2)
         rows += live_overhead.run(steps=30, repeats=1)
         shown = displays.run()

@@ -239,9 +239,12 @@ def scan_rows(scan_layers=(8, 32, 128), repeats: int = 3) -> list[dict]:
     return rows
 
 
-def run(first_steps: int = 5, scan_layers=(8, 32, 128), repeats: int = 5) -> list[dict]:
+def run(
+    first_steps: int = 5, scan_layers=(8, 32, 128), repeats: int = 5, blocks: int = 4
+) -> list[dict]:
     """Rows of (benchmark, library, seconds); ``repeats`` cold imports (fresh
-    processes) per module and scan compiles per stack, medians taken."""
+    processes) per module and scan compiles per stack, medians taken; the first
+    train steps are a transformer of ``blocks`` blocks."""
     import flax.linen as fnn
 
     import lens.nn as lnn
@@ -249,7 +252,10 @@ def run(first_steps: int = 5, scan_layers=(8, 32, 128), repeats: int = 5) -> lis
     rows = []
     ids = jnp.zeros((4, 32), jnp.int32)
     tvars = {
-        name: (transformer(nn), transformer(nn).init(jax.random.key(0), ids))
+        name: (
+            transformer(nn, blocks),
+            transformer(nn, blocks).init(jax.random.key(0), ids),
+        )
         for name, nn in (("lens", lnn), ("flax", fnn))
     }
     times: dict[str, list[float]] = {"lens": [], "flax": []}

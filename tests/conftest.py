@@ -61,22 +61,29 @@ if "LENS_COMPILATION_CACHE_DIR" not in os.environ:
 # (one long test each: a benchmark run, a notebook re-run, a browser) started last and
 # one worker idled while the other finished them. Here the files start slowest first:
 # by the seconds each took in the last run (kept in pytest's cache), else by the
-# estimates below, else by their number of tests. The live-view browser test shares
-# the extension test's JupyterLab server (tests/e2e/conftest.py), so both run as one
-# unit on one worker.
-SHARED_UNITS = {"tests/e2e/test_live_browser.py": "tests/e2e/test_extension_browser.py"}
-SECONDS_ESTIMATE = {  # seconds on an idle 2-core machine, slowest first
-    "tests/e2e/test_extension_browser.py": 120,
-    "tests/test_benchmarks.py": 90,
-    "tests/e2e/test_trust_browser.py": 60,
-    "tests/e2e/test_nbconvert_browser.py": 40,
-    "tests/nn/test_flax_zoo_transforms.py": 30,
-    "tests/nnx/test_flax_nnx_layers.py": 25,
-    "tests/nn/test_flax_zoo_attention_conv.py": 20,
-    "tests/nn/test_flax_zoo_layers.py": 20,
-    "tests/nn/test_flax_zoo_recurrent.py": 20,
-    "tests/test_multiprocess.py": 15,
+# estimates below, else by their number of tests. The live-view and trust browser
+# tests share the extension test's JupyterLab server (tests/e2e/conftest.py), so the
+# three run as one unit on one worker.
+SHARED_UNITS = {
+    "tests/e2e/test_live_browser.py": "tests/e2e/test_extension_browser.py",
+    "tests/e2e/test_trust_browser.py": "tests/e2e/test_extension_browser.py",
 }
+SECONDS_ESTIMATE = {  # seconds in a `make test` run on a 2-core machine
+    "tests/e2e/test_extension_browser.py": 120,  # with the live and trust tests
+    "tests/test_benchmarks.py": 68,
+    "notebooks/06_nnx.ipynb": 22,
+    "tests/nn/test_flax_zoo_transforms.py": 16,
+    "tests/nnx/test_flax_nnx_layers.py": 15,
+    "tests/nn/test_flax_zoo_layers.py": 13,
+    "tests/test_fresh_imports.py": 12,
+    "notebooks/03_scan_and_vmap_axes.ipynb": 11,
+    "tests/nn/test_flax_zoo_attention_conv.py": 11,
+    "tests/e2e/test_nbconvert_browser.py": 11,
+    "tests/test_multiprocess.py": 10,
+    "tests/nn/test_flax_zoo_recurrent.py": 9,
+    "tests/test_threads.py": 8,
+}
+
 _CACHE_KEY = "lens/seconds_per_unit"
 _unit_seconds: dict[str, float] = {}
 

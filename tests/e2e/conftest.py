@@ -1,8 +1,8 @@
 """One JupyterLab server for the browser tests that can share it.
 
-test_extension_browser.py and test_live_browser.py use the same server (starting one
-costs seconds of CPU); tests/conftest.py schedules both files on one pytest-xdist
-worker, so the package-scoped fixture starts it once.
+test_extension_browser.py, test_live_browser.py and test_trust_browser.py use the
+same server (starting one costs seconds of CPU); tests/conftest.py schedules the
+three files on one pytest-xdist worker, so the package-scoped fixture starts it once.
 """
 
 import pytest

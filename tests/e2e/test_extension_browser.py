@@ -62,8 +62,10 @@ def _fixture(name: str) -> dict:
 
 
 def start_lab(tmp_path_factory):
-    """JupyterLab over a temporary folder of test notebooks: yields (url, folder).
-    The ``lab`` fixture of tests/e2e/conftest.py, shared with test_live_browser.py."""
+    """JupyterLab over a temporary folder of test notebooks, with its Jupyter data
+    folder in ``folder/.data``: yields (url, folder). The ``lab`` fixture of
+    tests/e2e/conftest.py, shared with test_live_browser.py and
+    test_trust_browser.py."""
     if not (ROOT / "extension" / "node_modules" / "playwright-core").exists():
         pytest.fail(
             "extension/node_modules is missing: run `make test` (it installs and builds the extension)"
@@ -103,7 +105,10 @@ def start_lab(tmp_path_factory):
         ]
         samples.cells.append(cell)
     nbformat.write(samples, root / "samples.ipynb")
-    for url in serve_lab(root):
+    # The server's own Jupyter data folder: its notary (secret and signature
+    # database), with which test_trust_browser.py signs a notebook as trusted.
+    (root / ".data").mkdir()
+    for url in serve_lab(root, JUPYTER_DATA_DIR=str(root / ".data")):
         yield url, root
 
 

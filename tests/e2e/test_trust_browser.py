@@ -19,15 +19,12 @@ Screenshots: extension/test/screenshots/trust-*.png.
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 from nbformat.sign import NotebookNotary
-
-from tests.e2e.lab_server import serve_lab
 
 ROOT = pathlib.Path(__file__).parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -148,14 +145,11 @@ def _notebook() -> nbformat.NotebookNode:
 
 
 @pytest.fixture(scope="module")
-def lab_with_copies(tmp_path_factory):
-    if not (ROOT / "extension" / "node_modules" / "playwright-core").exists():
-        pytest.fail("extension/node_modules is missing: run `make test`")
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium")
-    root = tmp_path_factory.mktemp("trust")
+def lab_with_copies(lab):
+    """The shared JupyterLab (tests/e2e/conftest.py), with the two copies saved in
+    its folder; yields (url, folder)."""
+    url, root = lab
     data = root / ".data"  # the server's notary: its secret and signature db
-    data.mkdir()
     nb = _notebook()
     notary = NotebookNotary(data_dir=str(data))
     # A signature is stored per content: the copies differ in one metadata field
@@ -167,9 +161,7 @@ def lab_with_copies(tmp_path_factory):
         nbformat.write(nb, root / f"{copy}.ipynb")
     assert notary.check_signature(nbformat.read(root / "trusted.ipynb", 4))
     assert not notary.check_signature(nbformat.read(root / "untrusted.ipynb", 4))
-    for url in serve_lab(root, JUPYTER_DATA_DIR=str(data)):
-        yield url, root
-    shutil.rmtree(data, ignore_errors=True)
+    yield url, root
 
 
 TABLES = ("collections", "module", "state", "stacked", "tabulate")
