@@ -34,7 +34,7 @@ from typing import (
     runtime_checkable,
 )
 
-from lens.core._freeze import FrozenDict
+from lens.core.frozen_dict import FrozenDict
 from lens.errors import CursorFindError, TraverseTreeError
 
 A = TypeVar("A")

@@ -115,7 +115,7 @@ def _in_nnx(cycle: list[str]) -> bool:
 def test_no_import_cycles_outside_nnx():
     graph = _graph()
     # the walk found imports at module level and inside functions
-    assert "lens.core._scope" in graph["lens.nn._module"]
+    assert "lens.core.scope" in graph["lens.nn._module"]
     assert "lens.nn._summary" in graph["lens.nn._module"]  # inside a method
     assert [c for c in _cycles(graph) if not _in_nnx(c)] == []
 
@@ -179,3 +179,75 @@ def test_core_nn_and_nnx_know_nothing_of_display():
                 ):
                     offenders.append(str(path.relative_to(ROOT)))
     assert offenders == []
+
+
+# lens.nnx's rooms of several flat modules (docs/design/nnx.md); any other module
+# directly in lens/nnx is a room of its own, and so is each package (lens.core with
+# lift, lens.nn, lens.display, lens.nnx.transforms, lens.nnx.nn, ...).
+NNX_ROOMS = {
+    "variables": {"variablelib", "vardefaults", "staticvalue", "variable_hijax",
+                  "variable_hooks", "variable_names", "variable_refs",
+                  "variable_trace"},
+    "objects": {"pytreelib", "pytree_state", "pytree_repr", "tracers", "helpers"},
+    "graph": {"graph", "graphlib", "graphwalk", "graphdefs", "graph_registry",
+              "graphops", "graphupdate", "graphtree", "graphstate", "graphcontext",
+              "graphcache", "graphvars", "graphmode", "treestates"},
+}  # fmt: skip
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    if parts[:2] != ["lens", "nnx"] or len(parts) < 3:
+        return ".".join(parts[:2])
+    if (ROOT / "nnx" / parts[2]).is_dir():
+        return ".".join(parts[:3])
+    return next((r for r, ms in NNX_ROOMS.items() if parts[2] in ms), module)
+
+
+def _private_imports(mods: dict[str, pathlib.Path]) -> list[str]:
+    """``importer: from X import y`` for each private name or module (a ``_``
+    component after ``lens``) that a module imports from outside the package it
+    is private to and from another room."""
+    found = []
+    for name, path in sorted(mods.items()):
+        if "labextension" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+                continue
+            if not node.module.startswith("lens"):
+                continue
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}".split(".")
+                private = [
+                    i for i, p in enumerate(full) if i and p.startswith("_")
+                    and not p.startswith("__")
+                ]  # fmt: skip
+                if not private:
+                    continue
+                package = ".".join(full[: private[0]])  # what the name is private to
+                if name == package or name.startswith(package + "."):
+                    continue
+                owner = ".".join(full[: private[0] + 1])  # the private module or name
+                owner = owner if owner in mods else package
+                if _room(owner) != _room(name):
+                    found.append(f"{name}: from {node.module} import {alias.name}")
+    return found
+
+
+def test_no_private_name_is_imported_across_rooms():
+    """What rooms share has a public name (lens.core's facades: scope, meta,
+    frozen_dict, variables, pack_trace, ...); a ``_`` name stays in its room."""
+    assert _private_imports(_modules()) == []
+
+
+def test_the_room_check_finds_a_private_import(tmp_path):
+    assert _room("lens.nnx.graphops") == _room("lens.nnx.graphcache") == "graph"
+    assert _room("lens.nnx.extract_tree") == "lens.nnx.extract_tree"
+    assert _room("lens.core.lift._pack") == "lens.core"
+    assert _room("lens.nnx.transforms.general") == "lens.nnx.transforms"
+    mods = _modules()
+    probe = tmp_path / "_probe_private.py"
+    probe.write_text("from lens.core._scope import Scope\n")
+    found = _private_imports({**mods, "lens.nn._probe_private": probe})
+    assert found == ["lens.nn._probe_private: from lens.core._scope import Scope"]

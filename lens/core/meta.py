@@ -14,6 +14,7 @@ from lens.core._meta import replace_boxed as replace_boxed
 from lens.core._meta import unbox as unbox
 from lens.core._partitioning import PARTITION_NAME as PARTITION_NAME
 from lens.core._partitioning import Partitioned as Partitioned
+from lens.core._partitioning import current_mesh as current_mesh
 from lens.core._partitioning import get_sharding as get_sharding
 from lens.core._partitioning import with_partitioning as with_partitioning
 from lens.typing import LogicalNames as LogicalNames

@@ -22,6 +22,8 @@ from lens.core._freeze import FrozenDict as FrozenDict
 from lens.core._freeze import freeze as freeze
 from lens.core._freeze import unfreeze as unfreeze
 from lens.core._rng import LazyRng as LazyRng
+from lens.core._rng import is_key as is_key
+from lens.core._rng import is_valid_rng as is_valid_rng
 from lens.core._scope import Scope as Scope
 from lens.core._scope import child_rng_token as child_rng_token
 from lens.core._scope import no_flag as no_flag

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from lens.core import _meta
+from lens.core import meta as _meta
 from lens.display import _placement
 
 STATS_MAX_ELEMENTS = 1 << 22  # beyond this, statistics are skipped (they would be slow)

@@ -44,7 +44,7 @@ def _attributes(module: Any) -> dict[str, Any]:
 
 
 def _short(value: Any) -> str:
-    from lens.nn._module import Module
+    from lens.nn.module import Module
 
     if isinstance(value, Module):
         return f"{type(value).__name__}(...)"
@@ -59,7 +59,7 @@ def _short(value: Any) -> str:
 
 
 def _filter_str(f: Any) -> str:
-    from lens.core._filters import DenyList
+    from lens.core.scope import DenyList
 
     if f is True:
         return "all"

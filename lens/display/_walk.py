@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from lens.core import _meta
+from lens.core import meta as _meta
 from lens.display._leaf import Leaf, _dtype_info, make_leaf, printable
 
 getset = type(np.ndarray.size)  # how C types expose attributes

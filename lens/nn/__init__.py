@@ -19,10 +19,10 @@ if TYPE_CHECKING:
     from lens.core import Variable as Variable
     from lens.core import broadcast as broadcast
     from lens.core import meta as meta
-    from lens.core._partitioning import current_mesh as current_mesh
     from lens.core.meta import PARTITION_NAME as PARTITION_NAME
     from lens.core.meta import AxisMetadata as AxisMetadata
     from lens.core.meta import Partitioned as Partitioned
+    from lens.core.meta import current_mesh as current_mesh
     from lens.core.meta import get_partition_spec as get_partition_spec
     from lens.core.meta import get_sharding as get_sharding
     from lens.core.meta import unbox as unbox

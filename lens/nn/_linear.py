@@ -23,7 +23,7 @@ from opt_einsum.parser import parse_einsum_input
 
 from lens._kernels import linear as ops
 from lens._kernels.dtypes import merge_param, promote_dtype
-from lens.core import _meta
+from lens.core import meta as _meta
 from lens.core.nn import initializers
 from lens.core.nn.initializers import default_embed_init, default_kernel_init
 from lens.nn._hyperparameters import SIZE, SIZES

@@ -29,7 +29,7 @@ import numpy as np
 
 from lens import errors
 from lens.configurations import config
-from lens.core._scope import Scope
+from lens.core.scope import Scope
 from lens.nn import _context, kw_only_dataclasses
 from lens.nn._hyperparameters import check_hyperparameters
 from lens.nn._module_class import (

@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 
 from lens import errors
 from lens._views import install as install_views
-from lens.core._entry import _is_valid_rng
-from lens.core._entry import apply as core_apply
-from lens.core._entry import bind as core_bind
-from lens.core._entry import init as core_init
-from lens.core._filters import DenyList, Filter, union_filters
+from lens.core.scope import DenyList, Filter, union_filters
+from lens.core.scope import apply as core_apply
+from lens.core.scope import bind as core_bind
+from lens.core.scope import init as core_init
+from lens.core.scope import is_valid_rng as _is_valid_rng
 from lens.nn import _context
 from lens.nn._module_base import ModuleBase
 from lens.nn._module_support import _get_unbound_fn, capture_call_intermediates
@@ -325,7 +325,7 @@ class ModuleEntryPoints(ModuleBase):
         Pass inputs as ``jax.ShapeDtypeStruct``: only the variables are computed;
         an initial value that needs an input's value raises ``LazyInitError``.
         """
-        from lens.core._partial_eval import lazy_init
+        from lens.core.partial_eval import lazy_init
 
         _module_checks(self)
 

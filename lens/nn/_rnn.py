@@ -12,8 +12,8 @@ import jax
 from jax import random
 
 from lens._kernels import sequences as seq
-from lens.core._filters import CollectionFilter, PRNGSequenceFilter
-from lens.core._freeze import FrozenDict
+from lens.core.frozen_dict import FrozenDict
+from lens.core.scope import CollectionFilter, PRNGSequenceFilter
 from lens.nn._module import Module
 from lens.nn._recurrent import RNNCellBase
 from lens.nn._transforms import scan

@@ -15,9 +15,8 @@ from typing import Any
 
 import jax
 
-from lens.core._filters import DenyList, Filter
-from lens.core._freeze import unfreeze
-from lens.core._rng import LazyRng
+from lens.core.frozen_dict import unfreeze
+from lens.core.scope import DenyList, Filter, LazyRng
 from lens.nn import _context
 from lens.nn._summary_render import (
     _from_value_representation,

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lens.core._partitioning import Partitioned
+from lens.core.meta import Partitioned
 
 # ------------------------------------------------------- value representations
 

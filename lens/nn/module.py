@@ -4,8 +4,9 @@ from collections.abc import Callable
 from typing import Any
 
 from lens._kernels.dtypes import merge_param as merge_param
-from lens.core._variable import Variable as Variable
+from lens.core.variables import Variable as Variable
 from lens.ids import FlaxId as FlaxId
+from lens.nn._context import current_module as current_module
 from lens.nn._context import disable_named_call as disable_named_call
 from lens.nn._context import enable_named_call as enable_named_call
 from lens.nn._context import override_named_call as override_named_call

@@ -22,11 +22,10 @@ import jax
 
 from lens import struct
 from lens.core import lift
-from lens.core._filters import CollectionFilter as CollectionFilter
-from lens.core._filters import PRNGSequenceFilter as PRNGSequenceFilter
-from lens.core._filters import union_filters
-from lens.core._freeze import freeze, unfreeze
-from lens.core._scope import Variable
+from lens.core.frozen_dict import freeze, unfreeze
+from lens.core.scope import CollectionFilter as CollectionFilter
+from lens.core.scope import PRNGSequenceFilter as PRNGSequenceFilter
+from lens.core.scope import Variable, union_filters
 from lens.core.spmd import get_logical_axis_rules as get_axis_rules
 from lens.core.spmd import logical_axis_rules as axis_rules
 from lens.core.spmd import set_logical_axis_rules as set_axis_rules

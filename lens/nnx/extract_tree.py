@@ -21,7 +21,7 @@ import jax
 from lens import struct
 from lens.nnx.extract_prefix import PrefixMapping, broadcast_prefix
 from lens.nnx.graphcontext import IndexMap, RefMap, flatten
-from lens.nnx.graphops import _VariableBuilder, as_state, graphdef_leaves, iter_graph
+from lens.nnx.graphops import VariableBuilder, as_state, graphdef_leaves, iter_graph
 from lens.nnx.graphtree import key_of
 from lens.nnx.graphwalk import GraphDef, VariableDef, is_graph_node
 from lens.nnx.statelib import State
@@ -245,7 +245,7 @@ def to_tree2(
     return jax.tree.unflatten(treedef, out)
 
 
-class _Builder(_VariableBuilder):
+class _Builder(VariableBuilder):
     """merge's builder, sharing its node table between calls; with
     ``recreate_variables=False`` a raw value stays a raw value."""
 

@@ -135,7 +135,7 @@ def merge(
     if isinstance(graphdef.node, TreeNodeDef):
         return tree_unflatten(graphdef, leaves, copy_variables=copy)
     leaves = [v.copy() if copy and isinstance(v, Variable) else v for v in leaves]
-    builder = _VariableBuilder(iter(leaves))
+    builder = VariableBuilder(iter(leaves))
     builder.recreate = recreate_variables
     return builder.build(graphdef.node)
 
@@ -217,7 +217,7 @@ def map(  # noqa: A001 - Flax's name
     return merge(graphdef, st, recreate_variables=recreate_variables)
 
 
-class _VariableBuilder(Builder):
+class VariableBuilder(Builder):
     """Rebuilds a graph, putting the given Variables in (as flax.nnx's merge
     does) where a leaf is a Variable of the right type, else a new Variable
     (``recreate = False``: the leaf itself, as ``recreate_variables=False``)."""

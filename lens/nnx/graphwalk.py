@@ -56,7 +56,7 @@ from lens.nnx.graphdefs import (
     NodeDef as NodeDef,
 )
 from lens.nnx.pytreelib import Object, PytreeState, node_items
-from lens.nnx.pytreelib import _declared as declared_kinds
+from lens.nnx.pytreelib import declared as declared_kinds
 from lens.nnx.tracers import Frame, structure_changed
 from lens.nnx.variablelib import StaticValue, Variable, freeze_metadata, new_variable
 

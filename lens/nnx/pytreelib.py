@@ -181,7 +181,7 @@ class Object(reprlib.Representable, metaclass=ObjectMeta):
 # equality when hashable, else by identity, so jit can cache on it).
 def _object_parts(obj: Object) -> tuple[list[tuple[Any, Any]], Any]:
     keys, is_data_key, statics, children = [], [], [], []
-    marks = _declared(obj)
+    marks = declared(obj)
     for k, v in obj._graph_items():
         keys.append(k)
         held = marks[k] == "data" if k in marks else bool(has_data(v))
@@ -343,7 +343,7 @@ def _class_marks(cls: type) -> dict[str, str]:
     return cached
 
 
-def _declared(obj: Object) -> dict[str, str]:
+def declared(obj: Object) -> dict[str, str]:
     """Declared data/static attributes: by the class (annotations, fields), then
     those set with ``nnx.data(x)``/``nnx.static(x)``."""
     return {**_class_marks(type(obj)), **(obj.__dict__.get("_lens_marks") or {})}
@@ -360,7 +360,7 @@ def _stays_data(obj: Object, name: str, value: Any) -> bool:
     """An undeclared data attribute stays data when a value without data (a
     string, None) replaces it, as in flax.nnx."""
     d = obj.__dict__
-    return (name in d and name not in _declared(obj) and not has_data(value)) and bool(
+    return (name in d and name not in declared(obj) and not has_data(value)) and bool(
         has_data(d[name])
     )
 
@@ -421,7 +421,7 @@ def check_pytree(pytree: Any) -> None:
             f"Expected a Pytree, got {type(pytree)}.\ncheck_pytree takes an nnx "
             "object (an nnx.Pytree / nnx.Module instance)."
         )
-    marks = _declared(pytree)
+    marks = declared(pytree)
     for name, value in pytree._graph_items():
         if isinstance(value, list | tuple | dict):
             _check_no_nested_marks(pytree, name, value)
@@ -441,7 +441,7 @@ def node_items(obj: Object) -> list[tuple[Any, Any]]:
 def attribute_is_data(obj: Object, name: str, value: Any) -> bool:
     """Whether attribute ``name`` (holding ``value``) is data: as declared
     (``nnx.data``/``nnx.static``, annotations), else whether it holds data."""
-    marks = _declared(obj)
+    marks = declared(obj)
     return marks[name] == "data" if name in marks else bool(has_data(value))
 
 

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from lens import errors
-from lens.core._rng import is_key
+from lens.core.scope import is_key
 from lens.nnx.filterlib import to_predicate
 from lens.nnx.graphlib import (
     iter_graph,

@@ -31,7 +31,7 @@ import jax
 import msgpack
 
 from lens import errors, serialization
-from lens.core._freeze import FrozenDict, freeze
+from lens.core.frozen_dict import FrozenDict, freeze
 
 __all__ = [
     "AsyncManager",

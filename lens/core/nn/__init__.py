@@ -48,7 +48,7 @@ def __getattr__(name: str) -> object:
 
         return activation
     if name in ("avg_pool", "max_pool"):
-        from lens.nn import _pooling
+        from lens.nn import pooling
 
-        return getattr(_pooling, name)
+        return getattr(pooling, name)
     raise AttributeError(f"module 'lens.core.nn' has no attribute {name!r}")

@@ -68,7 +68,7 @@ class Structure:
     def __init__(self, tree: Any) -> None:
         import jax
 
-        from lens.core import _meta
+        from lens.core import meta as _meta
 
         pairs, self.treedef = jax.tree_util.tree_flatten_with_path(
             tree, is_leaf=lambda x: isinstance(x, _meta.AxisMetadata)
@@ -90,7 +90,7 @@ class Structure:
         """The sums of squares, as device arrays (no wait)."""
         import jax
 
-        from lens.core import _meta
+        from lens.core import meta as _meta
 
         flat = jax.tree_util.tree_leaves(
             tree, is_leaf=lambda x: isinstance(x, _meta.AxisMetadata)

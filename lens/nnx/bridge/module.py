@@ -27,7 +27,7 @@ import jax
 import numpy as np
 
 from lens import errors
-from lens.core._freeze import FrozenDict
+from lens.core.frozen_dict import FrozenDict
 from lens.core.meta import AxisMetadata
 from lens.nnx import module as nnx_module
 from lens.nnx.bridge.context import MODULE_CONTEXT as MODULE_CONTEXT

@@ -14,8 +14,7 @@ from typing import Any, TypeVar
 
 import jax
 
-from lens.core._meta import get_global_mesh
-from lens.core.meta import AxisMetadata, Partitioned
+from lens.core.meta import AxisMetadata, Partitioned, get_global_mesh
 from lens.nnx.spmd import get_var_pspec
 from lens.nnx.spmd import with_partitioning as _nnx_with_partitioning
 from lens.nnx.statelib import State

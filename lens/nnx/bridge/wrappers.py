@@ -21,9 +21,9 @@ from typing import Any, Generic, TypeVar, cast
 import jax
 
 from lens import nn as linen
-from lens.core._freeze import FrozenDict
+from lens.core.frozen_dict import FrozenDict
 from lens.core.meta import AxisMetadata
-from lens.nn import _context as linen_context
+from lens.nn import module as linen_context
 from lens.nnx.bridge.context import current_module
 from lens.nnx.bridge.variables import (
     linen_vars_to_nnx_attrs,

@@ -16,7 +16,7 @@ from opt_einsum import parser as einsum_parser
 
 from lens._kernels import linear as ops
 from lens._kernels.linear import canonicalize_padding as canonicalize_padding
-from lens.core._freeze import FrozenDict
+from lens.core.frozen_dict import FrozenDict
 from lens.core.nn import initializers
 from lens.nnx.module import Module
 from lens.nnx.nn._conv import Conv as Conv

@@ -11,7 +11,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from lens.core._freeze import FrozenDict
+from lens.core.frozen_dict import FrozenDict
 from lens.nnx.graphwalk import Walker, is_graph_node, path_str
 from lens.nnx.transforms.general import (
     Carrier,

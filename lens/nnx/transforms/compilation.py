@@ -15,7 +15,7 @@ from typing import Any, Generic, ParamSpec, TypeVar
 import jax
 
 from lens._argnums import out_of_range
-from lens.core import _trace
+from lens.core import pack_trace as _trace
 from lens.nnx.graphwalk import Walker
 from lens.nnx.tracers import frame, structure_epoch
 from lens.nnx.transforms.general import (

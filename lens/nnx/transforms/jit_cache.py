@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from lens import errors
-from lens.core import _trace
+from lens.core import pack_trace as _trace
 from lens.nnx.graphwalk import Walker
 from lens.nnx.pytreelib import Object
 from lens.nnx.tracers import structure_epoch

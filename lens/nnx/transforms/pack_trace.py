@@ -19,7 +19,7 @@ import jax
 import jax.core
 import numpy as np
 
-from lens.core import _trace
+from lens.core import pack_trace as _trace
 
 
 def arg_names(fn: Callable[..., Any] | None) -> list[str]:
