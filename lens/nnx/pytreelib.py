@@ -213,9 +213,17 @@ def _unflatten_object(cls: type, aux: Any, children: Any) -> Object:
     keys, is_data_key, statics = aux
     obj = Object.__new__(cls)
     data_values, static_values = iter(children), iter(statics)
+    items = [
+        (k, held, next(data_values) if held else next(static_values).value)
+        for k, held in zip(keys, is_data_key, strict=True)
+    ]
+    if not any(isinstance(k, int) for k in keys):  # (a list keeps its order)
+        # data attributes first, then the static ones, as flax.nnx rebuilds an
+        # object: one unflattened (after jax.eval_shape, say) prints them so
+        items.sort(key=lambda item: not item[1])
     marks = _marks(obj)
-    for k, held in zip(keys, is_data_key, strict=True):
-        obj._graph_set(k, next(data_values) if held else next(static_values).value)
+    for k, held, value in items:
+        obj._graph_set(k, value)
         marks[k] = "data" if held else "static"
     return obj
 

@@ -177,6 +177,23 @@ def test_module_and_state_reprs_match_flax():
     assert repr(lnnx.Sequential()) == repr(fnnx.Sequential())
 
 
+def test_an_unflattened_module_prints_as_flaxs_does():
+    """jax.eval_shape rebuilds a module from its pytree: data attributes first,
+    then the static ones, as flax.nnx does (flax's key_concepts guide prints one)."""
+
+    def abstract(nnx):
+        def make():
+            return nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.relu)
+
+        return jax.eval_shape(make)
+
+    ours, theirs = abstract(lnnx), abstract(fnnx)
+    assert _strip(repr(ours)) == _strip(repr(theirs))
+    text = repr(ours.layers[0])
+    assert text.index("kernel=") < text.index("dot_general=")
+    assert ours.layers[1] is lnnx.relu  # the list keeps its order
+
+
 def test_objects_carry_a_pytree_state_of_their_trace():
     m = lnnx.Linear(2, 2, rngs=lnnx.Rngs(0))
     state = m._pytree__state
