@@ -103,7 +103,7 @@ class Everything(_Filter):
         return True
 
     def __repr__(self) -> str:
-        return "..."
+        return "Everything()"
 
 
 class Nothing(_Filter):
@@ -128,7 +128,7 @@ class OfType(_Filter):
         )
 
     def __repr__(self) -> str:
-        return self.type.__name__
+        return f"OfType({self.type!r})"
 
 
 class WithTag(_Filter):
@@ -144,7 +144,7 @@ class WithTag(_Filter):
         return getattr(x, "tag", None) == self.tag  # an RngStream
 
     def __repr__(self) -> str:
-        return repr(self.tag)
+        return f"WithTag({self.tag!r})"
 
 
 class PathContains(_Filter):
@@ -186,36 +186,51 @@ class Any(_Filter):  # noqa: A001 - Flax's name
     """Variables that any of ``filters`` selects."""
 
     def __init__(self, *filters: typing.Any):
-        self.filters = tuple(to_predicate(f) for f in filters)
+        self.predicates = tuple(to_predicate(f) for f in filters)
+
+    @property
+    def filters(self) -> tuple[Predicate, ...]:
+        """``predicates`` (lens's earlier name)."""
+        return self.predicates
 
     def __call__(self, path: Path, x: typing.Any) -> bool:
-        return builtins.any(f(path, x) for f in self.filters)
+        return builtins.any(f(path, x) for f in self.predicates)
 
     def __repr__(self) -> str:
-        return f"Any({', '.join(map(repr, self.filters))})"
+        return f"Any({', '.join(map(repr, self.predicates))})"
 
 
 class All(_Filter):
     """Variables that every one of ``filters`` selects."""
 
     def __init__(self, *filters: typing.Any):
-        self.filters = tuple(to_predicate(f) for f in filters)
+        self.predicates = tuple(to_predicate(f) for f in filters)
+
+    @property
+    def filters(self) -> tuple[Predicate, ...]:
+        """``predicates`` (lens's earlier name)."""
+        return self.predicates
 
     def __call__(self, path: Path, x: typing.Any) -> bool:
-        return builtins.all(f(path, x) for f in self.filters)
+        return builtins.all(f(path, x) for f in self.predicates)
 
     def __repr__(self) -> str:
-        return f"All({', '.join(map(repr, self.filters))})"
+        return f"All({', '.join(map(repr, self.predicates))})"
 
 
 class Not(_Filter):
     """Variables that ``filter`` does not select."""
 
     def __init__(self, filter: typing.Any):
-        self.filter = to_predicate(filter)
+        self.predicate = to_predicate(filter)
+
+    @property
+    def filter(self) -> Predicate:
+        """``predicate`` (lens's earlier name)."""
+        return self.predicate
 
     def __call__(self, path: Path, x: typing.Any) -> bool:
-        return not self.filter(path, x)
+        return not self.predicate(path, x)
 
     def __repr__(self) -> str:
-        return f"Not({self.filter!r})"
+        return f"Not({self.predicate!r})"

@@ -194,6 +194,32 @@ def test_an_unflattened_module_prints_as_flaxs_does():
     assert ours.layers[1] is lnnx.relu  # the list keeps its order
 
 
+def test_filter_predicates_print_and_nest_as_flaxs():
+    def reprs(nnx):
+        to = nnx.filterlib.to_predicate
+        made = (
+            to(nnx.Param),
+            to(...),
+            to(False),
+            to((nnx.Param, "dropout")),
+            nnx.Not(nnx.Param),
+            nnx.All(nnx.Param, nnx.PathContains("a")),
+        )
+        return [repr(x).replace(nnx.Param.__module__, "<module>") for x in made]
+
+    assert reprs(lnnx) == reprs(fnnx)
+    any_ = lnnx.filterlib.Any(lnnx.Param, "x")
+    assert (
+        any_.predicates
+        == any_.filters
+        == (
+            lnnx.filterlib.OfType(lnnx.Param),
+            lnnx.filterlib.WithTag("x"),
+        )
+    )
+    assert lnnx.Not(lnnx.Param).predicate == lnnx.filterlib.OfType(lnnx.Param)
+
+
 def test_objects_carry_a_pytree_state_of_their_trace():
     m = lnnx.Linear(2, 2, rngs=lnnx.Rngs(0))
     state = m._pytree__state
