@@ -2,6 +2,7 @@
 // which starts JupyterLab with a notebook holding two training loops. Prints one
 // JSON report on stdout; screenshots go to $SHOTS.
 const { chromium } = await import(process.env.PLAYWRIGHT);
+const { setTheme, setWidth } = await import(process.env.MEASURE);
 import { readFileSync } from 'fs';
 
 const base = process.env.LAB_URL;
@@ -127,12 +128,8 @@ try {
   await page.waitForTimeout(1500);
 
   for (const [width, theme] of [[600, 'light'], [1200, 'light'], [1200, 'dark']]) {
-    await page.setViewportSize({ width, height: 1000 });
-    if (theme === 'dark') {
-      await page.evaluate(() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Dark' }));
-      await page.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
-    }
-    await page.waitForTimeout(500);
+    await setTheme(page, theme);
+    await setWidth(page, width);
     const key = `${width}${theme === 'dark' ? '-dark' : ''}`;
     const finals = page.locator(`${VISIBLE} .jp-CodeCell .jp-OutputArea-output .lens`);
     report.final[key] = [];

@@ -119,6 +119,7 @@ def test_live_view_updates_in_place_in_jupyterlab(lab, tmp_path):
             SHOTS=str(shots),
             CHROMIUM=CHROMIUM,
             PLAYWRIGHT=playwright.as_uri(),
+            MEASURE=(ROOT / "extension" / "test" / "measure.mjs").as_uri(),
             FINAL_HTML=str(final),
         ),
     )
