@@ -1,12 +1,11 @@
 // End-to-end check in a real browser: JupyterLab draws lens pack traces with the
 // extension. Driven by tests/e2e/test_extension_browser.py, which starts JupyterLab.
-// Prints one JSON report on stdout; screenshots go to $SHOTS.
+// Prints one JSON report on stdout; screenshots go to $SHOTS when it is set.
 import { chromium } from 'playwright-core';
 import { readFileSync } from 'fs';
-import { lowContrast, setTheme, setWidth } from './measure.mjs';
+import { lowContrast, setTheme, setWidth, shoot } from './measure.mjs';
 
 const base = process.env.LAB_URL;
-const shots = process.env.SHOTS;
 const fallbackPage = process.env.FALLBACK_HTML;
 const goldenNames = JSON.parse(process.env.GOLDEN || '[]');
 const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -130,7 +129,7 @@ try {
     };
   });
   report.htmlFallbackShown = await page.locator(`${VISIBLE} .jp-OutputArea-output.jp-RenderedHTMLCommon`).count();
-  await first.screenshot({ path: `${shots}/02_lifting_first.png` });
+  await shoot(first, '02_lifting_first.png');
 
   await openAndRun(page, 'e2e_extra.ipynb', 2);
   report.errorText = await page.locator(`${VISIBLE} .lens-pack-error`).first().textContent();
@@ -145,7 +144,7 @@ try {
   for (const [width, theme] of [[600, 'light'], [1200, 'light'], [600, 'dark'], [1200, 'dark']]) {
     await setTheme(page, theme);
     await setWidth(page, width);
-    await page.screenshot({ path: `${shots}/lab-${width}${theme === 'dark' ? '-dark' : ''}.png` });
+    await shoot(page, `lab-${width}${theme === 'dark' ? '-dark' : ''}.png`);
     const renderers = page.locator(`${VISIBLE} .lens-pack-renderer`);
     for (let i = 0; i < goldenNames.length; i++) {
       const r = renderers.nth(i);
@@ -153,7 +152,7 @@ try {
       const key = `${goldenNames[i]}@${width}${theme === 'dark' ? '-dark' : ''}`;
       report.golden[key] = await r.locator('.lens-pack').evaluate(measure);
       report.golden[key].contrast = await r.locator('.lens-pack').evaluate(lowContrast);
-      await r.screenshot({ path: `${shots}/${goldenNames[i].replace('.json', '')}-${width}${theme === 'dark' ? '-dark' : ''}.png` });
+      await shoot(r, `${goldenNames[i].replace('.json', '')}-${width}${theme === 'dark' ? '-dark' : ''}.png`);
     }
   }
 
@@ -184,7 +183,7 @@ try {
               sparks: lens.querySelectorAll('.spark').length
             };
           }, lowContrast.toString());
-          await o.screenshot({ path: `${shots}/${names[i]}-${width}-${theme}.png` });
+          await shoot(o, `${names[i]}-${width}-${theme}.png`);
         }
         report.samples[`page@${width}-${theme}`] = await page.evaluate(() => ({
           docScroll: document.documentElement.scrollWidth > document.documentElement.clientWidth,
@@ -244,7 +243,7 @@ try {
         overflow: document.documentElement.scrollWidth > document.documentElement.clientWidth,
         text: document.body.innerText
       }));
-      await page.screenshot({ path: `${shots}/html-fallback-${width}.png`, fullPage: true });
+      await shoot(page, `html-fallback-${width}.png`, { fullPage: true });
     }
   }
 } finally {

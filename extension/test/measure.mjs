@@ -1,6 +1,6 @@
-// Shared by the browser tests (e2e.mjs, tests/e2e/trust_browser.mjs): layout checks,
-// each of which runs in the page (pass `fn.toString()` and eval it there), and, at
-// the end, two steps that drive JupyterLab from node (`setTheme`, `setWidth`).
+// Shared by the browser tests (e2e.mjs and tests/e2e/*.mjs): layout checks, each of
+// which runs in the page (pass `fn.toString()` and eval it there), and, at the end,
+// steps that run in node: `setTheme`, `setWidth` (drive JupyterLab) and `shoot`.
 
 /**
  * WCAG contrast of every visible text under `root`: the text colour, faded by the
@@ -113,4 +113,13 @@ export async function setWidth(page, width) {
   // Lumino lays out on animation frames: two frames, then the page is still.
   await page.evaluate(() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r))));
   await page.waitForTimeout(300);
+}
+
+/**
+ * A screenshot of `target` (a page or a locator) as `$SHOTS/name`, when the test asks
+ * for them ($SHOTS set: `LENS_SCREENSHOTS=1`); otherwise nothing. The checks never
+ * read a screenshot: they are for a person to look at.
+ */
+export async function shoot(target, name, options = {}) {
+  if (process.env.SHOTS) await target.screenshot({ ...options, path: `${process.env.SHOTS}/${name}` });
 }

@@ -1,8 +1,8 @@
 // A live training view in a real JupyterLab: driven by tests/e2e/test_live_browser.py,
 // which starts JupyterLab with a notebook holding two training loops. Prints one
-// JSON report on stdout; screenshots go to $SHOTS.
+// JSON report on stdout; screenshots go to $SHOTS when it is set.
 const { chromium } = await import(process.env.PLAYWRIGHT);
-const { setTheme, setWidth } = await import(process.env.MEASURE);
+const { setTheme, setWidth, shoot } = await import(process.env.MEASURE);
 import { readFileSync } from 'fs';
 
 const base = process.env.LAB_URL;
@@ -43,7 +43,9 @@ function watchOutputs() {
 
 // A shot of what is on screen now: an element shot would wait for the element to
 // stop changing, that is for the loop to end.
-async function shoot(page, locator, path) {
+async function shootNow(page, locator, name) {
+  if (!shots) return;
+  const path = `${shots}/${name}`;
   const t0 = Date.now();
   const before = await locator.evaluate(n => { n.scrollIntoView({ block: 'start' }); return n.innerText.slice(0, 80); });
   (report.shots = report.shots || []).push({ path, before, t: Date.now() - t0 });
@@ -102,12 +104,12 @@ try {
   await page.waitForFunction(
     () => window.__live.samples.some(s => s.cell === 0 && Number((s.text.match(/(\d+)\/80 steps/) || [])[1]) >= 30 && !/done/.test(s.text)),
     null, { timeout: 180000, polling: 100 });
-  await shoot(page, page.locator(`${VISIBLE} .jp-CodeCell`).first().locator('.jp-OutputArea'), `${shots}/live-running.png`);
+  await shootNow(page, page.locator(`${VISIBLE} .jp-CodeCell`).first().locator('.jp-OutputArea'), 'live-running.png');
   // The second cell's slow first call: the compile indicator, shot while it counts.
   await page.waitForFunction(
     () => window.__live.samples.some(s => s.cell === 1 && /compiling slow_step: [3-9]/.test(s.text)),
     null, { timeout: 180000, polling: 100 });
-  await shoot(page, page.locator(`${VISIBLE} .jp-CodeCell`).nth(1).locator('.jp-OutputArea'), `${shots}/live-compiling.png`);
+  await shootNow(page, page.locator(`${VISIBLE} .jp-CodeCell`).nth(1).locator('.jp-OutputArea'), 'live-compiling.png');
   await page.waitForFunction(
     () => {
       const w = window.jupyterapp.shell.currentWidget;
@@ -124,8 +126,10 @@ try {
   report.stepsSeen = Array.from(new Set(log.samples.filter(s => s.cell === 0)
     .map(s => (s.text.match(/(\d+)\/80 steps/) || [])[1]).filter(Boolean).map(Number))).sort((a, b) => a - b);
   report.compilingSeen = log.samples.filter(s => /compiling slow_step/.test(s.text)).map(s => s.text.match(/compiling slow_step: [^\n]*/)[0]);
+  // Saved (the command's promise settles once the server has the file): the test
+  // reads the notebook from disk.
   await page.evaluate(() => window.jupyterapp.commands.execute('docmanager:save'));
-  await page.waitForTimeout(1500);
+  await page.waitForFunction(() => !window.jupyterapp.shell.currentWidget.context.model.dirty, null, { timeout: 30000 });
 
   for (const [width, theme] of [[600, 'light'], [1200, 'light'], [1200, 'dark']]) {
     await setTheme(page, theme);
@@ -137,7 +141,7 @@ try {
       const f = finals.nth(i);
       await f.scrollIntoViewIfNeeded();
       report.final[key].push(await f.evaluate(measure));
-      await f.screenshot({ path: `${shots}/live-final-${i}-${key}.png` });
+      await shoot(f, `live-final-${i}-${key}.png`);
     }
   }
 

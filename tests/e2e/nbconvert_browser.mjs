@@ -1,9 +1,10 @@
 // Notebooks converted by `jupyter nbconvert --to html` (what GitHub-like hosts and a
 // docs site show), opened in Debian's Chromium at 600 and 1200 px. Driven by
-// tests/e2e/test_nbconvert_browser.py; prints one JSON report on stdout, screenshots
-// go to $SHOTS/nbconvert-<name>-<width>.png (the page) and -<i>.png (each lens output).
+// tests/e2e/test_nbconvert_browser.py; prints one JSON report on stdout. When $SHOTS
+// is set, screenshots go to $SHOTS/nbconvert-<name>-<width>.png (the page) and
+// -<i>.png (each lens output).
 const { chromium } = await import(process.env.PLAYWRIGHT);
-const { lowContrast, brokenText } = await import(process.env.MEASURE);
+const { lowContrast, brokenText, shoot } = await import(process.env.MEASURE);
 
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -45,13 +46,11 @@ try {
           narrow: narrow.slice(0, 10)
         };
       }, [lowContrast.toString(), brokenText.toString()]);
-      await page.screenshot({ path: `${process.env.SHOTS}/nbconvert-${name}-${width}.png` });
+      await shoot(page, `nbconvert-${name}-${width}.png`);
       // each lens output alone, to look at
       const outs = page.locator('.jp-OutputArea-output:has(.lens)');
-      const n = await outs.count();
-      for (let i = 0; i < n; i++) {
-        await outs.nth(i).screenshot({ path: `${process.env.SHOTS}/nbconvert-${name}-${width}-${i}.png` });
-      }
+      const n = process.env.SHOTS ? await outs.count() : 0;
+      for (let i = 0; i < n; i++) await shoot(outs.nth(i), `nbconvert-${name}-${width}-${i}.png`);
     }
   }
 } finally {

@@ -7,25 +7,23 @@ with Playwright (extension/test/e2e.mjs): each golden trace is drawn at 600 and 
 px (and in the dark theme), every variable's full path and both shapes must be there
 and no label may be wider than its box. The script-free HTML of the same traces is
 opened alone, as GitHub or nbviewer would show it (nbconvert's HTML of whole
-notebooks: test_nbconvert_browser.py). Screenshots are written to
-extension/test/screenshots/ (test artifacts, not committed). Needs the extension built
-and linked (`make test` does it) and /usr/bin/chromium (`make test` installs it).
+notebooks: test_nbconvert_browser.py). The script runs beside the live and trust
+tests' scripts (tests/e2e/conftest.py). Screenshots: extension/test/screenshots/ with
+LENS_SCREENSHOTS=1 (tests/e2e/browser.py). Needs the extension built and linked
+(`make test` does it) and /usr/bin/chromium (`make test` installs it).
 """
 
+import functools
 import json
-import os
 import pathlib
 import shutil
-import subprocess
 
 import nbformat
-import pytest
 
 from lens.display import PackTraceView
+from tests.e2e import browser
+from tests.e2e.browser import ROOT
 from tests.e2e.lab_server import serve_lab
-
-ROOT = pathlib.Path(__file__).parents[2]
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
 EXTRA = [
     "from IPython.display import display\n"
@@ -66,14 +64,7 @@ def start_lab(tmp_path_factory):
     folder in ``folder/.data``: yields (url, folder). The ``lab`` fixture of
     tests/e2e/conftest.py, shared with test_live_browser.py and
     test_trust_browser.py."""
-    if not (ROOT / "extension" / "node_modules" / "playwright-core").exists():
-        pytest.fail(
-            "extension/node_modules is missing: run `make test` (it installs and builds the extension)"
-        )
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(
-            f"{CHROMIUM} is missing: `make test` installs Debian's chromium (apt-get install chromium)"
-        )
+    browser.require_tools()
     root = tmp_path_factory.mktemp("lab")
     shutil.copy(ROOT / "notebooks" / "02_lifting.ipynb", root / "02_lifting.ipynb")
     nb = nbformat.v4.new_notebook()
@@ -112,36 +103,32 @@ def start_lab(tmp_path_factory):
         yield url, root
 
 
-def test_extension_draws_pack_traces_in_jupyterlab(lab, tmp_path):
+def start_browser(lab, folder: pathlib.Path) -> browser.BrowserRun:
+    """Starts extension/test/e2e.mjs on the shared JupyterLab (``browser_runs`` in
+    tests/e2e/conftest.py calls it)."""
     url, _ = lab
-    shots = ROOT / "extension" / "test" / "screenshots"
-    shots.mkdir(exist_ok=True)
-    fallback = tmp_path / "fallback.html"
+    fallback = folder / "fallback.html"
     fallback.write_text(
         "<!doctype html><meta charset=utf-8><body style='margin:8px'>"
         + "".join(PackTraceView(_fixture(n)).html() for n in GOLDEN)
     )
-    samples = tmp_path / "lens_html.json"
+    samples = folder / "lens_html.json"
     samples.write_text(json.dumps(_lens_html_samples()))
-    out = subprocess.run(
-        ["node", str(ROOT / "extension" / "test" / "e2e.mjs")],
+    return browser.start(
+        ROOT / "extension" / "test" / "e2e.mjs",
+        folder,
         cwd=ROOT / "extension",
-        capture_output=True,
-        text=True,
-        timeout=540,
-        env=dict(
-            os.environ,
-            LAB_URL=url,
-            SHOTS=str(shots),
-            CHROMIUM=CHROMIUM,
-            GOLDEN=json.dumps(GOLDEN),
-            FALLBACK_HTML=str(fallback),
-            LENS_HTML=str(samples),
-            SAMPLES=json.dumps(list(_lens_html_samples())),
-        ),
+        LAB_URL=url,
+        GOLDEN=json.dumps(GOLDEN),
+        FALLBACK_HTML=str(fallback),
+        LENS_HTML=str(samples),
+        SAMPLES=json.dumps(list(_lens_html_samples())),
     )
-    assert out.returncode == 0, out.stderr[-3000:]
-    report = json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_extension_draws_pack_traces_in_jupyterlab(browser_runs):
+    report = browser_runs["test_extension_browser"].report()
+    shots = browser.screenshots()
     print(
         "browser report:",
         json.dumps({k: v for k, v in report.items() if k != "golden"}),
@@ -205,7 +192,8 @@ def test_extension_draws_pack_traces_in_jupyterlab(lab, tmp_path):
             )
         assert report["golden"][f"{name}@600"]["width"] < 600
         assert report["golden"][f"{name}@1200"]["width"] > 900
-        assert (shots / f"{name[:-5]}-600.png").stat().st_size > 5_000
+        if shots:
+            assert (shots / f"{name[:-5]}-600.png").stat().st_size > 5_000
 
     # Every lens text/html output in an untrusted notebook, light and dark, 600 and
     # 1200 px: AA contrast, wide tables scroll inside their output (the page never
@@ -221,7 +209,10 @@ def test_extension_draws_pack_traces_in_jupyterlab(lab, tmp_path):
                 assert got["contrast"]["checked"] > 0, where
                 assert got["contrast"]["low"] == [], (where, got["contrast"])
                 assert got["overflowX"] == "auto" and not got["wider"], (where, got)
-                assert (shots / f"{name}-{width}-{theme}.png").stat().st_size > 2_000
+                if shots:
+                    assert (
+                        shots / f"{name}-{width}-{theme}.png"
+                    ).stat().st_size > 2_000
             assert samples[f"diff@{width}-{theme}"]["sparks"] == 1
     # a variables table wider than 600 px scrolls inside its output
     assert samples["variables@600-light"]["scrolls"]
@@ -256,6 +247,7 @@ def _shape(spec) -> str:
     return s
 
 
+@functools.cache
 def _lens_html_samples() -> dict[str, str]:
     """One text/html output of each lens view kind (what a saved notebook holds)."""
     import jax

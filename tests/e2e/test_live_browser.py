@@ -9,19 +9,19 @@ drives Debian's Chromium with Playwright: while the loops run it samples each ce
 outputs every 50 ms (frames must change, the cell must keep one output), then
 measures the final pictures at 600 and 1200 px, light and dark (nothing wider than
 its box), and runs the final HTML through JupyterLab's sanitizer (an untrusted,
-reopened notebook keeps every inline style). Screenshots go to
-extension/test/screenshots/live-*.png (the good ones are copied to docs/images/).
+reopened notebook keeps every inline style). The script runs beside the extension
+and trust tests' scripts (tests/e2e/conftest.py). With LENS_SCREENSHOTS=1,
+screenshots go to extension/test/screenshots/live-*.png (the good ones are copied to
+docs/images/).
 """
 
 import json
-import os
 import pathlib
 import re
-import subprocess
 
 import nbformat
 
-from tests.e2e.test_extension_browser import CHROMIUM, ROOT
+from tests.e2e import browser
 
 LOOP = """
 import time, jax, jax.numpy as jnp, optax, lens
@@ -93,7 +93,9 @@ def _final_html() -> str:
     return lens.display._live.FrameView(live.frame()).html()
 
 
-def test_live_view_updates_in_place_in_jupyterlab(lab, tmp_path):
+def start_browser(lab, folder: pathlib.Path) -> browser.BrowserRun:
+    """Saves live.ipynb in the shared JupyterLab's folder and starts
+    tests/e2e/live_browser.mjs on it (``browser_runs`` in tests/e2e/conftest.py)."""
     url, root = lab
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {
@@ -103,28 +105,19 @@ def test_live_view_updates_in_place_in_jupyterlab(lab, tmp_path):
     }
     nb.cells = [nbformat.v4.new_code_cell(src.strip()) for src in (LOOP, COMPILE)]
     nbformat.write(nb, root / "live.ipynb")
-    shots = ROOT / "extension" / "test" / "screenshots"
-    shots.mkdir(exist_ok=True)
-    final = tmp_path / "final.json"
+    final = folder / "final.json"
     final.write_text(json.dumps(_final_html()))
-    playwright = ROOT / "extension" / "node_modules" / "playwright-core" / "index.mjs"
-    out = subprocess.run(
-        ["node", str(pathlib.Path(__file__).with_name("live_browser.mjs"))],
-        capture_output=True,
-        text=True,
-        timeout=540,
-        env=dict(
-            os.environ,
-            LAB_URL=url,
-            SHOTS=str(shots),
-            CHROMIUM=CHROMIUM,
-            PLAYWRIGHT=playwright.as_uri(),
-            MEASURE=(ROOT / "extension" / "test" / "measure.mjs").as_uri(),
-            FINAL_HTML=str(final),
-        ),
+    return browser.start(
+        pathlib.Path(__file__).with_name("live_browser.mjs"),
+        folder,
+        LAB_URL=url,
+        FINAL_HTML=str(final),
     )
-    assert out.returncode == 0, out.stderr[-3000:]
-    report = json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_live_view_updates_in_place_in_jupyterlab(lab, browser_runs):
+    _, root = lab
+    report = browser_runs["test_live_browser"].report()
     print(
         "browser report:", json.dumps({k: v for k, v in report.items() if k != "final"})
     )

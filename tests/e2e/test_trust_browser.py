@@ -12,22 +12,20 @@ tests/e2e/trust_browser.mjs opens both in Debian's Chromium at 600 and 1200 px,
 light and dark, and reads every output's computed layout: it must be the same in
 both, at WCAG AA contrast, with no clipped text and no one-or-two-letter lines. The
 explorer's widget is the exception by design: JupyterLab runs widgets only in
-trusted notebooks, so the untrusted copy shows its variables table instead.
-Screenshots: extension/test/screenshots/trust-*.png.
+trusted notebooks, so the untrusted copy shows its variables table instead. The
+script runs beside the extension and live tests' scripts (tests/e2e/conftest.py).
+With LENS_SCREENSHOTS=1: extension/test/screenshots/trust-*.png.
 """
 
 import json
-import os
 import pathlib
-import subprocess
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 from nbformat.sign import NotebookNotary
 
-ROOT = pathlib.Path(__file__).parents[2]
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+from tests.e2e import browser
 
 SETUP = """
 import jax, jax.numpy as jnp, numpy as np, lens
@@ -144,10 +142,10 @@ def _notebook() -> nbformat.NotebookNode:
     return nb
 
 
-@pytest.fixture(scope="module")
-def lab_with_copies(lab):
-    """The shared JupyterLab (tests/e2e/conftest.py), with the two copies saved in
-    its folder; yields (url, folder)."""
+def start_browser(lab, folder: pathlib.Path) -> browser.BrowserRun:
+    """Runs the notebook, saves the two copies in the shared JupyterLab's folder and
+    starts tests/e2e/trust_browser.mjs on them (``browser_runs`` in
+    tests/e2e/conftest.py)."""
     url, root = lab
     data = root / ".data"  # the server's notary: its secret and signature db
     nb = _notebook()
@@ -161,7 +159,12 @@ def lab_with_copies(lab):
         nbformat.write(nb, root / f"{copy}.ipynb")
     assert notary.check_signature(nbformat.read(root / "trusted.ipynb", 4))
     assert not notary.check_signature(nbformat.read(root / "untrusted.ipynb", 4))
-    yield url, root
+    return browser.start(
+        pathlib.Path(__file__).with_name("trust_browser.mjs"),
+        folder,
+        LAB_URL=url,
+        KINDS=json.dumps(KINDS),
+    )
 
 
 TABLES = ("collections", "module", "state", "stacked", "tabulate")
@@ -169,30 +172,12 @@ TABLES = ("collections", "module", "state", "stacked", "tabulate")
 
 
 @pytest.fixture(scope="module")
-def report(lab_with_copies):
+def report(browser_runs):
     """The browser's report: per width, theme and copy, each kind's measures."""
-    url, _ = lab_with_copies
-    shots = ROOT / "extension" / "test" / "screenshots"
-    shots.mkdir(exist_ok=True)
-    modules = ROOT / "extension" / "node_modules"
-    out = subprocess.run(
-        ["node", str(pathlib.Path(__file__).with_name("trust_browser.mjs"))],
-        capture_output=True,
-        text=True,
-        timeout=540,
-        env=dict(
-            os.environ,
-            LAB_URL=url,
-            SHOTS=str(shots),
-            CHROMIUM=CHROMIUM,
-            PLAYWRIGHT=(modules / "playwright-core" / "index.mjs").as_uri(),
-            MEASURE=(ROOT / "extension" / "test" / "measure.mjs").as_uri(),
-            KINDS=json.dumps(KINDS),
-        ),
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    report = json.loads(out.stdout.strip().splitlines()[-1])
-    (shots / "trust-report.json").write_text(json.dumps(report, indent=1))
+    report = browser_runs["test_trust_browser"].report()
+    shots = browser.screenshots()
+    if shots:
+        (shots / "trust-report.json").write_text(json.dumps(report, indent=1))
     return report
 
 
@@ -200,7 +185,7 @@ VARIANTS = [(w, t) for t in ("light", "dark") for w in (600, 1200)]
 
 
 def test_each_output_looks_the_same_trusted_and_untrusted(report):
-    shots = ROOT / "extension" / "test" / "screenshots"
+    shots = browser.screenshots()
     for width, theme in VARIANTS:
         trusted = report[f"{width}-{theme}-trusted"]
         untrusted = report[f"{width}-{theme}-untrusted"]
@@ -237,7 +222,8 @@ def test_each_output_looks_the_same_trusted_and_untrusted(report):
                 )
                 if kind not in TABLES:
                     assert not got["scrolls"], (where, got["text"])
-            assert (shots / f"trust-{kind}-{width}-{theme}-untrusted.png").exists()
+            if shots:
+                assert (shots / f"trust-{kind}-{width}-{theme}-untrusted.png").exists()
 
 
 def test_each_output_reads_at_aa_contrast_trusted_and_untrusted(report):

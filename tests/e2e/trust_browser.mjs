@@ -3,12 +3,12 @@
 // tests/e2e/test_trust_browser.py, which starts JupyterLab. For each theme and
 // width, every output's computed layout (boxes, colours, fonts, text) in both
 // copies, its contrast and its broken texts. Prints one JSON report on stdout;
-// screenshots go to $SHOTS/trust-<kind>-<width>-<theme>-<trusted|untrusted>.png.
+// screenshots go to $SHOTS/trust-<kind>-<width>-<theme>-<trusted|untrusted>.png
+// when $SHOTS is set.
 const { chromium } = await import(process.env.PLAYWRIGHT);
-const { layoutOf, brokenText, lowContrast, setTheme, setWidth } = await import(process.env.MEASURE);
+const { layoutOf, brokenText, lowContrast, setTheme, setWidth, shoot } = await import(process.env.MEASURE);
 
 const base = process.env.LAB_URL;
-const shots = process.env.SHOTS;
 const kinds = JSON.parse(process.env.KINDS);
 const VISIBLE = '.jp-NotebookPanel:not(.lm-mod-hidden)';
 
@@ -39,7 +39,7 @@ async function openNotebook(page, notebook) {
   await page.waitForTimeout(300);
 }
 
-/** Each cell's first output (in the order of `kinds`; cell 0 sets up): measures and a screenshot. */
+/** Each cell's first output (in the order of `kinds`; cell 0 sets up): measures (and a screenshot). */
 async function measureKinds(page, into, key) {
   const cells = page.locator(`${VISIBLE} .jp-CodeCell`);
   for (let i = 0; i < kinds.length; i++) {
@@ -58,7 +58,7 @@ async function measureKinds(page, into, key) {
         widget: n.querySelector('.widget-vbox') !== null
       };
     }, [layoutOf.toString(), brokenText.toString(), lowContrast.toString()]);
-    await out.screenshot({ path: `${shots}/trust-${kinds[i]}-${key}.png` });
+    await shoot(out, `trust-${kinds[i]}-${key}.png`);
   }
 }
 

@@ -25,11 +25,15 @@ fa = pytest.importorskip("flax.nnx.nn.attention")
 flora = pytest.importorskip("flax.nnx.nn.lora")
 frec = pytest.importorskip("flax.nnx.nn.recurrent")
 
-_K = jax.random.split(jax.random.key(0), 4)
-Q = jax.random.normal(_K[0], (2, 5, 4, 8))
-KEY = jax.random.normal(_K[1], (2, 6, 2, 8))  # 2 key heads for 4 query heads
-VALUE = jax.random.normal(_K[2], (2, 6, 2, 3))
-MASK = jax.random.bernoulli(_K[3], 0.7, (2, 1, 5, 6))
+# Inputs made with numpy: module-level JAX ops would compile while every pytest-xdist
+# worker collects this file, not only the one that runs it.
+_R = np.random.default_rng(0)
+Q = jnp.asarray(_R.standard_normal((2, 5, 4, 8), np.float32))
+KEY = jnp.asarray(
+    _R.standard_normal((2, 6, 2, 8), np.float32)
+)  # 2 key heads for 4 query heads
+VALUE = jnp.asarray(_R.standard_normal((2, 6, 2, 3), np.float32))
+MASK = jnp.asarray(_R.random((2, 1, 5, 6)) < 0.7)
 
 CASES = {
     "grouped, masked": dict(mask=MASK),
