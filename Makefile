@@ -19,12 +19,17 @@ MAKEFLAGS += --jobs=2
 
 .PHONY: lab test install lint bench notebooks docs clean flax-tests flax-guides api-diff projects
 
-# --no-compile: pip would byte-compile every installed module (jaxlib, scipy,
-# JupyterLab...: ~20 s of a fresh install); Python compiles what is imported, once.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q --no-compile -e ".[test,lab,bench]"
+	touch $@
+
+# pip byte-compiles one file at a time (~20 s of a fresh install); compileall uses
+# every core, beside the extension's build. Left to import time instead, the test
+# suite's workers, kernels and subprocesses would each compile the same modules.
+$(VENV)/.compiled: $(VENV)/.installed
+	$(PY) -m compileall -q -j 0 $$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
 	touch $@
 
 # The JupyterLab extension (TypeScript in extension/), built with the venv's JupyterLab
@@ -53,7 +58,7 @@ $(CHROMIUM):
 		|| (echo "Could not install chromium; the browser test needs $(CHROMIUM)" && false)
 
 ## Start JupyterLab on notebooks/ with lens installed.
-lab: $(VENV)/.installed $(VENV)/.labextension
+lab: $(VENV)/.installed $(VENV)/.compiled $(VENV)/.labextension
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser --allow-root --ip=127.0.0.1
 
 ## Run every test: lint, unit and doctests.
@@ -61,7 +66,7 @@ lab: $(VENV)/.installed $(VENV)/.labextension
 ## niced, so that they mostly take the time a pytest worker spends waiting (on a
 ## browser, a kernel, a subprocess); their reports are printed after pytest's, and
 ## the recipe fails if any fails.
-test: $(VENV)/.installed $(VENV)/.labextension $(CHROMIUM)
+test: $(VENV)/.installed $(VENV)/.compiled $(VENV)/.labextension $(CHROMIUM)
 	$(PY) -m ruff check lens tests benchmarks compat docs notebooks/build.py notebooks/cells.py notebooks/conftest.py
 	$(PY) -m ruff format --check lens tests benchmarks compat
 	@typed=$$(mktemp); unit=$$(mktemp); \
