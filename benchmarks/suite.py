@@ -6,13 +6,14 @@
   against a Python-unrolled stack, lens and flax (target: lens's trace + lower +
   compile at 128 layers <= its time at 8);
 - ``nn.vmap`` ensemble of 8: compile and run;
-- cold imports in fresh interpreters, what each adds over ``import jax``: lens.nn /
+- cold imports in fresh processes, what each adds over ``import jax``: lens.nn /
   flax.linen and lens.nnx / flax.nnx (target <= 0.3), and with a first use of the
   names a model needs (what a lazy package postpones).
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import subprocess
 import sys
@@ -115,10 +116,36 @@ def _scan_phases(model, x) -> tuple[float, float, float, float]:
     return t1 - t0, t2 - t1, t3 - t2, t4 - t3
 
 
-IMPORT_CHILD = (
-    "import time; t0 = time.perf_counter(); import jax; t1 = time.perf_counter(); "
-    "{stmt}; t2 = time.perf_counter(); print(t2 - t1)"
-)
+# One interpreter imports jax, then forks a child per statement: each child starts
+# exactly where a fresh ``python -c "import jax; ..."`` would be after its first
+# line, without paying ~1 s to start Python and import jax again (as in
+# tests/test_fresh_imports.py). Prints the seconds of each statement, in order.
+IMPORT_FORKER = r"""
+import json, os, sys, time, traceback
+import jax
+times = []
+for stmt in json.loads(sys.argv[1]):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: time the statement, report, and never return
+        os.close(read)
+        try:
+            t0 = time.perf_counter()
+            exec(stmt, {})
+            report, code = repr(time.perf_counter() - t0), 0
+        except BaseException:
+            report, code = traceback.format_exc(limit=-3), 1
+        os.write(write, report.encode())
+        os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as f:
+        report = f.read()
+    _, status = os.waitpid(pid, 0)
+    if status:
+        sys.exit(f"{stmt!r} failed in a fresh process:\n{report}")
+    times.append(float(report))
+print(json.dumps(times))
+"""
 
 # (row, {library: statement}); what each adds over ``import jax`` (a fresh process
 # each). "first use" also touches the names a first model needs, so what a lazy
@@ -151,37 +178,50 @@ IMPORTS = [
 ]
 
 
-def _import_time(stmt: str) -> float:
-    """Seconds ``stmt`` adds over ``import jax`` in a fresh interpreter."""
-    code = IMPORT_CHILD.format(stmt=stmt)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+def import_times(stmts: list[str]) -> list[float]:
+    """Seconds each statement adds over ``import jax``, each in a fresh process
+    that has imported jax and nothing else."""
+    out = subprocess.run(
+        [sys.executable, "-c", IMPORT_FORKER, json.dumps(stmts)],
+        capture_output=True,
+        text=True,
+    )
     if out.returncode:
-        raise RuntimeError(f"{stmt!r} failed in a fresh interpreter:\n{out.stderr}")
-    return float(out.stdout.strip().splitlines()[-1])
+        raise RuntimeError(out.stderr[-3000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def import_rows(repeats: int = 5) -> list[dict]:
     """Medians over ``repeats`` interleaved fresh processes, with each repeat's
     lens / flax ratio on the lens row."""
+    plan = [
+        (bench, lib, stmt)
+        for _ in range(repeats)
+        for bench, stmts in IMPORTS
+        for lib, stmt in stmts.items()
+    ]
+    alone = "cold import of lens (the package alone), over import jax"
+    plan += [(alone, "lens", "import lens")] * min(3, repeats)
+    samples: dict[tuple[str, str], list[float]] = {}
+    for (bench, lib, _), t in zip(plan, import_times([p[2] for p in plan])):
+        samples.setdefault((bench, lib), []).append(t)
     rows = []
     for bench, stmts in IMPORTS:
-        samples: dict[str, list[float]] = {lib: [] for lib in stmts}
-        for _ in range(repeats):
-            for lib, stmt in stmts.items():
-                samples[lib].append(_import_time(stmt))
-        ratios = [a / b for a, b in zip(samples["lens"], samples["flax"])]
-        for lib, ts in samples.items():
-            row = {"bench": bench, "library": lib, "seconds": statistics.median(ts)}
+        lens, flax = samples[(bench, "lens")], samples[(bench, "flax")]
+        for lib in stmts:
+            row = {
+                "bench": bench,
+                "library": lib,
+                "seconds": statistics.median(samples[(bench, lib)]),
+            }
             if lib == "lens":
-                row["ratios"] = ratios
+                row["ratios"] = [a / b for a, b in zip(lens, flax)]
             rows.append(row)
     rows.append(
         {
-            "bench": "cold import of lens (the package alone), over import jax",
+            "bench": alone,
             "library": "lens",
-            "seconds": statistics.median(
-                _import_time("import lens") for _ in range(min(3, repeats))
-            ),
+            "seconds": statistics.median(samples[(alone, "lens")]),
         }
     )
     return rows
