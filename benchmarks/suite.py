@@ -291,10 +291,10 @@ def run(
 
     rows = []
     ids = jnp.zeros((4, 32), jnp.int32)
-    tvars = {
+    tvars = {  # init jitted: eagerly it compiles each op alone; it is not timed
         name: (
             transformer(nn, blocks),
-            transformer(nn, blocks).init(jax.random.key(0), ids),
+            jax.jit(transformer(nn, blocks).init)(jax.random.key(0), ids),
         )
         for name, nn in (("lens", lnn), ("flax", fnn))
     }
