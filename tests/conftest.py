@@ -1,8 +1,10 @@
 """Test set-up: 8 virtual CPU devices, XLA tuned to compile fast, shared helpers."""
 
+import atexit
 import mmap
 import os
 import pathlib
+import sys
 from importlib.util import find_spec
 
 import pytest
@@ -156,3 +158,24 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if hasattr(config, "workerinput") or cache is None or not _unit_seconds:
         return  # an xdist worker (the main process records), or no cache
     cache.set(_CACHE_KEY, {**cache.get(_CACHE_KEY, {}), **_unit_seconds})
+
+
+def _exit_now() -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # A pytest-xdist worker has sent every result by now, and its process only exits
+    # once the controller has ended the session. Ending it normally takes seconds
+    # (JAX frees each of the thousands of programs the worker compiled, then the
+    # interpreter frees its modules) while the controller waits for it; the OS frees
+    # all of it at once. Registered last, this handler runs first. Not while
+    # coverage is measuring the worker: it writes its data at exit.
+    if not hasattr(config, "workerinput"):
+        return
+    coverage = sys.modules.get("coverage")
+    if coverage is not None and coverage.Coverage.current() is not None:
+        return
+    atexit.register(_exit_now)
