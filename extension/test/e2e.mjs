@@ -11,7 +11,9 @@ const goldenNames = JSON.parse(process.env.GOLDEN || '[]');
 const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
 
 async function openNotebook(page, notebook) {
-  await page.goto(`${base}/lab/tree/${notebook}`);
+  // A workspace of its own: the scripts run side by side on one server, and the
+  // default workspace would restore the tabs another script has open.
+  await page.goto(`${base}/lab/workspaces/e2e/tree/${notebook}`);
   await page.waitForFunction(
     nb => {
       const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;

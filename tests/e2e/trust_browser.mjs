@@ -13,7 +13,9 @@ const kinds = JSON.parse(process.env.KINDS);
 const VISIBLE = '.jp-NotebookPanel:not(.lm-mod-hidden)';
 
 async function openNotebook(page, notebook) {
-  await page.goto(`${base}/lab/tree/${notebook}`);
+  // A workspace of its own: the scripts run side by side on one server, and the
+  // default workspace would restore the tabs another script has open.
+  await page.goto(`${base}/lab/workspaces/trust/tree/${notebook}`);
   await page.waitForFunction(
     nb => {
       const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
