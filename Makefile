@@ -19,10 +19,19 @@ MAKEFLAGS += --jobs=2
 
 .PHONY: lab test install lint bench notebooks docs clean flax-tests flax-guides api-diff projects
 
+# The editable install builds lens with the venv's own build backend (pyproject's
+# [build-system], less JupyterLab, which the lab extra brings, and with hatchling's
+# `editables`), and SKIP_JUPYTER_BUILDER turns off hatch-jupyter-builder's npm step:
+# in an isolated build env pip would install JupyterLab a second time, and run
+# `npm install` and the extension's build in extension/ while `npm ci` below is writing
+# the same node_modules (twice the CPU time, and a race). The rules below build the
+# extension once, from the committed lock.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --no-compile -e ".[test,lab,bench]"
+	$(PY) -m pip install -q --no-compile "hatchling>=1.21" "hatch-jupyter-builder>=0.9" editables
+	SKIP_JUPYTER_BUILDER=1 $(PY) -m pip install -q --no-compile --no-build-isolation \
+		-e ".[test,lab,bench]"
 	touch $@
 
 # pip byte-compiles one file at a time (~20 s of a fresh install); compileall uses
