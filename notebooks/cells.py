@@ -578,8 +578,17 @@ them as JAX transforms take pytrees. This notebook trains a small CNN, looks at
 its state, builds a vmap ensemble and runs a scanned stack of layers.
 """),
     ("code", SETUP + "from lens import nnx\n"),
-    ("md", "## Data\n\n8x8 images with one bright 3x3 patch; the label is the quadrant the patch is in."),
+    ("md", """
+## Data
+
+8x8 images with one bright 3x3 patch; the label is the quadrant the patch is in.
+`make_data` is jitted, so it compiles once per `n`: run eagerly, each of its two
+dozen ops would compile on its own, and again for every new `n`.
+"""),
     ("code", """
+from functools import partial
+
+@partial(jax.jit, static_argnames="n")
 def make_data(key, n=256):
     kq, kx, ky, kn = jax.random.split(key, 4)
     labels = jax.random.randint(kq, (n,), 0, 4)
