@@ -62,6 +62,10 @@ $(VENV)/.labextension: lens/labextension/static/style.js
 
 install: $(VENV)/.installed $(VENV)/.labextension
 
+RUFF_CHECK := lens tests benchmarks compat docs notebooks/build.py notebooks/cells.py \
+	notebooks/conftest.py
+RUFF_FORMAT := lens tests benchmarks compat
+
 # Debian's Chromium for the browser test (Playwright cannot download its own here).
 CHROMIUM ?= /usr/bin/chromium
 $(CHROMIUM):
@@ -73,27 +77,34 @@ lab: $(VENV)/.installed $(VENV)/.compiled $(VENV)/.labextension
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser --allow-root --ip=127.0.0.1
 
 ## Run every test: lint, unit and doctests.
-## pyright (about 30 s of one core) and the extension's vitest run beside pytest,
-## niced, so that they mostly take the time a pytest worker spends waiting (on a
-## browser, a kernel, a subprocess); their reports are printed after pytest's, and
-## the recipe fails if any fails.
-test: $(VENV)/.installed $(VENV)/.compiled $(VENV)/.labextension $(CHROMIUM)
-	$(PY) -m ruff check lens tests benchmarks compat docs notebooks/build.py notebooks/cells.py notebooks/conftest.py
-	$(PY) -m ruff format --check lens tests benchmarks compat
-	@typed=$$(mktemp); unit=$$(mktemp); \
+## The extension's vitest needs only its node_modules, so it runs as a prerequisite:
+## on a fresh clone while pip waits on the network (on a built tree, first). ruff and pyright
+## (about 30 s of one core) run beside pytest, niced, so that they mostly take the
+## time a pytest worker spends waiting (on a browser, a kernel, a subprocess). Their
+## reports are printed after pytest's, and the recipe fails if any check failed.
+test: $(VENV)/.installed $(VENV)/.compiled $(VENV)/.labextension $(CHROMIUM) extension-unit
+	@lint=$$(mktemp); typed=$$(mktemp); \
+	(nice -n 5 $(PY) -m ruff check $(RUFF_CHECK) && nice -n 5 $(PY) -m ruff format --check $(RUFF_FORMAT)) \
+		> $$lint 2>&1 & ruff=$$!; \
 	nice -n 5 $(VENV)/bin/pyright > $$typed 2>&1 & pyright=$$!; \
-	(cd extension && nice -n 5 npx vitest run) > $$unit 2>&1 & vitest=$$!; \
-	echo "$(VENV)/bin/pyright and (cd extension && npx vitest run) (in the background)"; \
+	echo "ruff and $(VENV)/bin/pyright (in the background)"; \
 	$(TEST_ENV) $(PY) -m pytest -n 2 --dist loadfile tests lens notebooks/*.ipynb \
 		--nbval --nbval-sanitize-with notebooks/sanitize.cfg; tests=$$?; \
-	wait $$vitest; ts=$$?; echo "cd extension && npx vitest run:"; cat $$unit; \
+	wait $$ruff; style=$$?; echo "ruff check && ruff format --check:"; cat $$lint; \
+	echo "cd extension && npx vitest run:"; cat $(UNIT_LOG); ts=$$(cat $(UNIT_LOG).rc); \
 	wait $$pyright; types=$$?; echo "$(VENV)/bin/pyright:"; cat $$typed; \
-	rm -f $$typed $$unit; \
-	test $$tests = 0 -a $$ts = 0 -a $$types = 0
+	rm -f $$lint $$typed; \
+	test $$tests = 0 -a $$style = 0 -a $$ts = 0 -a $$types = 0
+
+# vitest's report and exit status, which `test` prints and checks after pytest's.
+UNIT_LOG := extension/.vitest.log
+.PHONY: extension-unit
+extension-unit: extension/node_modules/.installed
+	(cd extension && npx vitest run) > $(UNIT_LOG) 2>&1; echo $$? > $(UNIT_LOG).rc
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check lens tests benchmarks compat docs notebooks/build.py notebooks/cells.py notebooks/conftest.py
-	$(PY) -m ruff format --check lens tests benchmarks compat
+	$(PY) -m ruff check $(RUFF_CHECK)
+	$(PY) -m ruff format --check $(RUFF_FORMAT)
 	$(VENV)/bin/pyright
 
 ## Benchmarks lens against flax (writes benchmarks/RESULTS.md).
