@@ -12,6 +12,7 @@ is what lets the core know nothing of its renderers (see docs/design/display.md)
 """
 
 import ast
+import functools
 import pathlib
 
 ROOT = pathlib.Path(__file__).parent.parent / "lens"
@@ -21,6 +22,12 @@ ALLOWED = {
     ("lens._views", "lens.display"),
     ("lens._views", "lens.display._safe"),
 }
+
+
+@functools.cache
+def _nodes(source: str) -> tuple[ast.AST, ...]:
+    """Every node of ``source``'s syntax tree (parsed once for all the tests)."""
+    return tuple(ast.walk(ast.parse(source)))
 
 
 def _modules() -> dict[str, pathlib.Path]:
@@ -42,7 +49,7 @@ def _imports(
     anywhere in its body, less the ``allowed`` edges."""
     package = name if is_package else name.rsplit(".", 1)[0]
     out: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in _nodes(source):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -166,7 +173,7 @@ def test_core_nn_and_nnx_know_nothing_of_display():
     offenders = []
     for layer in ("core", "nn", "nnx"):
         for path in (ROOT / layer).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text())):
+            for node in _nodes(path.read_text()):
                 names = []
                 if isinstance(node, ast.Import):
                     names = [a.name for a in node.names]
@@ -212,7 +219,7 @@ def _private_imports(mods: dict[str, pathlib.Path]) -> list[str]:
     for name, path in sorted(mods.items()):
         if "labextension" in path.parts:
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in _nodes(path.read_text()):
             if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
                 continue
             if not node.module.startswith("lens"):
