@@ -14,25 +14,24 @@ so a warm start still traces and lowers: only the XLA compile is skipped.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 
-# One interpreter imports jax and optax, then forks a child per measurement: each
-# child starts where a restarted kernel is after those imports (nothing traced or
-# compiled yet, no backend started), without paying ~1 s to start Python and import
-# jax again. The parameters and Adam state are zeros of the shapes ``init`` gives
-# (``jax.eval_shape``: nothing compiled); only the step's compile depends on them,
-# and only on their shapes. Prints one dict of phase seconds per measurement.
-FORKER = r"""
-import json, os, sys, time, traceback
-import jax, jax.numpy as jnp, numpy as np, optax
+from benchmarks._fork import forked
+
+# Each measurement runs in a child forked from an interpreter that has imported jax
+# and optax (benchmarks/_fork.py): where a restarted kernel is after those imports
+# (nothing traced or compiled yet, no backend started). The parameters and Adam
+# state are zeros of the shapes ``init`` gives (``jax.eval_shape``: nothing
+# compiled); only the step's compile depends on them, and only on their shapes.
+FIRST_STEP = r"""
+import time
+import jax, numpy as np, optax
 
 
-def first_step(lib, cache, blocks):
+def job(plan):
+    lib, cache, blocks = plan
     if cache is not None:
         from lens.compilation_cache import enable_compilation_cache
         enable_compilation_cache(cache)
@@ -40,21 +39,14 @@ def first_step(lib, cache, blocks):
         from flax import linen as nn
     else:
         from lens import nn
-    from benchmarks.suite import transformer
+    from benchmarks.suite import train_step, transformer
     model, ids = transformer(nn, blocks), np.zeros((4, 32), np.int32)
     tx = optax.adam(1e-3)
     zeros = lambda tree: jax.device_put(
         jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), tree))
     params = zeros(jax.eval_shape(model.init, jax.random.key(0), ids)["params"])
     opt = zeros(jax.eval_shape(tx.init, params))
-    def loss(p):
-        logits = model.apply({"params": p}, ids)
-        return optax.softmax_cross_entropy_with_integer_labels(logits, ids).mean()
-    @jax.jit
-    def step(p, s):
-        value, g = jax.value_and_grad(loss)(p)
-        u, s = tx.update(g, s, p)
-        return optax.apply_updates(p, u), s, value
+    step = train_step(model, ids, tx)
     t0 = time.perf_counter()
     traced = step.trace(params, opt)
     t1 = time.perf_counter()
@@ -65,28 +57,6 @@ def first_step(lib, cache, blocks):
     jax.block_until_ready(compiled(params, opt))
     t4 = time.perf_counter()
     return {"trace": t1 - t0, "lower": t2 - t1, "compile": t3 - t2, "run": t4 - t3}
-
-
-results = []
-for lib, cache, blocks in json.loads(sys.argv[1]):
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: measure, report, and never return
-        os.close(read)
-        try:
-            report, code = json.dumps(first_step(lib, cache, blocks)), 0
-        except BaseException:
-            report, code = traceback.format_exc(limit=-3), 1
-        os.write(write, report.encode())
-        os._exit(code)
-    os.close(write)
-    with os.fdopen(read) as f:
-        report = f.read()
-    _, status = os.waitpid(pid, 0)
-    if status:
-        sys.exit(f"first step of {lib} failed in a fresh process:\n{report}")
-    results.append(json.loads(report))
-print(json.dumps(results))
 """
 
 PHASES = ("trace", "lower", "compile", "run")
@@ -94,7 +64,7 @@ PHASES = ("trace", "lower", "compile", "run")
 
 def _first_steps(plan: list[tuple[str, str | None, int]]) -> list[dict[str, float]]:
     """Per (library, cache folder or None, blocks), in order: the first step's phase
-    seconds, each in a fresh process (forked after ``import jax, optax``)."""
+    seconds, each in a fresh process."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(
         os.environ,
@@ -102,15 +72,7 @@ def _first_steps(plan: list[tuple[str, str | None, int]]) -> list[dict[str, floa
         LENS_COMPILATION_CACHE="1",
         PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
     )
-    out = subprocess.run(
-        [sys.executable, "-c", FORKER, json.dumps(plan)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    if out.returncode:
-        raise RuntimeError(out.stderr[-3000:])
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return forked(FIRST_STEP, plan, env)
 
 
 def run(repeats: int = 5, blocks: int = 4, fill_is_cold: bool = False) -> list[dict]:

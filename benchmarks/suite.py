@@ -13,16 +13,14 @@
 
 from __future__ import annotations
 
-import json
 import statistics
-import subprocess
-import sys
 import time
 
 import jax
 import jax.numpy as jnp
 import optax
 
+from benchmarks._fork import forked
 from benchmarks._timing import block, median_time
 
 
@@ -48,9 +46,8 @@ def transformer(nn, blocks: int = 4):
     return Model()
 
 
-def _first_step(model, variables, ids) -> float:
-    tx = optax.adam(1e-3)
-    params = variables["params"]
+def train_step(model, ids, tx):
+    """The jitted Adam train step of ``model`` on ``ids`` (next-token loss)."""
 
     def loss(p):
         logits = model.apply({"params": p}, ids)
@@ -62,6 +59,13 @@ def _first_step(model, variables, ids) -> float:
         u, s = tx.update(g, s, p)
         return optax.apply_updates(p, u), s, value
 
+    return step
+
+
+def _first_step(model, variables, ids) -> float:
+    tx = optax.adam(1e-3)
+    params = variables["params"]
+    step = train_step(model, ids, tx)
     t0 = time.perf_counter()
     block(step(params, tx.init(params)))
     return time.perf_counter() - t0
@@ -116,35 +120,18 @@ def _scan_phases(model, x) -> tuple[float, float, float, float]:
     return t1 - t0, t2 - t1, t3 - t2, t4 - t3
 
 
-# One interpreter imports jax, then forks a child per statement: each child starts
-# exactly where a fresh ``python -c "import jax; ..."`` would be after its first
-# line, without paying ~1 s to start Python and import jax again (as in
-# tests/test_fresh_imports.py). Prints the seconds of each statement, in order.
-IMPORT_FORKER = r"""
-import json, os, sys, time, traceback
+# Each statement runs in a child forked from an interpreter that has imported jax
+# (benchmarks/_fork.py): exactly where a fresh ``python -c "import jax; ..."`` would
+# be after its first line.
+IMPORT_TIMER = """
+import time
 import jax
-times = []
-for stmt in json.loads(sys.argv[1]):
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: time the statement, report, and never return
-        os.close(read)
-        try:
-            t0 = time.perf_counter()
-            exec(stmt, {})
-            report, code = repr(time.perf_counter() - t0), 0
-        except BaseException:
-            report, code = traceback.format_exc(limit=-3), 1
-        os.write(write, report.encode())
-        os._exit(code)
-    os.close(write)
-    with os.fdopen(read) as f:
-        report = f.read()
-    _, status = os.waitpid(pid, 0)
-    if status:
-        sys.exit(f"{stmt!r} failed in a fresh process:\n{report}")
-    times.append(float(report))
-print(json.dumps(times))
+
+
+def job(stmt):
+    t0 = time.perf_counter()
+    exec(stmt, {})
+    return time.perf_counter() - t0
 """
 
 # (row, {library: statement}); what each adds over ``import jax`` (a fresh process
@@ -181,14 +168,7 @@ IMPORTS = [
 def import_times(stmts: list[str]) -> list[float]:
     """Seconds each statement adds over ``import jax``, each in a fresh process
     that has imported jax and nothing else."""
-    out = subprocess.run(
-        [sys.executable, "-c", IMPORT_FORKER, json.dumps(stmts)],
-        capture_output=True,
-        text=True,
-    )
-    if out.returncode:
-        raise RuntimeError(out.stderr[-3000:])
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return forked(IMPORT_TIMER, stmts)
 
 
 def import_rows(repeats: int = 5) -> list[dict]:

@@ -9,9 +9,8 @@ per module, so each child starts with no lens module loaded.
 
 import os
 import pathlib
-import subprocess
-import sys
-import textwrap
+
+from benchmarks._fork import forked
 
 ROOT = pathlib.Path(__file__).parent.parent / "lens"
 
@@ -37,37 +36,24 @@ THIRD_PARTY = (
 """What importing every public lens module loads besides lens (a missing one is
 only imported by its child)."""
 
-CHILD = textwrap.dedent(
-    """
-    import importlib, os, sys, traceback
-    import jax  # third-party only: no lens module is loaded
-    for name in sys.argv[1].split():
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
-    failed = []
-    for name in sys.argv[2:]:
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(read)
-            try:
-                __import__(name)
-                code = 0
-            except BaseException:
-                os.write(write, traceback.format_exc(limit=-3).encode())
-                code = 1
-            os._exit(code)
-        os.close(write)
-        with os.fdopen(read) as f:
-            text = f.read()
-        _, status = os.waitpid(pid, 0)
-        if status:
-            failed.append(name + ":\\n" + text)
-    print("\\n".join(failed))
-    """
-)
+# The forking parent (benchmarks/_fork.py) loads only third-party modules; each child
+# imports one lens module and reports its traceback if that fails.
+PREAMBLE = f"""
+import importlib, traceback
+import jax  # third-party only: no lens module is loaded
+for name in {THIRD_PARTY!r}.split():
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass
+
+
+def job(name):
+    try:
+        __import__(name)
+    except BaseException:
+        return name + ":\\n" + traceback.format_exc(limit=-3)
+"""
 
 
 def test_public_modules_are_found():
@@ -80,12 +66,5 @@ def test_public_modules_are_found():
 def test_every_public_module_imports_first_in_a_fresh_process():
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env.pop("LENS_AS_FLAX", None)
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD, THIRD_PARTY, *public_modules()],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert not out.stdout.strip(), "failed as a first import:\n" + out.stdout
+    failed = [f for f in forked(PREAMBLE, public_modules(), env, 600) if f]
+    assert not failed, "failed as a first import:\n" + "\n".join(failed)
