@@ -71,20 +71,20 @@ SHARED_UNITS = {
     "tests/e2e/test_trust_browser.py": "tests/e2e/test_extension_browser.py",
 }
 SECONDS_ESTIMATE = {  # seconds in a fresh clone's `make test` on a 2-core machine
-    "tests/test_benchmarks.py": 78,
-    "tests/e2e/test_extension_browser.py": 66,  # with the live and trust tests
-    "notebooks/06_nnx.ipynb": 24,
-    "tests/nnx/test_flax_nnx_layers.py": 23,
-    "tests/nn/test_flax_zoo_transforms.py": 19,
-    "tests/nn/test_flax_zoo_recurrent.py": 13,
+    "tests/test_benchmarks.py": 72,
+    "tests/e2e/test_extension_browser.py": 63,  # with the live and trust tests
+    "notebooks/06_nnx.ipynb": 21,
+    "tests/nnx/test_flax_nnx_layers.py": 21,
+    "tests/nn/test_flax_zoo_transforms.py": 17,
     "notebooks/03_scan_and_vmap_axes.ipynb": 13,
-    "tests/test_multiprocess.py": 12,
-    "tests/nn/test_flax_zoo_layers.py": 10,
-    "tests/test_fresh_imports.py": 9,
-    "tests/nnx/test_transforms.py": 7,
-    "tests/kernels/test_fp8.py": 7,
+    "tests/test_multiprocess.py": 10,
+    "tests/nn/test_flax_zoo_recurrent.py": 8,
+    "tests/nn/test_flax_zoo_layers.py": 7,
+    "tests/test_fresh_imports.py": 7,
     "tests/nn/test_flax_zoo_attention_conv.py": 7,
-    "tests/display/test_live.py": 7,
+    "tests/nnx/test_transforms.py": 6,
+    "tests/kernels/test_fp8.py": 6,
+    "tests/display/test_live.py": 5,
 }
 
 _CACHE_KEY = "lens/seconds_per_unit"
