@@ -78,14 +78,14 @@ lab: $(VENV)/.installed $(VENV)/.compiled $(VENV)/.labextension
 
 ## Run every test: lint, unit and doctests.
 ## The extension's vitest needs only its node_modules, so it runs as a prerequisite:
-## on a fresh clone while pip waits on the network (on a built tree, first). ruff and pyright
-## (about 30 s of one core) run beside pytest, niced, so that they mostly take the
-## time a pytest worker spends waiting (on a browser, a kernel, a subprocess). Their
-## reports are printed after pytest's, and the recipe fails if any check failed.
+## on a fresh clone while pip waits on the network (on a built tree, first). ruff and
+## pyright (about 30 s of one core) run beside pytest, niced, so that they mostly take
+## the time a pytest worker spends waiting (on a browser, a kernel, a subprocess).
+## Their reports are printed after pytest's; the recipe fails if any check failed.
 test: $(VENV)/.installed $(VENV)/.compiled $(VENV)/.labextension $(CHROMIUM) extension-unit
 	@lint=$$(mktemp); typed=$$(mktemp); \
-	(nice -n 5 $(PY) -m ruff check $(RUFF_CHECK) && nice -n 5 $(PY) -m ruff format --check $(RUFF_FORMAT)) \
-		> $$lint 2>&1 & ruff=$$!; \
+	(nice -n 5 $(PY) -m ruff check $(RUFF_CHECK) && \
+		nice -n 5 $(PY) -m ruff format --check $(RUFF_FORMAT)) > $$lint 2>&1 & ruff=$$!; \
 	nice -n 5 $(VENV)/bin/pyright > $$typed 2>&1 & pyright=$$!; \
 	echo "ruff and $(VENV)/bin/pyright (in the background)"; \
 	$(TEST_ENV) $(PY) -m pytest -n 2 --dist loadfile tests lens notebooks/*.ipynb \
