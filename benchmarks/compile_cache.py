@@ -84,17 +84,15 @@ def run(repeats: int = 5, blocks: int = 4, fill_is_cold: bool = False) -> list[d
     samples: dict[str, list[dict[str, float]]] = {"cold": [], "warm": [], "flax": []}
     with tempfile.TemporaryDirectory() as folder:
         # the first run fills the cache; then cold, warm and flax, interleaved
-        plan = [("lens", folder, blocks)]
+        plan = [("fill", "lens", folder)]
         for i in range(repeats):
             if not (fill_is_cold and i == 0):
-                plan.append(("lens", None, blocks))
-            plan += [("lens", folder, blocks), ("flax", None, blocks)]
-        steps = iter(_first_steps(plan))
-        fill = next(steps)
-        for i in range(repeats):
-            samples["cold"].append(fill if fill_is_cold and i == 0 else next(steps))
-            samples["warm"].append(next(steps))
-            samples["flax"].append(next(steps))
+                plan.append(("cold", "lens", None))
+            plan += [("warm", "lens", folder), ("flax", "flax", None)]
+        steps = _first_steps([(lib, cache, blocks) for _, lib, cache in plan])
+        for (case, _, _), step in zip(plan, steps):
+            if case != "fill" or fill_is_cold:
+                samples["cold" if case == "fill" else case].append(step)
     total = {k: [sum(s.values()) for s in v] for k, v in samples.items()}
     rows = []
     for case, runs in samples.items():
