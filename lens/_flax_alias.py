@@ -3,11 +3,16 @@
 A finder at the front of ``sys.meta_path`` answers every ``flax`` and ``flax.*``
 import with the lens module at the same path (``flax.linen`` is ``lens.nn``,
 ``flax.linen.X`` is ``lens.nn.X``, otherwise ``flax.X`` is ``lens.X``). The module
-objects are lens's own, so ``flax.nnx.Module is lens.nnx.Module``. A flax module
+objects are lens's own, so ``flax.nnx.Module is lens.nnx.Module``. Two are thin
+facades instead: ``flax`` and ``flax.version`` read through to ``lens`` and
+``lens.version`` but report ``__version__`` as the Flax release whose API lens
+follows (``lens.version.flax_version``), since projects check it at import
+(``flax.__version__ >= "0.10.6"``); ``lens.__version__`` stays lens's own. For the
+same reason ``importlib.metadata.version("flax")`` answers that release. A flax module
 that lens lacks raises ``ModuleNotFoundError`` naming the lens path looked for;
 nothing falls back to a parent package or to the real flax.
 
-This module imports nothing but the standard library, so ``import lens`` stays
+This module imports nothing but the standard library and ``lens.version``, so ``import lens`` stays
 cheap when ``LENS_AS_FLAX=1`` turns the alias on.
 """
 
@@ -16,9 +21,14 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.metadata
 import os
 import sys
+from collections.abc import Iterator
 from types import ModuleType
+from typing import Any
+
+from lens.version import flax_version
 
 ENV_VAR = "LENS_AS_FLAX"
 
@@ -65,6 +75,60 @@ class _LensModuleLoader(importlib.abc.Loader):
         module.__spec__ = self._spec
 
 
+class FlaxFacade(ModuleType):
+    """``flax`` or ``flax.version`` under the alias: ``target``'s attributes, read
+    through, with ``__version__`` set to the Flax release lens follows.
+
+    Submodules imported as ``flax.X`` are set on the facade by the import system,
+    as on any package; every other name is looked up on ``target`` (lazily loaded
+    lens submodules included), so ``flax.nnx is lens.nnx``.
+    """
+
+    def __init__(self, name: str, target: ModuleType):
+        super().__init__(name, target.__doc__)
+        self.__dict__["_lens_target"] = target
+        self.__dict__["__version__"] = flax_version
+        for attr in ("__file__", "__path__"):
+            if hasattr(target, attr):
+                self.__dict__[attr] = getattr(target, attr)
+        if hasattr(target, "flax_version"):
+            self.__dict__["flax_version"] = flax_version
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_lens_target"], name)
+
+    def __dir__(self) -> list[str]:
+        own = {n for n in self.__dict__ if not n.startswith("_lens")}
+        return sorted(own | set(dir(self.__dict__["_lens_target"])))
+
+
+# The flax modules that are facades over lens's rather than lens's own objects.
+_FACADES = ("flax", "flax.version")
+
+
+class _FacadeLoader(importlib.abc.Loader):
+    def __init__(self, facade: FlaxFacade):
+        self._facade = facade
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        return self._facade
+
+    def exec_module(self, module: ModuleType) -> None:
+        pass
+
+
+class _FlaxDistribution(importlib.metadata.Distribution):
+    """What ``importlib.metadata`` reports for ``flax`` under the alias."""
+
+    def read_text(self, filename: str) -> str | None:
+        if filename == "METADATA":
+            return f"Metadata-Version: 2.1\nName: flax\nVersion: {flax_version}\n"
+        return None
+
+    def locate_file(self, path: Any) -> Any:
+        return None
+
+
 class LensAsFlaxFinder(importlib.abc.MetaPathFinder):
     """The ``sys.meta_path`` entry that :func:`alias_flax` installs."""
 
@@ -89,12 +153,22 @@ class LensAsFlaxFinder(importlib.abc.MetaPathFinder):
                 name=fullname,
             ) from None
         is_package = hasattr(module, "__path__")
+        loader: importlib.abc.Loader = _LensModuleLoader(module)
+        if fullname in _FACADES:
+            loader = _FacadeLoader(FlaxFacade(fullname, module))
         return importlib.machinery.ModuleSpec(
             fullname,
-            _LensModuleLoader(module),
+            loader,
             origin=getattr(module, "__file__", None),
             is_package=is_package,
         )
+
+    def find_distributions(
+        self, context: Any = importlib.metadata.DistributionFinder.Context()
+    ) -> Iterator[importlib.metadata.Distribution]:
+        name = getattr(context, "name", None)
+        if name is not None and name.lower().replace("_", "-") == "flax":
+            yield _FlaxDistribution()
 
 
 def _real_flax_modules() -> list[str]:

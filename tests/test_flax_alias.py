@@ -42,7 +42,6 @@ def test_flax_paths_are_lens_modules():
         from flax.linen.linear import Dense
         from flax import struct, serialization
         from flax.core import meta
-        assert flax is lens
         assert nn is lens.nn and flax.linen is lens.nn
         assert Dense is lens.nn.Dense
         assert flax.core.frozen_dict is lens.core.frozen_dict
@@ -53,6 +52,30 @@ def test_flax_paths_are_lens_modules():
         assert lens.core.frozen_dict.__spec__.name == "lens.core.frozen_dict"
         """
     )
+
+
+def test_flax_version_is_the_flax_release_lens_follows():
+    out = check(
+        """
+        import importlib.metadata, lens
+        import flax, flax.version
+        from flax import version
+        from lens.version import flax_version
+        assert lens.__version__ == "0.1.0" != flax_version, lens.__version__
+        assert flax.__version__ == flax_version == version.__version__
+        assert flax.version.__version__ == flax_version
+        assert importlib.metadata.version("flax") == flax_version
+        # a project's import-time check passes; lens's own version is untouched
+        assert tuple(map(int, flax.__version__.split("."))) >= (0, 10, 6)
+        assert lens.version.__version__ == "0.1.0"
+        # the facade reads lens through: lazily loaded names, dir, submodules
+        assert flax.linen is lens.nn and flax.nnx is lens.nnx and flax.struct is lens.struct
+        assert flax.config is lens.config and "nnx" in dir(flax)
+        assert flax.__path__ == lens.__path__
+        print(flax.__version__)
+        """
+    )
+    assert out.strip() == "0.12.8"
 
 
 def test_flax_nnx_is_lens_nnx():
