@@ -174,13 +174,13 @@ class _ContextBuilder(Builder):
             leaf = next(self.values)
             meta = {k: s.value for k, s in d.metadata}
             if isinstance(leaf, Variable):
-                leaf, meta = leaf._value, dict(leaf.metadata)
+                leaf, meta = leaf._raw_value, dict(leaf.metadata)
             v = self._reuse(d)
             if v is None:
                 v = new_variable(d.type, leaf, meta)
             else:
-                object.__setattr__(v, "_value", leaf)
-                object.__setattr__(v, "metadata", meta)
+                object.__setattr__(v, "_raw_value", leaf)
+                object.__setattr__(v, "_var_metadata", meta)
             self.nodes[d.index] = v
             return v
         return super().build(d)

@@ -252,7 +252,7 @@ def _flat(s: Any, graphdef: GraphDef | None = None) -> dict[Path, Any]:
 
 
 def _raw(v: Any) -> Any:
-    return v._value if isinstance(v, Variable) else v
+    return v._raw_value if isinstance(v, Variable) else v
 
 
 def _flat_from_leaves(leaves: list[Any], graphdef: GraphDef) -> dict[Path, Any]:

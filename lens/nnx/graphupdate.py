@@ -144,20 +144,20 @@ def _queue_set(
 def _plan_variable(var: Variable, value: Any, path: Path, writes: list[Write]) -> None:
     if isinstance(value, State) and not value:
         return  # an empty state: a Variable split as a reference elsewhere
-    raw = value._value if isinstance(value, Variable) else value
-    _check_shape(var._value, raw, path)
+    raw = value._raw_value if isinstance(value, Variable) else value
+    _check_shape(var._raw_value, raw, path)
     check_mutable(var, "update the value", structural=False)
     if isinstance(value, Variable):
         meta = dict(value.metadata)
 
         def write() -> None:
-            object.__setattr__(var, "_value", value._value)
-            object.__setattr__(var, "metadata", meta)
+            object.__setattr__(var, "_raw_value", value._raw_value)
+            object.__setattr__(var, "_var_metadata", meta)
 
     else:
 
         def write() -> None:
-            object.__setattr__(var, "_value", raw)
+            object.__setattr__(var, "_raw_value", raw)
 
     writes.append(write)
 

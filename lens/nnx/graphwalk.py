@@ -90,7 +90,7 @@ class Leaf:
     def read(self) -> Any:
         """The current value where this leaf lives (a cached walk re-reads it)."""
         if self.variable is not None:
-            return self.variable._value
+            return self.variable._raw_value
         owner, key = self.owner, self.key
         if isinstance(owner, Object):
             if isinstance(key, int):  # an nnx.List item
@@ -104,7 +104,7 @@ class Leaf:
 
     def write(self, value: Any) -> None:
         if self.variable is not None:
-            object.__setattr__(self.variable, "_value", value)
+            object.__setattr__(self.variable, "_raw_value", value)
         elif isinstance(self.owner, Object):
             self.owner._graph_set(self.key, value)
         elif isinstance(self.owner, list | dict):
@@ -258,7 +258,7 @@ class Walker:
             if i is not None:
                 return Ref(i)
             i = self._register(x, vspec, path)
-            self.leaves.append(Leaf(path, x._value, x, spec=vspec))
+            self.leaves.append(Leaf(path, x._raw_value, x, spec=vspec))
             outer = self.outer_index.get(id(x))
             return VariableDef(x.type, i, outer, freeze_metadata(x.metadata))
         if _is_array(x):
@@ -521,8 +521,8 @@ class InPlaceBuilder(Builder):
             return obj
         if isinstance(d, VariableDef) and type(self.reuse.get(d.index)) is d.type:
             v = self.reuse[d.index]
-            object.__setattr__(v, "_value", next(self.values))
-            object.__setattr__(v, "metadata", {k: s.value for k, s in d.metadata})
+            object.__setattr__(v, "_raw_value", next(self.values))
+            object.__setattr__(v, "_var_metadata", {k: s.value for k, s in d.metadata})
             self.nodes[d.index] = v
             return v
         return super().build(d)

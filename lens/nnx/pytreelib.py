@@ -24,7 +24,7 @@ from lens._views import install as install_views
 from lens.configurations import config
 from lens.nnx import pytree_repr, reprlib
 from lens.nnx.pytree_state import PytreeState as PytreeState
-from lens.nnx.tracers import check_mutable, current_frame
+from lens.nnx.tracers import check_mutable
 from lens.nnx.variablelib import StaticValue, Variable
 
 # flax.nnx's pytreelib names for the object repr machinery (lens.nnx.pytree_repr).
@@ -107,12 +107,24 @@ class Object(reprlib.Representable, metaclass=ObjectMeta):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         obj = object.__new__(cls)
-        object.__setattr__(obj, "_lens_frame", current_frame())
         object.__setattr__(obj, "_pytree__state", PytreeState())
         return obj
 
     if TYPE_CHECKING:
         _pytree__state: PytreeState
+
+    @property
+    def _lens_frame(self) -> Any:
+        """The nnx transform frame this object was made in (its trace state's)."""
+        return self._pytree__state._trace_state._lens_frame
+
+    # pickling, as flax.nnx's: the instance dict (its ``_pytree__state`` included,
+    # which an unpickled object takes anew in the trace that unpickles it)
+    def __getstate__(self) -> dict[str, Any]:
+        return vars(self).copy()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vars(self).update(state)
 
     _lens_pytree = True
 

@@ -237,8 +237,8 @@ class SplitBackups:
 
     def restore(self) -> None:
         for stream, key, count in self.backups:
-            object.__setattr__(stream.key, "_value", key)
-            object.__setattr__(stream.count, "_value", count)
+            object.__setattr__(stream.key, "_raw_value", key)
+            object.__setattr__(stream.count, "_raw_value", count)
         self.backups = []
 
     def __iter__(self) -> Any:
@@ -265,9 +265,9 @@ def _split(nodes: list[Any], splits: int, only: Any, squeeze: bool) -> SplitBack
             key = x()
             backups.append((x, x.key.value, x.count.value))
             keys = jax.random.split(key, splits)
-            object.__setattr__(x.key, "_value", keys[0] if squeeze else keys)
+            object.__setattr__(x.key, "_raw_value", keys[0] if squeeze else keys)
             shape = () if squeeze else (splits,)
-            object.__setattr__(x.count, "_value", jnp.zeros(shape, jnp.uint32))
+            object.__setattr__(x.count, "_raw_value", jnp.zeros(shape, jnp.uint32))
     return SplitBackups(backups)
 
 
@@ -452,8 +452,8 @@ def fork_rngs(
         backups.append((stream, stream.key.value, stream.count.value))
         if n is not None:
             key = jax.random.split(key, n)
-        object.__setattr__(stream.key, "_value", key)
-        object.__setattr__(stream.count, "_value", jnp.zeros(key.shape, jnp.uint32))
+        object.__setattr__(stream.key, "_raw_value", key)
+        object.__setattr__(stream.count, "_raw_value", jnp.zeros(key.shape, jnp.uint32))
     return SplitBackups(backups)
 
 
@@ -473,9 +473,9 @@ def restore_rngs(backups: Any, /) -> None:
         backups.restore()
         return
     for stream, key, *count in backups:
-        object.__setattr__(stream.key, "_value", key)
+        object.__setattr__(stream.key, "_raw_value", key)
         if count:
-            object.__setattr__(stream.count, "_value", count[0])
+            object.__setattr__(stream.count, "_raw_value", count[0])
 
 
 def with_rngs(

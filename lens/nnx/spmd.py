@@ -160,7 +160,7 @@ def as_abstract(tree: A, graph: bool | None = None) -> A:
             sharding = NamedSharding(mesh, get_var_pspec(node) or PartitionSpec())
             object.__setattr__(
                 node,
-                "_value",
+                "_raw_value",
                 jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=sharding),
             )
     return tree

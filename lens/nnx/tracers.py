@@ -97,10 +97,12 @@ class TraceState(reprlib.Representable):
     """The JAX trace an object was made in; :meth:`is_valid` says whether the
     code running now is in that same trace (and may mutate the object)."""
 
-    __slots__ = ("_jax_trace",)
+    __slots__ = ("_jax_trace", "_lens_frame")
 
     def __init__(self) -> None:
         self._jax_trace = current_jax_trace()
+        # lens's addition: the nnx transform frame (see ``check_mutable``)
+        self._lens_frame = current_frame()
 
     @property
     def jax_trace(self) -> Any:

@@ -40,7 +40,12 @@ Leaf = Any
 class VariableMeta(type):
     """Variable's metaclass: ``Param(x, hijax=True)`` returns a
     :class:`HijaxVariable`, and ``isinstance`` sees one (or its tracer inside a
-    JAX transform) as an instance of its Variable type."""
+    JAX transform) as an instance of its Variable type. As flax.nnx's, it makes
+    every Variable subclass slotted unless the class says otherwise."""
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], attrs: dict[str, Any]) -> Any:
+        attrs.setdefault("__slots__", ())
+        return super().__new__(mcs, name, bases, attrs)
 
     def __instancecheck__(cls, instance: Any) -> bool:
         # on every graph walk's node: the common cases first, no calls
@@ -344,13 +349,13 @@ class HijaxVariable(Generic[A], metaclass=HijaxVariableMeta):
 
     # what lens's graph functions read and write on a Variable
     @property
-    def _value(self) -> Any:
-        return get_state(self)._value
+    def _raw_value(self) -> Any:
+        return get_state(self)._raw_value
 
-    @_value.setter
-    def _value(self, value: Any) -> None:
+    @_raw_value.setter
+    def _raw_value(self, value: Any) -> None:
         variable = get_state(self)
-        object.__setattr__(variable, "_value", value)
+        object.__setattr__(variable, "_raw_value", value)
         set_state(self, variable)
 
     @property
@@ -360,8 +365,10 @@ class HijaxVariable(Generic[A], metaclass=HijaxVariableMeta):
     @metadata.setter
     def metadata(self, metadata: dict[str, Any]) -> None:
         variable = get_state(self)
-        object.__setattr__(variable, "metadata", {**metadata, "hijax": True})
+        object.__setattr__(variable, "_var_metadata", {**metadata, "hijax": True})
         set_state(self, variable)
+
+    _var_metadata = metadata
 
     @property
     def _lens_frame(self) -> None:
@@ -525,7 +532,7 @@ def _tracer_method(name: str) -> Any:
 
 for _name in _FORWARDED:
     setattr(AbstractVariable, _name, hjx.aval_method(_method(_name)))  # type: ignore[call-arg]
-for _name in ("value", "type", "var_type", "metadata", "_value", "_lens_frame"):
+for _name in ("value", "type", "var_type", "metadata", "_raw_value", "_lens_frame"):
     setattr(
         AbstractVariable,
         _name,

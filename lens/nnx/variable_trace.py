@@ -24,7 +24,7 @@ def check_update(v: Any, what: str, structural: bool = True) -> None:
     in: an nnx transform (see ``check_mutable``) or, as flax.nnx, a JAX trace
     (``jax.jit``, ``jax.grad``, ...). Writes into a ref go around this."""
     check_mutable(v, what, structural=structural)
-    if object.__getattribute__(v, "_lens_trace") != jax_trace():
+    if not object.__getattribute__(v, "_trace_state").is_valid():
         raise errors.TraceContextError(
             f"Cannot mutate {type(v).__name__} from a different trace level (tried "
             f"to {what}): it was made outside the JAX transform running now (or in "

@@ -23,7 +23,7 @@ from lens.core.spmd import shard_value
 from lens.nnx import reprlib, variable_hooks, variable_refs
 from lens.nnx.staticvalue import StaticValue as StaticValue
 from lens.nnx.staticvalue import freeze_metadata as freeze_metadata
-from lens.nnx.tracers import current_frame
+from lens.nnx.tracers import TraceState
 from lens.nnx.vardefaults import _FLAGS, _remap_sharding_metadata, _store_flags
 from lens.nnx.vardefaults import VARIABLE_CONTEXT as VARIABLE_CONTEXT
 from lens.nnx.vardefaults import VarDefaults as VarDefaults
@@ -59,7 +59,7 @@ from lens.nnx.variable_hooks import VariableMetadata as VariableMetadata
 from lens.nnx.variable_hooks import with_metadata as with_metadata
 from lens.nnx.variable_refs import Ref as Ref
 from lens.nnx.variable_refs import is_array_ref as is_array_ref
-from lens.nnx.variable_trace import check_update, jax_trace
+from lens.nnx.variable_trace import check_update
 
 F = TypeVar("F", bound=Callable[..., Any])
 A = TypeVar("A")
@@ -77,7 +77,15 @@ class Variable(Generic[A], metaclass=VariableMeta):
     ``ref=True`` keeps the value in a ``jax.Ref`` (JAX transforms update it in
     place); ``hijax=True`` returns a :class:`HijaxVariable`, which JAX
     transforms take as one mutable object (see ``var_defaults``).
+
+    Its state is flax.nnx's three slots, for frameworks that subclass it:
+    ``_raw_value`` (the stored value), ``_var_metadata`` (the metadata dict, also
+    ``.metadata``) and ``_trace_state`` (the JAX trace and nnx transform it was made
+    in). Subclasses are slotted too unless they declare otherwise (or inherit a
+    ``__dict__`` from another base).
     """
+
+    __slots__ = ("_raw_value", "_trace_state", "_var_metadata")
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # JAX registers exact types: every subclass (Param, a user's LoRAParam,
@@ -112,15 +120,16 @@ class Variable(Generic[A], metaclass=VariableMeta):
                 "Cannot pass a Ref directly into Variable constructor.\nPass the "
                 f"array (ref[...]) and ref=True: {type(self).__name__}(x, ref=True)."
             )
-        _remap_sharding_metadata(metadata)
-        variable_hooks.collect(type(self), metadata)
         _store_flags(metadata, flags)
-        object.__setattr__(self, "_lens_frame", current_frame())
-        object.__setattr__(self, "_lens_trace", jax_trace())
-        object.__setattr__(self, "_value", value)
-        object.__setattr__(self, "metadata", metadata)
+        # flax.nnx's order of writes: frameworks that subclass Variable (and define
+        # properties of their own over it) see the same sequence as under flax.
+        object.__setattr__(self, "_trace_state", TraceState())
+        object.__setattr__(self, "_var_metadata", metadata)
+        object.__setattr__(self, "_raw_value", value)
+        variable_hooks.collect(type(self), metadata)
+        _remap_sharding_metadata(metadata)
         value = variable_hooks.run_value_hooks(self, metadata, "on_create_value", value)
-        object.__setattr__(self, "_value", value)
+        object.__setattr__(self, "_raw_value", value)
         value = self.create_value(value)
         if flags["eager_sharding"] and metadata.get("out_sharding"):
             value = shard_value(
@@ -131,7 +140,28 @@ class Variable(Generic[A], metaclass=VariableMeta):
             )
         if flags["ref"]:
             value = variable_refs.new_ref(value, type(self).__name__)
-        object.__setattr__(self, "_value", value)
+        object.__setattr__(self, "_raw_value", value)
+
+    @classmethod
+    def _new(cls, value: Any, metadata: dict[str, Any]) -> Any:
+        """A ``cls`` holding ``value`` as is, with ``metadata`` as its metadata dict,
+        made without running ``__init__`` (as flax.nnx's ``Variable._new``)."""
+        obj = object.__new__(cls)
+        object.__setattr__(obj, "_trace_state", TraceState())
+        object.__setattr__(obj, "_var_metadata", metadata)
+        object.__setattr__(obj, "_raw_value", value)
+        return obj
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The metadata dict itself (lens's name; flax.nnx keeps it private as
+        ``_var_metadata``; :meth:`get_metadata` adds the mode flags)."""
+        return self._var_metadata
+
+    @property
+    def _lens_frame(self) -> Any:
+        """The nnx transform frame this Variable was made in (its trace state's)."""
+        return self._trace_state._lens_frame
 
     def create_value(self, value: A) -> A:
         """The value a new Variable stores (override to transform it)."""
@@ -161,11 +191,11 @@ class Variable(Generic[A], metaclass=VariableMeta):
 
     def _store(self, value: Any) -> None:
         check_update(self, "set the value", structural=False)
-        object.__setattr__(self, "_value", value)
+        object.__setattr__(self, "_raw_value", value)
 
     def get_value(self, *, index: Any = _MISSING) -> Any:
         """The value (as ``.value``); ``index`` reads one item (as ``v[index]``)."""
-        raw = self._value
+        raw = self._raw_value
         if variable_refs.is_array_ref(raw):
             value = raw[... if index is _MISSING else index]
         elif (
@@ -186,7 +216,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
             value = variable_hooks.run_value_hooks(
                 self, self.metadata, "on_set_value", value
             )
-        old = self._value
+        old = self._raw_value
         if variable_refs.is_array_ref(old):  # written in place, in any transform
             old[... if index is _MISSING else index] = value
         elif (
@@ -208,14 +238,21 @@ class Variable(Generic[A], metaclass=VariableMeta):
 
     @property
     def raw_value(self) -> Any:
-        return self._value
+        return self._raw_value
+
+    @raw_value.setter
+    def raw_value(self, value: Any) -> None:
+        self.set_raw_value(value)
 
     def get_raw_value(self) -> Any:
         """The stored value itself (a ``jax.Ref`` for a ref-backed Variable)."""
-        return self._value
+        return self._raw_value
 
-    def set_raw_value(self, value: Any) -> None:
-        self._store(value)
+    def set_raw_value(self, value: Any, *, _unsafe_bypass_check: bool = False) -> None:
+        if _unsafe_bypass_check:
+            object.__setattr__(self, "_raw_value", value)
+        else:
+            self._store(value)
 
     @property
     def hijax(self) -> bool:
@@ -296,7 +333,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
         merged = {} if replace else dict(self.metadata)
         merged.update(new)
         _store_flags(merged, {f: getattr(self, f) for f in _FLAGS})
-        object.__setattr__(self, "metadata", merged)
+        object.__setattr__(self, "_var_metadata", merged)
 
     def has_metadata(self, name: str) -> bool:
         return name in self.metadata or name in ("hijax", "ref", "eager_sharding")
@@ -337,13 +374,16 @@ class Variable(Generic[A], metaclass=VariableMeta):
         return self.metadata.get("out_sharding")
 
     def __getattr__(self, name: str) -> Any:
-        meta = object.__getattribute__(self, "metadata")
+        # Only reached for names the object lacks: metadata first, then the value's
+        # attributes. A slot not yet written (a subclass's __init__ reading before
+        # Variable.__init__ ran) stays an AttributeError, so hasattr() answers False.
+        meta = object.__getattribute__(self, "_var_metadata")
         if name in meta:
             return meta[name]
-        if name.startswith("__"):
+        if name.startswith("__") or name in _SLOTS:
             raise AttributeError(name)
         try:  # array methods and properties: v.sum(), v.T, v.astype(...)
-            raw = object.__getattribute__(self, "_value")
+            raw = object.__getattribute__(self, "_raw_value")
             return getattr(variable_refs.read(raw), name)
         except AttributeError:
             raise AttributeError(
@@ -351,11 +391,48 @@ class Variable(Generic[A], metaclass=VariableMeta):
             ) from None
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == "value":
-            Variable.value.__set__(self, value)
+        # As flax.nnx: an attribute, not metadata (set_metadata is for that). A
+        # property (``value``, ``raw_value``, a subclass's own) runs its setter,
+        # which checks the trace itself; a subclass's plain attributes live in its
+        # __dict__, and a slotted Variable has none to set.
+        if isinstance(getattr(type(self), name, None), property):
+            object.__setattr__(self, name, value)
             return
-        check_update(self, f"set {name!r}")
-        self.metadata[name] = value
+        if _built(self):
+            check_update(self, f"set {name!r}")
+        try:
+            object.__setattr__(self, name, value)
+        except AttributeError as e:
+            raise AttributeError(
+                f"Cannot set attribute {name}. To set Variable metadata use either:"
+                f"\n\n  variable.set_metadata({name}=value)\n\nor\n\n"
+                f"  variable.set_metadata('{name}', value)"
+            ) from e
+
+    def __delattr__(self, name: str) -> None:
+        if _built(self):
+            check_update(self, f"delete {name!r}")
+        try:
+            object.__delattr__(self, name)
+        except AttributeError as e:
+            raise AttributeError(
+                f"Cannot delete attribute {name}. To delete Variable metadata use:"
+                f"\n\n  variable.del_metadata('{name}')"
+            ) from e
+
+    # pickling, as flax.nnx: the three slots (a subclass's own attributes are its
+    # to add, as Keras's NnxVariable does around these)
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "_raw_value": self._raw_value,
+            "_trace_state": self._trace_state,
+            "_var_metadata": self._var_metadata,
+        }
+
+    def __setstate__(self, state: Mapping[str, Any]) -> None:
+        object.__setattr__(self, "_trace_state", state["_trace_state"])
+        object.__setattr__(self, "_var_metadata", state["_var_metadata"])
+        object.__setattr__(self, "_raw_value", state["_raw_value"])
 
     def copy(self, value: Any = _MISSING, **updates: Any) -> Any:
         """A new Variable of the same type: ``value`` (default: a copy of this
@@ -363,7 +440,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
         ``ref=`` and ``eager_sharding=`` switch its modes (``ref=True`` puts the
         value in a new ``jax.Ref``, ``hijax=True`` returns a HijaxVariable)."""
         if value is _MISSING:
-            value = updates.pop("value", self._value)
+            value = updates.pop("value", self._raw_value)
         _remap_sharding_metadata(updates)
         flags = {f: updates.pop(f, getattr(self, f)) for f in _FLAGS}
         meta = {**self.metadata, **updates}
@@ -393,9 +470,9 @@ class Variable(Generic[A], metaclass=VariableMeta):
             )
         if self is other:
             return
-        self._store(other._value)
+        self._store(other._raw_value)
         check_update(self, "set metadata")
-        object.__setattr__(self, "metadata", dict(other.metadata))
+        object.__setattr__(self, "_var_metadata", dict(other.metadata))
 
     update_from_state = copy_from
 
@@ -406,7 +483,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
         self.set_value(value, index=index)
 
     def __delitem__(self, index: Any) -> None:
-        old = self._value
+        old = self._raw_value
         new = dict(old) if isinstance(old, dict) else list(old)
         del new[index]
         self._store(new)
@@ -418,7 +495,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
         return iter(_read(self))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._value(*args, **kwargs)
+        return self._raw_value(*args, **kwargs)
 
     def __jax_array__(self) -> Any:
         return _read(self)
@@ -428,12 +505,12 @@ class Variable(Generic[A], metaclass=VariableMeta):
 
     @property
     def shape(self) -> tuple[int, ...]:
-        raw = self._value
+        raw = self._raw_value
         return raw.shape if variable_refs.is_array_ref(raw) else np.shape(raw)
 
     @property
     def dtype(self) -> Any:
-        return self._value.dtype
+        return self._raw_value.dtype
 
     @property
     def ndim(self) -> int:
@@ -446,7 +523,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
         attrs = [("value", repr(_read(self)))]
         attrs += [(k, repr(m)) for k, m in self.metadata.items()]
         return reprlib.node_repr(
-            type(self).__name__, attrs, comment=reprlib.size_comment(self._value)
+            type(self).__name__, attrs, comment=reprlib.size_comment(self._raw_value)
         )
 
     def __round__(self, ndigits: int = 0) -> Any:
@@ -461,10 +538,23 @@ class Variable(Generic[A], metaclass=VariableMeta):
     __hash__ = object.__hash__
 
 
+_SLOTS = frozenset(Variable.__slots__)
+
+
+def _built(v: Variable) -> bool:
+    """Whether ``Variable.__init__`` has run far enough to check updates against
+    (a subclass may set its own attributes before calling it)."""
+    try:
+        object.__getattribute__(v, "_trace_state")
+    except AttributeError:
+        return False
+    return True
+
+
 def _read(v: Variable) -> Any:
     """The value a Variable holds, read out of its ref if it has one (no
     ``on_get_value`` hooks: the operators see the stored value, as flax.nnx's)."""
-    return variable_refs.read(v._value)
+    return variable_refs.read(v._raw_value)
 
 
 def _binary(name: str) -> Any:
@@ -502,12 +592,7 @@ def new_variable(cls: type[Variable], value: Any, metadata: Mapping[str, Any]) -
 def _plain_variable(
     cls: type[Variable], value: Any, metadata: Mapping[str, Any]
 ) -> Variable:
-    v = cls.__new__(cls)
-    object.__setattr__(v, "_lens_frame", current_frame())
-    object.__setattr__(v, "_lens_trace", jax_trace())
-    object.__setattr__(v, "_value", value)
-    object.__setattr__(v, "metadata", dict(metadata))
-    return v
+    return cls._new(value, dict(metadata))
 
 
 # Variables are pytrees of their value (type and metadata static), so
@@ -515,7 +600,7 @@ def _plain_variable(
 # them, and jitted functions may take and return States. JAX registers exact types:
 # every subclass (Param, BatchStat, a user's LoRAParam) is registered as it is made.
 def _flatten_variable(v: Variable) -> Any:
-    return ((jax.tree_util.GetAttrKey("value"), v._value),), (
+    return ((jax.tree_util.GetAttrKey("value"), v._raw_value),), (
         type(v),
         freeze_metadata(v.metadata),
     )

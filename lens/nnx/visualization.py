@@ -89,7 +89,7 @@ def variables_by_type(s: State) -> dict[str, dict[Any, Any]]:
     out: dict[str, dict[Any, Any]] = {}
     for path, v in s._flat_dict().items():
         kind = type(v).__name__ if isinstance(v, Variable) else "array"
-        value = v._value if isinstance(v, Variable) else v
+        value = v._raw_value if isinstance(v, Variable) else v
         for sub, leaf in jax.tree_util.tree_leaves_with_path(value):
             full = tuple(str(p) for p in path) + tuple(
                 jax.tree_util.keystr((k,)).strip(".[]'") for k in sub

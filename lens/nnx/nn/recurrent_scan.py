@@ -35,8 +35,8 @@ def broadcast_keys(cell: Any, only: Any, steps: int) -> SplitBackups:
         ):
             key = jax.random.split(x(), 1)[0]
             backups.append((x, x.key.value, x.count.value))
-            object.__setattr__(x.key, "_value", jnp.broadcast_to(key, (steps,)))
-            object.__setattr__(x.count, "_value", jnp.zeros((steps,), jnp.uint32))
+            object.__setattr__(x.key, "_raw_value", jnp.broadcast_to(key, (steps,)))
+            object.__setattr__(x.count, "_raw_value", jnp.zeros((steps,), jnp.uint32))
     return SplitBackups(backups)
 
 

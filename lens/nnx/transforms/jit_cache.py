@@ -89,7 +89,7 @@ class CachedWalk:
         """Per argument, the current values of its leaves (a Variable's ``_value``
         read directly: this is the hot path of every cached call)."""
         return [
-            [v._value for v in items]
+            [v._raw_value for v in items]
             if direct
             else [args[i] if x is None else x.read() for x in items]
             for i, (direct, items) in enumerate(self.plan)
@@ -109,7 +109,7 @@ class CachedWalk:
         _, targets, direct = self.writes
         if direct:
             for v, value in zip(targets, new_values, strict=True):
-                _set(v, "_value", value)
+                _set(v, "_raw_value", value)
         else:
             for leaf, value in zip(targets, new_values, strict=True):
                 leaf.write(value)

@@ -32,11 +32,11 @@ def _variables(tree: Any) -> list[tuple[Any, Variable]]:
 def _updates(args: tuple, call: Callable[[], Any]) -> tuple[Any, Carrier]:
     """``call()``'s result and the Variables of ``args`` it gave new values, as a
     carrier (values; keypaths and types static)."""
-    before = [(kp, v, v._value) for kp, v in _variables(args)]
+    before = [(kp, v, v._raw_value) for kp, v in _variables(args)]
     out = call()
-    changed = [(kp, v) for kp, v, old in before if v._value is not old]
+    changed = [(kp, v) for kp, v, old in before if v._raw_value is not old]
     keys = tuple((kp, type(v), tuple(v.metadata.items())) for kp, v in changed)
-    return out, Carrier([v._value for _, v in changed], StaticValue(keys))
+    return out, Carrier([v._raw_value for _, v in changed], StaticValue(keys))
 
 
 def _takes_updates_g(bwd: Callable[..., Any]) -> bool:
@@ -85,5 +85,5 @@ def simple_custom_vjp(
     f.defvjp(primal_fwd, primal_bwd)
     out, ups = f(*args)
     for (kp, _, _), value in zip(ups.aux.value, ups.values, strict=True):
-        object.__setattr__(outer[kp], "_value", value)
+        object.__setattr__(outer[kp], "_raw_value", value)
     return out
