@@ -9,6 +9,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import (
     Callable,
+    Iterable,
     Iterator,
     Mapping,
     MutableMapping,
@@ -86,25 +87,39 @@ class NestedStateRepr(reprlib.Representable):
 
 class State(reprlib.Representable, MutableMapping):
     """Variables as a nested mapping: ``state['encoder']['kernel']`` or
-    ``state.encoder.kernel``. A pytree whose leaves are the variables' values."""
+    ``state.encoder.kernel``. A pytree whose leaves are the variables' values.
+
+    Built from a mapping or, like ``dict``, from ``(key, value)`` pairs (what
+    orbax's partial restore rebuilds it from: ``type(template)(pairs)``).
+    Subclasses are pytrees too."""
 
     def __init__(
-        self, mapping: Mapping[Any, Any] | None = None, /, *, _copy: bool = True
+        self,
+        mapping: Mapping[Any, Any] | Iterable[tuple[Any, Any]] | None = None,
+        /,
+        *,
+        _copy: bool = True,
     ):
         if _copy:
             target: dict[Any, Any] = {}
+            items = dict(mapping if mapping is not None else {})
         elif isinstance(mapping, dict):
-            target = mapping  # flax.nnx's ``_copy=False``: this dict is the storage
+            target = items = mapping  # flax.nnx's ``_copy=False``: the storage
         else:
             raise ValueError(
                 f"Expected a dictionary when `_copy=False`, got {type(mapping)} "
                 "instead.\nPass a dict, or leave _copy at its default (True)."
             )
         object.__setattr__(self, "_mapping", target)
-        for k, v in list((mapping or {}).items()):
+        for k, v in list(items.items()):
             self._mapping[k] = (
                 State(v) if isinstance(v, Mapping) and not isinstance(v, State) else v
             )
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # flax.nnx: every State subclass is a pytree, rebuilt as its own class
+        super().__init_subclass__(**kwargs)
+        _register_state_pytree(cls)
 
     @property
     def raw_mapping(self) -> dict[Any, Any]:
@@ -257,11 +272,14 @@ def state_flatten(s: State) -> Any:
     return [(jax.tree_util.DictKey(k), s._mapping[k]) for k in keys], keys
 
 
-jax.tree_util.register_pytree_with_keys(
-    State,
-    state_flatten,
-    lambda keys, children: State(dict(zip(keys, children, strict=True))),
-)
+def _register_state_pytree(cls: type[State]) -> None:
+    def unflatten(keys: tuple[Any, ...], children: Any) -> State:
+        return cls(dict(zip(keys, children, strict=True)))
+
+    jax.tree_util.register_pytree_with_keys(cls, state_flatten, unflatten)
+
+
+_register_state_pytree(State)
 # States display through lens.display (registered there; loaded on first display).
 install_views(State)
 
@@ -353,7 +371,7 @@ def _set_path(state: Any, path: tuple[Any, ...], value: Any) -> None:
                 f"replace_by_pure_dict: {path_str(path)} has shape {shape}, the "
                 f"new value {value.shape}."
             )
-        object.__setattr__(cur, "_value", value)
+        object.__setattr__(cur, "_raw_value", value)
     else:
         node[path[-1]] = value
 

@@ -43,7 +43,7 @@ from lens.nnx.bridge.variables import to_linen_var, to_nnx_var
 from lens.nnx.graphlib import clone, iter_graph, state
 from lens.nnx.pytreelib import Object, register_data_type
 from lens.nnx.rnglib import Rngs
-from lens.nnx.statelib import State, state_flatten
+from lens.nnx.statelib import State
 from lens.nnx.traversals import unflatten_mapping
 from lens.nnx.variablelib import (
     Param,
@@ -64,12 +64,7 @@ class ModuleState(State):
     ``setup`` or a compact method assigns it."""
 
 
-jax.tree_util.register_pytree_with_keys(
-    ModuleState,
-    state_flatten,
-    lambda keys, children: ModuleState(dict(zip(keys, children, strict=True))),
-)
-register_data_type(ModuleState)
+register_data_type(ModuleState)  # a pytree by State.__init_subclass__
 
 
 class Scope(Object):
