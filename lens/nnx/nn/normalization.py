@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
 
 from lens._kernels import norm
 from lens.core.nn import initializers
@@ -353,6 +354,8 @@ class GroupNorm(Module):
         )
 
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
+        if np.shape(x)[-1:] != (self.num_features,):
+            self._wrong_features(x)
         reduction = _axes(
             x.ndim,
             self.reduction_axes
@@ -387,6 +390,20 @@ class GroupNorm(Module):
             "axis_name": self.axis_name,
             "axis_index_groups": self.axis_index_groups,
         }
+
+    def _wrong_features(self, x: Array) -> None:
+        # flax.nnx groups x by num_features first: its error is that reshape's
+        group_shape = (*np.shape(x)[:-1], self.num_groups)
+        group_shape += (self.num_features // self.num_groups,)
+        try:
+            jnp.reshape(x, group_shape)
+        except TypeError as e:
+            raise TypeError(
+                f"{e}\nGroupNorm was built for num_features={self.num_features}, "
+                f"but the input's last axis has {np.shape(x)[-1]} features: build it "
+                f"with GroupNorm({np.shape(x)[-1]}, num_groups=...), or check the "
+                "layer before it."
+            ) from None
 
 
 class InstanceNorm(Module):
