@@ -82,6 +82,8 @@ export interface Entry {
 export interface Axes {
   in: { arg: string; axis: string }[];
   out: string | null;
+  /** a scan's results part by part (the carry, then `ys`); absent in older outputs */
+  out_parts?: { arg: string; axis: string }[];
   name: string | null;
   partition: string | null;
   text: string;
@@ -410,10 +412,10 @@ export function startsOpen(depth: number, index: number, siblings: number): bool
   return siblings <= 8 || index < 3;
 }
 
-/** `vmap at /mlp` */
+/** `vmap of /mlp` */
 export function recordTitle(rec: PackRecord): string {
   const roots = rec.scopes.filter(s => s.root).map(s => s.path);
-  return `${rec.transform} at ${roots.join(', ') || '/'}`;
+  return `${rec.transform} of ${roots.join(', ') || '/'}`;
 }
 
 /** The record reached by following child indices from a top-level record. */

@@ -256,12 +256,12 @@ export class PackView {
     }
     const notes = rec.scope_notes.filter(n => !n.root || rec.scope_notes.length > 1);
     for (const n of notes) {
-      box.appendChild(el('div', 'lens-pack-scope', `scope ${n.path}: ${n.text}`));
+      box.appendChild(el('div', 'lens-pack-scope', `${n.path}: ${n.text}`));
     }
     const roots = rec.scopes.filter(sc => sc.root).map(sc => sc.path);
     const mutableBack = rec.lanes.some(l => l.committed);
     if (roots.length === 1 && mutableBack) {
-      box.appendChild(el('div', 'lens-pack-scope', `commits back to ${roots[0]}`));
+      box.appendChild(el('div', 'lens-pack-scope', `writes the variables back to ${roots[0]}`));
     }
     const groups = rec.passes ? [] : laneGroups(rec);
     if (rec.passes) {
@@ -382,27 +382,36 @@ export class PackView {
   }
 }
 
+/** `label: ` then each argument (or result part) as a chip: its name in bold, how it goes. */
+function argChips(node: HTMLElement, label: string, args: { arg: string; axis: string }[]): void {
+  node.appendChild(el('span', 'lens-pack-col', `${label}: `));
+  args.forEach((a, i) => {
+    const chip = el('span', 'lens-pack-arg');
+    chip.appendChild(el('b', undefined, a.arg));
+    chip.appendChild(document.createTextNode(` ${a.axis}`));
+    node.appendChild(chip);
+    if (i < args.length - 1) {
+      node.appendChild(document.createTextNode(' '));
+    }
+  });
+}
+
 /**
  * `inputs: member split along axis 0, x not split (broadcast) · outputs stacked
- * along axis 0 · axis_name 'batch'`, each argument a chip (lens words the axes).
+ * along axis 0 · axis_name 'batch'`, each argument a chip (lens words the axes); a
+ * scan's results part by part: `outputs: carry from the last step, ys stacked ...`.
  */
 function axesNode(axes: Axes): HTMLElement {
   const node = el('div', 'lens-pack-axes');
   node.title = axes.text;
   if (axes.in.length) {
-    node.appendChild(el('span', 'lens-pack-col', 'inputs: '));
-    axes.in.forEach((a, i) => {
-      const chip = el('span', 'lens-pack-arg');
-      chip.appendChild(el('b', undefined, a.arg));
-      chip.appendChild(document.createTextNode(` ${a.axis}`));
-      node.appendChild(chip);
-      if (i < axes.in.length - 1) {
-        node.appendChild(document.createTextNode(' '));
-      }
-    });
+    argChips(node, 'inputs', axes.in);
   }
   const rest: string[] = [];
-  if (axes.out !== null) {
+  if (axes.out_parts && axes.out_parts.length) {
+    node.appendChild(document.createTextNode(axes.in.length ? ' · ' : ''));
+    argChips(node, 'outputs', axes.out_parts);
+  } else if (axes.out !== null) {
     rest.push(`outputs ${axes.out}`);
   }
   if (axes.name !== null) {
@@ -412,7 +421,8 @@ function axesNode(axes: Axes): HTMLElement {
     rest.push(`partition name '${axes.partition}'`);
   }
   if (rest.length) {
-    node.appendChild(el('span', undefined, `${axes.in.length ? ' · ' : ''}${rest.join(' · ')}`));
+    const before = axes.in.length || (axes.out_parts && axes.out_parts.length);
+    node.appendChild(el('span', undefined, `${before ? ' · ' : ''}${rest.join(' · ')}`));
   }
   return node;
 }

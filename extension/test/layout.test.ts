@@ -157,7 +157,7 @@ describe('lanes', () => {
     expect(laneDetails(l['counter steps'])).toContainEqual(['carry out', 'i32[]']);
     expect(scan.lanes.filter(x => x.relative === 'steps').length).toBe(1); // listed once
     expect(laneGroups(scan).map(g => g.title)).toEqual(['batch_stats: broadcast', 'counter: carry', 'params: axis 0']);
-    expect(scan.summary).toMatch(/^scan over 3 steps at \/steps_with_a_long_descriptive_name_to_check_wrapping: batch_stats broadcast, counter carry, params on axis 0; rngs params split; 7 created$/);
+    expect(scan.summary).toMatch(/^scan over 3 steps of \/steps_with_a_long_descriptive_name_to_check_wrapping: batch_stats broadcast, counter carry, params on axis 0; rngs params split; 7 created$/);
   });
 
   it('says what came back in apply: params unchanged, batch_stats updated and where committed', () => {
@@ -175,7 +175,7 @@ describe('lanes', () => {
     const trace = fixture('nested.json');
     expect(allRecords(trace).map(r => r.transform)).toEqual(['jit', 'scan', 'vmap']);
     const vmap = recordAt(trace, 0, [0, 0])!;
-    expect(vmap.summary).toBe('vmap over 3 at /ScanBody_0/VmapMember_0: params on axis 0; rngs params split, dropout shared; 2 created');
+    expect(vmap.summary).toBe('vmap over 3 slices of /ScanBody_0/VmapMember_0: params on axis 0; rngs params split, dropout shared; 2 created');
     expect(vmap.rng_lanes.map(r => [r.stream, r.text])).toEqual([
       ['params', 'split into 3 keys'],
       ['dropout', 'shared (the same key inside)']
@@ -187,9 +187,9 @@ describe('lanes', () => {
   it('says which scopes were merged in a multi-scope pack', () => {
     const rec = fixture('multi_scope.json').packs[0];
     expect(rec.scope_notes).toEqual([
-      { path: '/a', root: true, text: 'lifted' },
-      { path: '/a/inner', root: false, text: 'merged into /a (reached by path inner)' },
-      { path: '/b', root: true, text: 'lifted' }
+      { path: '/a', root: true, text: 'its variables are created inside and written back' },
+      { path: '/a/inner', root: false, text: 'goes in as part of /a' },
+      { path: '/b', root: true, text: 'its variables are created inside and written back' }
     ]);
     expect(rec.lanes.map((l: { path: string; committed: string }) => [l.path, l.committed])).toEqual([
       ['/a/inner/v', '/a'], // lanes in a stable order: group, scope, collection, path
@@ -227,7 +227,7 @@ describe('lanes', () => {
 describe('navigation and text helpers', () => {
   it('walks nested records and names them', () => {
     const trace = fixture('vmap_scan.json');
-    expect(recordTitle(recordAt(trace, 0, [])!)).toMatch(/^vmap at \//);
+    expect(recordTitle(recordAt(trace, 0, [])!)).toMatch(/^vmap of \//);
     expect(recordAt(trace, 0, [0])!.transform).toBe('scan');
     expect(recordAt(trace, 0, [5])).toBeUndefined();
     expect(allRecords(trace).map(r => r.transform)).toEqual(['vmap', 'scan']);

@@ -60,6 +60,45 @@ describe('renderPayload', () => {
     expect(created[1].querySelector('.lens-pack-axis')!.textContent).toBe('5');
   });
 
+  it("says a Linen scan's carry is carried and its xs split, and the results part by part", () => {
+    const host = document.createElement('div');
+    const doc = fixture('scan_carry.json');
+    renderPayload(host, doc);
+    const axes = host.querySelector('.lens-pack-axes')!;
+    expect(Array.from(axes.querySelectorAll('.lens-pack-arg')).map(n => n.textContent)).toEqual([
+      'c carried step to step',
+      'x split along axis 0',
+      'carry from the last step',
+      'ys stacked along axis 0'
+    ]);
+    expect(axes.textContent).toBe(
+      'inputs: c carried step to step x split along axis 0 · outputs: carry from the last step ys stacked along axis 0'
+    );
+    const scope = Array.from(host.querySelectorAll('.lens-pack-scope')).map(n => n.textContent);
+    expect(scope).toEqual(['writes the variables back to /steps_with_a_long_descriptive_name_to_check_wrapping']);
+  });
+
+  it('draws an older payload whose axes have no out_parts as before', () => {
+    const host = document.createElement('div');
+    const doc = fixture('scan_carry.json');
+    delete doc.packs[0].axes.out_parts;
+    doc.packs[0].axes.out = 'stacked along axis 0';
+    renderPayload(host, doc);
+    expect(host.querySelector('.lens-pack-axes')!.textContent).toBe(
+      'inputs: c carried step to step x split along axis 0 · outputs stacked along axis 0'
+    );
+  });
+
+  it('says in plain words which scopes a multi-scope pack lifts', () => {
+    const host = document.createElement('div');
+    renderPayload(host, fixture('multi_scope.json'));
+    expect(Array.from(host.querySelectorAll('.lens-pack-scope')).map(n => n.textContent)).toEqual([
+      '/a: its variables are created inside and written back',
+      '/a/inner: goes in as part of /a',
+      '/b: its variables are created inside and written back'
+    ]);
+  });
+
   it('draws a pass-through jit as one line of variables, its nested scan in full', () => {
     const host = document.createElement('div');
     const doc = fixture('nnx_jit_scan.json');
@@ -77,7 +116,7 @@ describe('renderPayload', () => {
     expect(Array.from(scan.querySelectorAll('.lens-pack-arg')).map(n => n.textContent)).toEqual(['x carried step to step', 'block split along axis 0']);
     // a chip opens the details panel as a lane does
     (own('.lens-pack-chip')[1] as HTMLElement).click();
-    expect(jit.querySelector('.lens-pack-details-title')!.textContent).toBe('/block/linear/kernel in jit at /block');
+    expect(jit.querySelector('.lens-pack-details-title')!.textContent).toBe('/block/linear/kernel in jit of /block');
   });
 
   it('keeps user strings as text (no HTML injection)', () => {
@@ -105,7 +144,7 @@ describe('renderPayload', () => {
     expect(boxes.map(b => [b.dataset.transform, b.dataset.depth])).toEqual([['jit', '0'], ['scan', '1'], ['vmap', '2']]);
     expect(boxes[2].parentElement).toBe(boxes[1]);
     const crumbs = boxes[2].querySelector(':scope > .lens-pack-crumbs')!;
-    expect(crumbs.textContent).toBe('in jit at / › scan at /ScanBody_0 › vmap at /ScanBody_0/VmapMember_0');
+    expect(crumbs.textContent).toBe('in jit of / › scan of /ScanBody_0 › vmap of /ScanBody_0/VmapMember_0');
     (crumbs.querySelector('.lens-pack-crumb') as HTMLElement).click(); // back out to jit
     expect([boxes[0].open, boxes[1].open, boxes[2].open]).toEqual([true, false, false]);
     expect(view.boxOf(view.trace.packs[0])).toBe(boxes[0]);

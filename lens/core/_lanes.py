@@ -13,7 +13,7 @@ neither derives them again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lens.core import _axes
@@ -210,8 +210,8 @@ def _fate_text(item: Mapping[str, Any]) -> str:
     where = item["committed"]
     return {
         "unchanged": "unchanged" + (f", written back to {where}" if where else ""),
-        "updated": f"updated inside, committed to {where}",
-        "created": f"created inside, committed to {where}",
+        "updated": f"updated inside, written back to {where}",
+        "created": f"created inside, written back to {where}",
         "dropped": "changed inside but dropped: the outer scope cannot take it "
         "(its collection is not mutable there)",
     }[item["fate"]]
@@ -247,24 +247,30 @@ def rng_lanes(rec: Mapping[str, Any], n: int | None) -> list[dict[str, Any]]:
     ]
 
 
-def scope_notes(rec: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Which scopes were lifted, and which were merged into a root (de-duplicated)."""
+def scope_notes(
+    rec: Mapping[str, Any], lanes_: Sequence[Mapping[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    """Which scopes' variables go through the transform (or are all created inside
+    it), and which go in as part of another (a scope inside a lifted one is taken
+    in with it, not twice)."""
     scopes = rec.get("scopes", [])
     roots = [s["path"] for s in scopes if s.get("root")]
     notes = []
     for s in scopes:
         if s.get("root"):
-            notes.append({"path": s["path"], "root": True, "text": "lifted"})
+            mine = [x for x in lanes_ if x["scope"] == s.get("root_index")]
+            built = bool(mine) and all(x["fate"] == "created" for x in mine)
+            text = (
+                "its variables are created inside and written back"
+                if built
+                else "its variables go through the transform"
+            )
+            notes.append({"path": s["path"], "root": True, "text": text})
         else:
             base = _where(roots, s.get("root_index", 0))
             rel = "/".join(s.get("relative_path", []))
-            notes.append(
-                {
-                    "path": s["path"],
-                    "root": False,
-                    "text": f"merged into {base} (reached by path {rel or '.'})",
-                }
-            )
+            text = f"goes in as part of {base}" if rel else f"goes in as {base}"
+            notes.append({"path": s["path"], "root": False, "text": text})
     return notes
 
 
@@ -287,19 +293,20 @@ def _group_phrase(g: Mapping[str, Any]) -> str | None:
 
 
 def summary(rec: Mapping[str, Any], lanes_: list[dict[str, Any]], n: int | None) -> str:
-    """``vmap over 8 at /m: params on axis 0, batch_stats broadcast; rngs params
-    split; 4 created``: one line that says what the transform did."""
+    """``vmap over 8 slices of /m: params on axis 0, batch_stats broadcast; rngs
+    params split; 4 created``: one line that says what the transform did, to the
+    variables of which scopes."""
     transform = rec.get("transform", "?")
-    unit = " steps" if transform == "scan" else ""
-    head = transform + (f" over {n}{unit}" if n is not None else "")
+    unit = "steps" if transform == "scan" else "slices"
+    head = transform + (f" over {n} {unit}" if n is not None else "")
     roots = [s["path"] for s in rec.get("scopes", []) if s.get("root")]
     parts = [p for p in (_group_phrase(g) for g in rec.get("groups", [])) if p]
-    text = f"{head} at {', '.join(roots) or '/'}" + (
+    text = f"{head} of {', '.join(roots) or '/'}" + (
         ": " + ", ".join(parts) if parts else ""
     )
     merged = sum(1 for s in rec.get("scopes", []) if not s.get("root"))
     if merged:
-        text += f" ({merged} scope{'s' if merged != 1 else ''} merged)"
+        text += f" ({merged} nested scope{'s' if merged != 1 else ''} taken along)"
     rngs = rec.get("rngs", [])
     if rngs:
         text += "; rngs " + ", ".join(f"{r['stream']} {r['label']}" for r in rngs)
@@ -328,7 +335,7 @@ def describe(rec: Mapping[str, Any]) -> dict[str, Any]:
         r["passes"] = _axes.passes(r, ls)
         r["size"] = n
         r["rng_lanes"] = rng_lanes(r, n)
-        r["scope_notes"] = scope_notes(r)
+        r["scope_notes"] = scope_notes(r, ls)
         r["summary"] = summary(r, ls, n)
         kids = [dict(k) for k in r.get("children", [])]
         r["children"] = kids

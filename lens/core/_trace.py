@@ -190,7 +190,7 @@ class NullRecorder:
     def scopes(self, *args: Any) -> None:
         pass
 
-    groups = rngs = inner = repack = commit = scopes
+    groups = rngs = inner = repack = commit = arguments = scopes
 
 
 NULL_RECORDER = NullRecorder()
@@ -237,6 +237,23 @@ class Recorder:
         for stack in self._stacks:
             if stack and stack[-1] is self.rec:
                 stack.pop()
+
+    # the call
+    def arguments(
+        self,
+        ins: Sequence[tuple[str, Any]],
+        outs: Sequence[tuple[str, Any]] | None = None,
+    ) -> None:
+        """How this call's arguments go in (and its results come out, part by
+        part): ``(name, axis)`` pairs, recorded as ``arg_axes``."""
+
+        def pairs(xs: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
+            return [{"arg": name, "axis": jsonable(axis)} for name, axis in xs]
+
+        self.rec["arg_axes"] = {
+            "in": pairs(ins),
+            "out": None if outs is None else pairs(outs),
+        }
 
     # stage 1
     def scopes(

@@ -130,11 +130,23 @@ def flowing(rec: Mapping[str, Any]) -> list[str]:
 
 
 def _commits_to(rec: Mapping[str, Any]) -> str | None:
-    """``commits back to /mlp`` when one scope is lifted and something is written back."""
+    """``writes the variables back to /mlp`` when one scope is lifted and something
+    is written back (with several, each lane says where)."""
     roots = _roots(rec)
     if len(roots) == 1 and any(lane.get("committed") for lane in rec.get("lanes", [])):
-        return f"commits back to {roots[0]}"
+        return f"writes the variables back to {roots[0]}"
     return None
+
+
+def scope_lines(rec: Mapping[str, Any]) -> list[str]:
+    """``/a: its variables go through the transform``, ``/a/inner: goes in as part
+    of /a``: a line per scope when there are several (one root says nothing new)."""
+    notes = rec.get("scope_notes", [])
+    return [
+        f"{note['path']}: {note['text']}"
+        for note in notes
+        if not note["root"] or len(notes) > 1
+    ]
 
 
 def _outer_inner(lane: Mapping[str, Any]) -> tuple[Any, Any]:
@@ -188,9 +200,8 @@ def text_lines(records: Sequence[Mapping[str, Any]], depth: int = 0) -> list[str
         axes = rec.get("axes")
         if axes and axes.get("text"):
             out.append(f"{pad}  {printable(axes['text'])}")
-        for note in rec.get("scope_notes", []):
-            if not note["root"]:
-                out.append(f"{pad}  scope {printable(note['path'])}: {note['text']}")
+        for line in scope_lines(rec):
+            out.append(f"{pad}  {printable(line)}")
         many = len(_roots(rec)) > 1
         if _commits_to(rec):
             out.append(f"{pad}  {printable(_commits_to(rec))}")
@@ -318,11 +329,8 @@ def _record_html(rec: Mapping[str, Any], crumbs: list[str]) -> str:
         body.append(f"<div style='{_WRAP}'>{e(axes['text'])}</div>")
     if len(trail) > 1:
         body.append(f"<div style='{_MUTED};{_WRAP}'>in: {e(' › '.join(trail))}</div>")
-    for note in rec.get("scope_notes", []):
-        if not note["root"] or len(rec.get("scope_notes", [])) > 1:
-            body.append(
-                f"<div style='{_WRAP}'>scope {e(note['path'])}: {e(note['text'])}</div>"
-            )
+    for line in scope_lines(rec):
+        body.append(f"<div style='{_WRAP}'>{e(line)}</div>")
     if _commits_to(rec):
         body.append(f"<div style='{_MUTED};{_WRAP}'>{e(_commits_to(rec))}</div>")
     many = len(_roots(rec)) > 1

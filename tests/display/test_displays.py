@@ -278,7 +278,7 @@ def test_pack_trace_text_html_and_mime(variables):
     trace = lens.show_lifting(E(), jnp.ones((3, 2, 3)))
     text = PackTraceView(trace).text()
     assert text.startswith(
-        "PackTrace: 1 pack call(s)\nvmap over 3 at /: params on axis 0, batch_stats "
+        "PackTrace: 1 pack call(s)\nvmap over 3 slices of /: params on axis 0, batch_stats "
         "on axis 0; rngs params split; 8 created\n"
         "  options: variable_axes={params: 0, batch_stats: 0}"
     )
@@ -292,10 +292,10 @@ def test_pack_trace_text_html_and_mime(variables):
     assert "  rng params: split into 3 keys" in text.splitlines()
     # in_axes / out_axes and the partition name metadata_params gives the new axis
     assert (
-        "  inputs: every argument split along axis 0 · outputs stacked along axis 0"
+        "  inputs: x split along axis 0 · outputs stacked along axis 0"
         " · partition name 'ens'" in text.splitlines()
     )
-    assert "  commits back to /" in text.splitlines()
+    assert "  writes the variables back to /" in text.splitlines()
     bundle = trace._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "text/html", "application/vnd.lens.pack+json"}
     html = bundle["text/html"]
@@ -556,7 +556,7 @@ def test_pack_text_leads_with_a_one_line_summary_per_transform():
         variables = M().init(jax.random.key(0), jnp.ones((8, 4, 2)))
     lines = PackTraceView(t).text().splitlines()
     assert lines[1] == (
-        "vmap over 8 at /VmapBatchNorm_0: params on axis 0, batch_stats broadcast; "
+        "vmap over 8 slices of /VmapBatchNorm_0: params on axis 0, batch_stats broadcast; "
         "rngs params split; 4 created"
     )
     with pytest.raises(ValueError, match="a collection that vmap broadcasts"):

@@ -70,7 +70,7 @@ def test_in_axes_are_shown_per_argument_by_name():
         "stacked along axis 0",
         "member",
     )
-    assert rec["summary"].startswith("vmap over 5 at /member:")
+    assert rec["summary"].startswith("vmap over 5 slices of /member:")
     line = (
         "  inputs: member split along axis 0, x not split (broadcast)"
         " · outputs stacked along axis 0 · axis_name 'member'"
@@ -171,3 +171,16 @@ def test_the_static_html_says_a_note_shared_by_a_group_once_in_its_head():
     assert "scan axis 0, length 3;" not in html
     text = PackTraceView(doc).text()
     assert text.count("scan axis 0, length 3;") == 2  # each text line stays whole
+
+
+def test_scopes_are_said_in_plain_words_alike_in_text_and_html():
+    t, (rec,) = _record(lambda: make_ensemble(nnx.Rngs(1)))
+    lines = [
+        "/rngs: its variables go through the transform",
+        "/out: its variables are created inside and written back",
+    ]
+    assert [f"{n['path']}: {n['text']}" for n in rec["scope_notes"]] == lines
+    text, page = PackTraceView(t).text().splitlines(), PackTraceView(t).html()
+    for line in lines:
+        assert f"  {line}" in text
+        assert f">{line}</div>" in page

@@ -136,7 +136,7 @@ def test_extension_draws_pack_traces_in_jupyterlab(browser_runs):
 
     # notebooks/02_lifting.ipynb, re-run live.
     assert report["renderers"] >= 3
-    assert report["summary"].startswith("vmap over 3 at /mlp: params on axis 0")
+    assert report["summary"].startswith("vmap over 3 slices of /mlp: params on axis 0")
     assert report["groupTitles"][0].startswith("params: axis 0 · ")
     # hidden/kernel, hidden/bias, out/kernel and out/bias
     assert report["paramsLanes"] == 4

@@ -33,7 +33,10 @@ def test_vmap_records_mapped_state_and_what_came_back():
     doc = t.to_json()
     jsonschema.validate(doc, _trace.schema())
     (rec,) = doc["packs"]
-    assert rec["summary"] == "vmap over 5 at /m: Param, BatchStat on axis 0; 2 updated"
+    assert (
+        rec["summary"]
+        == "vmap over 5 slices of /m: Param, BatchStat on axis 0; 2 updated"
+    )
     lanes = _lanes(rec)
     kernel = lanes["Param lin/kernel"]
     assert (kernel["outer"]["shape"], kernel["inner"]["shape"]) == ([5, 3, 4], [3, 4])
@@ -64,7 +67,7 @@ def test_scan_records_carry_and_scanned_state_with_nested_vmap_as_child():
         y = run(jnp.ones((2, 4)), stack)
     assert y.shape == (2, 4)
     (scan,) = t.to_json()["packs"]
-    assert scan["summary"] == "scan over 3 steps at /blk: Param on axis 0"
+    assert scan["summary"] == "scan over 3 steps of /blk: Param on axis 0"
     assert _lanes(scan)["Param lin/kernel"]["note"] == "scan axis 0, length 3"
     (child,) = scan["children"]
     assert child["transform"] == "vmap"
@@ -105,7 +108,7 @@ def test_jit_is_traced_again_under_a_trace_and_records_nested_transforms():
         y = step(net, x)
     assert len(calls) == 2 and y.shape == (2, 4)
     (jit,) = t.to_json()["packs"]
-    assert jit["summary"] == "jit at /m: Param, BatchStat passed in whole; 2 updated"
+    assert jit["summary"] == "jit of /m: Param, BatchStat passed in whole; 2 updated"
     assert {x["relative"]: x["fate"] for x in jit["lanes"]}["bn/mean"] == "updated"
     (vmap,) = jit["children"]
     assert [x["role"] for x in vmap["lanes"]] == ["broadcast", "broadcast"]
@@ -125,7 +128,7 @@ def test_grad_records_differentiated_and_constant_state():
     assert grads["lin"]["kernel"].value.shape == (3, 4)
     (rec,) = t.to_json()["packs"]
     assert rec["summary"] == (
-        "grad at /m: Param differentiated, BatchStat constant; 2 updated"
+        "grad of /m: Param differentiated, BatchStat constant; 2 updated"
     )
     fates = {x["relative"]: (x["role"], x["fate"]) for x in rec["lanes"]}
     assert fates["lin/kernel"] == ("differentiated", "unchanged")
@@ -161,7 +164,7 @@ def test_remat_cond_and_loops_are_recorded_with_their_state():
         fates = {x["relative"]: x["fate"] for x in rec["lanes"]}
         assert fates == {"n": "updated", "w": "unchanged"}, rec["transform"]
     assert (
-        recs[2]["summary"] == "fori_loop at /args[0]: BatchStat, Param carry; 1 updated"
+        recs[2]["summary"] == "fori_loop of /args[0]: BatchStat, Param carry; 1 updated"
     )
     assert recs[0]["lanes"][0]["note"] == "passed in whole (the same value inside)"
 

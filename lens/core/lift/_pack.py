@@ -25,6 +25,7 @@ import jax.core
 
 from lens import errors
 from lens.core import _trace
+from lens.core._axes import CallAxes
 from lens.core._filters import (
     Filter,
     canonical_filter,
@@ -472,6 +473,7 @@ def pack(
     trace_options: Mapping[str, Any] | None = None,
     group_labels: Sequence[str] = (),
     rng_labels: Sequence[str] = (),
+    trace_args: Callable[[tuple, dict], CallAxes] | None = None,
 ) -> Callable[..., Any]:
     """Lifts ``fn`` over the variables and rngs of one or more scopes.
 
@@ -493,6 +495,9 @@ def pack(
       trace_options: the transform's options, recorded in pack traces.
       group_labels: a label per variable group for traces (e.g. ``'axis 0'``).
       rng_labels: a label per rng group for traces (``'split'`` or ``'shared'``).
+      trace_args: ``trace_args(args, kwargs)`` says, for traces, how one call's
+        arguments go in and its results come out (a ``CallAxes``, by name: a
+        scan's carry is carried, its ``xs`` split along ``in_axes``).
 
     Returns:
       ``wrapper(scope_tree, *args, **kwargs)`` returning ``y``.
@@ -520,6 +525,8 @@ def pack(
             )
             kwargs = {}
         recorder = _trace.recorder(spec.label, trace_options)
+        if recorder.active and trace_args is not None:
+            recorder.arguments(*trace_args(args, kwargs))
         try:
             return _run(spec, recorder, scope_tree, args, kwargs)
         finally:

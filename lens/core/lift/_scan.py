@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lens import errors
+from lens.core._axes import CARRY, KEYWORD, CallAxes, arg_names, per_argument
 from lens.core._filters import (
     DenyList,
     Filter,
@@ -265,6 +266,18 @@ def _trace_options(
     )
 
 
+def _call_axes(spec: _ScanSpec, args: tuple, kwargs: dict) -> CallAxes:
+    """How one call goes, for traces: the first argument is carried step to step,
+    the ``xs`` after it split along ``in_axes``, keyword arguments passed whole;
+    the carry comes out of the last step and ``ys`` stacked on ``out_axes``."""
+    names = arg_names(spec.fn, len(args))
+    xs_axes = per_argument(spec.in_axes, args[1:])
+    ins = [(names[0], CARRY)] if args else []
+    ins += list(zip(names[1:], xs_axes))
+    ins += [(k, KEYWORD) for k in kwargs]
+    return CallAxes(ins, [("carry", CARRY), ("ys", spec.out_axes)])
+
+
 def scan(
     fn: Callable[..., Any],
     variable_axes: Mapping[Filter, Any] = {},  # noqa: B006 - read only
@@ -337,4 +350,5 @@ def scan(
         trace_options=_trace_options(spec, variable_axes, split_rngs),
         group_labels=["broadcast", "carry"] + [f"axis {a}" for a in scan_axes_in],
         rng_labels=["split" if s else "shared" for s in rng_splits],
+        trace_args=functools.partial(_call_axes, spec),
     )

@@ -9,6 +9,7 @@ from typing import Any
 import jax
 
 from lens import errors
+from lens.core._axes import KEYWORD, CallAxes, arg_names, per_argument
 from lens.core._filters import Filter
 from lens.core.lift._pack import pack
 from lens.core.lift._util import (
@@ -98,7 +99,18 @@ def vmap(
         trace_options=dict(options, metadata_params=params),
         group_labels=[f"axis {a}" if a is not None else "broadcast" for a in in_var_axes],
         rng_labels=["split" if s else "shared" for s in rng_splits],
+        trace_args=lambda args, kwargs: _call_axes(fn, in_axes, args, kwargs),
     )  # fmt: skip
+
+
+def _call_axes(
+    fn: Callable[..., Any], in_axes: Any, args: tuple, kwargs: dict[str, Any]
+) -> CallAxes:
+    """How one call goes, for traces: each argument split along its ``in_axes``
+    (``None``: not split), keyword arguments passed whole."""
+    names = arg_names(fn, len(args))
+    ins = list(zip(names, per_argument(in_axes, args)))
+    return CallAxes(ins + [(k, KEYWORD) for k in kwargs])
 
 
 def _mapped_body(fn, scope_fn, repack_fn, kwargs, out_var_axes, **vmap_kwargs):
