@@ -62,9 +62,8 @@ $(VENV)/.labextension: lens/labextension/static/style.js
 
 install: $(VENV)/.installed $(VENV)/.labextension
 
-RUFF_CHECK := lens tests benchmarks compat docs notebooks/build.py notebooks/cells.py \
-	notebooks/conftest.py
-RUFF_FORMAT := lens tests benchmarks compat
+RUFF_CHECK := lens tests benchmarks compat docs notebooks conftest.py
+RUFF_FORMAT := lens tests benchmarks compat conftest.py
 
 # Debian's Chromium for the browser test (Playwright cannot download its own here).
 CHROMIUM ?= /usr/bin/chromium
@@ -89,7 +88,7 @@ test: $(VENV)/.installed $(VENV)/.compiled $(VENV)/.labextension $(CHROMIUM) ext
 	nice -n 5 $(VENV)/bin/pyright > $$typed 2>&1 & pyright=$$!; \
 	echo "ruff and $(VENV)/bin/pyright (in the background)"; \
 	$(TEST_ENV) $(PY) -m pytest -n 2 --dist loadfile tests lens notebooks/*.ipynb \
-		--nbval --nbval-sanitize-with notebooks/sanitize.cfg; tests=$$?; \
+		--nbval --nbval-sanitize-with tests/nbval_sanitize.cfg; tests=$$?; \
 	wait $$ruff; style=$$?; echo "ruff check && ruff format --check:"; cat $$lint; \
 	echo "cd extension && npx vitest run:"; cat $(UNIT_LOG); ts=$$(cat $(UNIT_LOG).rc); \
 	wait $$pyright; types=$$?; echo "$(VENV)/bin/pyright:"; cat $$typed; \
@@ -133,9 +132,11 @@ flax-guides: $(VENV)/.installed
 api-diff: $(VENV)/.installed
 	$(PY) -m compat.surface
 
-## Re-run the notebooks and store their outputs (after changing notebooks/cells.py).
+## Re-run the notebooks and store their outputs (after editing one in JupyterLab):
+## on the CPU with 8 devices, as nbval runs them.
 notebooks: $(VENV)/.installed
-	$(PY) notebooks/build.py
+	JAX_PLATFORMS=cpu XLA_FLAGS=--xla_force_host_platform_device_count=8 \
+		$(PY) tests/notebook_outputs.py
 
 ## Build the documentation (guide, API and error reference) into docs/_build/.
 docs: $(VENV)/.installed

@@ -1,6 +1,6 @@
 """The stored notebook outputs hold on other CPUs, not just the one that saved them.
 
-``make test`` runs the notebooks with nbval, and ``notebooks/conftest.py`` gives
+``make test`` runs the notebooks with nbval, and the root ``conftest.py`` gives
 nbval's kernels XLA's CPU code generation changed as another machine would change it
 (an older instruction set, reassociating fast math). Here: that the kernels really
 get it, that nbval compares every cell, and that the sanitizer hides only digits.
@@ -19,7 +19,7 @@ import nbformat
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-CONFTEST = ROOT / "notebooks" / "conftest.py"
+CONFTEST = ROOT / "conftest.py"
 
 
 def _notebooks_conftest():
@@ -44,7 +44,7 @@ def test_other_cpu_environment_is_set_then_restored(monkeypatch):
 
 
 def test_nbval_kernels_run_as_another_cpu(tmp_path):
-    """A notebook beside a copy of notebooks/conftest.py whose stored output is the
+    """A notebook beside a copy of the root conftest.py whose stored output is the
     kernel's XLA_FLAGS: nbval passes only if the kernel got the other CPU's flags
     (this process's own flags, the suite's compile-speed ones, would not match)."""
     conf = _notebooks_conftest()
@@ -85,9 +85,33 @@ def test_every_notebook_cell_is_compared():
             assert "nbval-skip" not in tags, (path.name, source[:80])
 
 
+def test_notebooks_folder_holds_notebooks_only():
+    """JupyterLab opens on notebooks/: no tooling beside the notebooks."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "notebooks"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.split()
+    assert tracked and all(p.endswith(".ipynb") for p in tracked), tracked
+
+
+def test_notebooks_open_clean_in_jupyterlab():
+    """What JupyterLab writes on opening a notebook is what is stored, so opening
+    one does not mark it modified: its kernelspec as the python3 kernel names it."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    for path in NOTEBOOKS:
+        meta = json.loads(path.read_text())["metadata"]
+        assert meta["kernelspec"] == {
+            "display_name": spec.display_name,
+            "language": spec.language,
+            "name": "python3",
+        }, path.name
+        assert meta["language_info"]["name"] == "python", path.name
+
+
 def test_sanitizer_keeps_structure():
     """The sanitizer hides statistics' digits only: names, shapes, sizes stay compared."""
-    cfg = (ROOT / "notebooks" / "sanitize.cfg").read_text()
+    cfg = (ROOT / "tests" / "nbval_sanitize.cfg").read_text()
     rules = re.findall(r"regex: (.*)\nreplace: (.*)", cfg)
     line = "  kernel  f32[4,16]  64 (256 B)  mean 0.0217 std 0.46 [-1.06, 1.06]"
     diff = "  ~ params:/head/kernel f32[16,3] max|d| 0.197 rel 0.57"

@@ -330,7 +330,7 @@ def test_diff_of_a_leaf_that_was_all_zero_says_so_not_rel_inf(variables):
     assert line == "  ~ params:/Dense_1/bias f32[1] max|d| 0.5 (was all 0)"
     assert "inf" not in lens.diff(variables, after).html()
     # nbval compares the fact, not the digits
-    cfg = pathlib.Path(__file__).parents[2] / "notebooks" / "sanitize.cfg"
+    cfg = pathlib.Path(__file__).parents[2] / "tests" / "nbval_sanitize.cfg"
     for pattern, repl in re.findall(r"regex: (.*)\nreplace: (.*)", cfg.read_text()):
         line = re.sub(pattern, repl, line)
     assert line == "  ~ params:/Dense_1/bias f32[1] max|d| ~ (was all 0)"

@@ -15,11 +15,21 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e import test_extension_browser, test_live_browser, test_trust_browser
+from tests.e2e import (
+    test_extension_browser,
+    test_live_browser,
+    test_open_clean_browser,
+    test_trust_browser,
+)
 from tests.e2e.browser import BrowserRun
 from tests.e2e.test_extension_browser import start_lab
 
-SHARING = (test_extension_browser, test_live_browser, test_trust_browser)
+SHARING = (
+    test_extension_browser,
+    test_live_browser,
+    test_open_clean_browser,
+    test_trust_browser,
+)
 """The modules whose scripts run on the shared server, each with its
 ``start_browser(lab, folder) -> BrowserRun``; the trust test's starts last (it runs
 a notebook in a kernel first, while the other two are already under way)."""

@@ -1,6 +1,9 @@
-"""nbval runs these notebooks as another CPU would.
+"""nbval runs the notebooks in notebooks/ as another CPU would.
 
-The stored outputs were saved on one machine (``notebooks/build.py``, XLA's default
+(At the repository's root so that it reaches notebooks/ without putting tooling
+there: JupyterLab's file browser on notebooks/ shows notebooks only.)
+
+The stored outputs were saved on one machine (``tests/notebook_outputs.py``, XLA's default
 code generation for that CPU). nbval's kernels here get XLA's CPU code generation
 changed the way another machine would change it: an older instruction set (other
 vector widths, so other reduction orders) and reassociating fast math (other
@@ -45,6 +48,9 @@ def other_cpu_environment() -> Iterator[None]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item):
-    # nbval starts a notebook's kernel in its first cell's setup.
+    # nbval starts a notebook's kernel in its first cell's setup; other tests'
+    # fixtures (a JupyterLab server, say) keep this process's environment.
+    if not type(item).__module__.startswith("nbval"):
+        return (yield)
     with other_cpu_environment():
         return (yield)
