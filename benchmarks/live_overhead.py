@@ -2,8 +2,10 @@
 
 The same jitted MLP train step runs ``steps`` times with nothing watching it
 ("pure jax") and with a ``lens.display.live`` view ("lens") that logs the loss and
-the learning rate every step, samples per-layer RMS of params and grads, watches
-the step's compile, and draws every frame's HTML (what a notebook is sent) on its
+the learning rate every step and an eval loss every ``EVAL_EVERY`` steps (a sparse
+series: drawn as points), samples per-layer RMS of params and grads, watches the
+step's compile, and draws every frame's HTML (what a notebook is sent: charts with
+ticks, legends and an SVG image of the lines, heatmaps with colour scales) on its
 background thread. The batch is doubled until one step takes about 10 ms on this
 machine. Both loops wait for the device only at the end; runs alternate, and the
 medians of the per-step time are compared.
@@ -24,6 +26,7 @@ BENCH = "live view on a ~10 ms jitted train step: cost per step"
 WALL = "live view on a ~10 ms jitted train step: wall time per step"
 TARGET_STEP = 0.010
 WIDTH, DEPTH = 256, 4
+EVAL_EVERY = 25
 
 
 def _problem(batch: int):
@@ -65,6 +68,8 @@ def _loop(params, opt, step, steps: int, live=None) -> tuple[float, float]:
         if live is not None:
             a = time.thread_time()  # CPU time: a wait for the device is no cost
             live.log(i, loss=loss, lr=1e-3)
+            if i % EVAL_EVERY == EVAL_EVERY - 1:
+                live.log(i, split="eval", loss=loss)
             live.layers(i, params, grads)
             inside += time.thread_time() - a
     block(params)

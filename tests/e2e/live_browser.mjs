@@ -58,15 +58,19 @@ async function shootNow(page, locator, name) {
   report.shots[report.shots.length - 1].after = Date.now() - t0;
 }
 
-function measure(root) {
+// What a person reads off the final picture: every element that is wider than its
+// box without a scrollbar to show the rest, and per chart and heatmap what it says
+// (tick labels and where they are, legend names, points, the colour scale).
+async function measure(root) {
   const overflow = [];
   const check = n => {
-    if (n.clientWidth > 0 && n.scrollWidth > n.clientWidth + 1) {
+    const scrolls = ['auto', 'scroll'].includes(getComputedStyle(n).overflowX) && n !== root;
+    if (!scrolls && n.clientWidth > 0 && n.scrollWidth > n.clientWidth + 1) {
       overflow.push(`${n.className || n.tagName}: ${n.textContent.slice(0, 60)} (${n.scrollWidth} > ${n.clientWidth})`);
     }
   };
   check(root);
-  root.querySelectorAll('div').forEach(check);
+  root.querySelectorAll('*').forEach(check);
   const area = root.closest('.jp-OutputArea-output') || root.parentElement;
   const r = root.getBoundingClientRect();
   const a = area.getBoundingClientRect();
@@ -77,12 +81,70 @@ function measure(root) {
   });
   const outside = boxes.filter(b => b.right > a.right + 1);
   if (outside.length) overflow.push(`${outside.length} charts past the output area`);
+  const box = n => { const q = n.getBoundingClientRect(); return { left: q.left, right: q.right, top: q.top, bottom: q.bottom }; };
+  const ticks = (chart, axis) => Array.from(chart.querySelectorAll(`${axis} .lens-live-tick`)).map(t => {
+    const q = t.getBoundingClientRect();
+    const inner = t.firstElementChild ? t.firstElementChild.getBoundingClientRect() : q;
+    return { text: t.innerText.trim(), x: (inner.left + inner.right) / 2, y: (q.top + q.bottom) / 2,
+             left: inner.left, right: inner.right, visible: q.height > 0 || inner.width > 0 };
+  });
+  const charts = [];
+  for (const chart of root.querySelectorAll('.lens-live-chart')) {
+    const plot = chart.querySelector('.lens-live-plot');
+    const img = chart.querySelector('img.lens-live-lines');
+    if (img) await img.decode().catch(() => null);
+    // The lines as drawn: between two neighbouring points of a sparse series, the
+    // pixel halfway along a straight segment has the series' colour.
+    const points = Array.from(chart.querySelectorAll('.lens-live-point')).map(p => {
+      const q = p.getBoundingClientRect();
+      return [(q.left + q.right) / 2, (q.top + q.bottom) / 2, getComputedStyle(p).backgroundColor];
+    });
+    const midpoints = [];
+    if (img && img.naturalWidth) {
+      const ib = img.getBoundingClientRect();
+      const c = document.createElement('canvas');
+      c.width = Math.round(ib.width);
+      c.height = Math.round(ib.height);
+      const ctx = c.getContext('2d');
+      ctx.drawImage(img, 0, 0, c.width, c.height);
+      for (let i = 1; i < points.length; i++) {
+        const x = (points[i - 1][0] + points[i][0]) / 2 - ib.left;
+        const y = (points[i - 1][1] + points[i][1]) / 2 - ib.top;
+        const d = ctx.getImageData(Math.round(x) - 1, Math.round(y) - 1, 3, 3).data;
+        let hit = false;
+        for (let k = 0; k < d.length; k += 4) hit = hit || (d[k + 3] > 128 && d[k] > 180 && d[k + 2] < 120);
+        midpoints.push(hit);
+      }
+    }
+    charts.push({
+      title: chart.querySelector('b').innerText,
+      log: /log scale/.test(chart.innerText),
+      plot: box(plot),
+      y: ticks(chart, '.lens-live-yaxis'),
+      x: ticks(chart, '.lens-live-xaxis'),
+      legend: Array.from(chart.querySelectorAll('.lens-live-name')).map(n => n.innerText.trim()),
+      points: points.length,
+      midpoints,
+      image: img ? { complete: img.complete, width: img.naturalWidth, box: box(img) } : null
+    });
+  }
+  const heatmaps = Array.from(root.querySelectorAll('.lens-live-heat')).map(h => {
+    const scale = h.querySelector('.lens-live-scale');
+    const bar = scale && Array.from(scale.querySelectorAll('div')).find(d => /gradient/.test(getComputedStyle(d).backgroundImage));
+    return {
+      rows: Array.from(h.querySelectorAll('.lens-live-row')).map(n => n.innerText.trim()),
+      ticks: Array.from(h.querySelectorAll('.lens-live-tick')).map(n => n.innerText.trim()),
+      lo: scale ? scale.querySelector('.lens-live-scale-lo').innerText : null,
+      hi: scale ? scale.querySelector('.lens-live-scale-hi').innerText : null,
+      bar: bar ? box(bar) : null,
+      text: h.innerText.slice(0, 300)
+    };
+  });
   return {
     width: Math.round(r.width),
     overflow,
-    charts: root.querySelectorAll('.lens-live-chart').length,
-    heatmaps: root.querySelectorAll('.lens-live-heat').length,
-    segments: root.querySelectorAll('.lens-live-chart i').length,
+    charts,
+    heatmaps,
     text: root.innerText.slice(0, 2000)
   };
 }
@@ -133,7 +195,7 @@ try {
   await page.evaluate(() => window.jupyterapp.commands.execute('docmanager:save'));
   await page.waitForFunction(() => !window.jupyterapp.shell.currentWidget.context.model.dirty, null, { timeout: 30000 });
 
-  for (const [width, theme] of [[600, 'light'], [1200, 'light'], [1200, 'dark']]) {
+  for (const [width, theme] of [[600, 'light'], [600, 'dark'], [1200, 'light'], [1200, 'dark']]) {
     await setTheme(page, theme);
     await setWidth(page, width);
     const key = `${width}${theme === 'dark' ? '-dark' : ''}`;
@@ -151,11 +213,12 @@ try {
   const html = JSON.parse(readFileSync(process.env.FINAL_HTML, 'utf8'));
   report.sanitized = await page.evaluate(html => {
     const sanitizer = window.jupyterapp.shell.currentWidget.content.rendermime.sanitizer;
-    const styles = h => Array.from(new DOMParser().parseFromString(`<body>${h}</body>`, 'text/html').body.querySelectorAll('*'))
-      .map(n => `${n.tagName}{${n.style.cssText}}`);
-    const before = styles(html);
-    const after = styles(sanitizer.sanitize(html));
-    return { elements: before.length, kept: after.length, lost: before.filter((x, i) => after[i] !== x).slice(0, 5) };
+    const kept = h => Array.from(new DOMParser().parseFromString(`<body>${h}</body>`, 'text/html').body.querySelectorAll('*'))
+      .map(n => `${n.tagName}{${n.style.cssText}}${['src', 'title', 'class'].map(a => n.getAttribute(a) || '').join('|')}`);
+    const before = kept(html);
+    const after = kept(sanitizer.sanitize(html));
+    return { elements: before.length, kept: after.length, images: before.filter(x => x.startsWith('IMG')).length,
+             lost: before.filter((x, i) => after[i] !== x).slice(0, 5).map(x => x.slice(0, 300)) };
   }, html);
 } finally {
   await browser.close();

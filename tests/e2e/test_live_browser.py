@@ -8,14 +8,18 @@ compile indicator). tests/e2e/live_browser.mjs
 drives Debian's Chromium with Playwright: while the loops run it samples each cell's
 outputs every 50 ms (frames must change, the cell must keep one output), then
 measures the final pictures at 600 and 1200 px, light and dark (nothing wider than
-its box), and runs the final HTML through JupyterLab's sanitizer (an untrusted,
-reopened notebook keeps every inline style). The script runs beside the extension
+its box without a scrollbar) and reads the charts back (tick labels inside the plot
+and consistent with the logged range, legend names as logged, an eval series drawn
+as points joined by straight lines, a colour scale on each heatmap), and runs the
+final HTML through JupyterLab's sanitizer (an untrusted, reopened notebook keeps
+every inline style and the curves' image). The script runs beside the extension
 and trust tests' scripts (tests/e2e/conftest.py). With LENS_SCREENSHOTS=1,
 screenshots go to extension/test/screenshots/live-*.png (the good ones are copied to
 docs/images/).
 """
 
 import json
+import math
 import pathlib
 import re
 
@@ -129,28 +133,82 @@ def test_live_view_updates_in_place_in_jupyterlab(lab, browser_runs):
     assert report["maxOutputs"] == {"0": 2, "1": 2}, report["maxOutputs"]
     assert report["compilingSeen"], "no compile indicator while slow_step ran"
 
-    for key in ("600", "1200", "1200-dark"):
+    # What the charts say, read back from the page: ticks, legend, points, scales.
+    saved = nbformat.read(root / "live.ipynb", 4)
+    summary = saved.cells[0].outputs[1].data["text/plain"]
+    for key in ("600", "600-dark", "1200", "1200-dark"):
         loop, compile_ = report["final"][key]
         assert loop["overflow"] == [] and compile_["overflow"] == [], (
             key,
-            loop,
-            compile_,
+            loop["overflow"],
+            compile_["overflow"],
         )
-        assert loop["charts"] == 2 and loop["heatmaps"] == 2, (key, loop)
-        assert loop["segments"] > 40  # the curves were drawn
+        assert len(loop["charts"]) == 2 and len(loop["heatmaps"]) == 2, (key, loop)
         assert "scan stack · 80/80 steps" in loop["text"] and "done" in loop["text"]
         assert "blocks/Dense_0: params RMS" in loop["text"]
         assert re.search(r"compiled slow_step in [67]\.\d s", compile_["text"])
+        loss, lr = loop["charts"]
+        assert [loss["title"], lr["title"]] == ["loss", "lr"]
+        assert loss["legend"] == ["loss", "loss (eval)"] and lr["legend"] == ["lr"]
+        for chart in (loss, lr):
+            _check_axes(chart, summary, key)
+        # eval is logged every 10 steps: a point each, joined by straight lines
+        assert loss["points"] == 8 and lr["points"] == 0, key
+        assert loss["midpoints"] == [True] * 7, (key, loss["midpoints"])
+        for heat in loop["heatmaps"]:
+            assert heat["rows"] == [str(i) for i in range(8)], (key, heat)
+            assert float(heat["lo"]) < float(heat["hi"]), (key, heat)
+            assert heat["bar"] and heat["bar"]["right"] - heat["bar"]["left"] >= 24
+            assert heat["ticks"] and all(t.isdigit() for t in heat["ticks"])
     assert report["final"]["600"][0]["width"] < 600
     assert report["final"]["1200"][0]["width"] > 900
 
     san = report["sanitized"]
     assert san["kept"] == san["elements"] and san["lost"] == [], san
+    assert san["images"] == 1  # the curves' image (a data URI) is kept too
 
     # The saved notebook holds the final picture (what nbval, GitHub and nbconvert see).
-    saved = nbformat.read(root / "live.ipynb", 4)
     outputs = saved.cells[0].outputs
     assert [o.output_type for o in outputs] == ["display_data", "display_data"]
     assert outputs[0].data == {"text/plain": ""}
     assert "lens-live-chart" in outputs[1].data["text/html"]
     assert outputs[1].data["text/plain"].startswith("scan stack · 80/80 steps")
+
+
+def _check_axes(chart: dict, summary: str, key: str) -> None:
+    """Tick labels inside the plot, in order, not overlapping, and an axis that
+    holds the data: its ends (read from two ticks' places) bracket the logged
+    minimum and maximum (from the text form's ``last .. · min .. · max ..``)."""
+    plot, ys, xs = chart["plot"], chart["y"], chart["x"]
+    assert len(ys) >= 3 and len(xs) >= 3, (key, chart)
+    for t in ys:
+        assert plot["top"] - 1 <= t["y"] <= plot["bottom"] + 1, (key, t)
+    for t in xs:
+        assert plot["left"] - 1 <= t["x"] <= plot["right"] + 1, (key, t)
+    values = [float(t["text"]) for t in ys]
+    assert values == sorted(values) and len(set(values)) == len(values)
+    assert [t["y"] for t in ys] == sorted((t["y"] for t in ys), reverse=True)
+    steps = [float(t["text"]) for t in xs]
+    assert steps == sorted(steps) and all(s.is_integer() for s in steps)
+    assert all(a["right"] < b["left"] for a, b in zip(xs, xs[1:])), (key, xs)
+
+    scale = math.log10 if chart["log"] else (lambda v: v)
+    (y0, v0), (y1, v1) = (
+        (ys[0]["y"], scale(values[0])),
+        (ys[-1]["y"], scale(values[-1])),
+    )
+
+    def at(y: float) -> float:
+        v = v0 + (y - y0) * (v1 - v0) / (y1 - y0)
+        return 10**v if chart["log"] else v
+
+    m = re.search(
+        rf"^{chart['title']}: last \S+ · min (\S+) · max (\S+)", summary, re.M
+    )
+    assert m, summary
+    low, high = float(m[1]), float(m[2])
+    assert at(plot["bottom"]) <= low * 1.005 and at(plot["top"]) >= high * 0.995
+    (x0, s0), (x1, s1) = (xs[0]["x"], steps[0]), (xs[-1]["x"], steps[-1])
+    left = s0 + (plot["left"] - x0) * (s1 - s0) / (x1 - x0)
+    right = s0 + (plot["right"] - x0) * (s1 - s0) / (x1 - x0)
+    assert left <= 0.5 and right >= 78.5, (key, left, right)

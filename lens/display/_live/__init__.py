@@ -19,6 +19,7 @@ def live(
     sink: str | Sink = "auto",
     per_second: float = 4.0,
     layer_every: int | None = None,
+    smooth: float = 0.0,
 ) -> Live:
     """A live view a training loop reports to (curves, layers, progress, compiles).
 
@@ -36,6 +37,9 @@ def live(
       layer_every: sample layers every that many :meth:`Live.layers` calls
         instead of by time (a stored notebook then draws the same columns on
         every run).
+      smooth: draw each dense curve smoothed by a moving average of this
+        weight (TensorBoard's: 0.6 a little, 0.9 a lot), its raw values faint
+        behind it; 0 (the default) draws the values only.
 
     Returns:
       A :class:`Live`; use it in a ``with`` block or call :meth:`Live.close`.
@@ -49,5 +53,10 @@ def live(
         [1.    0.5   0.25  0.125]
     """
     return Live(
-        title, total=total, sink=sink, per_second=per_second, layer_every=layer_every
+        title,
+        total=total,
+        sink=sink,
+        per_second=per_second,
+        layer_every=layer_every,
+        smooth=smooth,
     )

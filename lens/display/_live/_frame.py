@@ -6,7 +6,7 @@ forms together.
 
 Numbers that come from float sums or from the clock are written in fixed phrases
 (``last .. · min .. · max ..``, ``in .. s · .. steps/s``) that
-``notebooks/sanitize.cfg`` blurs, so a stored notebook holds on every CPU.
+``tests/nbval_sanitize.cfg`` blurs, so a stored notebook holds on every CPU.
 """
 
 from __future__ import annotations
@@ -18,9 +18,6 @@ import numpy as np
 from lens.display._leaf import fmt_num
 from lens.display._live._layers import Group, Sample
 from lens.display._stacked import describe, spark_text
-
-CURVE_COLUMNS = 120
-"""Columns of a curve (bins of steps); more points are binned (min, max, last)."""
 
 
 @dataclasses.dataclass
@@ -41,6 +38,7 @@ class Frame:
     )
     groups: list[Group] = dataclasses.field(default_factory=list)
     samples: list[Sample] = dataclasses.field(default_factory=list)
+    smooth: float = 0.0  # the curves' smoothing weight (0: none)
 
     @property
     def done(self) -> int:
@@ -90,6 +88,11 @@ def busy_lines(f: Frame) -> list[str]:
     return lines
 
 
+def series_name(metric: str, split: str) -> str:
+    """A series as logged: ``loss`` (the train split), ``loss (eval)`` else."""
+    return metric if split == "train" else f"{metric} ({split})"
+
+
 def summary(values: np.ndarray) -> str:
     """``last 0.031 · min 0.03 · max 2.31`` of the finite values."""
     finite = values[np.isfinite(values)]
@@ -102,32 +105,12 @@ def summary(values: np.ndarray) -> str:
     )
 
 
-def binned(
-    steps: np.ndarray, values: np.ndarray, columns: int = CURVE_COLUMNS
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(step, low, high, last)`` per column: at most ``columns`` columns."""
-    n = len(values)
-    if n <= columns:
-        return steps, values, values, values
-    edges = np.linspace(0, n, columns + 1).astype(int)
-    lo, hi, last, at = [], [], [], []
-    for i, j in zip(edges[:-1], edges[1:]):
-        chunk = values[i:j]
-        finite = chunk[np.isfinite(chunk)]
-        bad = finite.size < chunk.size
-        lo.append(np.nan if bad or not finite.size else finite.min())
-        hi.append(np.nan if bad or not finite.size else finite.max())
-        last.append(chunk[-1])
-        at.append(steps[j - 1])
-    return np.array(at), np.array(lo), np.array(hi), np.array(last)
-
-
 def text(f: Frame, width: int = 48) -> str:
     """The plain-text form: progress, compiles, one line per curve and layer group."""
     lines = [progress_line(f), *busy_lines(f)]
     for metric, splits in f.series.items():
         for split, (_, values) in splits.items():
-            name = metric if split == "train" else f"{metric} ({split})"
+            name = series_name(metric, split)
             spark = spark_text(_last_bins(values, width)) if len(values) else ""
             lines.append(f"{name}: {summary(values)}  {spark}")
     lines += layer_lines(f)

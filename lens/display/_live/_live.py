@@ -69,9 +69,11 @@ class Live:
         sink: str | Sink = "auto",
         per_second: float = 4.0,
         layer_every: int | None = None,
+        smooth: float = 0.0,
     ) -> None:
-        _check_options(title, total, per_second, layer_every)
+        _check_options(title, total, per_second, layer_every, smooth)
         self.title = title
+        self.smooth = float(smooth)
         self.total = total
         self.interval = 1.0 / per_second
         self._lock = threading.Lock()
@@ -225,6 +227,7 @@ class Live:
             series=self._store.snapshot(),
             groups=groups,
             samples=samples,
+            smooth=self.smooth,
         )
 
     def _rate(self, now: float) -> float | None:
@@ -405,7 +408,9 @@ def _host_step(step: Any) -> float | None:
         return None
 
 
-def _check_options(title: Any, total: Any, per_second: Any, layer_every: Any) -> None:
+def _check_options(
+    title: Any, total: Any, per_second: Any, layer_every: Any, smooth: Any
+) -> None:
     if not isinstance(title, str):
         raise TypeError(f"lens.display.live: title={title!r} must be a string.")
     if total is not None and (
@@ -433,4 +438,13 @@ def _check_options(title: Any, total: Any, per_second: Any, layer_every: Any) ->
             f"lens.display.live: layer_every={layer_every!r} must be a positive int "
             "(sample layers every that many calls) or None (at most per_second a "
             "second)."
+        )
+    if (
+        isinstance(smooth, bool)
+        or not isinstance(smooth, (int, float))
+        or not (0 <= smooth < 1)
+    ):
+        raise ValueError(
+            f"lens.display.live: smooth={smooth!r} must be a number in [0, 1): the "
+            "weight of the curves' moving average (0.9 smooths a lot; 0: none)."
         )
