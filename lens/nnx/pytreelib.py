@@ -13,7 +13,7 @@ import inspect
 import os
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, Self, TypeVar
 
 import jax
@@ -106,8 +106,16 @@ class Object(reprlib.Representable, metaclass=ObjectMeta):
             )
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
-        obj = object.__new__(cls)
-        object.__setattr__(obj, "_pytree__state", PytreeState())
+        # Cooperative: a framework's base class later in the MRO may define
+        # __new__ of its own (recording the constructor's arguments, say), and
+        # runs as it would under flax.nnx, which defines none.
+        following = super().__new__
+        if following is object.__new__:
+            obj = following(cls)
+        else:
+            obj = following(cls, *args, **kwargs)
+        if "_pytree__state" not in vars(obj):
+            object.__setattr__(obj, "_pytree__state", PytreeState())
         return obj
 
     if TYPE_CHECKING:
@@ -116,7 +124,8 @@ class Object(reprlib.Representable, metaclass=ObjectMeta):
     @property
     def _lens_frame(self) -> Any:
         """The nnx transform frame this object was made in (its trace state's)."""
-        return self._pytree__state._trace_state._lens_frame
+        state = vars(self).get("_pytree__state")
+        return None if state is None else state._trace_state._lens_frame
 
     # pickling, as flax.nnx's: the instance dict (its ``_pytree__state`` included,
     # which an unpickled object takes anew in the trace that unpickles it)
@@ -127,6 +136,16 @@ class Object(reprlib.Representable, metaclass=ObjectMeta):
         vars(self).update(state)
 
     _lens_pytree = True
+
+    def _check_valid_context(self, error_msg: Callable[[], str]) -> None:
+        """Raises :class:`~lens.errors.TraceContextError` (``error_msg()``) if this
+        object was made in another JAX trace than the one running now. flax.nnx's
+        hook, checked before every attribute is set or deleted: a framework may
+        override it (to allow its own bookkeeping inside its shape inference, say)
+        and call ``super()._check_valid_context(error_msg)`` otherwise."""
+        state = self.__dict__.get("_pytree__state")
+        if state is not None and not state.trace_state.is_valid():
+            raise errors.TraceContextError(error_msg())
 
     def __setattr__(self, name: str, value: Any) -> None:
         check_mutable(self, f"set {name!r}")
@@ -252,16 +271,19 @@ def private_attributes() -> frozenset[str]:
 
 def check_trace(obj: Object) -> None:
     """An object made outside the JAX trace running now (a ``jax.jit``,
-    ``jax.grad``, ...) cannot be mutated in it, as in flax.nnx."""
-    state = obj.__dict__.get("_pytree__state")
-    if state is not None and not state.trace_state.is_valid():
-        raise errors.TraceContextError(
-            f"Cannot mutate '{type(obj).__name__}' from different trace level: it "
-            "was made outside the JAX transform running now and captured by its "
-            "function.\nPass it to the function as an argument (a jax.jit rebuilds "
-            "it inside), or use the nnx transform (nnx.jit, nnx.grad, ...), which "
-            "carries its updates out."
-        )
+    ``jax.grad``, ...) cannot be mutated in it, as in flax.nnx: asked through the
+    object's ``_check_valid_context`` hook, which subclasses may override."""
+    obj._check_valid_context(lambda: _trace_message(obj))
+
+
+def _trace_message(obj: Object) -> str:
+    return (
+        f"Cannot mutate '{type(obj).__name__}' from different trace level: it "
+        "was made outside the JAX transform running now and captured by its "
+        "function.\nPass it to the function as an argument (a jax.jit rebuilds "
+        "it inside), or use the nnx transform (nnx.jit, nnx.grad, ...), which "
+        "carries its updates out."
+    )
 
 
 Pytree = Object

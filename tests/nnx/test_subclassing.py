@@ -328,3 +328,55 @@ def test_object_subclass_pickles_its_instance_dict(nnx):
     d = Counter.__new__(Counter)
     nnx.Pytree.__setstate__(d, state)
     assert d.label == "steps" and int(d.count[...]) == 0
+
+
+@BACKENDS
+def test_check_valid_context_is_the_hook_for_mutations_in_another_trace(nnx):
+    """A framework allows its own bookkeeping inside its shape inference by
+    overriding ``_check_valid_context``; without the override, the same write
+    raises TraceContextError."""
+    allowed = {"on": False}
+
+    class Layer(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.ones(2))
+
+        def _check_valid_context(self, error_msg):
+            if allowed["on"]:
+                return
+            super()._check_valid_context(error_msg)
+
+    layer = Layer()
+
+    def build(x):
+        layer._path = "model/layer"
+        return x
+
+    with pytest.raises(Exception, match="Cannot mutate 'Layer' from different trace"):
+        jax.eval_shape(build, jnp.ones(2))
+    allowed["on"] = True
+    jax.eval_shape(build, jnp.ones(2))
+    assert layer._path == "model/layer"
+
+
+class RecordsArguments:
+    """A framework base that records its constructor's arguments in ``__new__``
+    (to serialize the object later), placed after nnx.Module in the MRO."""
+
+    def __new__(cls, *args, **kwargs):
+        instance = super().__new__(cls)
+        vars(instance)["_config"] = {"args": args, **kwargs}
+        return instance
+
+
+@BACKENDS
+def test_a_base_class_new_later_in_the_mro_runs(nnx):
+    class Layer(nnx.Module, RecordsArguments):
+        def __init__(self, features, *, name="dense"):
+            self.w = nnx.Param(jnp.ones(features))
+            self.name = name
+
+    layer = Layer(3, name="d")
+    assert layer._config == {"args": (3,), "name": "d"}
+    assert layer._pytree__state.trace_state.is_valid()
+    assert len(jax.tree.leaves(nnx.state(layer, nnx.Param))) == 1
