@@ -1,16 +1,32 @@
-"""Flax's public surface looked up in lens: modules, names, generics, parameter names.
+"""Flax's public surface looked up in lens: modules, names, kinds, generics, parameters.
 
 Walks the installed flax (the test oracle, 0.12.8): every module with no ``_``
-path component and no tests, and its public names (a package: the names in it; a
-module: its own top-level definitions). Each is looked up in lens at the same path
-(``flax.linen`` is ``lens.nn``, otherwise ``flax.X`` is ``lens.X``) and the gaps are
-reported:
+path component and no tests, and the names a user's import sees in it:
+
+- a package: its attributes after ``import flax.pkg`` in a fresh interpreter, one
+  for each flax package, the union (:mod:`compat.fresh_attributes`): the flax
+  submodules among them included (``flax.nnx.object``; ``flax.training.train_state``,
+  which ``import flax.nnx`` binds), but not the ones ``import flax.a.b`` binds on
+  its own parents (``b`` on ``flax.a``);
+- a module: its ``__all__`` (what ``from flax.X import *`` gives), the names its
+  source defines, the names it re-exports with ``from M import *`` (M's own public
+  names), and the values whose home is the module or that have none (a constant,
+  a registry dict: ``graphlib.JAX_PYTREE_REGISTRY``).
+
+Each is looked up in lens at the same path. ``lens.alias_flax()`` hands out lens's
+module objects for flax's paths (``flax.linen`` is ``lens.nn``, otherwise ``flax.X``
+is ``lens.X``), so the walk imports lens's modules directly, by that mapping, except
+for the submodule attributes of a package: those are read, as on flax's side, from
+fresh imports under the alias, and one that the lens package's ``__getattr__``
+loads on first use counts. The gaps reported:
 
 - a missing module, or one that fails to import;
-- a missing name;
-- a class that is subscriptable in flax (``Generic``) and not in lens;
+- a missing name, one in flax's ``__all__`` that lens's star import does not give,
+  or a submodule attribute that is another module in lens, lacking names of flax's;
+- a class in flax that is no class in lens;
+- a class that is subscriptable in flax (``X[int]`` works) and not in lens;
 - a function or class whose parameters lack flax's names (or take them in another
-  position).
+  position), or that takes no argument where flax passes any on.
 
 Deliberate gaps are listed, each with its reason, in ``surface_exclusions.toml``
 beside this file. ``make api-diff`` prints the table (``python -m compat.surface``);
@@ -22,10 +38,14 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import functools
 import importlib
 import inspect
+import json
+import os
 import pathlib
 import pkgutil
+import subprocess
 import sys
 import tomllib
 import typing
@@ -36,6 +56,7 @@ from typing import Any
 from lens._flax_alias import lens_module_name
 
 EXCLUSIONS_FILE = pathlib.Path(__file__).with_name("surface_exclusions.toml")
+FRESH_ATTRIBUTES = pathlib.Path(__file__).with_name("fresh_attributes.py")
 
 
 def exclusions() -> dict[str, str]:
@@ -49,24 +70,71 @@ def _is_public(name: str) -> bool:
     return not any(p.startswith("_") or "test" in p for p in parts)
 
 
+def _walk_flax() -> list[pkgutil.ModuleInfo]:
+    flax = importlib.import_module("flax")
+    return [
+        info
+        for info in pkgutil.walk_packages(
+            flax.__path__, "flax.", onerror=lambda _: None
+        )
+        if _is_public(info.name)
+    ]
+
+
 def flax_modules() -> list[str]:
     """The public module paths of the installed flax, sorted."""
-    flax = importlib.import_module("flax")
-    names = {"flax"}
-    for info in pkgutil.walk_packages(flax.__path__, "flax.", onerror=lambda _: None):
-        if _is_public(info.name):
-            names.add(info.name)
-    return sorted(names)
+    return sorted({"flax"} | {info.name for info in _walk_flax()})
+
+
+def flax_packages() -> list[str]:
+    """The public packages of the installed flax, sorted."""
+    return sorted({"flax"} | {info.name for info in _walk_flax() if info.ispkg})
+
+
+@functools.cache
+def fresh_package_attributes(alias: bool = False) -> dict[str, dict[str, str | None]]:
+    """``{flax package: {public attribute: module name or None}}`` after fresh
+    imports of flax's packages, one interpreter state each (the union of them);
+    with ``alias``, the same imports under ``lens.alias_flax()`` (lens's packages,
+    keyed by their flax paths). See :mod:`compat.fresh_attributes`."""
+    root = str(FRESH_ATTRIBUTES.parent.parent)
+    env = {k: v for k, v in os.environ.items() if k != "LENS_AS_FLAX"}
+    env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")])
+    args = [sys.executable, str(FRESH_ATTRIBUTES), *(["--alias"] if alias else [])]
+    done = subprocess.run(
+        [*args, *flax_packages()],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        check=False,
+    )
+    if done.returncode:
+        raise RuntimeError(f"{FRESH_ATTRIBUTES.name} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def _star_imports(tree: ast.Module) -> list[str]:
+    """The modules a source re-exports whole (``from M import *``)."""
+    return [
+        node.module
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        and node.module
+        and not node.level
+        and any(alias.name == "*" for alias in node.names)
+    ]
 
 
 def _own_definitions(module: ModuleType) -> list[str]:
-    """Top-level names a module's source defines itself (defs, classes, assignments)."""
+    """Top-level names a module's source defines itself (defs, classes,
+    assignments), and the public names of the modules it star-imports."""
     try:
-        source = inspect.getsource(module)
+        tree = ast.parse(inspect.getsource(module))
     except (OSError, TypeError):
         return []
     names: list[str] = []
-    stack: list[ast.stmt] = list(ast.parse(source).body)
+    stack: list[ast.stmt] = list(tree.body)
     while stack:
         node = stack.pop(0)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -82,29 +150,73 @@ def _own_definitions(module: ModuleType) -> list[str]:
             stack += node.body + node.orelse + node.finalbody
             for handler in node.handlers:
                 stack += handler.body
+    for source in _star_imports(tree):
+        names += public_names(importlib.import_module(source))
     return list(dict.fromkeys(names))
 
 
-def public_names(module: ModuleType) -> list[str]:
-    """A package's public names, or a module's own public definitions.
+_NO_HOME = object()
 
-    Submodules, TypeVars and ``from __future__`` features are left out: modules are
-    walked on their own, and a TypeVar is no API.
+
+def _homed_here(module: ModuleType, value: Any) -> bool:
+    """Whether ``value`` names ``module`` as its home, or has none (a constant, a
+    dict): either way a user can only know it as this module's name."""
+    home = getattr(value, "__module__", _NO_HOME)
+    return home is _NO_HOME or home == module.__name__
+
+
+def _is_api(value: Any) -> bool:
+    """A TypeVar and a ``from __future__`` feature name no API."""
+    return not (
+        isinstance(value, typing.TypeVar) or type(value).__module__ == "__future__"
+    )
+
+
+def _is_flax_module(module_name: str) -> bool:
+    return module_name == "flax" or module_name.startswith("flax.")
+
+
+def package_submodules(package: ModuleType) -> dict[str, str]:
+    """``{attribute: flax module name}``: the flax modules that fresh imports leave
+    as attributes of ``package`` (``flax.nnx``'s ``object`` is ``flax.nnx.pytreelib``)."""
+    attrs = fresh_package_attributes().get(package.__name__, {})
+    return {
+        name: module
+        for name, module in attrs.items()
+        if module is not None and _is_flax_module(module) and not name.startswith("_")
+    }
+
+
+def public_names(module: ModuleType) -> list[str]:
+    """The names a user's import of the flax module ``module`` sees (module
+    docstring): for a package, its attributes after fresh imports, the flax
+    submodules among them; for a module, its ``__all__``, its own definitions and
+    the values at home in it. Other modules (``jax``, ``np``), TypeVars and
+    ``from __future__`` features are left out.
     """
+    declared = list(getattr(module, "__all__", ()))
     if hasattr(module, "__path__"):
-        candidates = list(vars(module))
+        attrs = fresh_package_attributes().get(module.__name__)
+        candidates = list(vars(module) if attrs is None else attrs)
+        submodules = package_submodules(module)
     else:
-        candidates = _own_definitions(module)
-    out = []
-    for name in candidates:
-        if name.startswith("_") or not hasattr(module, name):
+        candidates = _own_definitions(module) + [
+            name
+            for name, value in vars(module).items()
+            if not inspect.ismodule(value) and _homed_here(module, value)
+        ]
+        submodules = {}
+    out = set()
+    for name in declared + candidates:
+        if name.startswith("_") or not hasattr(module, name) and name not in submodules:
             continue
-        obj = getattr(module, name)
-        if inspect.ismodule(obj) or isinstance(obj, typing.TypeVar):
+        if name in submodules:
+            out.add(name)
             continue
-        if type(obj).__module__ == "__future__":
+        value = getattr(module, name)
+        if inspect.ismodule(value) or not _is_api(value):
             continue
-        out.append(name)
+        out.add(name)
     return sorted(out)
 
 
@@ -123,12 +235,31 @@ class Gap:
 
 
 def _subscriptable(obj: Any) -> bool:
-    """A generic class with type parameters left open (``AxisMetadata[jax.Array]``).
+    """A class that takes type arguments: ``obj[int]`` works (``AxisMetadata[int]``,
+    a NamedTuple, a ``Mapping`` subclass), with one ``int`` per open parameter.
 
     A subclass of a generic class that does not re-declare its parameters has
     ``__class_getitem__`` too, but subscripting it is a TypeError.
     """
-    return inspect.isclass(obj) and bool(getattr(obj, "__parameters__", ()))
+    if not inspect.isclass(obj):
+        return False
+    params = getattr(obj, "__parameters__", ())
+    args = tuple(int for _ in params) if isinstance(params, tuple) else ()
+    generic: Any = obj
+    try:
+        generic[args if len(args) > 1 else int]
+    except Exception:  # noqa: BLE001 - any failure means "not subscriptable"
+        return False
+    return True
+
+
+def _kind(obj: Any) -> str:
+    """``class``, ``module`` or ``other``. A class in flax must be one in lens
+    (users subclass it, test ``isinstance``); lens may give a class where flax has
+    a function or a type alias (``collections.abc.Hashable`` for ``typing.Hashable``)."""
+    if inspect.isclass(obj):
+        return "class"
+    return "module" if inspect.ismodule(obj) else "other"
 
 
 def _signature(obj: Any) -> inspect.Signature | None:
@@ -146,24 +277,36 @@ _P = inspect.Parameter
 LINEN_KEYWORD_ONLY = frozenset({"parent", "name"})
 
 
+def _passes_arguments_on(obj: Any) -> bool:
+    """Whether a ``(*args, **kwargs)`` signature hands its arguments to something:
+    a function's, or a class's own ``__init__`` (``HijaxVariable``'s re-runs its
+    Variable's). A class whose ``__new__`` takes and drops them (a deprecation
+    warning) or a typing alias does not."""
+    if inspect.isclass(obj):
+        return obj.__init__ is not object.__init__
+    return inspect.isfunction(obj)
+
+
 def signature_gaps(
     flax_obj: Any, lens_obj: Any, keyword_only_ok: frozenset[str] = frozenset()
 ) -> list[str]:
     """How lens's parameters fail to take flax's (by name and by position).
 
     Every flax parameter must be accepted by lens the way flax takes it: a
-    positional one at the same position with the same name (positional-only ones
-    by position alone), a keyword one by name or through lens's ``**kwargs``.
-    Extra lens parameters are allowed, and so are the names in
-    ``keyword_only_ok`` taken by keyword only. A flax signature of only
-    ``(*args, **kwargs)`` names nothing and is not compared.
+    positional one at the same position with the same name (a positional-only
+    one too, so ``help()`` and ``inspect.signature`` read the same), a keyword
+    one by name or through lens's ``**kwargs``. Extra lens parameters are
+    allowed, and so are the names in ``keyword_only_ok`` taken by keyword only.
+    A flax signature of only ``(*args, **kwargs)`` names nothing: lens need only
+    take some argument, where flax passes them on (:func:`_passes_arguments_on`).
     """
     fsig, lsig = _signature(flax_obj), _signature(lens_obj)
     if fsig is None or lsig is None:
         return []
     kinds = [p.kind for p in fsig.parameters.values()]
     if kinds == [_P.VAR_POSITIONAL, _P.VAR_KEYWORD]:
-        return []
+        takes = not lsig.parameters and _passes_arguments_on(flax_obj)
+        return [str(fsig).strip("()")] if takes else []
     lparams = list(lsig.parameters.values())
     by_name = {p.name: p for p in lparams}
     positional = [
@@ -196,7 +339,7 @@ def signature_gaps(
                 if not (var_pos and keyword_ok):
                     where = " (keyword-only in lens)" if named is not None else ""
                     out.append(p.name + where)
-            elif by_keyword and lp.name != p.name:
+            elif lp.name != p.name:
                 out.append(f"{p.name} (lens: {lp.name})")
             elif by_keyword and lp.kind is _P.POSITIONAL_ONLY:
                 out.append(f"{p.name} (positional-only in lens)")
@@ -208,6 +351,31 @@ def _import(name: str) -> tuple[ModuleType | None, str]:
         return importlib.import_module(name), ""
     except Exception as e:  # noqa: BLE001 - any failure to import is the finding
         return None, f"{type(e).__name__}: {e}"
+
+
+def _lens_submodule(flax_package: str, lens_package: ModuleType, name: str) -> Any:
+    """The module lens's package has as ``name`` after the same fresh imports
+    (under the alias), or loads for it on first use (its ``__getattr__``); None
+    when it has no module there."""
+    found = fresh_package_attributes(alias=True).get(flax_package, {}).get(name)
+    if found is not None:
+        return importlib.import_module(found)
+    lazy = vars(lens_package).get("__getattr__")
+    if lazy is None:
+        return None
+    try:
+        value = lazy(name)
+    except AttributeError:
+        return None
+    return value if inspect.ismodule(value) else None
+
+
+def _star_gives(module: ModuleType, name: str) -> bool:
+    """Whether ``from module import *`` binds ``name``."""
+    declared = getattr(module, "__all__", None)
+    if declared is not None:
+        return name in declared
+    return not name.startswith("_") and name in vars(module)
 
 
 def check_module(flax_name: str, excluded: dict[str, str] | None = None) -> list[Gap]:
@@ -223,15 +391,39 @@ def check_module(flax_name: str, excluded: dict[str, str] | None = None) -> list
     if lmod is None:
         return [Gap(flax_name, "module", f"{lens_name}: {error}")]
     linen_module = importlib.import_module("flax.linen").Module
+    submodules = package_submodules(fmod) if hasattr(fmod, "__path__") else {}
     gaps = []
     for name in public_names(fmod):
         path = f"{flax_name}:{name}"
         if path in excluded:
             continue
+        if name in submodules:
+            want = lens_module_name(submodules[name])
+            got = _lens_submodule(flax_name, lmod, name)
+            if got is None:
+                gaps.append(Gap(path, "name", f"{lens_name} has no module {name}"))
+            elif got.__name__ != want:
+                # another module will do if it has the names (lens.core may not
+                # import lens.nn, so lens.core.nn.initializers is its own)
+                fsub = importlib.import_module(submodules[name])
+                lacking = [n for n in public_names(fsub) if not hasattr(got, n)]
+                if lacking:
+                    detail = (
+                        f"{lens_name}.{name} is {got.__name__}, not {want}, and "
+                        f"lacks {', '.join(lacking)}"
+                    )
+                    gaps.append(Gap(path, "kind", detail))
+            continue
         if not hasattr(lmod, name):
             gaps.append(Gap(path, "name", f"{lens_name} has no {name}"))
             continue
+        if name in getattr(fmod, "__all__", ()) and not _star_gives(lmod, name):
+            detail = f"from {lens_name} import * does not give {name}"
+            gaps.append(Gap(path, "name", detail))
         fobj, lobj = getattr(fmod, name), getattr(lmod, name)
+        if _kind(fobj) == "class" and _kind(lobj) != "class":
+            detail = f"{lens_name}.{name} is no class (flax's is)"
+            gaps.append(Gap(path, "kind", detail))
         if _subscriptable(fobj) and not _subscriptable(lobj):
             gaps.append(
                 Gap(path, "generic", f"{lens_name}.{name} is not subscriptable")
@@ -327,7 +519,7 @@ def write_known_gaps(results: list[tuple[str, list[Gap]]]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Prints the table; exit status 1 when there are gaps."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("modules", nargs="*", help="flax modules (default: all)")
     parser.add_argument(
         "--prefix", help="only flax modules under this path, e.g. flax.nnx"

@@ -112,6 +112,13 @@ class PyTreeNode:
         super().__init_subclass__()
         dataclass(cls, **kwargs)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # As flax's: each subclass's dataclass __init__ replaces this one.
+        raise NotImplementedError(
+            f"{type(self).__name__}(): PyTreeNode is a base class with no fields; "
+            "subclass it (class Model(PyTreeNode): x: int) and build the subclass."
+        )
+
     def replace(self: T, **updates: Any) -> T:
         """Returns a copy with the given fields replaced."""
         return dataclasses.replace(self, **updates)  # type: ignore[type-var]

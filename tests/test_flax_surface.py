@@ -8,7 +8,10 @@ work list, not exclusions): a gap not listed fails (a regression), and so does a
 listed gap that is gone (the list must shrink as the surface is built).
 """
 
+import collections.abc
+import importlib
 import inspect
+import typing
 
 import pytest
 
@@ -42,7 +45,49 @@ def test_the_walk_finds_flax_public_modules_only():
     names = surface.public_names(meta)
     assert "AxisMetadata" in names and "Partitioned" in names
     assert "TypeVar" not in names and "annotations" not in names
-    assert "linear" not in surface.public_names(linen)  # submodules walk on their own
+    # a submodule the package's import loads is one of its attributes
+    assert "linear" in surface.public_names(linen)
+    assert "jax" not in surface.public_names(linen)  # other libraries are not API
+
+
+def test_the_walk_sees_what_a_users_import_sees():
+    import flax.nnx
+    import flax.nnx.graphlib
+    import flax.nnx.nn.activations
+    import flax.training
+
+    # __all__: the JAX functions flax.nnx.nn.activations re-exports
+    assert {"gelu", "relu", "one_hot", "tanh", "PReLU"} <= set(
+        surface.public_names(flax.nnx.nn.activations)
+    )
+    # a package's attributes after fresh imports: `import flax.nnx` loads
+    # flax.training.train_state, so it is an attribute of flax.training
+    assert "train_state" in surface.public_names(flax.training)
+    assert surface.package_submodules(flax.training) == {
+        "train_state": "flax.training.train_state"
+    }
+    # flax.nnx.object is flax.nnx.pytreelib under another name
+    assert surface.package_submodules(flax.nnx)["object"] == "flax.nnx.pytreelib"
+    # values with no home of their own: a bool, JAX's registry dict
+    configurations = importlib.import_module("flax.configurations")  # `del`-ed
+    assert "TYPE_CHECKING" in surface.public_names(configurations)
+    assert "JAX_PYTREE_REGISTRY" in surface.public_names(flax.nnx.graphlib)
+    # `from flax.nnx.graphlib import *` makes graphlib's names graph's
+    graph = importlib.import_module("flax.nnx.graph")
+    assert "GraphDef" in surface.public_names(graph)
+
+
+def test_lens_submodule_attributes_count_when_loaded_on_first_use():
+    import lens.training
+
+    found = surface._lens_submodule("flax.training", lens.training, "train_state")
+    assert found is not None and found.__name__ == "lens.training.train_state"
+    assert surface._lens_submodule("flax.training", lens.training, "nope") is None
+    # lens's fresh imports leave their own packages' attributes, under flax's keys
+    bridge = surface.fresh_package_attributes(alias=True)["flax.nnx.bridge"]
+    assert bridge["wrappers"] == "lens.nnx.bridge.wrappers"
+    # `import flax.core.nn` binding nn on flax.core says nothing of flax.core's own
+    assert "nn" not in surface.fresh_package_attributes()["flax.core"]
 
 
 def test_exclusions_are_few_reasoned_and_real():
@@ -57,6 +102,12 @@ def test_exclusions_are_few_reasoned_and_real():
 
 
 def flax_like(a, b=1, *, c=2): ...
+
+
+def flax_positional_only(collection_filter, /): ...
+
+
+def flax_forwarding(*args, **kwargs): ...
 
 
 @pytest.mark.parametrize(
@@ -75,6 +126,26 @@ def test_signature_gaps_compare_flax_names_and_positions(lens_like, gaps):
     assert surface.signature_gaps(flax_like, lens_like) == gaps
 
 
+def test_positional_only_names_are_compared_too():
+    assert surface.signature_gaps(flax_positional_only, lambda f, /: None) == [
+        "collection_filter (lens: f)"
+    ]
+    assert (
+        surface.signature_gaps(flax_positional_only, lambda collection_filter: 0) == []
+    )
+
+
+def test_a_forwarding_signature_needs_lens_to_take_arguments():
+    assert surface.signature_gaps(flax_forwarding, lambda: None) == ["*args, **kwargs"]
+    assert surface.signature_gaps(flax_forwarding, lambda x: None) == []
+
+    class DropsThem:  # __new__ takes and drops them: nothing to forward
+        def __new__(cls, *args, **kwargs):
+            return super().__new__(cls)
+
+    assert surface.signature_gaps(DropsThem, lambda: None) == []
+
+
 def test_generic_classes_must_stay_generic():
     class Plain:
         pass
@@ -84,3 +155,18 @@ def test_generic_classes_must_stay_generic():
     )
     assert surface._subscriptable(flax_generic)
     assert not surface._subscriptable(Plain)
+
+    class Pair(typing.NamedTuple):  # subscriptable as a tuple is
+        a: int
+
+    class Table(collections.abc.Mapping):  # and as a Mapping is
+        pass
+
+    assert surface._subscriptable(Pair) and surface._subscriptable(Table)
+    assert not surface._subscriptable(Pair(1))
+
+
+def test_a_flax_class_must_be_a_class_in_lens():
+    assert surface._kind(int) == "class"
+    assert surface._kind(int | str) == "other"
+    assert surface._kind(inspect) == "module"

@@ -26,7 +26,6 @@ from lens._lazy import lazy_exports
 # `import lens.nnx` stays cheap.
 if TYPE_CHECKING:
     from lens.core.spmd import logical_axis_rules
-    from lens.nn import initializers
     from lens.nn.activation import (
         celu,
         elu,
@@ -82,6 +81,8 @@ if TYPE_CHECKING:
         variablelib,
         visualization,
     )
+    from lens.nnx import pytreelib as object  # flax.nnx's old name for the room
+    from lens.nnx.bridge import wrappers
     from lens.nnx.extract import NodeStates, from_tree, prefix, to_tree
     from lens.nnx.filterlib import (
         All,
@@ -141,6 +142,7 @@ if TYPE_CHECKING:
         view_info,
         with_attributes,
     )
+    from lens.nnx.nn import initializers
     from lens.nnx.nn.activations import PReLU, identity
     from lens.nnx.nn.attention import MultiHeadAttention, dot_product_attention
     from lens.nnx.nn.linear import (
@@ -400,6 +402,8 @@ __all__ = [
     "State",
     "state",
     "StateAxes",
+    "StateSharding",
+    "shard_map",
     "static",
     "swish",
     "switch",

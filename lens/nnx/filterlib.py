@@ -219,10 +219,10 @@ class All(_Filter):
 
 
 class Not(_Filter):
-    """Variables that ``filter`` does not select."""
+    """Variables that ``collection_filter`` does not select."""
 
-    def __init__(self, filter: typing.Any):
-        self.predicate = to_predicate(filter)
+    def __init__(self, collection_filter: typing.Any, /):
+        self.predicate = to_predicate(collection_filter)
 
     @property
     def filter(self) -> Predicate:

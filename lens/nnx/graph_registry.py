@@ -34,11 +34,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Generic, TypeGuard, TypeVar
+from typing import Any, Generic, NamedTuple, TypeGuard, TypeVar
 
 import jax
 import numpy as np
-from jax._src.tree_util import _registry as _JAX_PYTREE_REGISTRY
+
+# JAX's own table of registered pytree node types ({type: registration}), public
+# under flax.nnx's name: `type(x) in JAX_PYTREE_REGISTRY` says x is a pytree node.
+from jax._src.tree_util import _registry as JAX_PYTREE_REGISTRY
 
 from lens.nnx.pytreelib import Object
 from lens.nnx.variablelib import Variable
@@ -244,7 +247,7 @@ def is_pytree_node(x: Any, *, check_graph_registry: bool = True) -> bool:
         return False
     if isinstance(x, Variable):
         return False
-    return type(x) in _JAX_PYTREE_REGISTRY or isinstance(x, tuple)
+    return type(x) in JAX_PYTREE_REGISTRY or isinstance(x, tuple)
 
 
 def is_node(x: Any) -> bool:
@@ -284,7 +287,7 @@ def get_node_impl(x: Any) -> NodeImpl[Any, Any, Any] | None:
         return GRAPH_REGISTRY[node_type]
     if node_type in PYTREE_REGISTRY:
         return PYTREE_REGISTRY[node_type]
-    if node_type in _JAX_PYTREE_REGISTRY or issubclass(node_type, tuple):
+    if node_type in JAX_PYTREE_REGISTRY or issubclass(node_type, tuple):
         return PYTREE_NODE_IMPL
     return None
 
@@ -319,8 +322,7 @@ def jax_to_nnx_path(jax_path: tuple, /) -> PathParts:
     return tuple(_key_path_to_key(part) for part in jax_path)
 
 
-@dataclasses.dataclass(frozen=True)
-class IndexesPytreeDef:
+class IndexesPytreeDef(NamedTuple):
     """The aux data of a generic pytree: each key's position in JAX's order,
     and the treedef one level down."""
 

@@ -20,6 +20,7 @@ import jax
 import numpy as np
 
 from lens.nnx.graph_registry import GRAPH_REGISTRY as GRAPH_REGISTRY
+from lens.nnx.graph_registry import JAX_PYTREE_REGISTRY as JAX_PYTREE_REGISTRY
 from lens.nnx.graph_registry import PYTREE_NODE_IMPL as PYTREE_NODE_IMPL
 from lens.nnx.graph_registry import PYTREE_REGISTRY as PYTREE_REGISTRY
 from lens.nnx.graph_registry import DataElem as DataElem

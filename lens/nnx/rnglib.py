@@ -13,7 +13,7 @@ member its own key; the outer keys are restored after, advanced by one.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import jax
@@ -228,9 +228,9 @@ class Rngs(Object, _Sampling):
         return self._per_stream(split, lambda s, n: s.fork(split=n))
 
 
-class SplitBackups:
+class SplitBackups(Iterable[StreamBackup]):
     """What ``split_rngs`` replaced; ``restore()`` (or leaving the ``with``) puts
-    it back."""
+    it back. Iterating gives the ``(stream, key, count)`` backups."""
 
     def __init__(self, backups: list[tuple[RngStream, Any, Any]]):
         self.backups = backups
@@ -241,7 +241,7 @@ class SplitBackups:
             object.__setattr__(stream.count, "_raw_value", count)
         self.backups = []
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[StreamBackup]:
         return iter(list(self.backups))
 
     def __enter__(self) -> SplitBackups:

@@ -19,7 +19,7 @@ import itertools
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -73,8 +73,7 @@ def _size_of(value: Any) -> SizeBytes:
     )
 
 
-@dataclasses.dataclass
-class ObjectInfo:
+class ObjectInfo(NamedTuple):
     """One object of the model: its path, the size of its variables per type
     (its own and those below it, each variable counted once), and its own
     variables per type by attribute name."""

@@ -43,9 +43,11 @@ class VariableMeta(type):
     JAX transform) as an instance of its Variable type. As flax.nnx's, it makes
     every Variable subclass slotted unless the class says otherwise."""
 
-    def __new__(mcs, name: str, bases: tuple[type, ...], attrs: dict[str, Any]) -> Any:
+    def __new__(
+        mcs, cls_name: str, bases: tuple[type, ...], attrs: dict[str, Any]
+    ) -> Any:
         attrs.setdefault("__slots__", ())
-        return super().__new__(mcs, name, bases, attrs)
+        return super().__new__(mcs, cls_name, bases, attrs)
 
     def __instancecheck__(cls, instance: Any) -> bool:
         # on every graph walk's node: the common cases first, no calls
@@ -316,6 +318,10 @@ class HijaxVariable(Generic[A], metaclass=HijaxVariableMeta):
     def _put(self, leaves: Any, treedef: PyTreeDef) -> None:
         object.__setattr__(self, "_leaves", tuple(leaves))
         object.__setattr__(self, "_treedef", treedef)
+
+    # as flax.nnx's: `hv.__init__(value, **metadata)` re-runs the inner Variable's
+    # and writes the result back (a HijaxVariable is made by `hijax=True`)
+    __init__ = _method("__init__")
 
     # the hijax interface
     def cur_qdd(self) -> VariableQDD:

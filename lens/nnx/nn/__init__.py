@@ -1,6 +1,28 @@
 """Eager layers, in flax.nnx's rooms (``linear``, ``normalization``, ``attention``,
 ``recurrent``, ``stochastic``, ``activations``, ``lora``, ``dtypes``,
-``initializers``)."""
+``initializers``).
 
-from lens.nnx.nn import dtypes as dtypes
-from lens.nnx.nn import initializers as initializers
+Each room is an attribute of this package, as in flax.nnx, and loads on first use
+(lens/_lazy.py).
+"""
+
+from typing import TYPE_CHECKING
+
+from lens._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from lens.nnx.nn import (
+        activations,
+        attention,
+        dtypes,
+        initializers,
+        linear,
+        lora,
+        normalization,
+        recurrent,
+        stochastic,
+    )
+
+# Hidden from type checkers, which would take any name for a lazy one.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -1,5 +1,6 @@
-"""Activations (flax.nnx's ``nn.activations``): JAX's activation functions and the
-``PReLU`` layer.
+"""Activations (flax.nnx's ``nn.activations``): JAX's activation functions, which
+this module re-exports as flax.nnx's does (``activations.gelu is jax.nn.gelu``),
+and the ``PReLU`` layer.
 """
 
 from __future__ import annotations
@@ -8,6 +9,31 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax.numpy as jnp
+from jax.nn import celu as celu
+from jax.nn import elu as elu
+from jax.nn import gelu as gelu
+from jax.nn import glu as glu
+from jax.nn import hard_sigmoid as hard_sigmoid
+from jax.nn import hard_silu as hard_silu
+from jax.nn import hard_swish as hard_swish
+from jax.nn import hard_tanh as hard_tanh
+from jax.nn import identity as identity
+from jax.nn import leaky_relu as leaky_relu
+from jax.nn import log_sigmoid as log_sigmoid
+from jax.nn import log_softmax as log_softmax
+from jax.nn import logsumexp as logsumexp
+from jax.nn import one_hot as one_hot
+from jax.nn import relu as relu
+from jax.nn import relu6 as relu6
+from jax.nn import selu as selu
+from jax.nn import sigmoid as sigmoid
+from jax.nn import silu as silu
+from jax.nn import soft_sign as soft_sign
+from jax.nn import softmax as softmax
+from jax.nn import softplus as softplus
+from jax.nn import standardize as standardize
+from jax.nn import swish as swish
+from jax.numpy import tanh as tanh
 
 from lens.nnx.module import Module
 from lens.nnx.nn.dtypes import promote_dtype
@@ -16,10 +42,34 @@ from lens.nnx.variablelib import Param
 
 Array = Any
 
-
-def identity(x: Array) -> Array:
-    """Returns ``x`` (an activation that does nothing)."""
-    return x
+__all__ = [
+    "PReLU",
+    "celu",
+    "elu",
+    "gelu",
+    "glu",
+    "hard_sigmoid",
+    "hard_silu",
+    "hard_swish",
+    "hard_tanh",
+    "identity",
+    "leaky_relu",
+    "log_sigmoid",
+    "log_softmax",
+    "logsumexp",
+    "one_hot",
+    "relu",
+    "relu6",
+    "selu",
+    "sigmoid",
+    "silu",
+    "soft_sign",
+    "softmax",
+    "softplus",
+    "standardize",
+    "swish",
+    "tanh",
+]
 
 
 class PReLU(Module):

@@ -9,7 +9,37 @@ from __future__ import annotations
 from typing import Any
 
 
-class Lowered:
+class Stage:
+    """What the stages of an ``nnx.jit`` function have in common (flax.nnx's
+    ``Stage``): ``JitWrapped.trace`` gives a :class:`Traced`, its ``lower()`` a
+    :class:`Lowered`, whose ``compile()`` gives a :class:`Compiled` called with the
+    objects. ``in_tree``, ``in_avals`` and ``donate_argnums`` are those of the JAX
+    stage inside."""
+
+    args_info: Any  # a pytree of ArgInfo, the JAX stage's
+
+    @property
+    def _inner_obj(self) -> Any:
+        """The JAX stage inside (``jax.stages.Traced``, ``Lowered`` or ``Compiled``)."""
+        raise NotImplementedError(f"{type(self).__name__} holds no JAX stage")
+
+    @property
+    def in_tree(self) -> Any:
+        """The JAX stage's input pytree structure."""
+        return self._inner_obj.in_tree
+
+    @property
+    def in_avals(self) -> Any:
+        """The JAX stage's abstract inputs."""
+        return self._inner_obj.in_avals
+
+    @property
+    def donate_argnums(self) -> Any:
+        """The JAX stage's donated argument positions."""
+        return self._inner_obj.donate_argnums
+
+
+class Lowered(Stage):
     """What ``JitWrapped.lower`` returns: ``jax.stages.Lowered`` of the function of
     the arguments' state (its ``as_text``, ``cost_analysis``, ... are JAX's), and
     ``compile()`` giving a :class:`Compiled` that takes the objects."""
@@ -19,6 +49,10 @@ class Lowered:
         self.jit_wrapped = jit_wrapped
         self.bound = bound  # jit_partial's bound arguments
 
+    @property
+    def _inner_obj(self) -> Any:
+        return self.lowered
+
     def compile(self, *args: Any, **kwargs: Any) -> Compiled:
         compiled = self.lowered.compile(*args, **kwargs)
         return Compiled(compiled, self.jit_wrapped, self.bound)
@@ -27,7 +61,7 @@ class Lowered:
         return getattr(self.lowered, name)
 
 
-class Compiled:
+class Compiled(Stage):
     """A compiled ``nnx.jit`` function: call it with the arguments the jitted
     function takes (objects included); ``as_text``, ``cost_analysis``, ... are
     ``jax.stages.Compiled``'s."""
@@ -36,6 +70,10 @@ class Compiled:
         self.compiled = compiled
         self.jit_wrapped = jit_wrapped
         self.bound = bound
+
+    @property
+    def _inner_obj(self) -> Any:
+        return self.compiled
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         compiled = self.compiled
@@ -49,7 +87,7 @@ class Compiled:
         return getattr(self.compiled, name)
 
 
-class Traced:
+class Traced(Stage):
     """What ``JitWrapped.trace`` returns (flax.nnx's ``Traced(traced,
     jit_wrapped)``): ``jax.stages.Traced`` of the function of the arguments'
     state (its ``jaxpr``, ``out_info``, ... are JAX's), and ``lower()`` giving a
@@ -59,6 +97,10 @@ class Traced:
         self.traced = traced
         self.jit_wrapped = jit_wrapped
         self.bound = bound  # jit_partial's bound arguments
+
+    @property
+    def _inner_obj(self) -> Any:
+        return self.traced
 
     @property
     def out_info(self) -> Any:

@@ -255,7 +255,7 @@ def _check_scan_axes(in_axes: Any, out_axes: Any) -> None:
                 f"ints (out_axes={out_axes!r}).\nReturn per-step outputs stacked "
                 "on an axis, or pass broadcast values through the carry."
             )
-        if isinstance(a, StateAxes) and any(ax is None for _, ax in a.items):
+        if isinstance(a, StateAxes) and any(ax is None for ax in a.axes):
             raise ValueError(
                 f"Cannot broadcast output state. Got StateAxes {a!r} with None.\n"
                 "Give every filter an axis or nnx.Carry."

@@ -19,12 +19,13 @@ from lens.nnx.graphwalk import Leaf, is_graph_node, path_str
 from lens.nnx.variablelib import StaticValue
 
 
-class StateAxes:
+class StateAxes(Mapping[Any, Any]):
     """Per-filter axes for one object in ``vmap``'s ``in_axes``/``out_axes``.
 
     ``StateAxes({Param: 1, BatchStat: None})``: params mapped on axis 1, batch stats
     broadcast. Filters are tried in order; every variable must match one (end with
-    ``...: axis`` for the rest).
+    ``...: axis`` for the rest). A read-only mapping from filter to axis, as in
+    flax.nnx (``filters``, ``axes``, ``items()``, ``sa[Param]``).
     """
 
     _what = "axis"
@@ -40,11 +41,37 @@ class StateAxes:
             items = filter_axes.items()
         else:
             items = filter_axes
-        self.items = tuple(items)
-        self._preds = tuple(to_predicate(f) for f, _ in self.items)
+        self._items = tuple(items)
+        self._preds = tuple(to_predicate(f) for f, _ in self._items)
+
+    @property
+    def filters(self) -> tuple[Any, ...]:
+        """The filters, in the order they are tried."""
+        return tuple(f for f, _ in self._items)
+
+    @property
+    def axes(self) -> tuple[Any, ...]:
+        """The axis (or spec) of each filter."""
+        return tuple(ax for _, ax in self._items)
+
+    def items(self) -> Any:
+        """The ``(filter, axis)`` pairs, in order."""
+        return iter(self._items)
+
+    def __getitem__(self, key: Any) -> Any:
+        for f, ax in self._items:
+            if f is key or f == key:
+                return ax
+        raise KeyError(key)
+
+    def __iter__(self) -> Any:
+        return iter(self.filters)
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     def axis(self, path: tuple, x: Any) -> Any:
-        for pred, (_, ax) in zip(self._preds, self.items, strict=True):
+        for pred, (_, ax) in zip(self._preds, self._items, strict=True):
             if pred(path, x):
                 return ax
         raise ValueError(
@@ -63,10 +90,10 @@ class StateAxes:
         return hash(self._key())
 
     def _key(self) -> tuple:
-        return tuple((repr(f), ax) for f, ax in self.items)
+        return tuple((repr(f), ax) for f, ax in self._items)
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{_filter_name(f)}: {ax}" for f, ax in self.items)
+        inner = ", ".join(f"{_filter_name(f)}: {ax}" for f, ax in self._items)
         return f"StateAxes({{{inner}}})"
 
 
