@@ -81,3 +81,36 @@ def test_make_projects_runs_compat_projects():
         check=True,
     ).stdout
     assert "-m compat.projects --write qwix" in out
+
+
+def test_the_report_lists_the_tests_lens_fails_on_purpose_apart():
+    on_purpose = "tests/nnx/module_test.py::PytreeTest::test_assing_pytree_with_data"
+    assert on_purpose in flax_tests.ON_PURPOSE
+    file = "tests/nnx/module_test.py"
+    cls = "tests.nnx.module_test.PytreeTest"
+    flax = {
+        file: flax_tests.FileCounts(
+            {
+                f"{cls}::test_assing_pytree_with_data": "passed",
+                f"{cls}::test_other": "passed",
+                f"{cls}::test_both": "passed",
+            }
+        )
+    }
+    lens = {
+        file: flax_tests.FileCounts(
+            {
+                f"{cls}::test_assing_pytree_with_data": "failed",
+                f"{cls}::test_other": "failed",
+                f"{cls}::test_both": "passed",
+            }
+        )
+    }
+    failing = flax_tests.not_passing(flax, lens)
+    assert failing == [on_purpose, "tests/nnx/module_test.py::PytreeTest::test_other"]
+    text = flax_tests.failing_list("nnx", failing)
+    purpose, to_fix = text.split("Still to fix:")
+    assert f"`{on_purpose}`: lenient containers" in purpose
+    assert "docs/porting-from-flax.md" in purpose and "test_other" not in purpose
+    assert "`tests/nnx/module_test.py::PytreeTest::test_other`" in to_fix
+    assert flax_tests.failing_list("nnx", []) == ""

@@ -257,7 +257,7 @@ class _Builder(VariableBuilder):
     def build(self, d: Any) -> Any:
         if not self.recreate and isinstance(d, VariableDef):
             leaf = next(self.values)
-            self.nodes[d.index] = leaf
+            self.variable_built(d, leaf, leaf)
             return leaf
         return super().build(d)
 

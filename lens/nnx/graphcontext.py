@@ -22,13 +22,24 @@ import functools
 from collections.abc import Callable, Hashable, Iterator, MutableMapping
 from typing import Any, TypeVar
 
+import jax
+
 from lens.nnx.graph_registry import GRAPH_REGISTRY
+from lens.nnx.graphdefs import (
+    NO_UPDATE,
+    ArrayRefDef,
+    ArrayRefOutput,
+    NodeRef,
+    NoUpdate,
+    Repeated,
+)
 from lens.nnx.graphops import as_state, graphdef_leaves
 from lens.nnx.graphops import flatten as _plain_flatten
 from lens.nnx.graphops import unflatten as _plain_unflatten
 from lens.nnx.graphwalk import (
     Builder,
     GraphDef,
+    Leaf,
     ObjectDef,
     RegisteredDef,
     StaticDef,
@@ -37,6 +48,7 @@ from lens.nnx.graphwalk import (
 )
 from lens.nnx.statelib import FlatState, partition_flat
 from lens.nnx.tracers import structure_changed
+from lens.nnx.variable_refs import is_array_ref
 from lens.nnx.variablelib import Variable, new_variable
 
 A = TypeVar("A")
@@ -121,7 +133,10 @@ def flatten(
     With ``ref_index``, objects in it become ``NodeRef``s and the new ones are
     added to it; with ``ref_outer_index``, each def records the index its object
     had outside (``NodeDef.outer_index``), so ``unflatten(...,
-    outer_index_outer_ref=...)`` can write into those objects.
+    outer_index_outer_ref=...)`` can write into those objects. A ``jax.Ref``
+    is then no leaf (a ref cannot leave a transform): one the outside has is
+    ``NO_UPDATE`` (its writes already happened in place), one made inside an
+    ``ArrayRefOutput`` of its value (a new ref outside).
     """
     if ref_index is None and ref_outer_index is None:
         return _plain_flatten(node, with_paths=with_paths, graph=graph)
@@ -131,15 +146,29 @@ def flatten(
     if isinstance(d, StaticDef):
         return _plain_flatten(node, with_paths=with_paths, graph=graph)
     gdef = GraphDef(node=d, paths=tuple(leaf.path for leaf in w.leaves))
-    values = [
-        leaf.value if leaf.variable is None else leaf.variable for leaf in w.leaves
-    ]
+    values = [_leaf_out(leaf, ref_outer_index) for leaf in w.leaves]
     if ref_index is not None:
         for i, obj in enumerate(w.nodes[start:], start):
             ref_index[obj] = i
     if not with_paths:
         return gdef, values
     return gdef, FlatState(zip(gdef.paths, values, strict=True))
+
+
+def _leaf_out(leaf: Leaf, ref_outer_index: RefMap | None) -> Any:
+    """What a flatten gives for one leaf: its Variable, or its value; with
+    ``ref_outer_index`` (a split inside a transform) a ref is replaced by
+    ``NO_UPDATE`` or an ``ArrayRefOutput`` (a Variable's in a copy of it)."""
+    value = leaf.value
+    if ref_outer_index is None or not is_array_ref(value):
+        return value if leaf.variable is None else leaf.variable
+    out = NO_UPDATE if value in ref_outer_index else ArrayRefOutput(value[...])
+    if leaf.variable is None:
+        return out
+    return leaf.variable.type._new(out, dict(leaf.variable.metadata))
+
+
+_REF_MARKERS = (NoUpdate, Repeated, ArrayRefOutput)
 
 
 class _ContextBuilder(Builder):
@@ -175,15 +204,45 @@ class _ContextBuilder(Builder):
             meta = {k: s.value for k, s in d.metadata}
             if isinstance(leaf, Variable):
                 leaf, meta = leaf._raw_value, dict(leaf.metadata)
+            if isinstance(d.array_refdef, ArrayRefDef):
+                leaf = self._array_ref(d.array_refdef, leaf)
+            elif isinstance(d.array_refdef, NodeRef):  # a ref built before
+                leaf = self.nodes[d.array_refdef.index]
             v = self._reuse(d)
             if v is None:
                 v = new_variable(d.type, leaf, meta)
             else:
                 object.__setattr__(v, "_raw_value", leaf)
                 object.__setattr__(v, "_var_metadata", meta)
-            self.nodes[d.index] = v
+            self.variable_built(d, v, leaf)
             return v
+        if isinstance(d, ArrayRefDef):
+            ref = self._array_ref(d, next(self.values))
+            self.nodes[d.index] = ref
+            return ref
         return super().build(d)
+
+    def _array_ref(self, d: ArrayRefDef, leaf: Any) -> Any:
+        """The ref a split's leaf stands for: the outside's own (``NO_UPDATE``),
+        a new one (``ArrayRefOutput``), or the leaf itself (a ref, or an array
+        merged as it is)."""
+        if d.outer_index is not None and d.outer_index in self.outer:
+            if type(leaf) is not NoUpdate:
+                raise RuntimeError(
+                    f"Expected a no update for ArrayRef but got {leaf}.\nThe ref "
+                    "exists outside: a split inside the transform gives NO_UPDATE "
+                    "for it (its writes happen in place)."
+                )
+            return self.outer[d.outer_index]
+        if type(leaf) in (NoUpdate, Repeated):
+            raise ValueError(
+                f"Expected a ArrayRefOutput type but got '{leaf}.'\nThis ref has "
+                "no outside counterpart to reuse: merge it inside the same "
+                "update_context that split it."
+            )
+        if type(leaf) is ArrayRefOutput:
+            return jax.new_ref(leaf.value)
+        return leaf
 
 
 def unflatten(
@@ -359,7 +418,7 @@ class SplitContext:
     def _inner_map(self) -> RefMap | None:
         if self.ctxtag is None:
             return None
-        return current_update_context(self.ctxtag).inner_ref_outer_index or None
+        return current_update_context(self.ctxtag).inner_ref_outer_index
 
     def split(self, node: Any, *filters: Any) -> tuple[Any, ...]:
         """``nnx.split``, with objects met by an earlier split as ``NodeRef``s."""
@@ -411,7 +470,7 @@ class MergeContext:
         if self.ctxtag is not None and not self.is_inner:
             outer = current_update_context(self.ctxtag).outer_index_outer_ref
         leaves = graphdef_leaves(graphdef, (state, *states)) if graphdef.paths else []
-        values = [v.copy() if isinstance(v, Variable) else v for v in leaves]
+        values = [_copied(v) for v in leaves]
         return _ContextBuilder(iter(values), self.index_ref, outer).build(graphdef.node)
 
     def unflatten(self, graphdef: GraphDef, flat_state: Any, /, *more: Any) -> Any:
@@ -425,6 +484,14 @@ class MergeContext:
                 )
             flat_state = FlatState(zip(graphdef.paths, flat_state, strict=True))
         return self.merge(graphdef, flat_state, *more)
+
+
+def _copied(v: Any) -> Any:
+    """A merge's copy of a Variable leaf (a ref-backed one gets a new ref); one
+    holding ``NO_UPDATE`` or an ``ArrayRefOutput`` is taken as it is."""
+    if not isinstance(v, Variable) or isinstance(v._raw_value, _REF_MARKERS):
+        return v
+    return v.copy()
 
 
 @contextlib.contextmanager

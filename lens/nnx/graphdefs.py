@@ -63,8 +63,9 @@ class RegisteredDef(Generic[N]):
 
 @dataclasses.dataclass(frozen=True)
 class VariableDef(Generic[N]):
-    """A Variable in a GraphDef (flax.nnx's fields; lens has no array refs, so
-    ``array_refdef`` is always None)."""
+    """A Variable in a GraphDef (flax.nnx's fields): ``array_refdef`` numbers
+    the ``jax.Ref`` a ref-backed Variable holds (an :class:`ArrayRefDef`, or a
+    :class:`NodeRef` to a ref met before); None for any other value."""
 
     type: type
     index: int
@@ -155,8 +156,11 @@ class NodeDef(Generic[N]):
 
 @dataclasses.dataclass(frozen=True)
 class ArrayRefDef:
-    """A mutable array reference in a GraphDef (flax.nnx's ``jax.Ref``
-    support; lens Variables hold plain arrays, so walks never make one)."""
+    """A mutable array reference (``jax.Ref``) in a GraphDef: a node, so one
+    ref reached twice is one ref after a merge. A bare ref attribute is this
+    def with the ref as its state leaf; a ref-backed Variable's ref is its
+    ``VariableDef.array_refdef``. ``outer_index``: the index the ref had
+    outside a transform (set by a split inside ``nnx.update_context``)."""
 
     index: int
     outer_index: int | None
@@ -252,7 +256,7 @@ def flat_defs(root: Any) -> tuple[list[Any], list[tuple[Any, Any]]]:
     attributes: list[tuple[Any, Any]] = []
 
     def visit(d: Any) -> None:
-        if isinstance(d, NodeRef | VariableDef | TreeNodeDef):
+        if isinstance(d, NodeRef | VariableDef | TreeNodeDef | ArrayRefDef):
             nodes.append(d)
             return
         kind, index, outer, children, meta = _node_parts(d)
@@ -285,9 +289,9 @@ def tree_defs(nodes: list[Any], attributes: list[tuple[Any, Any]]) -> tuple[Any,
     paths: list[Path] = []
 
     def build(nd: Any, path: Path) -> Any:
-        if isinstance(nd, VariableDef):
+        if isinstance(nd, VariableDef | ArrayRefDef):
             paths.append(path)
-        if isinstance(nd, NodeRef | VariableDef):
+        if isinstance(nd, NodeRef | VariableDef | ArrayRefDef):
             return nd
         if not isinstance(nd, NodeDef):
             raise ValueError(
@@ -361,7 +365,7 @@ class GraphDef(Generic[N]):
     leaf's path, in walk order). Build one from either.
     """
 
-    __slots__ = ("_flat", "node", "paths")
+    __slots__ = ("_flat", "_leaf_shapes", "node", "paths")
 
     def __init__(
         self,
@@ -392,6 +396,10 @@ class GraphDef(Generic[N]):
         object.__setattr__(self, "node", node)
         object.__setattr__(self, "paths", tuple(paths or ()))
         object.__setattr__(self, "_flat", flat)
+        # Strict mode only (lens.strict): each leaf's (Variable type, shape) at
+        # the split that made this GraphDef, for merge to check the state it gets
+        # against. Not part of equality, hashing or pickling.
+        object.__setattr__(self, "_leaf_shapes", None)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise dataclasses.FrozenInstanceError(f"cannot assign to field '{name}'")
@@ -432,9 +440,7 @@ class GraphDef(Generic[N]):
     def with_matching_outer_index(self, other: GraphDef[Any]) -> GraphDef[N]:
         """This GraphDef with the outer indices of ``other`` (same structure)."""
         pairs = zip(self.nodes, other.nodes, strict=True)
-        return self._with_nodes(
-            [_outer(n, lambda _, o=o: o.outer_index) for n, o in pairs]
-        )
+        return self._with_nodes([_matching(n, o) for n, o in pairs])
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GraphDef):
@@ -457,9 +463,25 @@ def _outer(node: Any, outer: Any) -> Any:
     and pytree nodes, which have no index, stay as they are)."""
     if isinstance(node, NodeDef) and node.index is not None:
         return dataclasses.replace(node, outer_index=outer(node))
+    if isinstance(node, VariableDef) and isinstance(node.array_refdef, ArrayRefDef):
+        ref = node.array_refdef
+        return dataclasses.replace(
+            node, outer_index=outer(node), array_refdef=_outer(ref, outer)
+        )
     if isinstance(node, VariableDef | ArrayRefDef):
         return dataclasses.replace(node, outer_index=outer(node))
     return node
+
+
+def _matching(node: Any, other: Any) -> Any:
+    """``node`` with ``other``'s outer index (and its ref's, for a Variable)."""
+    out = _outer(node, lambda _: other.outer_index)
+    ref = getattr(out, "array_refdef", None)
+    if isinstance(ref, ArrayRefDef):
+        other_ref = getattr(other, "array_refdef", None)
+        outer = other_ref.outer_index if isinstance(other_ref, ArrayRefDef) else None
+        out = dataclasses.replace(out, array_refdef=ArrayRefDef(ref.index, outer))
+    return out
 
 
 def _rebuild_graphdef(node: Any, paths: tuple) -> GraphDef:

@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 import jax
 import jax.numpy as jnp
 
-from lens import errors
+from lens import _strict, errors
 from lens.nnx.filterlib import to_predicate
 from lens.nnx.graphmode import set_graph_mode as set_graph_mode
 from lens.nnx.graphmode import set_graph_updates as set_graph_updates
@@ -72,7 +72,10 @@ def _flat_state(node: Any, graph: bool | None) -> tuple[GraphDef, dict[Path, Any
     if isinstance(d, StaticDef):  # a plain leaf (42) is its own state, as in flax
         return GraphDef(node=ArrayDef(), paths=((),)), {(): node}
     gdef = GraphDef(node=d, paths=tuple(leaf.path for leaf in w.leaves))
-    return gdef, {leaf.path: _leaf_value(leaf) for leaf in w.leaves}
+    flat = {leaf.path: _leaf_value(leaf) for leaf in w.leaves}
+    if _strict.enabled():  # what merge checks a state against (case 4)
+        object.__setattr__(gdef, "_leaf_shapes", {p: _kind(v) for p, v in flat.items()})
+    return gdef, flat
 
 
 def as_state(flat: dict[Path, Any]) -> Any:
@@ -131,6 +134,8 @@ def merge(
         graphdef_or_graphstate, *more = graphdef_or_graphstate
         states = (*more, *states)
     graphdef, states = _graphdef_and_states(graphdef_or_graphstate, states)
+    if _strict.enabled():
+        _check_merge(graphdef, states, note_sharing=not copy)
     leaves = graphdef_leaves(graphdef, states)
     if isinstance(graphdef.node, TreeNodeDef):
         return tree_unflatten(graphdef, leaves, copy_variables=copy)
@@ -138,6 +143,84 @@ def merge(
     builder = VariableBuilder(iter(leaves))
     builder.recreate = recreate_variables
     return builder.build(graphdef.node)
+
+
+def _kind(v: Any) -> tuple[type | None, tuple[int, ...] | None]:
+    """A leaf's Variable type (None for a plain value) and shape."""
+    raw = v._raw_value if isinstance(v, Variable) else v
+    shape = getattr(raw, "shape", None)
+    return (v.type if isinstance(v, Variable) else None), (
+        None if shape is None else tuple(shape)
+    )
+
+
+def _check_merge(
+    graphdef: GraphDef, states: tuple[Any, ...], note_sharing: bool
+) -> None:
+    """Strict mode: a state that is not ``graphdef``'s (another model's: paths
+    the graphdef has no place for, Variables of another type, other shapes)
+    raises; a State merged a second time, so that two graphs share its
+    Variables, warns. flax.nnx merges all of these silently."""
+    if not states:
+        return
+    flat: dict[Path, Any] = {}
+    for s in states:
+        flat.update(_flat(s, graphdef))
+    paths = set(graphdef.paths)
+    extra = [p for p in flat if p not in paths]
+    fix = (
+        "Merge a graphdef with the states split with it (graphdef, state = "
+        "nnx.split(model)), or build a model of the state's shapes."
+    )
+    strict_line = "lens strict mode reports this (Flax merges silently)."
+    if extra:
+        raise errors.GraphStructureError(
+            f"merge: the state has {len(extra)} leaves that the graphdef of a "
+            f"{_node_type(graphdef)} has no place for: "
+            f"{', '.join(path_str(p) for p in extra[:5])}.\n{fix}\n{strict_line}"
+        )
+    for p, (vtype, shape) in (graphdef._leaf_shapes or {}).items():
+        if p not in flat:
+            continue  # merge itself says which leaves are missing
+        got_type, got_shape = _kind(flat[p])
+        if vtype is not None and got_type is not None and got_type is not vtype:
+            raise errors.GraphStructureError(
+                f"merge: {path_str(p)} is a {got_type.__name__} in the state, a "
+                f"{vtype.__name__} in the graphdef of a {_node_type(graphdef)}."
+                f"\n{fix}\n{strict_line}"
+            )
+        if shape is not None and got_shape is not None:
+            n = min(len(shape), len(got_shape))  # stacked states add leading axes
+            if shape[len(shape) - n :] != got_shape[len(got_shape) - n :]:
+                raise errors.GraphStructureError(
+                    f"merge: {path_str(p)} has shape {got_shape} in the state; the "
+                    f"graphdef of a {_node_type(graphdef)} was split with "
+                    f"{shape}.\n{fix}\n{strict_line}"
+                )
+    if not note_sharing:
+        return
+    for s in states:
+        if isinstance(s, GraphState):
+            s = s._state
+        if not isinstance(s, State) or not any(
+            isinstance(v, Variable) for v in s._flat_dict().values()
+        ):
+            continue
+        if s.__dict__.get("_lens_merged"):
+            _strict.warn(
+                errors.StrictModeWarning(
+                    f"merge: this State was merged before, so the new "
+                    f"{_node_type(graphdef)} shares its Variables with the graph "
+                    "merged then (an update to one changes the other).\nPass "
+                    "copy=True (nnx.merge(graphdef, state, copy=True)) for an "
+                    "independent model, or nnx.clone(model)."
+                )
+            )
+        object.__setattr__(s, "_lens_merged", True)
+
+
+def _node_type(graphdef: GraphDef) -> str:
+    return getattr(getattr(graphdef.node, "type", None), "__name__", "graph")
 
 
 def graphdef_leaves(graphdef: GraphDef, states: tuple[Any, ...]) -> list[Any]:
@@ -228,10 +311,10 @@ class VariableBuilder(Builder):
         if isinstance(d, VariableDef):
             leaf = next(self.values)
             if not self.recreate and not isinstance(leaf, Variable):
-                self.nodes[d.index] = leaf
+                self.variable_built(d, leaf, leaf)
                 return leaf
             if isinstance(leaf, Variable) and leaf.type is d.type:
-                self.nodes[d.index] = leaf
+                self.variable_built(d, leaf, leaf._raw_value)
                 return leaf
             self.values = itertools.chain([_raw(leaf)], self.values)
         return super().build(d)
@@ -314,8 +397,8 @@ class _SharingBuilder(Builder):
 
     def build(self, d: Any) -> Any:
         if isinstance(d, VariableDef):
-            next(self.values)
-            self.nodes[d.index] = self.originals[d.index]
+            value = next(self.values)
+            self.variable_built(d, self.originals[d.index], value)
             return self.originals[d.index]
         return super().build(d)
 
@@ -494,7 +577,10 @@ class ApplyCaller(Generic[A]):
         return ApplyCaller(self._graphdef, self._states, self._path + ((key,),))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        module = merge(self._graphdef, *self._states)
+        if _strict.enabled():  # the merged object is this call's only: no sharing
+            _check_merge(self._graphdef, self._states, note_sharing=False)
+        with _strict.suspended():
+            module = merge(self._graphdef, *self._states)
         fn: Any = module
         for step in self._path:  # an attribute name, or (key,) for [key]
             fn = fn[step[0]] if isinstance(step, tuple) else getattr(fn, step)

@@ -15,7 +15,7 @@ from typing import Any
 
 import jax
 
-from lens import errors
+from lens import _strict, errors
 from lens.nnx.filterlib import to_predicate
 from lens.nnx.graph_registry import (
     GraphNodeImpl,
@@ -33,6 +33,7 @@ from lens.nnx.graphtree import check_valid_pytree
 from lens.nnx.graphwalk import Path, path_str
 from lens.nnx.statelib import FlatState, State, merge_state
 from lens.nnx.tracers import check_mutable, structure_changed
+from lens.nnx.variable_hijax import get_state, hijax_var_type, set_state
 from lens.nnx.variablelib import Variable
 from lens.typing import Key
 
@@ -47,6 +48,9 @@ def update(node: Any, state: Any, /, *states: Any) -> None:
     Every value is checked before anything is written (a key an immutable node
     cannot take, a shape that differs from the variable's), so a bad state
     leaves ``node`` untouched.
+
+    In strict mode (``lens.strict``) a key ``node`` lacks raises
+    ``GraphStructureError`` instead of being added.
 
     Raises:
         ValueError: several non-empty states for a Variable, a leaf where
@@ -101,6 +105,8 @@ def _plan(node: Any, state: Any, path: Path, writes: list[Write]) -> None:
     for key, value in state.items():
         here = (*path, key)
         if key not in node_dict:
+            if _strict.enabled():
+                _unknown_key(node, key, here)
             _queue_set(node, impl, key, _fresh(value), here, writes)
             continue
         current = node_dict[key]
@@ -117,6 +123,18 @@ def _plan(node: Any, state: Any, path: Path, writes: list[Write]) -> None:
         else:
             _check_shape(current, value, here)
             _queue_set(node, impl, key, value, here, writes)
+
+
+def _unknown_key(node: Any, key: Any, path: Path) -> None:
+    """Strict mode: a state key ``node`` lacks (flax.nnx adds it silently)."""
+    where = path_str(path[:-1]) if path[:-1] else "the root"
+    raise errors.GraphStructureError(
+        f"update: the state has {path_str(path)}, but {where} (a "
+        f"{type(node).__name__}) has no {key!r}; nothing was updated.\nPass a "
+        "state of this model (nnx.state(model)), or rename the key to the "
+        "model's; to add an attribute, set it on the object.\nlens strict mode "
+        "reports this (Flax adds the key silently)."
+    )
 
 
 def _fresh(value: Any) -> Any:
@@ -147,19 +165,23 @@ def _plan_variable(var: Variable, value: Any, path: Path, writes: list[Write]) -
     raw = value._raw_value if isinstance(value, Variable) else value
     _check_shape(var._raw_value, raw, path)
     check_mutable(var, "update the value", structural=False)
-    if isinstance(value, Variable):
-        meta = dict(value.metadata)
+    meta = dict(value.metadata) if isinstance(value, Variable) else None
+    writes.append(lambda: _write_variable(var, raw, meta))
 
-        def write() -> None:
-            object.__setattr__(var, "_raw_value", value._raw_value)
-            object.__setattr__(var, "_var_metadata", meta)
 
-    else:
-
-        def write() -> None:
-            object.__setattr__(var, "_raw_value", raw)
-
-    writes.append(write)
+def _write_variable(var: Variable, raw: Any, meta: dict[str, Any] | None) -> None:
+    """Stores ``raw`` (and ``meta``, when given) in ``var``; a hijax Variable
+    (or its tracer inside a JAX transform) through its inner Variable."""
+    if hijax_var_type(var) is not None:
+        inner = get_state(var)
+        object.__setattr__(inner, "_raw_value", raw)
+        if meta is not None:
+            object.__setattr__(inner, "_var_metadata", {**meta, "hijax": True})
+        set_state(var, inner)
+        return
+    object.__setattr__(var, "_raw_value", raw)
+    if meta is not None:
+        object.__setattr__(var, "_var_metadata", meta)
 
 
 def _check_shape(old: Any, new: Any, path: Path) -> None:

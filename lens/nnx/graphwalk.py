@@ -39,6 +39,7 @@ from lens.nnx.graph_registry import (
 )
 from lens.nnx.graphdefs import (
     ArrayDef,
+    ArrayRefDef,
     CustomPytreeDef,
     DictDef,
     NodeRef,
@@ -58,6 +59,7 @@ from lens.nnx.graphdefs import (
 from lens.nnx.pytreelib import Object, PytreeState, node_items
 from lens.nnx.pytreelib import declared as declared_kinds
 from lens.nnx.tracers import Frame, structure_changed
+from lens.nnx.variable_refs import is_array_ref
 from lens.nnx.variablelib import StaticValue, Variable, freeze_metadata, new_variable
 
 Path = tuple[Any, ...]
@@ -258,9 +260,15 @@ class Walker:
             if i is not None:
                 return Ref(i)
             i = self._register(x, vspec, path)
-            self.leaves.append(Leaf(path, x._raw_value, x, spec=vspec))
+            raw = x._raw_value
+            self.leaves.append(Leaf(path, raw, x, spec=vspec))
             outer = self.outer_index.get(id(x))
-            return VariableDef(x.type, i, outer, freeze_metadata(x.metadata))
+            meta = freeze_metadata(x.metadata)
+            if is_array_ref(raw):
+                return VariableDef(
+                    x.type, i, outer, meta, self._ref_def(raw, vspec, path)
+                )
+            return VariableDef(x.type, i, outer, meta)
         if _is_array(x):
             self.leaves.append(
                 Leaf(
@@ -273,6 +281,14 @@ class Walker:
                 )
             )
             return ArrayDef()
+        if is_array_ref(x):  # a bare jax.Ref: a node (shared), its leaf the ref
+            rspec = self._resolve(spec, path, x)
+            i = self._seen(x, rspec, path)
+            if i is not None:
+                return Ref(i)
+            d = self._ref_def(x, rspec, path)
+            self.leaves.append(Leaf(path, x, None, owner, key, spec=rspec))
+            return d
         if type(x) in (list, tuple):
             if type(x) is list:
                 self.containers.append(x)
@@ -311,6 +327,16 @@ class Walker:
             )
             return ArrayDef()
         return StaticDef(StaticValue(x))
+
+    def _ref_def(self, ref: Any, spec: Any, path: Path) -> ArrayRefDef | Ref:
+        """A ``jax.Ref`` numbered as a node, as flax.nnx numbers them (a Variable's
+        ref right after the Variable): an ``ArrayRefDef``, or a ``NodeRef`` to
+        the one met before (two Variables holding one ref)."""
+        i = self.index.get(id(ref))
+        if i is not None:
+            return Ref(i)
+        i = self._register(ref, spec, path)
+        return ArrayRefDef(i, self.outer_index.get(id(ref)))
 
     def _registered(self, x: Any, impl: Any, path: Path, spec: Any) -> Any:
         """A node of a type given to ``register_graph_node_type`` (numbered,
@@ -365,6 +391,7 @@ def is_node_value(x: Any) -> bool:
     return (
         isinstance(x, Object | Variable)
         or _is_array(x)
+        or is_array_ref(x)
         or type(x) in (list, tuple, dict)
         or custom_impl(x) is not None
         or pytree_children(x) is not None
@@ -407,7 +434,7 @@ def _key_of(entry: Any) -> Any:
 
 
 def _holds_state(x: Any) -> bool:
-    return isinstance(x, Object | Variable) or _is_array(x)
+    return isinstance(x, Object | Variable) or _is_array(x) or is_array_ref(x)
 
 
 def pytree_children(x: Any) -> tuple[list[Any], list[Any], Any] | None:
@@ -467,13 +494,16 @@ class Builder:
         if isinstance(d, Ref):
             return self.nodes[d.index]
         if isinstance(d, VariableDef):
-            v = new_variable(
-                d.type, next(self.values), {k: s.value for k, s in d.metadata}
-            )
-            self.nodes[d.index] = v
+            value = next(self.values)
+            v = new_variable(d.type, value, {k: s.value for k, s in d.metadata})
+            self.variable_built(d, v, value)
             return v
         if isinstance(d, ArrayDef):
             return next(self.values)
+        if isinstance(d, ArrayRefDef):
+            ref = next(self.values)
+            self.nodes[d.index] = ref
+            return ref
         if isinstance(d, SeqDef):
             return d.type(self.build(e) for e in d.items)
         if isinstance(d, DictDef):
@@ -492,6 +522,13 @@ class Builder:
             ]
             return PYTREE_REGISTRY[d.type].unflatten(children, d.metadata)
         return d.value.value
+
+    def variable_built(self, d: VariableDef, v: Any, raw: Any) -> None:
+        """Records Variable ``v`` (and ``raw``, its value, when ``d`` numbers a
+        ref) under their indices, so later refs to them resolve."""
+        self.nodes[d.index] = v
+        if isinstance(d.array_refdef, ArrayRefDef):
+            self.nodes[d.array_refdef.index] = raw
 
 
 class InPlaceBuilder(Builder):
@@ -521,9 +558,10 @@ class InPlaceBuilder(Builder):
             return obj
         if isinstance(d, VariableDef) and type(self.reuse.get(d.index)) is d.type:
             v = self.reuse[d.index]
-            object.__setattr__(v, "_raw_value", next(self.values))
+            value = next(self.values)
+            object.__setattr__(v, "_raw_value", value)
             object.__setattr__(v, "_var_metadata", {k: s.value for k, s in d.metadata})
-            self.nodes[d.index] = v
+            self.variable_built(d, v, value)
             return v
         return super().build(d)
 

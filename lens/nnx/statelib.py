@@ -64,6 +64,15 @@ class FlatState(list, Generic[V]):
         return FlatState(zip(keys, values, strict=True), sort=False)
 
 
+# A pytree of its values (the paths static), as flax.nnx's: jax.tree.leaves of
+# a split's FlatState are the arrays in it.
+jax.tree_util.register_pytree_node(
+    FlatState,
+    lambda fs: (fs.leaves, fs.paths),
+    FlatState.from_sorted_keys_values,
+)
+
+
 class NestedStateRepr(reprlib.Representable):
     """A State nested in another, shown as ``{key: value, ...}`` (the outer one
     shows as ``State({...})``)."""

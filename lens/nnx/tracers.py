@@ -73,11 +73,20 @@ def structure_changed() -> None:
         _EPOCH[0] += 1
 
 
+def frame_of(x: Any) -> Any:
+    """The frame ``x`` (an Object or Variable) was made in; a hijax Variable's
+    tracer answers through its aval (it reports None: updatable anywhere)."""
+    try:
+        return object.__getattribute__(x, "_lens_frame")
+    except AttributeError:
+        return x._lens_frame
+
+
 def check_mutable(owner: Any, what: str, structural: bool = True) -> None:
     if structural:
         structure_changed()
     here = current_frame()
-    made = object.__getattribute__(owner, "_lens_frame")
+    made = frame_of(owner)
     if here is not None and made is not here:
         raise errors.TraceContextError(
             f"Cannot {what} of this {type(owner).__name__} inside nnx.{here.name}: it "

@@ -83,6 +83,86 @@ def test_update_context_writes_back_into_the_objects_that_went_in():
     assert float(m.b.value) == 10.0
 
 
+def _ref_round_trip(how: str) -> tuple:
+    """flax's update-context protocol for refs: split outside, merge inside,
+    split inside (the inner model, a new model, the inner model again), merge
+    outside. Returns (outside model, new model, inner states, outside result)."""
+    m1 = nnx.with_vars(nnx.Linear(1, 1, rngs=nnx.Rngs(0)), ref=True)
+    with nnx.update_context("r"):
+        if how == "to_tree":
+            (m2,) = nnx.from_tree(
+                nnx.to_tree((m1,), ctxtag="r"), ctxtag="r", is_inner=True
+            )
+        else:
+            with nnx.split_context("r") as ctx:
+                graphdef, state = getattr(ctx, how)(m1)
+            with nnx.merge_context("r", True) as ctx:
+                m2 = ctx.merge(graphdef, state)
+        new = nnx.with_vars(nnx.Linear(1, 1, rngs=nnx.Rngs(1)), ref=True)
+        if how == "to_tree":
+            out = nnx.to_tree((m2, new, m2), ctxtag="r")
+            states = [dict(o.states[0].flat_state()) for o in out]
+            m3, new2, _ = nnx.from_tree(out, ctxtag="r", is_inner=False)
+        else:
+            with nnx.split_context("r") as ctx:
+                graphdef_out, state_out = getattr(ctx, how)((m2, new, m2))
+            flat = dict(state_out) if how == "flatten" else dict(state_out.flat_state())
+            states = [
+                {p[1:]: v for p, v in flat.items() if p[0] == i} for i in range(3)
+            ]
+            out = state_out
+            with nnx.merge_context("r", False) as ctx:
+                m3, new2, _ = ctx.merge(graphdef_out, state_out)
+    return m1, new, states, out, m3, new2
+
+
+@pytest.mark.parametrize("how", ["split", "flatten", "to_tree"])
+def test_update_context_gives_no_update_for_a_ref_the_outside_has(how):
+    m1, new, states, out, m3, new2 = _ref_round_trip(how)
+    kernel_ref = m1.kernel.get_raw_value()
+    # the inner model's refs are the outside's: NO_UPDATE, no leaf
+    assert isinstance(states[0][("kernel",)].get_value(), graphlib.NoUpdate)
+    assert isinstance(states[0][("bias",)].get_value(), graphlib.NoUpdate)
+    # refs made inside leave as their values
+    made = states[1][("kernel",)].get_value()
+    assert isinstance(made, graphlib.ArrayRefOutput)
+    assert jnp.array_equal(made.value, new.kernel[...])
+    assert states[2] == {}  # the inner model again: a NodeRef
+    assert len(jax.tree.leaves(out)) == 2
+    # merged outside: the model that went in, its own refs; a new one, new refs
+    assert m3 is m1 and m1.kernel.get_raw_value() is kernel_ref
+    assert new2 is not new and isinstance(new2.kernel.get_raw_value(), jax.Ref)
+    assert new2.kernel.get_raw_value() is not new.kernel.get_raw_value()
+    assert jnp.array_equal(new2.kernel[...], new.kernel[...])
+
+
+def test_a_ref_is_a_shared_node_of_the_graph():
+    class Foo(nnx.Module):
+        def __init__(self, ref):
+            self.a = ref
+            self.b = self.a
+            self.p = nnx.Param(jnp.ones(2), ref=True)
+            self.q = self.p
+
+    m = Foo(jax.new_ref(jnp.zeros(3)))
+    refmap = graphlib.RefMap()
+    graphdef, flat = graphlib.flatten(m, ref_index=refmap, graph=True)
+    # Foo, a's ref, p, p's ref: each once; the ref is the state leaf
+    assert len(refmap) == 4 and m.a in refmap and m.p.get_raw_value() in refmap
+    assert [p for p, _ in flat] == [("a",), ("p",)] and flat[0][1] is m.a
+    assert isinstance(graphdef.nodes[1], graphlib.ArrayRefDef)
+    assert isinstance(graphdef.nodes[3].array_refdef, graphlib.ArrayRefDef)
+    assert jax.tree.leaves(flat) == [m.a, m.p.get_raw_value()]  # a pytree
+    m2 = nnx.merge(graphdef, flat)
+    assert m2.a is m2.b and m2.a is m.a and m2.p is m2.q
+    # a state holding a bare ref maps (with_vars) and merges back
+    frozen = nnx.with_vars(flat, hijax=False)
+    assert nnx.merge(graphdef, frozen).a is m.a
+    # a jax.Ref attribute is no static value: split gives it as state
+    _, state = nnx.split(m)
+    assert state["a"] is m.a
+
+
 def test_update_context_decorator_and_errors():
     @nnx.update_context("deco")
     def inside():

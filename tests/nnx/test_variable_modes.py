@@ -6,6 +6,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from lens import errors, nnx
@@ -59,6 +60,28 @@ def test_ref_misuse_raises_clear_errors():
         nnx.Param(jnp.ones(2)).set_metadata(ref=True)
 
 
+def test_nnx_jit_returns_ref_variables_made_inside_as_new_refs():
+    made = []
+
+    @nnx.jit
+    def f(m):
+        made.append(nnx.with_vars(nnx.Linear(1, 1, rngs=nnx.Rngs(0)), ref=True))
+        m.extra = nnx.Param(jnp.zeros(2), ref=True)  # a new structure, with a ref
+        m.kernel[...] += 1.0
+        return made[-1]
+
+    m = nnx.with_vars(nnx.Linear(1, 1, rngs=nnx.Rngs(1)), ref=True)
+    kernel_ref, kernel = m.kernel.get_raw_value(), m.kernel[...]
+    out = f(m)
+    assert out is not made[0] and isinstance(out.kernel, nnx.Param)
+    assert isinstance(out.kernel.get_raw_value(), jax.Ref)
+    assert isinstance(out.kernel[...], jax.Array) and out.kernel[...].shape == (1, 1)
+    assert m.kernel.get_raw_value() is kernel_ref  # written in place
+    np.testing.assert_allclose(m.kernel[...], kernel + 1.0)
+    assert isinstance(m.extra.get_raw_value(), jax.Ref)
+    np.testing.assert_allclose(m.extra[...], 0.0)
+
+
 # ---- hijax=True: one mutable JAX object -----------------------------------
 
 
@@ -110,6 +133,62 @@ def test_a_captured_hijax_variable_is_updated_by_scan_and_grad():
 
     np.testing.assert_allclose(jax.grad(loss)(jnp.array(4.0)), 8.0)
     np.testing.assert_allclose(v[...], 12.0)
+
+
+@nnx.var_defaults(hijax=True)
+def test_an_optimizer_updates_hijax_variables_inside_jax_jit():
+    class Model(nnx.Module):
+        def __init__(self, rngs):
+            self.w = nnx.Variable(jax.random.uniform(rngs(), (2, 4)))
+            self.count = nnx.Variable(jnp.array(0))
+
+        def __call__(self, x):
+            self.count[...] += 1
+            return x @ self.w
+
+    x = jnp.ones((5, 2))
+    wrt = lambda path, _: path[-1] == "w"  # noqa: E731
+    model = Model(nnx.Rngs(1))
+    optimizer = nnx.Optimizer(model, tx=optax.sgd(0.1), wrt=wrt)
+    w0 = model.w[...]
+
+    @jax.jit
+    def train_step(model, optimizer):
+        graphdef, params, rest = nnx.split(model, wrt, ...)
+
+        def loss_fn(params):
+            return jnp.mean(nnx.merge(graphdef, params, rest)(x) ** 2)
+
+        grads = jax.grad(loss_fn)(nnx.with_vars(params, hijax=False))
+        # the hijax Variables are tracers here: nnx.update and the optimizer
+        # write through them
+        optimizer.update(params, grads)
+
+    train_step(model, optimizer)
+    assert int(optimizer.step[...]) == 1 and int(model.count[...]) == 1
+    expected = w0 - 0.1 * jax.grad(lambda w: jnp.mean((x @ w) ** 2))(w0)
+    np.testing.assert_allclose(model.w[...], expected, rtol=1e-6)
+
+
+def test_batch_norm_running_stats_carry_no_gradient():
+    # as flax.nnx's, the update is stop_gradient'ed, so a hijax BatchStat may be
+    # written inside jax.grad from values that depend on the parameters
+    rngs = nnx.Rngs(0)
+    model = nnx.Sequential(
+        nnx.Linear(2, 3, rngs=rngs),
+        nnx.BatchNorm(3, use_running_average=False, rngs=rngs),
+    )
+    model = nnx.with_vars(model, hijax=True, only=nnx.BatchStat)
+    graphdef, params, stats = nnx.split(model, nnx.Param, ...)
+    x = jnp.arange(4.0).reshape(2, 2)
+
+    def loss(params):
+        return jnp.sum(nnx.merge(graphdef, params, stats)(x) * jnp.arange(3.0))
+
+    grads = jax.grad(loss)(nnx.with_vars(params, hijax=False))
+    np.testing.assert_allclose(grads["layers"][1]["bias"][...], jnp.arange(3.0) * 2)
+    h = model.layers[0](x)
+    np.testing.assert_allclose(model.layers[1].mean[...], 0.01 * h.mean(0), rtol=1e-5)
 
 
 def test_a_hijax_ref_variable_in_a_transform_raises_a_clear_error():

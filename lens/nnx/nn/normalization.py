@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -23,6 +24,10 @@ from lens.nnx.rnglib import Rngs
 from lens.nnx.variablelib import BatchStat
 
 Array = Any
+
+
+def _identity(x: Any) -> Any:
+    return x
 
 
 def _spec(
@@ -197,8 +202,16 @@ class BatchNorm(Module):
                 norm.stats_dtype(x, self.dtype, True),
             )
             m = self.momentum
-            self.mean.value = m * self.mean.value + (1 - m) * mean.reshape(-1)
-            self.var.value = m * self.var.value + (1 - m) * var.reshape(-1)
+            # The running statistics carry no gradient (as flax.nnx's): a hijax
+            # BatchStat written inside jax.grad would otherwise be a write JAX
+            # cannot differentiate.
+            stop = (
+                jax.lax.stop_gradient
+                if self.mean._can_update or self.var._can_update
+                else _identity
+            )
+            self.mean.value = stop(m * self.mean.value + (1 - m) * mean.reshape(-1))
+            self.var.value = stop(m * self.var.value + (1 - m) * var.reshape(-1))
         scale = self.scale.value if self.scale is not None else None
         bias = self.bias.value if self.bias is not None else None
         if self.promote_dtype is not promote_dtype:

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lens import _strict, errors
 from lens.nnx.graphlib import state, update
 from lens.nnx.graphstate import GraphState
 from lens.nnx.pytreelib import Object
@@ -84,6 +85,8 @@ class Optimizer(Object, Generic[M]):
                 "Call optimizer.update(model, grads), or use nnx.ModelAndOptimizer, "
                 "whose update takes (grads)."
             )
+        if _strict.enabled():
+            _check_grad_paths(model, grads, self.wrt)
         values = _values(state(model, self.wrt))
         gvalues = _values(_wrt_part(grads, self.wrt))
         _check_grads(values, gvalues, self.wrt)
@@ -105,9 +108,11 @@ class Optimizer(Object, Generic[M]):
             )
         # Everything is computed: now write (nothing above changed any state).
         update(model, new)
+        # set_value, not ``.value =``: a hijax Variable's tracer (inside
+        # jax.jit) has methods but no attribute setter.
         for var, value in zip(opt_vars, new_opt_leaves):
-            var.value = value
-        self.step.value = self.step.value + 1
+            var.set_value(value)
+        self.step.set_value(self.step.get_value() + 1)
         return updates
 
 
@@ -121,6 +126,38 @@ def _wrt_part(grads: Any, wrt: Any) -> Any:
     if isinstance(grads, State | Object):
         return state(grads, wrt)
     return grads
+
+
+def _check_grad_paths(model: Any, grads: Any, wrt: Any) -> None:
+    """Strict mode: gradients that ``wrt`` would drop silently (flax filters
+    them). A path the model lacks raises; a variable of the model that ``wrt``
+    does not select (a BatchStat's gradient) warns."""
+    if isinstance(grads, GraphState):
+        grads = grads._state
+    if not isinstance(grads, State | Object):
+        return  # a plain pytree must match the parameters exactly (checked below)
+    grad_paths = set(_flat(state(grads) if isinstance(grads, Object) else grads))
+    model_paths = set(_flat(state(model)))
+    kept = set(_flat(_wrt_part(grads, wrt)))
+    unknown = sorted(grad_paths - model_paths, key=str)
+    if unknown:
+        names = ["/".join(map(str, p)) for p in unknown]
+        raise errors.UnusedGradientsError(names[:8], len(names))
+    ignored = sorted(grad_paths - kept, key=str)
+    if ignored:
+        names = ", ".join("/".join(map(str, p)) for p in ignored[:8])
+        _strict.warn(
+            errors.StrictModeWarning(
+                f"Optimizer.update ignores the gradients of {len(ignored)} "
+                f"variable(s) that wrt={getattr(wrt, '__name__', wrt)!s} does not select: {names}.\nPass "
+                "wrt= the variables to update, or take only their gradients "
+                "(nnx.grad(..., argnums=nnx.DiffState(0, wrt)))."
+            )
+        )
+
+
+def _flat(s: Any) -> dict[Any, Any]:
+    return s._flat_dict() if isinstance(s, State) else {}
 
 
 class ModelAndOptimizer(Optimizer[M]):

@@ -52,6 +52,7 @@ from lens.nnx.transforms.jit_shardings import (
 from lens.nnx.transforms.jit_stages import Compiled, Lowered
 from lens.nnx.transforms.jit_stages import SimplePartialTraced as SimplePartialTraced
 from lens.nnx.transforms.jit_stages import SimpleTraced as SimpleTraced
+from lens.nnx.transforms.jit_stages import Stage as Stage
 from lens.nnx.transforms.jit_stages import Traced as Traced
 from lens.nnx.transforms.pack_trace import Picture
 from lens.nnx.transforms.sharding import StateSharding as StateSharding
@@ -68,9 +69,6 @@ from lens.nnx.variablelib import StaticValue
 P = ParamSpec("P")
 R = TypeVar("R")
 Specs = Any
-# JitWrapped.trace gives a Traced, lower a Lowered whose compile() is
-# called with the objects (jit_stages)
-Stage = Lowered | Compiled | Traced
 
 
 def jit(
@@ -265,7 +263,6 @@ class JitWrapped(Generic[P, R]):
             kw = dict(zip(kw_names, args[n_pos:], strict=True))
             fun: Callable[..., Any] = self.fun
             out = fun(*args[:n_pos], **kw, **dict(static_kw))
-            out, refs = mark_refs(out, values)
             walker = Walker(transform="jit")
             after, entries = split_args(args, (None,) * len(args), walker, skel.static)
             # A changed structure (a new attribute or submodule) is applied
@@ -275,8 +272,12 @@ class JitWrapped(Generic[P, R]):
             walker.frame = fr
             outs = split_outputs(out, None, walker)
         if changed is not None:
+            # refs leave as RefOuts: the arguments' (in a new structure) too
             graph_values = [e.value for e in entries if e.leaf is not None]
-            return Carrier([graph_values, outs], changed)
+            marked, _ = mark_refs([graph_values, outs], values)
+            return Carrier(marked, changed)
+        # refs returned, or held by objects made inside (their carriers)
+        outs, refs = mark_refs(outs, values)
         # Only the state the function changed leaves the compiled program: an
         # unchanged variable would be copied to a new buffer on every call. A
         # donated argument's state always leaves it: its input buffers are gone.
@@ -336,7 +337,10 @@ class JitWrapped(Generic[P, R]):
             picture.inputs(entries, ["all"] * len(entries), lambda e, v: v)
         result = jitted(key, donated, kept)
         new_values, outs = result.values
-        if not isinstance(result.aux, Unchanged) or result.aux.refs:
+        if not isinstance(result.aux, Unchanged):
+            inputs = [e.value for e in entries]
+            new_values, outs = unmark_refs([new_values, outs], inputs)
+        elif result.aux.refs:
             outs = unmark_refs(outs, [e.value for e in entries])
         if not isinstance(result.aux, Unchanged):
             nodes = apply_graph_updates([], new_values, result.aux, walker.nodes)
