@@ -6,7 +6,9 @@ Submodules load lazily so that ``import lens`` stays cheap: ``lens.core`` (scope
 ``lens.display``, ``lens.struct``, ``lens.serialization``, ``lens.errors``,
 ``lens.traverse_util``, ``lens.training``, ``lens.typing``, ``lens.jax_utils`` and
 ``lens.config``. Displays: ``lens.show``, ``lens.trace``, ``lens.show_lifting``,
-``lens.diff``, ``lens.explore``; ``%load_ext lens`` in a notebook.
+``lens.diff``, ``lens.explore``; ``%load_ext lens`` in a notebook. Strict mode
+(``lens.strict``, ``LENS_STRICT=1``, ``%lens_strict on``) raises or warns where
+Flax accepts a likely mistake silently (docs/reliability.md#strict-mode).
 
 ``lens.alias_flax()`` (or ``LENS_AS_FLAX=1`` in the environment before ``import
 lens``) makes ``import flax`` resolve to lens's modules (docs/porting.md).
@@ -53,6 +55,8 @@ _ATTRS = {
     "show_lifting": ("lens.display", "show_lifting"),
     "diff": ("lens.display", "diff"),
     "explore": ("lens.display", "explore"),
+    "strict": ("lens._strict", "strict"),
+    "is_strict": ("lens._strict", "is_strict"),
 }
 
 
@@ -74,20 +78,25 @@ _alias_flax_if_requested()
 
 
 def load_ipython_extension(ipython: _Any) -> None:
-    """``%load_ext lens``: variable dicts display as variable collections, and JAX's
-    persistent compilation cache is on (see :mod:`lens.compilation_cache`)."""
+    """``%load_ext lens``: variable dicts display as variable collections, JAX's
+    persistent compilation cache is on (see :mod:`lens.compilation_cache`), and
+    ``%lens_strict [on|off]`` switches strict mode."""
+    from lens._strict import load_magic
     from lens.compilation_cache import enable_compilation_cache
     from lens.display import load_ipython_extension as load
 
     load(ipython)
+    load_magic(ipython)
     enable_compilation_cache()
 
 
 def unload_ipython_extension(ipython: _Any) -> None:
     """``%unload_ext lens``."""
+    from lens._strict import unload_magic
     from lens.display import unload_ipython_extension as unload
 
     unload(ipython)
+    unload_magic(ipython)
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import TYPE_CHECKING as TYPE_CHECKING  # a name flax's module has
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -188,6 +189,14 @@ flax_hijax_variable = bool_flag(
     "flax_hijax_variable",
     default=False,
     help="Accepted for compatibility (HiJAX nnx Variables); lens ignores it.",
+)
+lens_strict = bool_flag(
+    "lens_strict",
+    default=False,
+    help=(
+        "Strict mode: raise or warn where Flax accepts a likely mistake silently "
+        "(lens.strict; docs/reliability.md#strict-mode)."
+    ),
 )
 nnx_graph_mode = bool_flag(
     "nnx_graph_mode",

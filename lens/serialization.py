@@ -8,6 +8,9 @@ dict with string keys; types take part through a registry
 msgpack in Flax's wire format, so checkpoints written by one library load in the
 other.
 
+``to_bytes(target, checksum=True)`` also writes a SHA-256 of the bytes (an entry
+Flax's ``from_bytes`` ignores), which every restore checks.
+
 Restoring needs a target with the saved structure and never changes the target.
 Bad input (truncated bytes, another structure, another shape or dtype, a value
 where an array belongs) raises :class:`~lens.errors.SerializationError` (a
@@ -25,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import enum
+import hashlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeGuard, cast
 
@@ -33,7 +37,7 @@ import jax.numpy as jnp
 import msgpack
 import numpy as np
 
-from lens.errors import SerializationError
+from lens.errors import BytesCorruptedError, SerializationError
 
 _path: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
     "lens_serialization_path", default=()
@@ -443,13 +447,18 @@ def msgpack_serialize(pytree: Any, in_place: bool = False) -> bytes:
 def msgpack_restore(encoded_pytree: bytes) -> Any:
     """The tree encoded by :func:`msgpack_serialize`.
 
+    Bytes written with a checksum (``to_bytes(..., checksum=True)``) are
+    checked against it, and the checksum entry is not part of the tree.
+
     Raises:
       SerializationError: if the bytes are truncated or not msgpack.
+      BytesCorruptedError: if they do not match the checksum written with them.
     """
     if not isinstance(encoded_pytree, bytes | bytearray | memoryview):
         raise SerializationError(
             f"Expected bytes, got {type(encoded_pytree).__name__}."
         )
+    encoded_pytree = _checked(encoded_pytree)
     try:
         tree = msgpack.unpackb(
             encoded_pytree, ext_hook=_ext_unpack, raw=False, strict_map_key=False
@@ -467,9 +476,39 @@ def msgpack_restore(encoded_pytree: bytes) -> Any:
     return _unchunk(tree)
 
 
-def to_bytes(target: Any) -> bytes:
-    """Serializes ``target`` (e.g. variables) to msgpack bytes."""
-    return msgpack_serialize(to_state_dict(target))
+def to_bytes(target: Any, *, checksum: bool = False) -> bytes:
+    """Serializes ``target`` (e.g. variables) to msgpack bytes, in Flax's format.
+
+    Args:
+      target: a serializable tree.
+      checksum: also write a SHA-256 of the bytes, as one more entry of the
+        top-level map (``__lens_sha256__``), which :func:`from_bytes` and
+        :func:`msgpack_restore` check (a changed byte then raises
+        ``BytesCorruptedError`` instead of restoring a wrong value). Flax's
+        ``from_bytes`` still reads such bytes into a dict target (it ignores
+        the entry); Flax's struct dataclasses (a ``TrainState``) reject it.
+
+    Raises:
+      SerializationError: ``checksum=True`` for a target whose state dict is
+        not a dict (a bare array or number).
+
+    Example:
+        >>> import numpy as np
+        >>> data = to_bytes({"w": np.ones(2, np.float32)}, checksum=True)
+        >>> from_bytes({"w": np.zeros(2, np.float32)}, data)["w"]
+        array([1., 1.], dtype=float32)
+    """
+    state = to_state_dict(target)
+    data = msgpack_serialize(state)
+    if checksum:
+        if not isinstance(state, dict):
+            raise SerializationError(
+                f"to_bytes(checksum=True) needs a tree whose state dict is a dict; "
+                f"this one's is a {type(state).__name__}.\nWrap it in a dict "
+                '({"value": x}) to store a checksum with it.'
+            )
+        data = _with_checksum(data)
+    return data
 
 
 def from_bytes(target: Any, encoded_bytes: bytes) -> Any:
@@ -477,5 +516,68 @@ def from_bytes(target: Any, encoded_bytes: bytes) -> Any:
 
     Raises:
       SerializationError: for truncated or corrupt bytes, or another structure.
+      BytesCorruptedError: for bytes that do not match the checksum written
+        with them (``to_bytes(..., checksum=True)``).
     """
     return from_state_dict(target, msgpack_restore(encoded_bytes))
+
+
+# ------------------------------------------------------------------ checksums
+
+# Bytes written with a checksum are Flax's bytes of the same tree with one more
+# entry at the end of the top-level map: the key _CHECKSUM_KEY and the SHA-256
+# (64 hex digits) of Flax's bytes. The entry has a fixed length, so it is found at
+# the end of the bytes, and the map's count in the header is one more.
+_CHECKSUM_KEY = "__lens_sha256__"
+_CHECKSUM_TAIL = cast(bytes, msgpack.packb(_CHECKSUM_KEY)) + b"\xd9\x40"  # str8, 64
+_CHECKSUM_LEN = len(_CHECKSUM_TAIL) + 64
+
+
+def _map_header(count: int) -> bytes:
+    if count < 16:
+        return bytes([0x80 | count])
+    if count < 2**16:
+        return b"\xde" + count.to_bytes(2, "big")
+    return b"\xdf" + count.to_bytes(4, "big")
+
+
+def _read_map_header(data: bytes) -> tuple[int, int] | None:
+    """``(entries, header length)`` of the map ``data`` starts with, or None."""
+    if not data:
+        return None
+    first = data[0]
+    if 0x80 <= first <= 0x8F:
+        return first & 0x0F, 1
+    if first == 0xDE and len(data) >= 3:
+        return int.from_bytes(data[1:3], "big"), 3
+    if first == 0xDF and len(data) >= 5:
+        return int.from_bytes(data[1:5], "big"), 5
+    return None
+
+
+def _with_checksum(data: bytes) -> bytes:
+    header = _read_map_header(data)
+    assert header is not None  # a dict's bytes start with a map header
+    count, size = header
+    digest = hashlib.sha256(data).hexdigest().encode()
+    return _map_header(count + 1) + data[size:] + _CHECKSUM_TAIL + digest
+
+
+def _checked(data: bytes | bytearray | memoryview) -> Any:
+    """``data`` less its checksum entry, checked; bytes without one as they are
+    (not copied)."""
+    if len(data) <= _CHECKSUM_LEN:
+        return data
+    tail = bytes(data[-_CHECKSUM_LEN:])
+    if not tail.startswith(_CHECKSUM_TAIL):
+        return data
+    data = bytes(data)
+    header = _read_map_header(data)
+    if header is None or header[0] == 0:
+        raise BytesCorruptedError("The map that holds the checksum is damaged.")
+    count, size = header
+    plain = _map_header(count - 1) + data[size:-_CHECKSUM_LEN]
+    digest = tail[len(_CHECKSUM_TAIL) :]
+    if hashlib.sha256(plain).hexdigest().encode() != digest:
+        raise BytesCorruptedError()
+    return plain

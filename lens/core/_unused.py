@@ -20,19 +20,21 @@ submodule that a compact method calls only sometimes (``if train:``) or that
 in which no module declared a variable (``intermediates``, or another collection
 that ``sow`` writes only when it is mutable, returned by ``init`` and passed
 back).
+
+In strict mode (``lens.strict``) the values beside read variables raise
+:class:`~lens.errors.UnusedVariablesError` instead, and every other value that
+no module read, in a collection some module declared a variable of (a whole
+unread submodule, a name at a scope that declared none of that collection),
+warns :class:`~lens.errors.UnusedVariablesWarning` (it may be a ``method=``
+call or a branch not taken).
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
-import jax
-
-from lens import errors
+from lens import _strict, errors
 
 Path = tuple[str, ...]
 
@@ -60,21 +62,41 @@ class Usage:
 
     def unused(self, variables: Mapping[str, Any]) -> list[str]:
         """``collection/path`` of every variable no module read (see above)."""
-        out: list[str] = []
+        return self.report(variables)[0]
+
+    def report(
+        self, variables: Mapping[str, Any], unreached: bool = False
+    ) -> tuple[list[str], list[str]]:
+        """The values beside read variables, and (with ``unreached``, strict
+        mode) the other unread values and subtrees of the collections a module
+        declared a variable of, each as ``collection/path``."""
+        beside: list[str] = []
+        others: list[str] = []
+        declared_cols = {col for col, _ in self.variables} if unreached else set()
         for col, tree in variables.items():
             if isinstance(tree, Mapping):
                 found: list[Path] = []
-                self._walk(col, tree, (), found)
-                out.extend("/".join((col, *p)) for p in found)
-        return out
+                missed: list[Path] = []
+                keep = missed if col in declared_cols else None
+                self._walk(col, tree, (), found, keep)
+                beside.extend("/".join((col, *p)) for p in found)
+                others.extend("/".join((col, *p)) for p in missed)
+        return beside, others
 
     def _walk(
-        self, col: str, tree: Mapping[str, Any], path: Path, found: list[Path]
+        self,
+        col: str,
+        tree: Mapping[str, Any],
+        path: Path,
+        found: list[Path],
+        missed: list[Path] | None,
     ) -> None:
         if path in self.whole:
             return
         names = self.declared.get(path)
         if names is None:  # no module ran here
+            if missed is not None and tree:
+                missed.append(path)
             return
         read_here = (col, path) in self.variables
         for name, value in tree.items():
@@ -82,29 +104,19 @@ class Usage:
             if str(name) not in names:
                 if read_here and not isinstance(value, Mapping):
                     found.append(sub)
+                elif missed is not None:
+                    missed.append(sub)
             elif isinstance(value, Mapping) and sub in self.declared:
-                self._walk(col, value, sub, found)
+                self._walk(col, value, sub, found, missed)
 
 
 def warn_unused(usage: Usage, variables: Mapping[str, Any]) -> None:
-    """Warns once per ``apply`` if some of ``variables`` were never read."""
-    paths = usage.unused(variables)
-    if paths:
-        warnings.warn(
-            errors.UnusedVariablesWarning(paths[:_SHOWN], len(paths)),
-            stacklevel=_caller_level(),
-        )
-
-
-_INTERNAL = (
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # lens/
-    os.path.dirname(os.path.abspath(jax.__file__)),
-)
-
-
-def _caller_level() -> int:
-    """The stack level of the first frame outside lens and JAX (the user's call)."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL):
-        frame, level = frame.f_back, level + 1
-    return level
+    """Warns once per ``apply`` if some of ``variables`` were never read; in
+    strict mode raises for values beside read variables and warns for the rest."""
+    strict = _strict.enabled()
+    beside, others = usage.report(variables, unreached=strict)
+    if strict and beside:
+        raise errors.UnusedVariablesError(beside[:_SHOWN], len(beside))
+    if beside or others:
+        paths = beside or others
+        _strict.warn(errors.UnusedVariablesWarning(paths[:_SHOWN], len(paths)))

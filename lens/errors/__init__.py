@@ -13,6 +13,9 @@ or ``docs/errors.md``).
 
 Every error pickles, unpickles and deep-copies with its message, so a worker
 process can report it.
+
+Strict mode (``lens.strict``) raises some of these where Flax is silent, and warns
+:class:`StrictModeWarning` where the code may mean what it does.
 """
 
 from lens.errors._base import FlaxError as FlaxError
@@ -115,3 +118,9 @@ from lens.errors._scope import (
 )
 from lens.errors._scope import TransformTargetError as TransformTargetError
 from lens.errors._scope import UnusedVariablesWarning as UnusedVariablesWarning
+from lens.errors._strict import BytesCorruptedError as BytesCorruptedError
+from lens.errors._strict import CheckpointNotFoundError as CheckpointNotFoundError
+from lens.errors._strict import CheckpointStepTypeError as CheckpointStepTypeError
+from lens.errors._strict import StrictModeWarning as StrictModeWarning
+from lens.errors._strict import UnusedGradientsError as UnusedGradientsError
+from lens.errors._strict import UnusedVariablesError as UnusedVariablesError

@@ -42,15 +42,34 @@ class SetAttributeFrozenModuleError(LensError, AttributeError):
 
     Right: keep state in a variable (``self.variable("state", "count", ...)``),
     or assign in ``setup``.
+
+    Strict mode (``lens.strict``) raises it also for a field set on an unbound
+    module after construction (Flax allows that). Wrong::
+
+        dense = nn.Dense(3)
+        dense.features = 5       # a shared or already-adopted Dense changes too
+
+    Right: ``dense = dense.clone(features=5)``.
     """
 
-    def __init__(self, module_cls: str, attr_name: str, attr_val: Any):
+    def __init__(
+        self, module_cls: str, attr_name: str, attr_val: Any, unbound: bool = False
+    ):
+        if unbound:
+            fix = _join(
+                f"Make a changed copy instead: module.clone({attr_name}=...).",
+                "lens strict mode reports this (Flax allows it on an unbound module).",
+            )
+        else:
+            fix = (
+                "Assign submodules and derived attributes in setup(), and keep "
+                "changing state in variables (self.variable(...))."
+            )
         super().__init__(
             _join(
                 f"Can't set {attr_name}={attr_val} for Module of type {module_cls}: "
                 "Module instance is frozen outside of setup method.",
-                "Assign submodules and derived attributes in setup(), and keep "
-                "changing state in variables (self.variable(...)).",
+                fix,
             )
         )
 

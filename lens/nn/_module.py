@@ -27,10 +27,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lens import errors
+from lens import _strict, errors
 from lens.configurations import config
 from lens.core.scope import Scope
 from lens.nn import _context, kw_only_dataclasses
+from lens.nn import _module_strict as module_strict
 from lens.nn._hyperparameters import check_hyperparameters
 from lens.nn._module_class import (
     check_single_compact_owner,
@@ -242,6 +243,8 @@ class Module(_DataclassModule):
             return
         if not state.in_setup:
             if not state.is_initialized or name.startswith("__"):
+                if _strict.enabled() and not name.startswith("__"):
+                    module_strict.check_unbound_setattr(self, name, val)
                 object.__setattr__(self, name, val)
                 return
             raise errors.SetAttributeFrozenModuleError(type(self).__name__, name, val)
@@ -249,6 +252,8 @@ class Module(_DataclassModule):
         if name in fields and fields[name].init:
             raise errors.SetAttributeInModuleSetupError()
         self._register_submodules(name, val)
+        if _strict.enabled():
+            module_strict.note_setup_submodule(self, name, val)
 
     def __getattr__(self, name: str) -> Any:
         """Runs ``setup`` (lazily) before looking up an attribute it may define."""
@@ -302,6 +307,12 @@ class Module(_DataclassModule):
                 raise errors.AssignSubModuleError(
                     type(self).__name__, parent=type(parent).__name__
                 )
+            if (
+                parent._state.in_compact_method
+                and not parent._state.in_setup
+                and _strict.enabled()
+            ):
+                module_strict.check_compact_child(parent, self)
             if self.name is None:
                 prefix = type(self).__name__
                 cursor = parent._state.autoname_cursor.get(prefix, 0)

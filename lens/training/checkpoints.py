@@ -30,7 +30,7 @@ from typing import Any, cast
 import jax
 import msgpack
 
-from lens import errors, serialization
+from lens import _strict, errors, serialization
 from lens.core.frozen_dict import FrozenDict, freeze
 
 __all__ = [
@@ -173,6 +173,13 @@ def _spans_processes(leaf: Any) -> bool:
     return isinstance(leaf, jax.Array) and not leaf.is_fully_addressable
 
 
+def _check_step(function: str, step: Any) -> None:
+    """Strict mode: a string step (Flax writes it into the file name, where
+    ``"1e3"`` or ``"best"`` is then ordered wrongly among the numbers)."""
+    if isinstance(step, str) and _strict.enabled():
+        raise errors.CheckpointStepTypeError(function, step)
+
+
 def _check_single_process(target: Any, path: str, step: Any) -> None:
     if any(_spans_processes(x) for x in jax.tree_util.tree_leaves(target)):
         err = errors.MPACheckpointingRequiredError(path, step)
@@ -230,7 +237,10 @@ def save_checkpoint(
       InvalidCheckpointError: if a checkpoint at ``step`` or later exists and
         ``overwrite`` is False.
       ValueError: if ``keep`` is negative.
+      CheckpointStepTypeError: in strict mode (``lens.strict``), if ``step`` is
+        a string.
     """
+    _check_step("save_checkpoint", step)
     if keep < 0:
         raise ValueError(
             f"save_checkpoint: keep={keep} is negative.\nkeep is how many of the "
@@ -338,6 +348,7 @@ def save_checkpoint_multiprocess(
       RuntimeError: on the processes other than 0, if process 0 failed to write.
     """
     del gda_manager
+    _check_step("save_checkpoint_multiprocess", step)
     ckpt_dir = safe_normpath(os.fspath(ckpt_dir))
     path = _checkpoint_path(ckpt_dir, step, prefix)
     if orbax_checkpointer is not None:
@@ -453,6 +464,9 @@ def restore_checkpoint(
 
     Raises:
       ValueError: if ``step`` is given and its checkpoint does not exist.
+      CheckpointNotFoundError: in strict mode (``lens.strict``), if ``ckpt_dir``
+        does not exist (by default ``target`` is returned, as in Flax).
+      CheckpointStepTypeError: in strict mode, if ``step`` is a string.
       CheckpointCorruptedError: if the file does not match its checksum (or has
         none and ``checksum`` is True).
       SerializationError: if the file is not a checkpoint, or its structure
@@ -461,6 +475,7 @@ def restore_checkpoint(
     del parallel, gda_manager, allow_partial_mpa_restoration
     ckpt_dir = safe_normpath(os.fspath(ckpt_dir))
     if step is not None:
+        _check_step("restore_checkpoint", step)
         path = _checkpoint_path(ckpt_dir, step, prefix)
         if not os.path.exists(path):
             raise ValueError(
@@ -468,6 +483,8 @@ def restore_checkpoint(
                 f"Saved steps: {available_steps(ckpt_dir, prefix, float)}."
             )
     elif not os.path.exists(ckpt_dir):
+        if _strict.enabled():
+            raise errors.CheckpointNotFoundError(ckpt_dir)
         _log.info("Found no checkpoint directory at %s", ckpt_dir)
         return target
     elif os.path.isdir(ckpt_dir) and orbax_checkpointer is None:

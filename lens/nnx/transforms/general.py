@@ -31,7 +31,14 @@ import jax
 
 from lens import errors
 from lens.nnx.filterlib import to_predicate
-from lens.nnx.graphwalk import Builder, InPlaceBuilder, Walker, is_graph_node
+from lens.nnx.graphdefs import ObjectDef
+from lens.nnx.graphwalk import (
+    Builder,
+    InPlaceBuilder,
+    Walker,
+    is_graph_node,
+    path_str,
+)
 from lens.nnx.tracers import frame
 from lens.nnx.transforms.modes import TransformMode as TransformMode
 from lens.nnx.transforms.modes import active_mode as active_mode
@@ -228,6 +235,57 @@ def changed_structure(
         return None
     index_of = {id(o): i for i, o in table.items()}
     return StaticValue((after, tuple(index_of.get(id(o)) for o in nodes)))
+
+
+def added_attributes(before: Skeleton, after: Skeleton) -> list[tuple[Any, ...]]:
+    """The paths of attributes that objects among the arguments have in
+    ``after`` and not in ``before``, each followed by its object's class name
+    (``('args', 0, 'cache', 'MLP')``)."""
+    added: list[tuple[Any, ...]] = []
+
+    def diff(d0: Any, d1: Any, path: tuple[Any, ...]) -> None:
+        if not (isinstance(d0, ObjectDef) and isinstance(d1, ObjectDef)):
+            return
+        old = dict(d0.attributes)
+        for key, sub in d1.attributes:
+            if key not in old:
+                added.append((*path, key, d1.type.__name__))
+            else:
+                diff(old[key], sub, (*path, key))
+
+    for s0, s1 in zip(before.slots, after.slots):
+        if s0[0] == "graph" and s1[0] == "graph":
+            diff(s0[1], s1[1], tuple(s0[2]))
+    return added
+
+
+def check_unmapped_additions(
+    name: str, before: Skeleton, after: Skeleton, entries: list[Entry]
+) -> None:
+    """Strict mode, inside a mapping transform (vmap, pmap): an attribute added
+    to an argument that is not mapped (its axis is None) raises. The value made
+    inside has no axis to leave on: flax.nnx leaks it as a tracer, or JAX
+    rejects the output's axes. (Added to a mapped argument, as by a vmapped
+    ``__init__``, it leaves on that argument's axis: no error.)"""
+    unmapped = []
+    for *path, owner in added_attributes(before, after):
+        n = len(path)
+        if any(
+            e.leaf is not None
+            and e.spec is None
+            and tuple(e.leaf.path[:n]) == tuple(path)
+            for e in entries
+        ):
+            unmapped.append(f"{path_str(tuple(path))} (on a {owner})")
+    if unmapped:
+        raise errors.GraphStructureError(
+            f"nnx.{name}: the function added {', '.join(unmapped[:5])} to an "
+            f"argument that nnx.{name} does not map (its axis is None), so the "
+            "value made inside has no axis to leave on.\nCreate it before the "
+            "transform (e.g. in __init__) and only update it inside, or map that "
+            "argument.\nlens strict mode reports this (Flax leaks it as a tracer "
+            "or fails in JAX)."
+        )
 
 
 def apply_graph_updates(

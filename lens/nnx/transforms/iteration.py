@@ -13,6 +13,7 @@ from typing import Any
 
 import jax
 
+from lens import _strict
 from lens.nnx.graphwalk import Walker, path_str
 from lens.nnx.tracers import frame
 from lens.nnx.transforms.axes import (
@@ -31,6 +32,7 @@ from lens.nnx.transforms.general import (
     axes_resolver,
     changed_structure,
     check_prefix,
+    check_unmapped_additions,
     merge_outputs,
     rebuild,
     split_args,
@@ -337,6 +339,8 @@ def mapped_body(
             w = Walker(axes_resolver, describe=describe, transform=name)
             after, entries = split_args(args, specs, w)
             changed = changed_structure(skel, after, table, w.nodes)
+            if changed is not None and _strict.enabled():
+                check_unmapped_additions(name, skel, after, entries)
             if changed is not None and expect_change is None:
                 new_specs = [e.spec for e in entries if e.leaf is not None]
                 raise StructureChanged(changed, new_specs)
