@@ -366,6 +366,121 @@ export function laneGroups(rec: PackRecord): LaneGroup[] {
   return order.map(index => ({ index, title: groupTitle(rec, index), lanes: by.get(index)! }));
 }
 
+/** The note every lane of a group shares (said once, in the group's head), else null. */
+export function sharedNote(group: LaneGroup): string | null {
+  const notes = new Set(group.lanes.map(l => l.note));
+  return group.lanes.length > 1 && notes.size === 1 ? group.lanes[0].note : null;
+}
+
+/** The width a lane's column asks for and the least it can do with, in `ch`. */
+export interface ColumnWidth {
+  /** Its longest text on one line. */
+  wants: number;
+  /** Its longest piece that cannot break (a word; a shape breaks after commas). */
+  least: number;
+}
+
+/** Widest first: the length of the longest of `texts`, and of their longest piece. */
+function widths(texts: string[], breaks: RegExp, atLeast: number, pad = 0): ColumnWidth {
+  let wants = atLeast;
+  let least = 1;
+  for (const t of texts) {
+    wants = Math.max(wants, t.length + 1 + pad);
+    for (const piece of t.split(breaks)) {
+      least = Math.max(least, piece.length + 1 + pad);
+    }
+  }
+  return { wants, least: Math.min(least, wants) };
+}
+
+/**
+ * How wide (in `ch`: the code font is monospace) a box's lane columns are: the
+ * path column asks for its longest `collection path`; the value columns (outer,
+ * inner, how it went) for their longest text, and can shrink to their longest
+ * piece that cannot break. The column heads count too. The stylesheet turns these
+ * into each column's floor and limit (a path's floor is up to 44% of the row, so
+ * shapes wrap after their commas before a path is cut short).
+ */
+export function laneColumns(
+  groups: LaneGroup[],
+  manyRoots = false
+): { path: number; outer: ColumnWidth; inner: ColumnWidth; how: ColumnWidth } {
+  const lanes = groups.flatMap(g => g.lanes);
+  const said = groups.flatMap(g => {
+    const noteInHead = sharedNote(g) !== null;
+    return g.lanes.map(
+      l => `${noteInHead ? '' : `${l.note} `}${l.fate}${manyRoots && l.committed ? ` → ${l.committed}` : ''}`
+    );
+  });
+  const shape = /(?<=,)|\s+/;
+  return {
+    // swatch, collection, a space, the path, a little slack
+    path: Math.max(10, ...lanes.map(l => l.collection.length + l.path.length + 4)),
+    outer: widths(lanes.map(l => shapeText(outerOf(l))), shape, 'outside'.length + 1),
+    inner: widths(lanes.map(l => shapeText(l.inner)), shape, 'inside'.length + 1),
+    how: widths(said, /\s+/, 'how it goes in'.length + 1, 1) // the fate's tint pads it
+  };
+}
+
+/** One piece of a drawn path: a segment, or the `/` between two. */
+export interface PathPiece {
+  text: string;
+  /** Where `text` starts in the path (for the muted prefix). */
+  start: number;
+  role: 'first' | 'mid' | 'leaf' | 'slash';
+  /** Whether the whole piece lies in the muted prefix. */
+  muted: boolean;
+  /**
+   * In which order the segments give way when the line is too narrow, highest
+   * first: those of the muted prefix, then the segments between (the farthest from
+   * the variable's name first), then the first segment, the last segment (the
+   * name) only when nothing else is left (0). Slashes never give way (-1).
+   */
+  gives: number;
+}
+
+/**
+ * A path cut for drawing on one line with an ellipsis in the middle: its segments
+ * (a leading `/` belongs to the first) and the slashes between them, each a piece,
+ * ranked by which gives way first, so `/blocks/layers_3/BatchNorm_0/mean` narrows
+ * to `/blocks/lay…/BatchNorm_0/mean`, then `/blocks/l…/Batch…/mean`, then
+ * `/bl…/l…/B…/mean`. `muted` is how
+ * many characters of the path are the lifted scope's prefix, drawn muted (it is
+ * in the box's head already, so it gives way before the rest). Joined, the pieces
+ * are the path.
+ */
+export function pathPieces(path: string, muted = 0): PathPiece[] {
+  if (!path) {
+    return [];
+  }
+  const segs: { text: string; start: number }[] = [];
+  let at = 0;
+  for (const text of path.split('/')) {
+    segs.push({ text, start: at });
+    at += text.length + 1;
+  }
+  if (segs[0].text === '' && segs.length > 1) {
+    segs.splice(0, 2, { text: `/${segs[1].text}`, start: 0 });
+  }
+  const last = segs.length - 1;
+  const pieces: PathPiece[] = [];
+  segs.forEach((seg, i) => {
+    if (i > 0) {
+      const start = seg.start - 1;
+      pieces.push({ text: '/', start, role: 'slash', muted: start < muted, gives: -1 });
+    }
+    const role = i === last ? 'leaf' : i === 0 ? 'first' : 'mid';
+    const isMuted = seg.start + seg.text.length <= muted && seg.text !== '';
+    const rank = role === 'leaf' ? 0 : role === 'first' ? 1 : 1 + last - i;
+    pieces.push({ ...seg, role, muted: isMuted, gives: rank + (isMuted ? segs.length : 0) });
+  });
+  // Dense ranks: 0 (the name), 1, 2, ... in the order they give way.
+  const ranks = [...new Set(pieces.map(p => p.gives).filter(g => g > 0))].sort((a, b) => a - b);
+  return pieces
+    .filter(p => p.text !== '' || p.role === 'leaf')
+    .map(p => (p.gives > 0 ? { ...p, gives: ranks.indexOf(p.gives) + 1 } : p));
+}
+
 /** Whether a lane matches a filter-box query (case-insensitive; every word must match). */
 export function laneMatches(lane: Lane, query: string): boolean {
   const hay = `${lane.collection} ${lane.path} ${lane.role} ${lane.fate}`.toLowerCase();

@@ -22,12 +22,15 @@ import {
   allRecords,
   collectionColor,
   laneDetails,
+  laneColumns,
   laneGroups,
   laneMatches,
   outerOf,
   parsePayload,
+  pathPieces,
   recordTitle,
   shapeParts,
+  sharedNote,
   startsOpen
 } from './layout';
 
@@ -60,27 +63,57 @@ function shapeNode(spec: Spec | null, axis: number | null, cls: string): HTMLEle
       b.title = `the axis the transform maps or scans over`;
       node.appendChild(b);
     } else {
-      // Axis names break after their commas, not inside a name.
-      part.text.split(/(?<=,)/).forEach((piece, i) => {
-        if (i > 0) {
+      // A shape breaks after its commas (dimensions and axis names), never inside a name.
+      for (const piece of part.text.split(/(?<=,)/)) {
+        node.appendChild(document.createTextNode(piece));
+        if (piece.endsWith(',')) {
           node.appendChild(document.createElement('wbr'));
         }
-        node.appendChild(document.createTextNode(piece));
-      });
+      }
     }
   }
   return node;
 }
 
-/** The full path, the lifted scope's prefix muted so the part inside stands out. */
-function pathNode(lane: Lane): HTMLElement {
+/**
+ * A path on one line that never breaks inside a name: each segment a flex item
+ * that gives way with an ellipsis when the line is too narrow, in the order
+ * `pathPieces` ranks them (the muted prefix and the segments between first, the
+ * variable's own name last); the slashes always show. The text is the whole path
+ * (and so is `title`): the filter, copying and screen readers get all of it, and
+ * the details panel shows it in full.
+ */
+function pathNode(path: string, muted = 0, title = path): HTMLElement {
   const node = el('span', 'lens-pack-name');
-  const cut = lane.path.length - lane.relative.length;
-  const prefix = cut > 0 && lane.path.endsWith(lane.relative) ? lane.path.slice(0, cut) : '';
-  if (prefix) {
-    node.appendChild(breakable(el('span', 'lens-pack-prefix'), prefix));
+  node.title = title;
+  for (const piece of pathPieces(path, muted)) {
+    const span = el('span', piece.role === 'slash' ? 'lens-pack-slash' : `lens-pack-seg lens-pack-seg-${piece.role}`);
+    if (piece.role !== 'slash' && piece.text.length > 2) {
+      span.classList.add('lens-pack-seg-gives');
+      // Flex shrinks each in proportion to factor x width: factors 1e6 apart make
+      // the ranks give way one after another, the next rank's share below a layout
+      // unit (none below 1: flex would stop short).
+      span.style.flexShrink = String(1e6 ** Math.min(piece.gives, 5));
+    }
+    const cut = Math.max(0, Math.min(piece.text.length, muted - piece.start));
+    if (piece.muted || (piece.role === 'slash' && cut > 0)) {
+      span.classList.add('lens-pack-prefix');
+      span.textContent = piece.text;
+    } else {
+      if (cut > 0) {
+        span.appendChild(el('span', 'lens-pack-prefix', piece.text.slice(0, cut)));
+      }
+      span.appendChild(document.createTextNode(piece.text.slice(cut)));
+    }
+    node.appendChild(span);
   }
-  return breakable(node, lane.path.slice(prefix.length));
+  return node;
+}
+
+/** The lifted scope's prefix of a lane's path (drawn muted), in characters. */
+function prefixLength(lane: Lane): number {
+  const cut = lane.path.length - lane.relative.length;
+  return cut > 0 && lane.path.endsWith(lane.relative) ? cut : 0;
 }
 
 /** Appends `text` with line-break opportunities after each `/` (textContent unchanged). */
@@ -109,7 +142,7 @@ function laneRow(lane: Lane, manyRoots: boolean, noteInHead = false): HTMLElemen
   name.appendChild(swatch);
   name.appendChild(el('span', 'lens-pack-col', lane.collection));
   name.appendChild(document.createTextNode(' '));
-  name.appendChild(pathNode(lane));
+  name.appendChild(pathNode(lane.path, prefixLength(lane)));
   row.appendChild(name);
   row.appendChild(shapeNode(outerOf(lane), lane.axis, 'lens-pack-outer'));
   row.appendChild(el('span', 'lens-pack-to', '→'));
@@ -117,6 +150,7 @@ function laneRow(lane: Lane, manyRoots: boolean, noteInHead = false): HTMLElemen
   const how = el('span', 'lens-pack-how');
   if (!noteInHead) {
     how.appendChild(el('span', 'lens-pack-note', lane.note));
+    how.appendChild(document.createTextNode(' ')); // the line may break here, not inside a word
   }
   // In a box the commit target is the lifted scope; named per lane only when there are several.
   const fate = el('span', `lens-pack-fate lens-pack-fate-${lane.fate}`, lane.fate);
@@ -218,7 +252,7 @@ export class PackView {
     box.open = startsOpen(depth, index, siblings);
     const head = el('summary', 'lens-pack-box-head');
     head.appendChild(el('span', 'lens-pack-badge', rec.transform));
-    head.appendChild(el('span', 'lens-pack-summary', rec.summary));
+    head.appendChild(breakable(el('span', 'lens-pack-summary'), rec.summary));
     box.appendChild(head);
     if (chain.length) {
       const crumbs = el('div', 'lens-pack-crumbs');
@@ -228,7 +262,7 @@ export class PackView {
           crumbs.appendChild(el('span', 'lens-pack-sep', ' › '));
         }
         const rec0 = this.boxes.find(b => b.node === outer)!.rec;
-        const c = el('button', 'lens-pack-crumb', recordTitle(rec0));
+        const c = breakable(el('button', 'lens-pack-crumb'), recordTitle(rec0));
         c.title = 'close this box and go back out to that transform';
         c.addEventListener('click', () => {
           box.open = false;
@@ -243,7 +277,7 @@ export class PackView {
         crumbs.appendChild(c);
       });
       crumbs.appendChild(el('span', 'lens-pack-sep', ' › '));
-      crumbs.appendChild(el('span', 'lens-pack-here', recordTitle(rec)));
+      crumbs.appendChild(breakable(el('span', 'lens-pack-here'), recordTitle(rec)));
       box.appendChild(crumbs);
     }
     this.boxes.push({ rec, node: box, crumbs: chain });
@@ -256,18 +290,26 @@ export class PackView {
     }
     const notes = rec.scope_notes.filter(n => !n.root || rec.scope_notes.length > 1);
     for (const n of notes) {
-      box.appendChild(el('div', 'lens-pack-scope', `${n.path}: ${n.text}`));
+      box.appendChild(breakable(el('div', 'lens-pack-scope'), `${n.path}: ${n.text}`));
     }
     const roots = rec.scopes.filter(sc => sc.root).map(sc => sc.path);
     const mutableBack = rec.lanes.some(l => l.committed);
     if (roots.length === 1 && mutableBack) {
-      box.appendChild(el('div', 'lens-pack-scope', `writes the variables back to ${roots[0]}`));
+      box.appendChild(breakable(el('div', 'lens-pack-scope'), `writes the variables back to ${roots[0]}`));
     }
     const groups = rec.passes ? [] : laneGroups(rec);
     if (rec.passes) {
       box.appendChild(passesNode(rec));
     }
     if (groups.length) {
+      // How wide each column wants to be and can shrink to; the stylesheet's grid
+      // turns them into floors and limits.
+      const cols = laneColumns(groups, roots.length > 1);
+      box.style.setProperty('--lens-pack-path-w', `${cols.path}ch`);
+      for (const k of ['outer', 'inner', 'how'] as const) {
+        box.style.setProperty(`--lens-pack-${k}-w`, `${cols[k].wants}ch`);
+        box.style.setProperty(`--lens-pack-${k}-min`, `${cols[k].least}ch`);
+      }
       box.appendChild(laneHead());
     }
     for (const g of groups) {
@@ -280,8 +322,7 @@ export class PackView {
       count.dataset.total = String(g.lanes.length);
       title.appendChild(count);
       // One note for the whole group (e.g. "vmap axis 0, size 3") is said once, here.
-      const notes = new Set(g.lanes.map(l => l.note));
-      const shared = g.lanes.length > 1 && notes.size === 1 ? g.lanes[0].note : null;
+      const shared = sharedNote(g);
       if (shared) {
         title.appendChild(el('span', 'lens-pack-group-note', ` · each ${shared}`));
       }
@@ -337,9 +378,9 @@ export class PackView {
   }
 
   /**
-   * Clicking a lane opens the details panel right under it (clicking it again, or
-   * Escape, closes it): one key-value row per fact, keys on one line, values
-   * wrapping at `/` and `,` only.
+   * Clicking a lane opens the details panel right under it, a chip's under its row
+   * of chips (clicking it again, or Escape, closes it): the full path, then one
+   * key-value row per fact, keys on one line, values wrapping at `/` and `,` only.
    */
   private onClick(ev: Event): void {
     const row = (ev.target as HTMLElement).closest('.lens-pack-lane') as HTMLElement | null;
@@ -360,14 +401,19 @@ export class PackView {
     const panel = el('div', 'lens-pack-details');
     panel.setAttribute('role', 'region');
     panel.setAttribute('aria-label', `details of ${lane.path}`);
-    panel.appendChild(el('div', 'lens-pack-details-title', rec ? `${lane.path} in ${recordTitle(rec)}` : lane.path));
+    const title = breakable(el('div', 'lens-pack-details-title'), lane.path);
+    if (rec) {
+      title.appendChild(document.createTextNode(` in ${recordTitle(rec)}`));
+    }
+    panel.appendChild(title);
     const grid = el('div', 'lens-pack-details-grid');
     for (const [k, v] of laneDetails(lane)) {
       grid.appendChild(el('span', 'lens-pack-details-key', k));
       grid.appendChild(breakable(el('span', 'lens-pack-details-value'), v));
     }
     panel.appendChild(grid);
-    row.after(panel);
+    // A chip's panel goes below the whole row of chips, across its width.
+    (row.classList.contains('lens-pack-chip') ? row.closest('.lens-pack-chips') ?? row : row).after(panel);
     row.classList.add('lens-pack-selected');
     row.setAttribute('aria-expanded', 'true');
   }
@@ -446,7 +492,7 @@ function passesNode(rec: PackRecord): HTMLElement {
     const swatch = el('span', 'lens-pack-swatch');
     swatch.style.background = collectionColor(lane.collection);
     chip.appendChild(swatch);
-    chip.appendChild(breakable(el('span'), lane.relative || lane.path));
+    chip.appendChild(pathNode(lane.relative || lane.path, 0, lane.path));
     chips.appendChild(chip);
   }
   node.appendChild(chips);

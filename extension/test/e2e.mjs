@@ -88,6 +88,126 @@ function measure(root) {
   return { width: Math.round(r.width), overflow, lanes, chips, boxes: root.querySelectorAll('.lens-pack-box').length };
 }
 
+/**
+ * What a reader of one renderer sees go wrong at one cell width (issue 43): texts
+ * clipped without a scrollbar (a path's segments cut with an ellipsis are fine:
+ * the whole path is the name's title), anything drawn outside the renderer, words
+ * broken across lines that would have fit on a line of their own, paths on more
+ * than one line, and variable names (the last segment) cut.
+ */
+function cellFaults(root) {
+  const rect = root.getBoundingClientRect();
+  const say = n => `${n.className || n.tagName}: ${n.textContent.slice(0, 60)}`;
+  const clipped = [];
+  const spills = [];
+  root.querySelectorAll('*').forEach(n => {
+    const cs = getComputedStyle(n);
+    if (!n.getClientRects().length) return;
+    const scrolls = cs.overflowX === 'auto' || cs.overflowX === 'scroll';
+    const name = n.closest('.lens-pack-name');
+    const ellipsis = cs.textOverflow === 'ellipsis' && name && name.title.endsWith(name.textContent);
+    if (n.clientWidth > 0 && n.scrollWidth > n.clientWidth + 1 && !scrolls && !ellipsis) {
+      clipped.push(`${say(n)} (${n.scrollWidth} > ${n.clientWidth})`);
+    }
+    const r = n.getBoundingClientRect();
+    const inScroller = n.parentElement && n.parentElement.closest('.lens-pack-details');
+    if (!inScroller && (r.right > rect.right + 1 || r.left < rect.left - 1)) {
+      spills.push(`${say(n)} (${Math.round(r.left)}..${Math.round(r.right)} outside ${Math.round(rect.left)}..${Math.round(rect.right)})`);
+    }
+  });
+  // A break inside a word (between two letters, digits or underscores) is wrong
+  // unless the word is wider than its block: then it must break somewhere.
+  const brokenWords = [];
+  const letter = /[\p{L}\p{N}_]/u;
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  while (walker.nextNode()) {
+    const t = walker.currentNode;
+    const s = t.textContent;
+    if (s.trim().length < 2 || !t.parentElement.getClientRects().length) continue;
+    range.selectNodeContents(t);
+    const tops = new Set(Array.from(range.getClientRects()).map(q => Math.round(q.top)));
+    if (tops.size < 2) continue;
+    let prevTop = null;
+    for (let i = 0; i < s.length; i++) {
+      range.setStart(t, i);
+      range.setEnd(t, i + 1);
+      const q = range.getClientRects()[0];
+      if (!q) continue;
+      if (prevTop !== null && q.top > prevTop + 2 && letter.test(s[i]) && letter.test(s[i - 1])) {
+        let a = i - 1;
+        let b = i;
+        while (a > 0 && letter.test(s[a - 1])) a--;
+        while (b < s.length && letter.test(s[b])) b++;
+        range.setStart(t, a);
+        range.setEnd(t, b);
+        const wide = Array.from(range.getClientRects()).reduce((w, x) => w + x.width, 0);
+        let block = t.parentElement;
+        while (block.parentElement && getComputedStyle(block).display.startsWith('inline')) block = block.parentElement;
+        if (wide <= block.clientWidth) brokenWords.push(`${say(t.parentElement)}: ${s.slice(a, i)}|${s.slice(i, b)}`);
+      }
+      prevTop = q.top;
+    }
+  }
+  const multiLinePaths = [];
+  const cutNames = [];
+  root.querySelectorAll('.lens-pack-name').forEach(name => {
+    if (!name.getClientRects().length) return;
+    const tops = new Set(Array.from(name.children).map(c => Math.round(c.getBoundingClientRect().top)));
+    if (tops.size > 1 || name.getBoundingClientRect().height > 2 * parseFloat(getComputedStyle(name).lineHeight)) {
+      multiLinePaths.push(name.textContent);
+    }
+    if (name.textContent !== name.title && !name.title.endsWith(name.textContent)) multiLinePaths.push(`text != title: ${name.title}`);
+    const leaf = name.querySelector('.lens-pack-seg-leaf');
+    if (leaf && leaf.scrollWidth > leaf.clientWidth + 1) cutNames.push(name.textContent);
+  });
+  return {
+    width: Math.round(rect.width),
+    names: root.querySelectorAll('.lens-pack-name').length,
+    clipped: clipped.slice(0, 10),
+    spills: spills.slice(0, 10),
+    brokenWords: brokenWords.slice(0, 10),
+    multiLinePaths: multiLinePaths.slice(0, 10),
+    cutNames: cutNames.slice(0, 10)
+  };
+}
+
+/**
+ * Clicks the first chip of a pass-through box (jit, remat) and measures where the
+ * details panel opens: its box against the row of chips' box, and the chips'
+ * heights before and after (issue 43: the panel opened inside the row, the chip
+ * grew into a tall grey box and the others wrapped below). Clicks again to close.
+ */
+async function chipClick(renderer, shot) {
+  const row = renderer.locator('.lens-pack-chips').first();
+  const heights = () =>
+    row.evaluate(r => ({
+      row: Math.round(r.getBoundingClientRect().height),
+      chips: Array.from(r.children).map(c => Math.round(c.getBoundingClientRect().height))
+    }));
+  const before = await heights();
+  const chip = row.locator('.lens-pack-chip').first();
+  await chip.click();
+  const after = await heights();
+  const placed = await row.evaluate(r => {
+    const panel = r.nextElementSibling;
+    const b = r.getBoundingClientRect();
+    const p = panel && panel.getBoundingClientRect();
+    return {
+      isPanel: !!panel && panel.classList.contains('lens-pack-details'),
+      inRow: !!r.querySelector('.lens-pack-details'),
+      row: [b.left, b.top, b.right, b.bottom].map(Math.round),
+      panel: p ? [p.left, p.top, p.right, p.bottom].map(Math.round) : null,
+      maxWidth: panel ? parseFloat(getComputedStyle(panel).maxWidth) : null,
+      rowPadding: parseFloat(getComputedStyle(r).paddingLeft)
+    };
+  });
+  await shoot(renderer, shot);
+  await chip.click();
+  const closed = await renderer.locator('.lens-pack-details').count();
+  return { before, after, ...placed, closed };
+}
+
 const browser = await chromium.launch({
   executablePath,
   args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
@@ -157,6 +277,45 @@ try {
       await shoot(r, `${goldenNames[i].replace('.json', '')}-${width}${theme === 'dark' ? '-dark' : ''}.png`);
     }
   }
+
+  // Issue 43: the golden payloads at the cell widths readers have: 400, 600 and
+  // 1600 px (side panels shut, the window sized to give that cell), and a 1200 px
+  // window with the file browser open (about 768 px, the usual laptop layout).
+  // At each: no clipped text, nothing outside the renderer, no word broken that
+  // fits a line, every path on one line with its name whole; a chip's details
+  // open below its row of chips.
+  await setTheme(page, 'light');
+  report.cells = {};
+  report.chipClicks = {};
+  const renderers = page.locator(`${VISIBLE} .lens-pack-renderer`);
+  const cellWidth = () => renderers.first().locator('.lens-pack').evaluate(n => n.getBoundingClientRect().width);
+  await setWidth(page, 1200);
+  const chrome = 1200 - (await cellWidth());
+  for (const cell of [400, 600, 1600, 'file browser']) {
+    if (cell === 'file browser') {
+      await setWidth(page, 1200);
+      await page.evaluate(() => window.jupyterapp.shell.activateById('filebrowser'));
+      await page.waitForFunction(() => !window.jupyterapp.shell.leftCollapsed, null, { timeout: 30000 });
+      await setWidth(page, 1200);
+    } else {
+      // JupyterLab's chrome around a cell is not the same at every window width.
+      await setWidth(page, Math.round(cell + chrome));
+      const off = cell - (await cellWidth());
+      if (Math.abs(off) > 4) await setWidth(page, Math.round(cell + chrome + off));
+    }
+    const tag = cell === 'file browser' ? 'filebrowser-1200' : String(cell);
+    for (let i = 0; i < goldenNames.length; i++) {
+      const r = renderers.nth(i);
+      await r.scrollIntoViewIfNeeded();
+      const key = `${goldenNames[i]}@${tag}`;
+      report.cells[key] = await r.locator('.lens-pack').evaluate(cellFaults);
+      if (await r.locator('.lens-pack-chip').count()) {
+        report.chipClicks[key] = await chipClick(r, `chip-click-${goldenNames[i].replace('.json', '')}-${tag}.png`);
+      }
+      await shoot(r, `cell-${tag}-${goldenNames[i].replace('.json', '')}.png`);
+    }
+  }
+  await page.evaluate(() => window.jupyterapp.shell.collapseLeft());
 
   // Every kind of lens text/html output, stored in a notebook opened as a fresh
   // clone has it (untrusted), at two widths, light and dark: contrast, tables that

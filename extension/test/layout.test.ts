@@ -7,6 +7,7 @@ import {
   collectionColor,
   filterNames,
   groupTitle,
+  laneColumns,
   laneDetails,
   laneGroups,
   laneMatches,
@@ -14,6 +15,7 @@ import {
   outerOf,
   parsePayload,
   PackRecord,
+  pathPieces,
   recordAt,
   recordTitle,
   shapeParts,
@@ -272,5 +274,74 @@ describe('pyText', () => {
     expect(pyText([true, 'params', null])).toBe('True, params, None');
     expect(pyText(false)).toBe('False');
     expect(pyText({ a: 1 })).toBe('{"a":1}');
+  });
+});
+
+describe('pathPieces', () => {
+  const pieces = (path: string, muted = 0) => pathPieces(path, muted).map(p => `${p.role}:${p.text}`);
+  const order = (path: string, muted = 0) =>
+    pathPieces(path, muted)
+      .filter(p => p.role !== 'slash')
+      .sort((a, b) => b.gives - a.gives)
+      .map(p => p.text);
+
+  it('cuts a path into its first segment, the segments between, its name, and the slashes', () => {
+    expect(pieces('/blocks/layers_3/BatchNorm_0/mean')).toEqual([
+      'first:/blocks',
+      'slash:/',
+      'mid:layers_3',
+      'slash:/',
+      'mid:BatchNorm_0',
+      'slash:/',
+      'leaf:mean'
+    ]);
+    expect(pieces('linear/kernel')).toEqual(['first:linear', 'slash:/', 'leaf:kernel']);
+    expect(pieces('kernel')).toEqual(['leaf:kernel']);
+    expect(pieces('/kernel')).toEqual(['leaf:/kernel']);
+    expect(pieces('')).toEqual([]);
+  });
+
+  it('joins back to the path, whatever the path', () => {
+    for (const path of ['/', '//a', 'a//b', 'a/b/', '/a/b/c/d/e/f/g/h', '/<img src=x>/k', ' / ', '/a b/c']) {
+      for (const muted of [0, 1, 3, path.length]) {
+        expect(pathPieces(path, muted).map(p => p.text).join('')).toBe(path);
+      }
+    }
+  });
+
+  it('gives way in the middle first, the first segment next, the name last', () => {
+    expect(order('/blocks/layers_3/BatchNorm_0/mean')).toEqual(['layers_3', 'BatchNorm_0', '/blocks', 'mean']);
+    const [leaf] = pathPieces('/a/b').filter(p => p.role === 'leaf');
+    expect(leaf.gives).toBe(0);
+    expect(pathPieces('/a/b').filter(p => p.role === 'slash').map(p => p.gives)).toEqual([-1]);
+    // dense ranks: 0 (the name), then 1, 2, 3
+    expect(pathPieces('/blocks/layers_3/BatchNorm_0/mean').map(p => p.gives)).toEqual([1, -1, 3, -1, 2, -1, 0]);
+  });
+
+  it('lets the muted prefix (the lifted scope, named in the box head) give way before the rest', () => {
+    const path = '/steps_with_a_long_name/BatchNorm_0/mean';
+    const muted = '/steps_with_a_long_name/'.length;
+    expect(order(path, muted)).toEqual(['/steps_with_a_long_name', 'BatchNorm_0', 'mean']);
+    expect(pathPieces(path, muted).map(p => p.muted)).toEqual([true, true, false, false, false]);
+    // two muted segments: the farther from the name first, both before the unmuted
+    expect(order('/a1/b2/c3/d4', '/a1/b2/'.length)).toEqual(['b2', '/a1', 'c3', 'd4']);
+  });
+});
+
+describe('laneColumns', () => {
+  it("asks for the longest path and values, and can shrink a value to its longest word", () => {
+    const rec = fixture('vmap_scan.json').packs[0];
+    const cols = laneColumns(laneGroups(rec));
+    const longest = Math.max(...rec.lanes.map((l: { collection: string; path: string }) => l.collection.length + l.path.length));
+    expect(cols.path).toBeGreaterThan(longest);
+    // f32[2,3,4,4] ('ens','layers','embed','mlp'): 44 characters, its longest piece
+    // f32[2, or 'layers', (a shape breaks after its commas)
+    expect(cols.outer.wants).toBeGreaterThanOrEqual("f32[2,3,4,4] ('ens','layers','embed','mlp')".length);
+    expect(cols.outer.least).toBeLessThanOrEqual("('layers',".length + 1);
+    expect(cols.outer.least).toBeGreaterThanOrEqual("('layers',".length);
+    expect(cols.how.least).toBeGreaterThanOrEqual('created'.length + 1); // the fate, tinted and padded
+    // never narrower than the column heads
+    expect(laneColumns([]).outer.wants).toBeGreaterThanOrEqual('outside'.length);
+    expect(laneColumns([]).how.wants).toBeGreaterThanOrEqual('how it goes in'.length);
   });
 });

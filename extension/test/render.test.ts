@@ -3,7 +3,12 @@ import { readFileSync } from 'fs';
 import { join } from 'path';
 import { describe, expect, it } from 'vitest';
 
+import { OPEN_GROUP_LANES } from '../src/layout';
 import { optionText, renderPayload } from '../src/render';
+
+/** The budget of a test that renders many boxes: seconds on a loaded 2-core machine,
+ * where vitest's default 5 s has run out. */
+const HEAVY = 30_000;
 
 const fixture = (name: string) => JSON.parse(readFileSync(join(__dirname, 'fixtures', name), 'utf8'));
 
@@ -119,6 +124,82 @@ describe('renderPayload', () => {
     expect(jit.querySelector('.lens-pack-details-title')!.textContent).toBe('/block/linear/kernel in jit of /block');
   });
 
+  it("opens a chip's details below the whole row of chips, not inside it", () => {
+    const host = document.createElement('div');
+    renderPayload(host, fixture('nested.json'));
+    const row = host.querySelector('.lens-pack-chips') as HTMLElement;
+    const chips = Array.from(row.children) as HTMLElement[];
+    expect(chips.length).toBe(2);
+    chips[0].click();
+    const panel = host.querySelector('.lens-pack-details') as HTMLElement;
+    expect(row.nextElementSibling).toBe(panel); // after the row, in the row's parent
+    expect(panel.parentElement).toBe(row.parentElement);
+    expect(Array.from(row.children)).toEqual(chips); // the row holds its chips only
+    expect(chips[0].classList.contains('lens-pack-selected')).toBe(true);
+    expect(chips[0].getAttribute('aria-expanded')).toBe('true');
+    // the full path, which the chip may cut with an ellipsis
+    const path = '/ScanBody_0/VmapMember_0/hidden_projection_with_a_very_long_name/bias';
+    expect(panel.querySelector('.lens-pack-details-title')!.textContent).toBe(`${path} in jit of /`);
+    expect(chips[0].querySelector('.lens-pack-name')!.getAttribute('title')).toBe(path);
+    // another chip moves the panel; the same chip again closes it
+    chips[1].click();
+    expect(host.querySelectorAll('.lens-pack-details').length).toBe(1);
+    expect(row.nextElementSibling!.querySelector('.lens-pack-details-title')!.textContent).toContain('/kernel');
+    chips[1].click();
+    expect(host.querySelector('.lens-pack-details')).toBeNull();
+    expect(row.nextElementSibling).toBeNull();
+  });
+
+  it('draws a path as segments and slashes on one line, the muted prefix marked, the whole path in its title', () => {
+    const host = document.createElement('div');
+    const doc = fixture('scan_carry.json');
+    renderPayload(host, doc);
+    const row = host.querySelector('.lens-pack-lane[data-collection="batch_stats"]') as HTMLElement;
+    const name = row.querySelector('.lens-pack-path > .lens-pack-name') as HTMLElement;
+    const path = '/steps_with_a_long_descriptive_name_to_check_wrapping/BatchNorm_0/mean';
+    expect(name.textContent).toBe(path);
+    expect(name.title).toBe(path);
+    expect(name.querySelector('wbr')).toBeNull(); // no line break opportunity inside
+    const parts = Array.from(name.children) as HTMLElement[];
+    expect(parts.map(p => [p.className, p.textContent])).toEqual([
+      ['lens-pack-seg lens-pack-seg-first lens-pack-seg-gives lens-pack-prefix', '/steps_with_a_long_descriptive_name_to_check_wrapping'],
+      ['lens-pack-slash lens-pack-prefix', '/'],
+      ['lens-pack-seg lens-pack-seg-mid lens-pack-seg-gives', 'BatchNorm_0'],
+      ['lens-pack-slash', '/'],
+      ['lens-pack-seg lens-pack-seg-leaf lens-pack-seg-gives', 'mean']
+    ]);
+    // the muted prefix gives way first, the name last; slashes never
+    const shrink = parts.map(p => Number(p.style.flexShrink || 0));
+    expect(shrink[0]).toBeGreaterThan(shrink[2] * 1000);
+    expect(shrink[2]).toBeGreaterThan(shrink[4] * 1000);
+    expect(shrink[4]).toBeGreaterThanOrEqual(1); // below 1, flex would leave it overflowing
+    expect([shrink[1], shrink[3]]).toEqual([0, 0]);
+    // the value columns are sized from the box's lanes, the path column from its paths
+    const box = row.closest('.lens-pack-box') as HTMLElement;
+    expect(box.style.getPropertyValue('--lens-pack-path-w')).toMatch(/^\d+ch$/);
+    expect(box.style.getPropertyValue('--lens-pack-outer-min')).toMatch(/^\d+ch$/);
+  });
+
+  it('lets a shape break after its commas only, and a note before its fate', () => {
+    const host = document.createElement('div');
+    renderPayload(host, fixture('vmap_scan.json'));
+    const kernel = Array.from(host.querySelectorAll('.lens-pack-lane')).find(r =>
+      r.querySelector('.lens-pack-name')?.textContent!.endsWith('/Dense_0/kernel')
+    )!;
+    const drawn = (n: Element) => Array.from(n.childNodes).map(c => (c.nodeName === 'WBR' ? '|' : c.textContent)).join('');
+    expect(drawn(kernel.querySelector('.lens-pack-outer')!)).toBe("f32[2,|3,|4,|4] ('ens',|'layers',|'embed',|'mlp')");
+    // a space between the note and the fate: the line breaks there, not inside 'created'
+    const how = kernel.querySelector('.lens-pack-how')!;
+    expect(how.textContent).toBe("vmap axis 0, size 2 ('ens') created");
+    // a short segment (two characters or fewer) never gives way
+    const short = document.createElement('div');
+    const doc = fixture('multi_scope.json');
+    renderPayload(short, doc);
+    const v = Array.from(short.querySelectorAll('.lens-pack-name')).find(n => n.textContent === '/a/inner/v')!;
+    expect(Array.from(v.children).map(c => c.classList.contains('lens-pack-seg-gives'))).toEqual([false, false, true, false, false]);
+    expect(Array.from(v.children).map(c => (c as HTMLElement).style.flexShrink !== '')).toEqual([false, false, true, false, false]);
+  });
+
   it('keeps user strings as text (no HTML injection)', () => {
     const host = document.createElement('div');
     renderPayload(host, fixture('vmap_scan.json'));
@@ -186,18 +267,23 @@ describe('renderPayload', () => {
   });
 
   it('collapses large groups and boxes beyond the first few', () => {
+    // Just past both limits (OPEN_GROUP_LANES lanes in a group, 8 boxes side by
+    // side): a few hundred jsdom nodes, not thousands.
     const host = document.createElement('div');
     const one = fixture('scan_carry.json').packs[0];
-    const many = Array.from({ length: 64 }, (_, i) => ({ ...one, id: i }));
-    const big = { ...one, lanes: Array.from({ length: 250 }, (_, i) => ({ ...one.lanes[0], key: `k${i}`, path: `/layer_${i}/kernel` })) };
+    const many = Array.from({ length: 11 }, (_, i) => ({ ...one, id: i }));
+    const n = OPEN_GROUP_LANES + 1;
+    const big = { ...one, lanes: Array.from({ length: n }, (_, i) => ({ ...one.lanes[0], key: `k${i}`, path: `/layer_${i}/kernel` })) };
     renderPayload(host, { schema: 'lens.pack-trace', version: 2, packs: [big, ...many] });
     const boxes = Array.from(host.querySelectorAll('.lens-pack-box')) as HTMLDetailsElement[];
-    expect(boxes.length).toBe(65);
+    expect(boxes.length).toBe(12);
     expect(boxes.filter(b => b.open).length).toBe(3);
     const firstGroup = boxes[0].querySelector('.lens-pack-group') as HTMLDetailsElement;
     expect(firstGroup.open).toBe(false);
-    expect(firstGroup.querySelector('.lens-pack-count')!.textContent).toBe(' · 250 variables');
-  });
+    expect(firstGroup.querySelector('.lens-pack-count')!.textContent).toBe(` · ${n} variables`);
+    const smallGroup = boxes[1].querySelector('.lens-pack-group') as HTMLDetailsElement;
+    expect(smallGroup.open).toBe(true);
+  }, HEAVY);
 
   it('formats recorded options', () => {
     expect(optionText([['params', 0], ['batch_stats', null]])).toBe('{params: 0, batch_stats: None}');
@@ -261,5 +347,5 @@ describe('renderPayload', () => {
       drawn += host.querySelector('.lens-pack-box') ? 1 : 0;
     }
     expect(drawn).toBeGreaterThan(0); // corruption in one record leaves the others drawn
-  }, 60000); // 300 renders: seconds on a loaded 2-core machine
+  }, 4 * HEAVY); // 300 renders
 });
