@@ -70,6 +70,7 @@ SHARED_UNITS = {
     "tests/e2e/test_live_browser.py": "tests/e2e/test_extension_browser.py",
     "tests/e2e/test_trust_browser.py": "tests/e2e/test_extension_browser.py",
     "tests/e2e/test_open_clean_browser.py": "tests/e2e/test_extension_browser.py",
+    "tests/e2e/test_tables_browser.py": "tests/e2e/test_extension_browser.py",
 }
 SECONDS_ESTIMATE = {  # seconds in a fresh clone's `make test` on a 2-core machine
     "tests/test_benchmarks.py": 72,

@@ -44,6 +44,9 @@ def refresh(path: pathlib.Path) -> None:
         nb,
         timeout=600,
         kernel_name="python3",
+        # as JupyterLab saves by default: no widget state, so that where no widget
+        # script runs (nbconvert offline, GitHub) a widget's text/html shows
+        store_widget_state=False,
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()

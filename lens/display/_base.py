@@ -42,8 +42,14 @@ CLASS_STYLE = {
     "sh": "background:rgba(178,106,0,.18);border-radius:2px;padding:0 2px",
     "add": "background:rgba(46,125,50,.18)",
     "del": "background:rgba(198,40,40,.18)",
-    "top": "margin-left:0",
+    "top": "margin-left:0;overflow-wrap:break-word",
     "flat": "margin-left:28px",
+    # a variables display (_variables.py): one row per variable that wraps onto a
+    # second line in a narrow cell instead of clipping, its cells in fixed tracks
+    "vars": "margin:2px 0 4px 16px",
+    "var": "display:flex;flex-wrap:wrap;column-gap:.8em",
+    "cols": "display:grid;column-gap:.8em",
+    "under": "flex-basis:100%;min-width:0",
 }
 _TAG = re.compile(r"<([a-z][a-z0-9]*)((?:\s[^<>]*)?)>")
 _CLASS = re.compile(r"""\sclass=(?:'([^']*)'|"([^"]*)"|([^\s'">]+))""")

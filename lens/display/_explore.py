@@ -133,11 +133,12 @@ class Explorer:
         from lens.display._variables import VariablesView
 
         widget_bundle = box._repr_mimebundle_
-        title = (
-            f"lens.explore of {type(self.model).__name__} "
-            "(run the cell in a live kernel to browse)"
+        title = f"lens.explore of {type(self.model).__name__}"
+        note = (
+            "a static copy: run the cell in a live kernel to browse its leaves "
+            "(search, statistics and a histogram per leaf)"
         )
-        html = VariablesView(self.variables, title=title).html()
+        html = VariablesView(self.variables, title=title, note=note).html()
         text = self.static_text()
 
         def _repr_mimebundle_(**kwargs: Any) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 from lens.display import _stacked, _walk
 from lens.display._base import View, e
@@ -68,7 +69,9 @@ class VariablesView(View):
     Large collections stay light and paint fast: every variable is counted, but
     only the first ``max_rows`` get a row (with statistics when ``stats``); the
     modules after them are summed up per collection, the first of them named in a
-    collapsed section. ``max_rows=None`` lists everything.
+    collapsed section. ``max_rows=None`` lists everything. ``note``, when given, is
+    a line of the HTML form under its header (the explorer's static copy says how
+    to browse it).
     """
 
     def __init__(
@@ -77,9 +80,11 @@ class VariablesView(View):
         title: str = "Variables",
         stats: bool = True,
         max_rows: int | None = MAX_ROWS,
+        note: str = "",
     ):
         self.variables = variables
         self.title = title
+        self.note = note
         self.max_rows = max_rows
         self.collections = _walk.collect(variables, max_rows)
         self.leaves = [x for c in self.collections for m in c.shown for x in m.leaves]
@@ -127,18 +132,17 @@ class VariablesView(View):
         """Collapsible per collection and per module (``<details>``; no scripts).
 
         Kept compact: at most ``max_rows`` rows, whatever the number of variables;
-        the first modules after them are named in a collapsed section.
+        the first modules after them are named in a collapsed section. Every row
+        uses the same column widths (``_Columns``), so the columns line up across
+        modules and collections; in a narrow cell a row continues on a second line,
+        and its sharding and per-slice chart sit on lines of their own under it.
         """
-        sharded = any(x.sharding for x in self.leaves)
-        # One width per column across every table, so the columns line up.
-        name_w = max((len(x.name) for x in self.leaves), default=0)
-        type_w = max((len(x.type_str) for x in self.leaves), default=0)
-        # (in em: the sanitizer drops ch; a monospace digit is about 0.6 em)
-        tds = (
-            f"<td style='min-width:{0.6 * name_w:.1f}em'>",
-            f"<td style='min-width:{0.6 * type_w:.1f}em'>",
-        )
+        cells = [_cells(x) for x in self.leaves]
+        cols = _Columns.of(cells)
+        row = iter(cells)
         out = [f"<div>{e(self._header())}</div>"]
+        if self.note:
+            out.append(f"<div class=hint>{e(self.note)}</div>")
         for c in self.collections:
             out.append(
                 f"<details open class=top><summary><span class=c>{e(c.name)}</span> "
@@ -151,16 +155,13 @@ class VariablesView(View):
                         " open" if any(x.stack is not None for x in m.leaves) else ""
                     )
                     out.append(
-                        f"<details{opened}><summary>/{e('/'.join(m.path))} <span class=m>· "
+                        f"<details{opened}><summary>{_path_html(m.path)} <span class=m>· "
                         f"{_size(m.count, m.nbytes)}</span></summary>"
                     )
-                # tables directly in a collection start where a module's do
-                out.append("<table>" if m.path else "<table class=flat>")
-                out += [
-                    _html_row(x, tds if i == 0 else None, sharded)
-                    for i, x in enumerate(m.leaves)
-                ]
-                out.append("</table>")
+                # rows directly in a collection start where a module's do
+                out.append("<div class=vars>" if m.path else "<div class='vars flat'>")
+                out += [_html_row(x, next(row), cols) for x in m.leaves]
+                out.append("</div>")
                 if m.path:
                     out.append("</details>")
             if c.hidden_n:
@@ -226,32 +227,144 @@ def _text_row(x: Leaf, width: int) -> str:
     return "  ".join(parts)
 
 
-def _html_row(x: Leaf, tds: tuple[str, str] | None, sharded: bool) -> str:
-    """One variable's row; the first row of a table carries the column widths."""
-    name_td, type_td = tds or ("<td>", "<td>")
-    axes = f" <span class=ax>{e(x.axes_str)}</span>" if x.axes_str else ""
-    shard = f"<td class=sh>{e(x.sharding or '')}</td>" if sharded else ""
-    # a stack's per-slice chart on its own row under the numbers, across their
-    # columns: seen at 600 px without scrolling, wrapping its label if need be
-    spark = (
-        f"<tr><td></td><td colspan={4 if sharded else 3} class=m "
-        f"style='white-space:normal;padding-bottom:2px'>"
-        f"{_stacked.spark_html(x.stack)}</td></tr>"
-        if x.stack is not None
-        else ""
+CH_EM = 0.6
+"""One character of the monospace font (``1ch``) in em. Column widths are grid tracks
+in ch, exact in any monospace font; JupyterLab's sanitizer keeps ch only there, so
+the one width outside a track (a wrapped line's indent) is in em."""
+GAP_EM = 0.8
+"""The space between two columns, in em (the ``column-gap`` of ``var`` and ``cols``
+in ``_base.CLASS_STYLE``)."""
+WIDEST = 28
+"""The widest a name, type or axis-name column grows (ch); a longer text wraps in
+its cell instead of pushing every row's numbers to the right."""
+INDENT = 16
+"""A row's second line starts under its type column, or this many ch in when the
+name column is wider (so that the statistics fit beside the indent at 600 px)."""
+
+
+class _Cells(NamedTuple):
+    """One variable's texts, one per column of the HTML form."""
+
+    name: str
+    type: str
+    axes: str
+    size: str
+    stats: tuple[str, str, str] | None  # "mean ...", "std ...", "[min, max]"
+
+
+def _cells(x: Leaf) -> _Cells:
+    stats = None
+    if x.stats is not None:
+        mean, std, lo, hi = x.stats
+        stats = (
+            f"mean {fmt_num(mean)}",
+            f"std {fmt_num(std)}",
+            f"[{fmt_num(lo)}, {fmt_num(hi)}]",
+        )
+    return _Cells(x.name, x.type_str, x.axes_str, _size(x.count, x.nbytes), stats)
+
+
+class _Columns(NamedTuple):
+    """The columns of one display, shared by all of its rows (so they line up from
+    one module and collection to the next) as the ``grid-template-columns`` of each
+    group of cells: widths in ch, from the widest text shown."""
+
+    head: str  # name and type; the name column gives way in a narrow cell
+    axes: str | None  # axis names, when a variable has them
+    size: str
+    stats: str | None  # mean, std, range; each gives way in a narrow cell
+    indent: str  # em: where a row's second line starts
+
+    @classmethod
+    def of(cls, rows: Iterable[_Cells]) -> _Columns:
+        rows = list(rows)
+        texts = [(r.name, r.type, r.axes, r.size) for r in rows]
+        name, type_, axes, size = (
+            max((len(t[i]) for t in texts), default=0) for i in range(4)
+        )
+        name, type_, axes = (min(w, WIDEST) for w in (name, type_, axes))
+        measured = [r.stats for r in rows if r.stats is not None]
+        stats = None
+        if measured:
+            stats = " ".join(
+                f"minmax(0,{max(len(s[i]) for s in measured)}ch)" for i in range(3)
+            )
+        indent = f"{min(name, INDENT) * CH_EM + GAP_EM:.2f}".rstrip("0").rstrip(".")
+        return cls(
+            f"minmax(0,{name}ch) {type_}ch",
+            f"{axes + 1}ch" if axes else None,  # and the highlight's padding
+            f"{size}ch",
+            stats,
+            indent,
+        )
+
+
+def _html_row(x: Leaf, c: _Cells, cols: _Columns) -> str:
+    """One variable: name and type, axis names, size, statistics, each group of
+    cells in the view's shared columns; then its sharding and per-slice chart on
+    lines of their own.
+
+    A row is a wrapping flex line, indented, whose first group hangs back into the
+    indent: in a cell too narrow for the whole row, what does not fit goes on a
+    second line that starts under the type column."""
+    out = [
+        f"<div class=var style='padding-left:{cols.indent}em'>"
+        f"<span class=cols style='grid-template-columns:{cols.head};"
+        f"margin-left:-{cols.indent}em'><span>{e(c.name)}</span> "
+        f"<span>{e(c.type)}</span></span>"
+    ]
+    if cols.axes is not None:
+        axes = f"<span class=ax>{e(c.axes)}</span>" if c.axes else ""
+        out.append(
+            f" <span class=cols style='grid-template-columns:{cols.axes}'>"
+            f"<span>{axes}</span></span>"
+        )
+    out.append(
+        f" <span class='cols m' style='grid-template-columns:{cols.size}'>"
+        f"{c.size}</span>"
     )
-    return (
-        f"<tr>{name_td}{e(x.name)}{type_td}{e(x.type_str)}{axes}{shard}"
-        f"<td class=m>{human_count(x.count)} ({human_bytes(x.nbytes)})"
-        f"<td class=m>{e(_stats_str(x))}</tr>{spark}"
+    if c.stats is not None and cols.stats is not None:
+        out.append(
+            f" <span class='cols m' style='grid-template-columns:{cols.stats}'>"
+            + " ".join(f"<span>{e(s)}</span>" for s in c.stats)
+            + "</span>"
+        )
+    if x.sharding:
+        out.append(
+            f" <span class=under><span class=sh>{_sharding_html(x.sharding)}</span></span>"
+        )
+    if x.stack is not None:
+        # the chart under the numbers, seen at 600 px, its label wrapping if need be
+        out.append(
+            " <span class='under m' style='padding-bottom:2px'>"
+            f"{_stacked.spark_html(x.stack)}</span>"
+        )
+    out.append("</div>")
+    return "".join(out)
+
+
+def _sharding_html(text: str) -> str:
+    """A sharding (``P('model',) on 2x4 mesh: [0:8] d0,4 · [8:16] d1,5``) that wraps
+    only between its parts, after ``: `` and `` · `` (never inside ``[0:8] d0,4``)."""
+    parts = re.split(r"(: | · )", text)
+    return "".join(
+        p if p == ": " else "\u00a0· " if p == " · " else e(p).replace(" ", "\u00a0")
+        for p in parts
     )
+
+
+def _path_html(path: tuple[str, ...]) -> str:
+    """``/a/b/c``, breakable before each ``/`` but the first in a narrow cell."""
+    return "/" + "<wbr>/".join(e(p) for p in path)
 
 
 def _more_html(line: str, c: _walk.Collection) -> str:
-    """The hidden modules: a collapsed section naming the first of them."""
+    """The hidden modules: a collapsed section naming the first of them, one per
+    row (path, arrays, size), the path breakable between its parts."""
     rows = "".join(
-        f"<tr><td>/{e('/'.join(m.path))}<td class=m>{m.n} array{'s' if m.n != 1 else ''}"
-        f"<td class=m>{_size(m.count, m.nbytes)}</tr>"
+        "<div class=var style='padding-left:2em'><span style='margin-left:-2em'>"
+        f"{_path_html(m.path)}</span> <span class=m>{m.n} array{'s' if m.n != 1 else ''}"
+        f" · {_size(m.count, m.nbytes)}</span></div>"
         for m in c.more
     )
     rest = c.hidden_modules - len(c.more)
@@ -261,6 +374,6 @@ def _more_html(line: str, c: _walk.Collection) -> str:
         else ""
     )
     return (
-        f"<details><summary class=hint>{e(line)}</summary><table>{rows}</table>{tail}"
-        f"<div class=hint>{e(HOW_TO_SEE_ALL)}</div></details>"
+        f"<details><summary class=hint>{e(line)}</summary><div class=vars>{rows}</div>"
+        f"{tail}<div class=hint>{e(HOW_TO_SEE_ALL)}</div></details>"
     )

@@ -52,3 +52,33 @@ def test_the_widget_carries_a_table_and_a_sentence_for_where_no_widget_runs():
         html.startswith('<div class="lens"') and "kernel" in html and "f32[4,3]" in html
     )
     assert "<svg" not in html and "<script" not in html
+
+
+def test_where_no_widget_runs_the_explorer_shows_every_variable_and_says_to_run_it():
+    model, variables = _explorer()
+    html = lens.explore(model, variables)._repr_mimebundle_()["text/html"]
+    # the variables table, one row per variable, with its statistics
+    assert html.count("<div class=var ") == 2 and html.count(">mean ") == 2
+    header, note = re.findall(r"<div>([^<]*)</div><div class=hint[^>]*>([^<]*)<", html)[
+        0
+    ]
+    assert header == "lens.explore of Dense: 1 collection, 2 arrays, 15 values (60 B)"
+    assert note.startswith("a static copy: run the cell in a live kernel to browse")
+
+
+def test_nbconvert_shows_the_explorers_table_when_no_widget_state_is_saved():
+    # what a notebook saved by JupyterLab holds (it saves no widget state unless
+    # asked to); nbconvert then draws the text/html, and needs no widget script
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    model, variables = _explorer()
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("lens.explore(model, variables)")
+    bundle = lens.explore(model, variables)._repr_mimebundle_()
+    cell.outputs = [nbformat.v4.new_output("display_data", data=bundle)]
+    nb.cells = [cell]
+    page, _ = HTMLExporter().from_notebook_node(nb)
+    assert "a static copy: run the cell in a live kernel" in page
+    assert len(re.findall(r"<div class=\"?var\b", page)) == 2  # one per variable
+    assert "application/vnd.jupyter.widget-view+json" not in page

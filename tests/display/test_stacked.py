@@ -116,13 +116,18 @@ def test_chart_has_one_bar_per_slice_outlier_red_labelled_and_no_svg():
     assert re.search(r">rms of slices 0..11 \(axis 0\): [^<]+; stands out: 3<", kernel)
 
 
-def test_chart_sits_on_its_own_row_under_the_leaf_numbers():
-    # a wide table scrolls at 600 px: the chart must not be its last column
+def test_chart_sits_on_a_line_of_its_own_under_the_leaf_numbers():
+    # a last column would be cut at 600 px: the chart takes a whole line of its row
     html = VariablesView(_deep(blow_up_layer=3)).html()
-    row = re.search(r"<tr[^>]*><td[^>]*>kernel<.*?</tr>(<tr.*?</tr>)", html)
+    row = re.search(
+        r"<div class=var [^>]*><span class=cols [^>]*><span>kernel<.*?</div>", html
+    )
     assert row is not None
-    assert "class='spark'" in row.group(1) and "colspan=3" in row.group(1)
-    assert "kernel" not in row.group(1).split("class='spark'")[0]
+    numbers, chart = row.group(0).split("<span class='spark'", 1)
+    assert "mean " in numbers and "kernel" not in chart
+    assert re.search(
+        r"<span class='under m' style=\"flex-basis:100%[^\"]*\">$", numbers
+    )
 
 
 def test_chart_is_not_scaled_from_zero():

@@ -1,11 +1,20 @@
-"""An nnx Variable shown by lens (``lens.show``, ``nnx.display``): one line."""
+"""Variables as lens shows them: an nnx Variable on one line (``lens.show``,
+``nnx.display``), and a table of variables whose columns line up across modules and
+whose rows wrap in a narrow cell instead of hiding their numbers."""
 
+import pathlib
+import re
+
+import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import lens
 from lens import nnx
-from lens.display import BoxView
+from lens.display import BoxView, VariablesView
+from lens.display._leaf import fmt_num
+from lens.display._variables import INDENT, WIDEST
 
 
 def test_a_variable_shows_its_type_shape_count_and_statistics():
@@ -36,3 +45,126 @@ def test_a_diff_names_rng_streams_that_moved_on_apart_from_changes():
     assert lines[1] == "  ~ Param:/layers/0/bias f32[2] max|d| 1 (was all 0)"
     assert lines[2].startswith("  rng streams moved on (not counted): RngCount:/")
     assert len(lines) == 3
+
+
+# --- the variables table's HTML: columns that line up and rows that wrap ------------
+
+
+def _rows(html: str) -> list[str]:
+    """Each variable's row of a VariablesView's HTML."""
+    return re.findall(r"<div class=var style=\"[^\"]*\">.*?</div>", html)
+
+
+def _groups(row: str) -> list[str]:
+    """The ``grid-template-columns`` of each group of cells of a row, in order."""
+    return re.findall(r"<span class='?cols[^>]*grid-template-columns:([^;\"]+)", row)
+
+
+def _mixed() -> dict:
+    """Two collections, modules of different depths, and variables with and
+    without statistics (a PRNG key has none)."""
+    rng = np.random.default_rng(0)
+    return {
+        "params": {
+            "w": np.ones(3, np.float32),  # directly in the collection
+            "encoder": {
+                "kernel": rng.normal(size=(64, 4)).astype(np.float32) * 1e-3,
+                "bias": np.zeros(4, np.float32),
+            },
+            "head": {"layers": {"kernel": np.full((4, 2), -12345.6, np.float32)}},
+        },
+        "rngs": {"dropout": {"key": jax.random.key(0), "count": np.uint32(7)}},
+    }
+
+
+def test_every_row_shares_the_column_template_of_its_view():
+    view = VariablesView(_mixed())
+    rows = _rows(view.html())
+    assert len(rows) == len(view.leaves) == 6
+    # name and type, size, statistics: one template per group across all modules
+    # and collections, so every column starts at the same x in every row
+    by_group = [{_groups(r)[i] for r in rows if len(_groups(r)) > i} for i in range(3)]
+    assert all(len(templates) == 1 for templates in by_group), by_group
+    head, size, stats = (t.pop() for t in by_group)
+    names = [x.name for x in view.leaves]
+    types = [x.type_str for x in view.leaves]  # the widest: key<fry>[]
+    assert head == f"minmax(0,{max(map(len, names))}ch) {max(map(len, types))}ch"
+    assert size == f"{len('256 (1.0 KB)')}ch"
+    means = [f"mean {fmt_num(x.stats[0])}" for x in view.leaves if x.stats]
+    assert stats.startswith(f"minmax(0,{max(map(len, means))}ch) ")
+    # the key has no statistics: its row has no statistics group, nothing empty
+    key = next(r for r in rows if ">key<" in r)
+    assert len(_groups(key)) == 2 and "mean" not in key
+
+
+def test_a_row_wraps_under_its_type_column_in_a_narrow_cell():
+    html = VariablesView(_mixed()).html()
+    for row in _rows(html):
+        # a wrapping flex line, indented by the name column; its first group hangs
+        # back into the indent, so a second line starts under the type column
+        pad = re.search(
+            r"display:flex;flex-wrap:wrap[^\"]*padding-left:([\d.]+)em", row
+        )
+        hang = re.search(r"margin-left:-([\d.]+)em", row)
+        assert pad and hang and pad.group(1) == hang.group(1), row
+        # the widest name, 'kernel': 6 ch of 0.6 em, and the gap
+        assert float(pad.group(1)) == pytest.approx(6 * 0.6 + 0.8)
+    # JupyterLab's sanitizer keeps ch only in grid tracks: nowhere else
+    assert not re.search(
+        r"[\d.]ch\b", re.sub(r"grid-template-columns:[^;\"]+", "", html)
+    )
+    assert "<style" not in html and "<script" not in html and "<table" not in html
+
+
+def test_long_names_wrap_in_their_cell_instead_of_widening_every_row():
+    long = "a_parameter_name_much_longer_than_any_column_should_be"
+    html = VariablesView({"params": {long: np.ones(2), "b": np.ones(2)}}).html()
+    (head,) = {_groups(r)[0] for r in _rows(html)}
+    assert head.startswith(f"minmax(0,{WIDEST}ch) ")
+    assert f">{long}<" in html  # whole, in a column that wraps it
+    # where the second line starts stays near the left edge
+    assert f"padding-left:{round(INDENT * 0.6 + 0.8, 2):g}em" in html
+
+
+def test_sharding_sits_on_its_own_wrapping_line_under_its_row():
+    mesh = jax.make_mesh((2, 4), ("data", "model"))
+    spec = jax.sharding.PartitionSpec(None, "model")
+    x = jax.device_put(jnp.zeros((16, 32)), jax.sharding.NamedSharding(mesh, spec))
+    view = VariablesView({"params": {"dense": {"kernel": x, "bias": jnp.zeros(32)}}})
+    (row,) = [r for r in _rows(view.html()) if ">kernel<" in r]
+    numbers, under = row.split("<span class=under", 1)
+    assert "mean 0" in numbers and "P(" not in numbers  # not a column of the row
+    assert under.startswith(' style="flex-basis:100%;min-width:0">')
+    sharding = re.search(r"<span class=sh[^>]*>(.*?)</span>", under).group(1)
+    # it wraps between its parts only: each part's spaces do not break
+    parts = sharding.replace("\u00a0· ", "\n").replace(": ", "\n").split("\n")
+    assert len(parts) == 5 and all(" " not in p for p in parts), parts
+    assert parts[1:] == ["[:,0:8]\u00a0d0,4", "[:,8:16]\u00a0d1,5", *parts[3:]]
+    # the unsharded bias has no such line
+    (bias,) = [r for r in _rows(view.html()) if ">bias<" in r]
+    assert "class=under" not in bias
+
+
+def test_module_paths_break_between_their_parts():
+    html = VariablesView({"params": {"encoder": {"layer_0": {"w": np.ones(2)}}}}).html()
+    assert '<summary style="cursor:pointer">/encoder<wbr>/layer_0 <span' in html
+
+
+def test_stored_tables_compare_equal_whatever_the_last_digits_of_their_statistics():
+    # nbval compares a notebook's stored HTML on another CPU after its sanitizer
+    # (tests/nbval_sanitize.cfg): the statistics' digits and the widths of their
+    # columns (which follow the longest number) must not reach the comparison
+    cfg = (pathlib.Path(__file__).parents[1] / "nbval_sanitize.cfg").read_text()
+    rules = re.findall(r"regex: (.*)\nreplace: (.*)", cfg)
+
+    def stored(value: float) -> str:
+        html = VariablesView(
+            {"params": {"dense": {"w": np.full((2, 3), value, np.float32)}}}
+        ).html()
+        for pattern, repl in rules:
+            html = re.sub(pattern, repl, html)
+        return html
+
+    a, b = stored(0.00995), stored(0.0100001)  # 'mean 0.00995', 'mean 0.01'
+    assert a == b and "mean ~" in a and ">w<" in a and "f32[2,3]" in a
+    assert stored(-1.5) == a  # another sign, still the same shape of table

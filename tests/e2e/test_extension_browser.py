@@ -5,9 +5,11 @@ notebooks/02_lifting.ipynb, a small extra notebook and a notebook holding the go
 payloads of extension/test/fixtures as stored outputs, then drives Debian's Chromium
 with Playwright (extension/test/e2e.mjs): each golden trace is drawn at 600 and 1200
 px (and in the dark theme), every variable's full path and both shapes must be there
-and no label may be wider than its box. The script-free HTML of the same traces is
-opened alone, as GitHub or nbviewer would show it (nbconvert's HTML of whole
-notebooks: test_nbconvert_browser.py). The script runs beside the live and trust
+and no label may be wider than its box; then at 400, 600 and 1600 px cells and a
+1200 px window with the file browser open, nothing clipped, no word broken that fits
+a line, every path on one line, and a chip's details below its row of chips. The
+script-free HTML of the same traces is opened alone, as GitHub or nbviewer would show
+it (nbconvert's HTML of whole notebooks: test_nbconvert_browser.py). The script runs beside the live and trust
 tests' scripts (tests/e2e/conftest.py). Screenshots: extension/test/screenshots/ with
 LENS_SCREENSHOTS=1 (tests/e2e/browser.py). Needs the extension built and linked
 (`make test` does it) and /usr/bin/chromium (`make test` installs it).
@@ -52,11 +54,43 @@ GOLDEN = [
     "two_transforms.json",
     "nnx_ensemble.json",
     "nnx_jit_scan.json",
+    "long_arguments.json",
 ]
+
+CELLS = ("400", "600", "1600", "filebrowser-1200")
+"""The cell widths e2e.mjs checks paths and chips at: three cell widths, and a 1200
+px window with the file browser open (issue 43's laptop layout)."""
 
 
 def _fixture(name: str) -> dict:
+    if name in DERIVED:
+        return DERIVED[name]()
     return json.loads((FIXTURES / name).read_text())
+
+
+def _long_arguments() -> dict:
+    """nnx_ensemble.json with argument chips longer than a narrow cell's line (issue
+    43 saw one cut at 600 px: 'every argument split along a')."""
+    doc = _fixture("nnx_ensemble.json")
+    axes = doc["packs"][0]["axes"]
+    axes["in"] = [
+        {"arg": "every argument", "axis": "split along axis 0"},
+        {
+            "arg": "member_parameters_and_batch_statistics",
+            "axis": "split along axis 0, one slice per member of the ensemble",
+        },
+    ]
+    axes["text"] = (
+        "inputs: "
+        + ", ".join(f"{a['arg']} {a['axis']}" for a in axes["in"])
+        + " · outputs stacked along axis 0 · axis_name 'ensemble'"
+        + " · partition name 'members'"
+    )
+    return doc
+
+
+DERIVED = {"long_arguments.json": _long_arguments}
+"""Golden payloads made from a fixture here, for what no fixture shows."""
 
 
 def start_lab(tmp_path_factory):
@@ -195,6 +229,47 @@ def test_extension_draws_pack_traces_in_jupyterlab(browser_runs):
         if shots:
             assert (shots / f"{name[:-5]}-600.png").stat().st_size > 5_000
 
+    # Issue 43, at the cell widths readers have (400, 600, 1600 px; and a 1200 px
+    # window with the file browser open, about 768 px): nothing clipped without a
+    # scrollbar or drawn outside the renderer, no word broken across lines that
+    # would fit on one, every path on one line (an ellipsis in the middle) with
+    # its name, the last segment, whole.
+    for name in GOLDEN:
+        for cell in CELLS:
+            got = report["cells"][f"{name}@{cell}"]
+            where = (name, cell)
+            assert got["names"] > 0, where
+            for fault in (
+                "clipped",
+                "spills",
+                "brokenWords",
+                "multiLinePaths",
+                "cutNames",
+            ):
+                assert got[fault] == [], (where, fault, got[fault])
+            if cell.isdigit():
+                assert abs(got["width"] - int(cell)) <= 24, (where, got["width"])
+            else:
+                assert 650 <= got["width"] <= 900, (where, got["width"])
+    # A chip's details open below the whole row of chips and across it; the chips
+    # keep their height (the panel used to open inside the row).
+    chips = {k for k in report["chipClicks"]}
+    assert chips == {
+        f"{name}@{cell}"
+        for name in ("nested.json", "nnx_jit_scan.json")
+        for cell in CELLS
+    }, chips
+    for key, got in report["chipClicks"].items():
+        assert got["isPanel"] and not got["inRow"], (key, got)
+        row_left, _, row_right, row_bottom = got["row"]
+        left, top, right, _ = got["panel"]
+        assert row_bottom - 1 <= top <= row_bottom + 8, (key, got)
+        assert row_left - 1 <= left and right <= row_right + 1, (key, got)
+        across = min(row_right - row_left - got["rowPadding"] - 4, got["maxWidth"])
+        assert right - left >= across - 2, (key, got)
+        assert got["after"] == got["before"], (key, got)
+        assert got["closed"] == 0, (key, got)
+
     # Every lens text/html output in an untrusted notebook, light and dark, 600 and
     # 1200 px: AA contrast, wide tables scroll inside their output (the page never
     # does), the diff's per-layer chart drawn once.
@@ -214,8 +289,9 @@ def test_extension_draws_pack_traces_in_jupyterlab(browser_runs):
                         shots / f"{name}-{width}-{theme}.png"
                     ).stat().st_size > 2_000
             assert samples[f"diff@{width}-{theme}"]["sparks"] == 1
-    # a variables table wider than 600 px scrolls inside its output
-    assert samples["variables@600-light"]["scrolls"]
+    # a variables table wraps its rows to fit a 600 px cell: nothing to scroll
+    # (tests/e2e/test_tables_browser.py checks that no number is hidden)
+    assert not samples["variables@600-light"]["scrolls"]
 
     # The script-free HTML: no scripts, no horizontal scroll, every path present.
     for width in ("600", "1200"):
