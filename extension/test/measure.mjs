@@ -99,7 +99,7 @@ export function brokenText(root) {
 export async function setTheme(page, theme) {
   const name = theme === 'dark' ? 'JupyterLab Dark' : 'JupyterLab Light';
   await page.evaluate(t => window.jupyterapp.commands.execute('apputils:change-theme', { theme: t }), name);
-  await page.waitForFunction(d => document.body.dataset.jpThemeLight === (d ? 'false' : 'true'), theme === 'dark', { timeout: 30000 });
+  await page.waitForFunction(d => document.body.dataset.jpThemeLight === (d ? 'false' : 'true'), theme === 'dark', { timeout: 120000 });
 }
 
 /** The window at `width` px, once JupyterLab has laid out every panel again. */
