@@ -5,14 +5,16 @@ test paths to run (its own pytest suite, or the part of it that runs on a CPU in
 minutes without downloading data or weights) and the extra packages its tests need.
 ``python -m compat.projects [NAME ...]`` gets each source into
 ``compat/.cache/projects`` (from a local git mirror when there is one, else by git
-clone), installs the extra packages there (``pip install --target``, no
-dependencies, so the dev environment's jax/flax/numpy are never touched), and runs
+clone), installs the extra packages there, one folder per project (``pip install
+--target``, no dependencies, so the dev environment's jax/flax/numpy are never
+touched and two projects may pin one package at two versions), and runs
 the tests twice: with the installed flax (the oracle; cached, ``--rerun-flax`` runs
 it again) and with ``flax`` resolved to lens (``-p compat.lens_as_flax``, as
 :mod:`compat.flax_tests` does for Flax's own tests). It prints a table: tests,
 passes under each, and what blocked lens (the first errors of the tests that pass
 under flax and not under lens, most frequent first). ``--write`` puts the table in
-``docs/porting.md`` between its ``projects`` markers.
+``docs/porting.md`` between its ``projects`` markers; a project that has no results
+here (none of its runs was made on this machine) keeps the row the page has.
 
 Example:
     python -m compat.projects qwix --timeout 900
@@ -26,6 +28,7 @@ import dataclasses
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -63,6 +66,8 @@ class Project:
     args: tuple[str, ...] = ()
     deps: tuple[str, ...] = ()  # pip specs its tests import, besides our venv's
     paths: tuple[str, ...] = ()  # the part of the tree to unpack (all when empty)
+    pythonpath: tuple[str, ...] = ()  # folders of the tree to import from (its root)
+    devices: int = 0  # CPU devices its tests need (XLA_FLAGS), 0: JAX's default
 
 
 PROJECTS: tuple[Project, ...] = (
@@ -118,6 +123,100 @@ PROJECTS: tuple[Project, ...] = (
             "sentencepiece==0.2.0",
         ),
     ),
+    Project(
+        name="tunix",  # LLM post-training in NNX: LoRA (qwix), SFT, DPO, distillation
+        repo="google/tunix",
+        commit="c7d8950f12a9c55a976bf2e1a0d8b447d71c20b3",
+        api="NNX",
+        # Trainers on 4 CPU devices (the tests set XLA_FLAGS), orbax checkpoints,
+        # a Gemma 4 model with qwix LoRA; checkpoint_manager_test is Python 3.12.
+        tests=(
+            "tests/sft/peft_trainer_test.py",
+            "tests/sft/sharding_utils_test.py",
+            "tests/sft/dpo/dpo_trainer_test.py",
+            "tests/sft/dpo/orpo_trainer_test.py",
+            "tests/distillation/distillation_trainer_test.py",
+            "tests/distillation/feature_extraction/sowed_module_test.py",
+            "tests/models/gemma4/model_test.py",
+            "tests/rl/common_test.py",
+            "tests/generate/beam_search_test.py",
+        ),
+        deps=(  # what `import tunix` and these tests import
+            "google-metrax==0.2.4",
+            "clu==0.0.12",
+            "ml_collections==1.1.0",
+            "wrapt==2.5.2",
+            "tensorboardX==2.6.5",
+            "jaxtyping==0.3.11",
+            "wadler_lindig==0.1.8",
+            "tqdm==4.70.1",
+            "huggingface_hub==2.4.0",
+            "sentencepiece==0.2.3",
+            "safetensors==0.7.0",
+            "pillow==13.0.0",
+            "perfetto==0.59.1",
+            "pandas==3.1.1",
+            "chex==0.1.92",
+            "toolz==1.2.0",
+            "qwix==0.1.8",
+            "grain==0.2.18",
+            "array_record==0.8.6",
+            "portpicker==1.6.0",
+            "tenacity==9.2.1",
+            "einops==0.8.2",
+        ),
+        paths=("tunix", "tests", "pyproject.toml"),
+    ),
+    Project(
+        name="bonsai",  # NNX model implementations (Qwen3-VL, Mamba2), sharded
+        repo="jax-ml/bonsai",
+        commit="36284254cf738d99c1c5d1e3a292d27656a0a365",
+        api="NNX",
+        # Qwen3-VL on a 4x2 explicit-axes mesh of 8 CPU devices. Not run: Gemma3's
+        # sharding test (XLA aborts on the CPU), Qwen3's (a 0.6B model: out of
+        # memory), the parity tests (they download weights).
+        tests=(
+            "bonsai/models/qwen3_vl/tests/test_sharding_qwen3vl.py",
+            "bonsai/models/mamba2/tests/test_outputs_mamba_2.py",
+            "bonsai/utils/tests/samplers_test.py",
+        ),
+        args=("-k", "not GoldenParity"),
+        deps=(
+            "jaxtyping==0.3.11",
+            "wadler_lindig==0.1.8",
+            "safetensors==0.7.0",
+            "tqdm==4.70.1",
+            "pillow==13.0.0",
+        ),
+        paths=("bonsai", "pyproject.toml"),
+        devices=8,
+    ),
+    Project(
+        name="ott",  # optimal transport: neural OT (ICNNs, Monge gap, flow matching)
+        repo="ott-jax/ott",
+        commit="6aace50f673b877cc3394d0b53a24da0bbf11308",
+        api="Linen+NNX",
+        tests=("tests/neural", "tests/initializers/neural"),
+        deps=(
+            "jaxopt==0.8.5",
+            "lineax==0.1.1",
+            "equinox==0.13.8",
+            "diffrax==0.7.2",
+            "optimistix==0.1.0",
+            "jaxtyping==0.3.11",
+            "wadler_lindig==0.1.8",
+            "chex==0.1.92",
+            "toolz==1.2.0",
+            "matplotlib==3.11.2",  # tests/conftest.py
+            "pillow==13.0.0",
+            "pyparsing==3.3.3",
+            "cycler==0.12.1",
+            "kiwisolver==1.5.1",
+            "fonttools==4.68.0",
+        ),
+        paths=("src", "tests", "pyproject.toml"),
+        pythonpath=("src",),
+    ),
 )
 
 
@@ -152,17 +251,34 @@ def source(project: Project) -> pathlib.Path:
     return root
 
 
-def install_deps(projects: Sequence[Project]) -> None:
-    """Installs the projects' extra test packages into the cache (no dependencies)."""
-    wanted = sorted({spec for p in projects for spec in p.deps})
-    marker = DEPS / ".installed"
-    have = set(marker.read_text().split()) if marker.exists() else set()
-    missing = [spec for spec in wanted if spec not in have]
-    if not missing:
-        return
-    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
-    subprocess.run(cmd + ["--target", str(DEPS), *missing], check=True)
-    marker.write_text("\n".join(sorted(have | set(missing))) + "\n")
+def deps_dir(project: Project) -> pathlib.Path:
+    """Where the project's extra test packages are installed: its own folder, as
+    two projects may pin one package at two versions (typeguard 2 and 4)."""
+    return DEPS / project.name
+
+
+def install_deps(projects: Sequence[Project]) -> set[str]:
+    """Installs each project's extra test packages into its folder (no
+    dependencies); a folder whose packages differ from the pins is made anew.
+    Returns the names of the projects whose folder was (re)made: their cached
+    oracle runs saw other packages."""
+    made: set[str] = set()
+    for project in projects:
+        target = deps_dir(project)
+        marker = target / ".installed"
+        wanted = "\n".join(sorted(project.deps)) + "\n"
+        if marker.exists() and marker.read_text() == wanted:
+            continue
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        if project.deps:
+            cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
+            cmd += ["--target", str(target), *project.deps]
+            subprocess.run(cmd, check=True)
+        marker.write_text(wanted)
+        made.add(project.name)
+    return made
 
 
 def xml_path(project: Project, backend: str) -> pathlib.Path:
@@ -182,7 +298,13 @@ def run_tests(project: Project, backend: str, timeout: float) -> pathlib.Path:
     out.unlink(missing_ok=True)
     extra = ["-W", "ignore", *project.args, "--rootdir", str(root), *_own_config(root)]
     cmd = pytest_command(project.tests, out, backend, tb="short", extra=extra)
-    env = pytest_env(backend, first=[str(root)], last=[str(DEPS)])
+    env = pytest_env(
+        backend,
+        first=[str(root / folder) for folder in project.pythonpath or (".",)],
+        last=[str(deps_dir(project))],
+    )
+    if project.devices:
+        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={project.devices}"
     print(f"[projects] {project.name} under {backend}", flush=True)
     if backend == "lens":  # which lens this run measured, for the table
         out.with_suffix(".lens-commit").write_text(lens_commit())
@@ -369,6 +491,41 @@ def table(rows: Sequence[Row], top: int = 3) -> str:
     return "\n".join(lines)
 
 
+_DOC_ROW = re.compile(r"^\| \[(?P<name>[^\]]+)\]\(")
+_BLOCKED = re.compile(r"(\d+): `([^`]*)`")
+
+
+def kept_rows(doc: pathlib.Path = DOC) -> dict[str, Row]:
+    """The rows the page's table has, by project name, for the projects at the
+    commit the row names: what ``--write`` keeps for a project with no results
+    on this machine."""
+    known = {p.name: p for p in PROJECTS}
+    current = doc.read_text() if doc.exists() else ""
+    start, end = current.find(BEGIN), current.find(END)
+    rows: dict[str, Row] = {}
+    for line in current[start:end].splitlines() if 0 <= start < end else []:
+        match = _DOC_ROW.match(line)
+        project = known.get(match.group("name")) if match else None
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if project is None or len(cells) != 8:
+            continue
+        if cells[2].strip("`") != project.commit[:10]:
+            continue  # measured at another commit of the project
+        blocked = collections.Counter(
+            {error: int(n) for n, error in _BLOCKED.findall(cells[6])}
+        )
+        rows[project.name] = Row(
+            project,
+            cells[7].strip("`"),
+            int(cells[3]),
+            int(cells[4]),
+            int(cells[5].split()[0]),
+            int(cells[5].split()[0]),
+            blocked,
+        )
+    return rows
+
+
 def write_doc(text: str, doc: pathlib.Path = DOC) -> None:
     """Replaces the part of ``doc`` between the projects markers with ``text``."""
     current = doc.read_text()
@@ -399,9 +556,10 @@ def main(argv: Sequence[str] | None = None) -> str:
         parser.error(f"unknown project(s) {unknown}; known: {sorted(known)}")
     chosen = [known[n] for n in args.names] if args.names else list(PROJECTS)
     if not args.report_only:
-        install_deps(chosen)
+        new_deps = install_deps(chosen)
         for project in chosen:
-            if args.rerun_flax or not xml_path(project, "flax").exists():
+            flax_xml = xml_path(project, "flax")
+            if args.rerun_flax or project.name in new_deps or not flax_xml.exists():
                 installed = _installed_flax_version()
                 if installed != FLAX_VERSION:
                     raise SystemExit(
@@ -410,7 +568,12 @@ def main(argv: Sequence[str] | None = None) -> str:
                     )
                 run_tests(project, "flax", args.timeout)
             run_tests(project, "lens", args.timeout)
-    rows = [row(known[p.name]) for p in PROJECTS if p in chosen or args.write]
+    kept = kept_rows() if args.write else {}
+    rows = [
+        row(p) if xml_path(p, "flax").exists() or p.name not in kept else kept[p.name]
+        for p in PROJECTS
+        if p in chosen or args.write
+    ]
     text = table(rows)
     caption = (
         f"\nRun by `python -m compat.projects` against flax {FLAX_VERSION}; *lens* "
