@@ -116,7 +116,7 @@ SUITES ?= nnx
 flax-tests: $(VENV)/.installed
 	$(PY) -m compat.flax_tests -n 2 $(foreach s,$(SUITES),--suite $(s))
 
-## Real projects built on Flax (qwix, numpyro, CLU, RecurrentGemma): their own test
+## Real projects built on Flax (qwix, numpyro, CLU, RecurrentGemma, tunix, bonsai, ott): their own test
 ## suites on real flax and on lens; writes the table in docs/porting.md.
 ## PROJECTS="qwix" for some of them; the flax (oracle) runs are cached in compat/.cache.
 PROJECTS ?=

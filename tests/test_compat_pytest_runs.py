@@ -2,8 +2,11 @@
 projects' (compat.projects) share one pytest command line and environment, and
 `make projects` runs compat.projects."""
 
+import collections
+import dataclasses
 import os
 import pathlib
+import re
 import subprocess
 
 import pytest
@@ -114,3 +117,72 @@ def test_the_report_lists_the_tests_lens_fails_on_purpose_apart():
     assert "docs/porting-from-flax.md" in purpose and "test_other" not in purpose
     assert "`tests/nnx/module_test.py::PytreeTest::test_other`" in to_fix
     assert flax_tests.failing_list("nnx", []) == ""
+
+
+def test_a_project_imports_from_its_folders_with_its_own_packages_and_devices(
+    monkeypatch, tmp_path
+):
+    calls = _captured(monkeypatch, tmp_path)
+    ott = next(p for p in projects.PROJECTS if p.name == "ott")
+    bonsai = next(p for p in projects.PROJECTS if p.name == "bonsai")
+    projects.run_tests(ott, "lens", 1.0)
+    projects.run_tests(bonsai, "flax", 1.0)
+    (_, ott_env), (_, bonsai_env) = calls
+    ott_path = ott_env["PYTHONPATH"].split(os.pathsep)
+    assert ott_path[:3] == [
+        str(tmp_path / "src"),
+        str(REPO),
+        str(projects.deps_dir(ott)),
+    ]
+    assert projects.deps_dir(ott) != projects.deps_dir(bonsai)
+    assert ott_env.get("XLA_FLAGS") == os.environ.get("XLA_FLAGS")
+    assert bonsai_env["XLA_FLAGS"] == "--xla_force_host_platform_device_count=8"
+    assert bonsai_env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path)
+
+
+def test_install_deps_makes_one_folder_per_project_and_only_when_pins_change(
+    monkeypatch, tmp_path
+):
+    installs = []
+    monkeypatch.setattr(projects, "DEPS", tmp_path)
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **_: installs.append(cmd))
+    a = projects.Project("a", "o/a", "0" * 40, "NNX", ("t",), deps=("x==2",))
+    b = projects.Project("b", "o/b", "1" * 40, "NNX", ("t",), deps=("x==4",))
+    assert projects.install_deps([a, b]) == {"a", "b"}
+    assert [cmd[cmd.index("--target") + 1 :] for cmd in installs] == [
+        [str(tmp_path / "a"), "x==2"],
+        [str(tmp_path / "b"), "x==4"],
+    ]
+    (tmp_path / "a" / "stale.py").write_text("")
+    assert projects.install_deps([a, b]) == set()  # the same pins: nothing to do
+    a2 = dataclasses.replace(a, deps=("x==3",))
+    assert projects.install_deps([a2, b]) == {"a"}
+    assert not (tmp_path / "a" / "stale.py").exists()  # made anew
+    assert installs[-1][-1] == "x==3" and len(installs) == 3
+
+
+def test_write_keeps_the_rows_of_projects_with_no_results_here(tmp_path):
+    ran, kept, moved = projects.PROJECTS[:3]
+    rows = [
+        projects.Row(ran, "abc", 10, 9, 9, 8, collections.Counter({"E: a/b": 1})),
+        projects.Row(kept, "def", 7, 7, 5, 5, collections.Counter({"X: y": 2})),
+        projects.Row(moved, "ghi", 3, 3, 3, 3, collections.Counter()),
+    ]
+    doc = tmp_path / "porting.md"
+    doc.write_text(f"intro\n{projects.BEGIN}\n{projects.END}\nafter\n")
+    projects.write_doc(projects.table(rows).replace(moved.commit[:10], "0" * 10), doc)
+    got = projects.kept_rows(doc)
+    assert set(got) == {ran.name, kept.name}  # moved: another commit of it
+    assert projects.table([got[kept.name]]) == projects.table([rows[1]])
+    assert got[ran.name].blocked == collections.Counter({"E: a/b": 1})
+    assert doc.read_text().endswith(f"{projects.END}\nafter\n")
+
+
+def test_the_projects_include_a_large_nnx_one_and_one_on_a_mesh():
+    names = [p.name for p in projects.PROJECTS]
+    assert len(names) >= 7 and len(set(names)) == len(names)
+    assert {"tunix", "bonsai"} <= set(names)
+    assert any(p.devices >= 8 and "NNX" in p.api for p in projects.PROJECTS)
+    for p in projects.PROJECTS:
+        assert re.fullmatch(r"[0-9a-f]{40}", p.commit), p.name
+        assert all("==" in spec for spec in p.deps), p.name  # pinned
