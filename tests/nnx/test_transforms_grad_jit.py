@@ -153,3 +153,34 @@ def test_jit_returns_an_object_that_holds_itself():
     m = Node()
     assert f(m) is m and m.ref is m
     assert f(m) is m and m.ref is m
+
+
+@pytest.mark.parametrize("lib", [nnx, fnnx], ids=["lens", "flax"])
+def test_jit_static_argnums_name_their_parameters_as_jax_jit(lib):
+    """A static position may come by keyword or be left to its default (tunix's
+    samplers call ``f(x, n, flag=True)`` with ``static_argnums=(1, 3)``)."""
+    traces = []
+
+    def f(x, n, y=None, flag=False):
+        traces.append((n, flag))
+        return x if flag else x * n
+
+    g = lib.jit(f, static_argnums=(1, 3))
+    x = jnp.ones(2)
+    assert g(x, 2).tolist() == [2.0, 2.0]
+    assert g(x, n=3).tolist() == [3.0, 3.0]
+    assert g(x, 2, flag=True).tolist() == [1.0, 1.0]
+    assert g(x, 2, None, True).tolist() == [1.0, 1.0]
+    assert g(x, n=3).tolist() == [3.0, 3.0]  # cached: n=3 is part of the key
+    assert traces == [(2, False), (3, False), (2, True), (2, True)]
+    with pytest.raises(ValueError, match="Non-hashable static"):
+        g(x, n=[1])
+
+
+def test_jit_donate_argnums_name_their_parameters_as_jax_jit():
+    def f(x, y):
+        return x + y
+
+    g = nnx.jit(f, donate_argnums=(1,))
+    assert g.specs.donate_names == frozenset({"y"})
+    assert g(jnp.ones(2), y=jnp.ones(2)).tolist() == [2.0, 2.0]

@@ -91,18 +91,37 @@ class ArgSpecs:
                         f"jitted function has static_argnames/donate_argnames "
                         f"{n!r}, but {name!r} has no such parameter."
                     )
+        # as jax.jit does, a position names its parameter and a name its position,
+        # so an argument is static (donated) however it is passed, or left out
+        keyword = [p.name for p in positional if p.kind is p.POSITIONAL_OR_KEYWORD]
+        keyword += [None] * (len(positional) - len(keyword))
+
+        def name_of(i: int) -> str | None:
+            return keyword[i] if -len(positional) <= i < len(positional) else None
+
         static_named = {
             i for i, p in enumerate(positional) if p.name in self.static_names
         }
         donate_named = {
             i for i, p in enumerate(positional) if p.name in self.donate_names
         }
+        by_position = {
+            i % len(positional)
+            for i in self.static | self.donate
+            if -len(positional) <= i < len(positional)
+        }
         return dataclasses.replace(
             self,
             static=self.static | static_named,
+            static_names=self.static_names
+            | {n for n in map(name_of, self.static) if n is not None},
             donate=self.donate | donate_named,
+            donate_names=self.donate_names
+            | {n for n in map(name_of, self.donate) if n is not None},
             named=frozenset(
-                (static_named - self.static) | (donate_named - self.donate)
+                (static_named - self.static)
+                | (donate_named - self.donate)
+                | by_position
             ),
         )
 
@@ -121,6 +140,13 @@ class JitCall:
     @property
     def signature(self) -> Any:
         return (self.kw_names, self.static_kw)
+
+    def user_call(self) -> tuple[Any, ...]:
+        """The call as the user made it: (args, kwargs, static positions, static names)."""
+        kwargs = dict(zip(self.kw_names, self.all_args[self.n :], strict=True))
+        kwargs.update(self.static_kw)
+        static_names = tuple(k for k, _ in self.static_kw)
+        return self.all_args[: self.n], kwargs, self.stat, static_names
 
 
 NOT_PASSED = (
