@@ -57,6 +57,7 @@ _ATTRS = {
     "explore": ("lens.display", "explore"),
     "strict": ("lens._strict", "strict"),
     "is_strict": ("lens._strict", "is_strict"),
+    "recompiles": ("lens._instruments.recompiles", "recompiles"),
 }
 
 
@@ -80,7 +81,8 @@ _alias_flax_if_requested()
 def load_ipython_extension(ipython: _Any) -> None:
     """``%load_ext lens``: variable dicts display as variable collections, JAX's
     persistent compilation cache is on (see :mod:`lens.compilation_cache`), and
-    ``%lens_strict [on|off]`` switches strict mode."""
+    ``%lens_strict [on|off]`` switches strict mode, ``%lens_recompiles [on|off]``
+    explains each retrace under the cell that caused it."""
     from lens._strict import load_magic
     from lens.compilation_cache import enable_compilation_cache
     from lens.display import load_ipython_extension as load

@@ -19,6 +19,7 @@ from lens.display._module import ModuleView as ModuleView
 from lens.display._module import ScopeView as ScopeView
 from lens.display._pack import PackTraceView as PackTraceView
 from lens.display._pack import pack_mimebundle as pack_mimebundle
+from lens.display._recompiles import RecompilesView as RecompilesView
 from lens.display._safe import DisplayWarning as DisplayWarning
 from lens.display._show import load_ipython_extension as load_ipython_extension
 from lens.display._show import show as show
@@ -47,6 +48,7 @@ def _register_views() -> None:
     register("lens.nnx.pytreelib.Object", _nnx_view)
     register("lens.nnx.statelib.State", _nnx_view)
     register("lens.nnx.variablelib.Variable", BoxView)
+    register("lens._instruments.recompiles.Recompiles", RecompilesView)
 
 
 _register_views()

@@ -184,8 +184,12 @@ def load_ipython_extension(ipython: Any) -> None:
 
     Both forms change: ``text/html`` (the collapsible table) and ``text/plain`` (the
     same summary as text: shapes, sizes and statistics instead of every value).
-    ``print(variables)`` still prints the raw dict.
+    ``print(variables)`` still prints the raw dict. ``%lens_recompiles`` is
+    registered too (each cell's retraces shown under it).
     """
+    from lens.display._recompiles import load_magic
+
+    load_magic(ipython)
     formatters = ipython.display_formatter.formatters
     formatters["text/html"].for_type(dict, _html_formatter)
     plain = formatters["text/plain"]
@@ -196,6 +200,9 @@ def load_ipython_extension(ipython: Any) -> None:
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext lens``."""
+    from lens.display._recompiles import unload_magic
+
+    unload_magic(ipython)
     formatters = ipython.display_formatter.formatters
     formatters["text/html"].type_printers.pop(dict, None)
     plain = formatters["text/plain"]

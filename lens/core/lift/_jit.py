@@ -50,6 +50,21 @@ def _static_kwargs(kwargs: dict, named: set[str]) -> tuple[dict, tuple]:
     return dyn, tuple(static)
 
 
+def _trace_names(fn: Callable[..., Any], n: int) -> list[str]:
+    """Names of a module method's ``n`` arguments after ``self``."""
+    import inspect
+
+    try:
+        params = [
+            p.name
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ][1:]
+    except (TypeError, ValueError):
+        params = []
+    return (params + [f"args[{i}]" for i in range(len(params), n)])[:n]
+
+
 def _hashable(x: Any) -> bool:
     try:
         hash(x)
@@ -96,6 +111,36 @@ def _lifted(
         out = repack_fn(scope)
         effects.record(fingerprint, scope_fn.roots)
         return y, out
+
+    def describe(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """``body``'s arguments as the user wrote the call, for lens.recompiles:
+        ("nn.jit", the user's function, {name: value}, names of the static ones)."""
+        fingerprint, variable_groups, _, *rest = args
+        (structure, mutable, counters), hash_key, static_kwargs = fingerprint
+        user_fn = getattr(fn, "__wrapped__", fn)
+        named: dict[str, Any] = {"self": getattr(hash_key, "module", hash_key)}
+        for group in variable_groups:  # per group, one {collection: tree} per scope
+            for j, collections in enumerate(group):
+                suffix = f" of scope {j}" if len(group) > 1 else ""
+                named.update({f"{c}{suffix}": t for c, t in collections.items()})
+        names = _trace_names(user_fn, len(rest))
+        named.update(zip(names, rest))
+        named.update(kwargs)
+        named.update(static_kwargs)
+        flags = dict(kv for root in structure[-1] for kv in root)
+        named["initializing"] = bool(flags.get("initializing", False))
+        named["scope structure"] = structure
+        named["mutable collections"] = mutable
+        named["rng counters"] = counters
+        statics = {k for k, _ in static_kwargs} | {
+            "initializing",
+            "scope structure",
+            "mutable collections",
+            "rng counters",
+        }
+        return "nn.jit", user_fn, named, statics
+
+    body.__lens_describe_trace__ = describe  # type: ignore[attr-defined]
 
     def inner(
         scope_fn,

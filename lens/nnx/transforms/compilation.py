@@ -287,6 +287,32 @@ class JitWrapped(Generic[P, R]):
         graph_values = [e.value for (e, _), s in zip(pairs, same) if not s]
         return Carrier([graph_values, outs], Unchanged(same, refs))
 
+    def __lens_describe_trace__(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[str, Any, dict[str, Any], set[str]]:
+        """The call that ``_pure`` is being traced for, as the user wrote it (for
+        lens.recompiles): ("nnx.jit", the function, {name: value}, static names).
+        The arguments are rebuilt from the skeleton and leaves, as ``_pure`` does."""
+        from lens._instruments.signature import parameter_names
+
+        statics, donated, kept = args
+        skel, static_kw, kw_names, donated_args = statics.value
+        by_arg = dict(zip(donated_args, donated, strict=True))
+        rest = iter(kept)
+        values: list[Any] = []
+        for i in range(skel.n_args):
+            values += by_arg[i] if i in by_arg else next(rest)
+        rebuilt = rebuild(skel.skeleton, values, {})
+        n_pos = len(rebuilt) - len(kw_names)
+        names = parameter_names(self.fun, n_pos)
+        named = dict(zip(names, rebuilt[:n_pos], strict=True))
+        named.update(zip(kw_names, rebuilt[n_pos:], strict=True))
+        named.update(static_kw)
+        static = {names[i] for i in skel.static if i < n_pos} | {
+            k for k, _ in static_kw
+        }
+        return "nnx.jit", self.fun, named, static
+
     def _traced_call(self, call: JitCall) -> Any:
         """An uncached call that records a pack-trace record (and its children)."""
         options = {

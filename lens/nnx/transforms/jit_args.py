@@ -141,13 +141,6 @@ class JitCall:
     def signature(self) -> Any:
         return (self.kw_names, self.static_kw)
 
-    def user_call(self) -> tuple[Any, ...]:
-        """The call as the user made it: (args, kwargs, static positions, static names)."""
-        kwargs = dict(zip(self.kw_names, self.all_args[self.n :], strict=True))
-        kwargs.update(self.static_kw)
-        static_names = tuple(k for k, _ in self.static_kw)
-        return self.all_args[: self.n], kwargs, self.stat, static_names
-
 
 NOT_PASSED = (
     "static_argnums",
