@@ -24,6 +24,7 @@ from benchmarks import (
     live_overhead,
     nn_mlp,
     nnx_mlp,
+    recompiles,
     suite,
 )
 
@@ -65,6 +66,9 @@ TARGETS = [
         for what in ("jitted forward", "jitted train step")
     ),
     (live_overhead.BENCH, "lens", "pure jax", 1.02),
+    # issue 41: the retrace explainer on, against off ("pure jax" here)
+    (recompiles.STEP, "lens", "pure jax", 1.05),
+    (recompiles.DISPATCH, "lens", "pure jax", 1.05),
 ]
 LIBRARIES = ("lens", "flax", "pure jax")
 SCAN_TARGET = 1.0
@@ -277,11 +281,13 @@ def main(argv: list[str] | None = None) -> str:
         rows += suite.run(first_steps=1, scan_layers=(8, 16), repeats=1, blocks=1)
         rows += nnx_mlp.run(repeats=1, depths=(16,), number=2)
         rows += live_overhead.run(steps=30, repeats=1)
+        rows += recompiles.cost(repeats=1, number=5)
         shown = displays.run()
         cached = compile_cache.run(repeats=1, blocks=1, fill_is_cold=True)
     else:
         rows = core_mlp.run() + nn_mlp.run() + suite.run() + nnx_mlp.run()
         rows += live_overhead.run()
+        rows += recompiles.cost()
         shown = displays.run()
         cached = compile_cache.run()
     import flax
@@ -321,6 +327,7 @@ def main(argv: list[str] | None = None) -> str:
         "- lens's compiled train step has the same XLA ops as pure JAX's "
         f"(bitcasts aside): {same}.",
     ]
+    lines += recompiles.lines(recompiles.explained())
     lines += _display_lines(shown)
     lines += _cache_lines(cached)[0]
     if NOTES.exists():  # the hand-written analysis: where the time goes

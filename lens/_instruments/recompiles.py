@@ -337,17 +337,22 @@ class _History:
             cause = (
                 "new function"
                 if new_function
-                else (changes[0].cause if changes else "unknown")
+                else (f"{changes[0].cause} {changes[0].path}" if changes else "unknown")
             )
+            mode = signature.get("initializing")  # nn.jit: init and apply apart
             seen.append(_Seen(_ref(owner), signature, cause))
             del seen[:-_HISTORY]
-            # a loop: the last LOOP - 1 retraces had one cause (that is, at least
-            # LOOP traces in all), one that does not settle (not init vs apply)
-            recent = [s.cause for s in seen[1:]][-(LOOP - 1) :]
+            # a loop: the last LOOP - 1 retraces of this mode had one cause at one
+            # path (that is, at least LOOP traces), one that does not settle
+            recent = [
+                s.cause
+                for s in seen
+                if s.cause != "first trace" and s.signature.get("initializing") == mode
+            ][-(LOOP - 1) :]
             loop = (
                 len(recent) == LOOP - 1
                 and len(set(recent)) == 1
-                and recent[0] not in ("init vs apply", "first trace")
+                and not recent[0].startswith("init vs apply")
             )
             return count, changes, new_function, loop
 
@@ -596,6 +601,12 @@ def fix_for(changes: list[Change], new_function: str | None, jit: str) -> str:
             f"{leaf} switches between train and eval: one compile per mode is "
             "expected (model.train()/model.eval() toggle it); pass it as a call "
             "argument or keep a jitted function per mode"
+        )
+    if c.cause == "static value" and c.what == "static field":
+        return (
+            "a pytree's static field (a TrainState's apply_fn and tx) is part of "
+            "the cache key: make the model and optimizer once and update the state "
+            "with state.replace(params=...) instead of building a new one"
         )
     if c.cause == "static value" and c.what in ("attribute", "field"):
         return (

@@ -115,14 +115,14 @@ def train_step(state, batch):
 # -- jax.jit
 
 
-@case("last batch smaller", "jax.jit", "shape", "batch[0]", "batch[0]", "f32[5,4]")
+@case("last batch smaller", "jax.jit", "shape", "batch[0]", "batch", "f32[5,4]")
 def _():
     state = linen_state()
     for batch in batches(8, 8, 5):
         state = train_step(state, batch)
 
 
-@case("batch dtype", "jax.jit", "dtype", "batch[0]", "batch[0]", "bf16")
+@case("batch dtype", "jax.jit", "dtype", "batch[0]", "batch", "bf16[8,4]")
 def _():
     state = linen_state()
     for batch in [*batches(8, 8), *batches(8, dtype=jnp.bfloat16)]:
@@ -171,7 +171,7 @@ def _():
         w = step(w, batch)
 
 
-@case("a list grows", "jax.jit", "new", "xs[2]", "xs")
+@case("a list grows", "jax.jit", "new", "xs[2]", "length 3")
 def _():
     @jax.jit
     def total(xs):
@@ -183,7 +183,9 @@ def _():
         total(xs)
 
 
-@case("an optional mask, None then an array", "jax.jit", "structure", "mask", "mask")
+@case(
+    "an optional mask, None then an array", "jax.jit", "structure", "mask", "NoneType"
+)
 def _():
     @jax.jit
     def step(x, mask=None):
@@ -193,7 +195,7 @@ def _():
         step(jnp.ones(3), mask)
 
 
-@case("a static string", "jax.jit", "static value", "mode")
+@case("a static string", "jax.jit", "static value", "mode", "mode", "'eval'")
 def _():
     @partial(jax.jit, static_argnames="mode")
     def step(x, mode):
@@ -203,14 +205,23 @@ def _():
         step(jnp.ones(3), mode=mode)
 
 
-@case("jit of a lambda in the loop", "jax.jit", "new function", None, "never seen")
+@case(
+    "jit of a lambda in the loop",
+    "jax.jit",
+    "new function",
+    None,
+    "never seen",
+    "same line",
+)
 def _():
     x = jnp.ones(3)
     for _ in range(3):
         x = jax.jit(lambda v: v * 0.5)(x)
 
 
-@case("jit of a bound method", "jax.jit", "new function", None, "never seen")
+@case(
+    "jit of a bound method", "jax.jit", "new function", None, "never seen", "same line"
+)
 def _():
     class Scaler:
         def scale(self, x):
@@ -227,7 +238,7 @@ def _():
     "jax.jit",
     "static value",
     "state.apply_fn",
-    "apply_fn",
+    "features = 16",
 )
 def _():
     for features in (8, 8, 16):
@@ -235,7 +246,13 @@ def _():
         state = train_step(state, next(batches(8)))
 
 
-@case("a Linen module's field", "jax.jit", "static value", "model.features")
+@case(
+    "a Linen module's field",
+    "jax.jit",
+    "static value",
+    "model.features",
+    "features = 16",
+)
 def _():
     @partial(jax.jit, static_argnums=0)
     def forward(model, params, x):
@@ -268,6 +285,7 @@ class Memory(nnx.Module):
     "shape",
     "model/memory",
     "memory",
+    "f32[4,4]",
 )
 def _():
     @jax.jit
@@ -309,7 +327,7 @@ def _():
         model.apply(v, x)
 
 
-@case("nn.jit: a module field", "nn.jit", "static value", "self.features")
+@case("nn.jit: a module field", "nn.jit", "static value", "self.features", "features")
 def _():
     x = jnp.ones((2, 4))
     for features in (8, 8, 16):
@@ -325,7 +343,14 @@ def _():
     model.apply(v, jnp.ones((2, 4)))
 
 
-@case("nn.jit: params dtype", "nn.jit", "dtype", "params/Dense_0/kernel", "kernel")
+@case(
+    "nn.jit: params dtype",
+    "nn.jit",
+    "dtype",
+    "params/Dense_0/kernel",
+    "kernel",
+    "bf16[4,8]",
+)
 def _():
     model = JitMLP()
     x = jnp.ones((2, 4))
@@ -336,7 +361,7 @@ def _():
     model.apply(half, x)
 
 
-@case("nn.jit: a static keyword", "nn.jit", "static value", "train")
+@case("nn.jit: a static keyword", "nn.jit", "static value", "train", "train")
 def _():
     model = JitBN()
     x = jnp.ones((4, 4))
@@ -376,6 +401,7 @@ def _():
     "nnx.jit",
     "static value",
     "model/dropout/deterministic",
+    "deterministic",
 )
 def _():
     @nnx.jit
@@ -390,7 +416,7 @@ def _():
     forward(model, x)
 
 
-@case("nnx.jit: a new submodule", "nnx.jit", "new", "model/extra")
+@case("nnx.jit: a new submodule", "nnx.jit", "new", "model/extra", "extra")
 def _():
     model, optimizer = nnx_setup()
     for i, (x, y) in enumerate(batches(8, 8, 8)):
@@ -399,7 +425,9 @@ def _():
         nnx_train_step(model, optimizer, x, y)
 
 
-@case("nnx.jit: a hyperparameter", "nnx.jit", "static value", "model/dropout/rate")
+@case(
+    "nnx.jit: a hyperparameter", "nnx.jit", "static value", "model/dropout/rate", "rate"
+)
 def _():
     model, optimizer = nnx_setup()
     for i, (x, y) in enumerate(batches(8, 8, 8)):
@@ -407,7 +435,7 @@ def _():
         nnx_train_step(model, optimizer, x, y)
 
 
-@case("nnx.jit: a variable's shape", "nnx.jit", "shape", "model/memory")
+@case("nnx.jit: a variable's shape", "nnx.jit", "shape", "model/memory", "f32[4,4]")
 def _():
     @nnx.jit
     def forward(model, x):
@@ -421,7 +449,14 @@ def _():
     forward(model, x)
 
 
-@case("nnx.jit: a variable's dtype", "nnx.jit", "dtype", "model/linear/kernel")
+@case(
+    "nnx.jit: a variable's dtype",
+    "nnx.jit",
+    "dtype",
+    "model/linear/kernel",
+    "kernel",
+    "bf16[4,8]",
+)
 def _():
     @nnx.jit
     def forward(model, x):
@@ -435,14 +470,21 @@ def _():
     forward(model, x)
 
 
-@case("nnx.jit: built inside the loop", "nnx.jit", "new function", None)
+@case(
+    "nnx.jit: built inside the loop",
+    "nnx.jit",
+    "new function",
+    None,
+    "never seen",
+    "same line",
+)
 def _():
     model = Block(nnx.Rngs(0))
     for _ in range(3):
         nnx.jit(lambda m, x: m(x))(model, jnp.ones((2, 4)))
 
 
-@case("nnx.jit: a static argument", "nnx.jit", "static value", "n")
+@case("nnx.jit: a static argument", "nnx.jit", "static value", "n", "val=2")
 def _():
     @nnx.jit(static_argnames="n")
     def repeat(model, x, n):
@@ -455,7 +497,7 @@ def _():
         repeat(model, jnp.ones((2, 4)), n=n)
 
 
-@case("nnx.jit: batch dtype", "nnx.jit", "dtype", "x")
+@case("nnx.jit: batch dtype", "nnx.jit", "dtype", "x", "bf16[8,4]")
 def _():
     model, optimizer = nnx_setup()
     for x, y in [*batches(8, 8), *batches(8, dtype=jnp.bfloat16)]:

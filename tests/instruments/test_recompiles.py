@@ -178,3 +178,18 @@ def test_the_magic_shows_each_cells_retraces():
     assert not R.enabled()
     with pytest.raises(ValueError, match="takes on or off"):
         view.lens_recompiles_magic("maybe")
+
+
+def test_the_docs_example_prints_what_the_page_shows(capsys):
+    """docs/compiling.md's first example, run as pasted, prints its printed block
+    (the file and line aside)."""
+    import pathlib
+    import re
+
+    page = (pathlib.Path(__file__).parents[2] / "docs" / "compiling.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", page, re.S)[0]
+    shown = re.findall(r"prints\n\n```\n(.*?)```", page, re.S)[0]
+    exec(compile(code, "<docs>", "exec"), {})
+    printed = capsys.readouterr().out
+    normalise = lambda s: re.sub(r"\(jax\.jit, [^)]*\)", "(jax.jit, FILE)", s).strip()  # noqa: E731
+    assert normalise(printed) == normalise(shown)
