@@ -1,4 +1,5 @@
-"""Helpers shared by the tests: array-tree comparison and trace counting."""
+"""Helpers shared by the tests: array-tree comparison, trace counting, and the
+visible text of a display's HTML."""
 
 from __future__ import annotations
 
@@ -96,3 +97,12 @@ def tabulate(nnx: Any, model: Any, *args: Any, **kwargs: Any) -> str:
                 delattr(c, name)
         if not nnx.__name__.startswith("flax"):
             assert not any(left.values()), f"tabulate left methods behind: {left}"
+
+
+def visible_text(html: str) -> str:
+    """What a reader sees of ``html``: the text without tags, entities decoded (a
+    caption's hover-text spans, ``<b>`` and the like drop out)."""
+    import html as _html
+    import re
+
+    return _html.unescape(re.sub(r"<[^>]+>", "", html))

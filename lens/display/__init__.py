@@ -29,24 +29,18 @@ from lens.display._show import view_of as view_of
 from lens.display._variables import VariablesView as VariablesView
 
 
-def _nnx_view(obj: object) -> VariablesView:
-    from lens.nnx.visualization import view_title
-
-    variables, title = view_title(obj)
-    return VariablesView(variables, title=title)
-
-
 # The one registry (lens/_views.py): which view shows which lens object. Names,
 # not classes, so loading lens.display imports none of lens.nn / lens.nnx.
 def _register_views() -> None:
     from lens._views import register
+    from lens.display._nnx import nnx_view
 
     register("lens.core._meta.AxisMetadata", BoxView)
     register("lens.core._trace.PackTrace", PackTraceView)
     register("lens.core._scope.Scope", ScopeView)
     register("lens.nn._module_entry.ModuleEntryPoints", ModuleView)
-    register("lens.nnx.pytreelib.Object", _nnx_view)
-    register("lens.nnx.statelib.State", _nnx_view)
+    register("lens.nnx.pytreelib.Object", nnx_view)
+    register("lens.nnx.statelib.State", nnx_view)
     register("lens.nnx.variablelib.Variable", BoxView)
     register("lens._instruments.recompiles.Recompiles", RecompilesView)
 

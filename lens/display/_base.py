@@ -40,6 +40,8 @@ CLASS_STYLE = {
     "hint": f"{MUTED};font-style:italic",
     "ax": "background:rgba(42,122,176,.18);border-radius:2px;padding:0 2px",
     "sh": "background:rgba(178,106,0,.18);border-radius:2px;padding:0 2px",
+    # a module's class (an nnx model's Conv, Linear) after its path
+    "ty": "background:rgba(106,27,154,.14);border-radius:2px;padding:0 2px",
     "add": "background:rgba(46,125,50,.18)",
     "del": "background:rgba(198,40,40,.18)",
     "top": "margin-left:0;overflow-wrap:break-word",

@@ -9,6 +9,7 @@ import numpy as np
 
 from lens.display import _stacked
 from lens.display._base import View, e
+from lens.display._glossary import Gloss
 from lens.display._leaf import Leaf, fmt_num, iter_leaves
 
 RNG_COLLECTIONS = ("RngCount", "RngKey")
@@ -107,11 +108,26 @@ class DiffView(View):
         sparks = [self.by_slice.get(k) for k, *_ in self.changed] + [None] * (
             len(lines) - 1 - len(self.changed)
         )
+        g = Gloss()  # max|d|, rel, ... explained on hover where first shown
         for line, per in zip(lines[1:], sparks):
             cls = {"+": "add", "-": "del", "r": "m"}.get(line.strip()[0], "")
-            svg = f" {_stacked.spark_html(per, 'change')}" if per is not None else ""
-            rows.append(f"<div class='{cls}'>{e(line)}{svg}</div>")
+            svg = (
+                f" {_stacked.spark_html(per, 'change', gloss=g)}"
+                if per is not None
+                else ""
+            )
+            rows.append(f"<div class='{cls}'>{_line_html(line, g)}{svg}</div>")
         return f"<div class='c'>{e(lines[0])}</div>{''.join(rows)}"
+
+
+def _line_html(line: str, g: Gloss) -> str:
+    """One line of the diff: the path as given, the words after it explained on
+    hover (a path named ``rel`` is not a term)."""
+    for cut in (" max|d| ", "rng streams moved on"):
+        at = line.find(cut)
+        if at >= 0:
+            return e(line[:at]) + g(line[at:])
+    return e(line)
 
 
 def _numbers(value: Any) -> np.ndarray:

@@ -11,10 +11,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from lens.display._base import View, e
+from lens.display._glossary import Gloss, gloss
 from lens.display._leaf import human_count, iter_leaves, make_leaf
-from lens.display._variables import VariablesView, _stats_str
+from lens.display._variables import OPEN_ALL, VariablesView, _stats_str
 
-OPEN_VARIABLES = 20
+OPEN_VARIABLES = OPEN_ALL
 """A bound module with at most this many arrays shows them open; more: collapsed."""
 
 
@@ -134,9 +135,10 @@ class ModuleView(View):
         """HTML with the variables collapsible."""
         lines = self._lines()
         out = [f"<div><span class='c'>{e(lines[0])}</span></div>"]
+        g = Gloss()
         for line in lines[1:]:
             cls = "hint" if self.scope is None else "m"
-            out.append(f"<div class='{cls}'>{e(line)}</div>")
+            out.append(f"<div class='{cls}'>{g(line)}</div>")
         if self.variables:
             # a small module's variables are what one binds it to see: open
             n = sum(1 for _ in iter_leaves(self.variables))
@@ -215,8 +217,9 @@ class ScopeView(View):
     def html_body(self) -> str:
         """HTML."""
         lines = self._lines()
+        g = Gloss()
         return f"<div class='c'>{e(lines[0])}</div>" + "".join(
-            f"<div>{e(x)}</div>" for x in lines[1:]
+            f"<div>{g(x)}</div>" for x in lines[1:]
         )
 
 
@@ -278,7 +281,7 @@ class BoxView(View):
 
     def html_body(self) -> str:
         """HTML."""
-        return f"<span>{e(self.text())}</span>"
+        return f"<span>{gloss(self.text())}</span>"
 
     def treescope_attributes(self) -> dict[str, Any]:
         """The dataclass fields of the box."""

@@ -23,6 +23,7 @@ from typing import Any
 from lens.core import pack_trace as _lanes
 from lens.core.pack_trace import MIME_TYPE, PackTrace
 from lens.display._base import View, e
+from lens.display._glossary import Gloss, meaning, term_html
 from lens.display._leaf import printable, short_dtype
 
 _PALETTE = json.loads(
@@ -280,7 +281,9 @@ def _shape_html(spec: Mapping[str, Any] | None, axis: int | None = None) -> str:
     )
 
 
-def _lane_html(lane: Mapping[str, Any], many_roots: bool, note: bool = True) -> str:
+def _lane_html(
+    lane: Mapping[str, Any], many_roots: bool, g: Gloss, note: bool = True
+) -> str:
     outer, inner = _outer_inner(lane)
     c = color(lane["collection"])
     full = f"{lane['collection']} {lane['path']}"
@@ -293,13 +296,13 @@ def _lane_html(lane: Mapping[str, Any], many_roots: bool, note: bool = True) -> 
         f"<td style='{_MUTED};padding:1px 2px'>&#8594;</td>"
         f"<td style='{_TOKENS};padding:1px 4px'>{_shape_html(inner)}</td>"
         f"<td style='{_WRAP};min-width:12em;padding:1px 0 1px 8px'>"
-        f"{e(lane['note']) + '; ' if note else ''}"
+        f"{g(lane['note']) + '; ' if note else ''}"
         f"<span style='{_FATE_STYLE[lane['fate']]}' title='{e(lane['fate_text'])}'>"
         f"{e(fate_text(lane, many_roots))}</span></td></tr>"
     )
 
 
-def _passes_html(rec: Mapping[str, Any], passes: Mapping[str, Any]) -> str:
+def _passes_html(rec: Mapping[str, Any], passes: Mapping[str, Any], g: Gloss) -> str:
     """A pass-through box (jit, remat): what it does, then the variables that flow."""
     chips = " ".join(
         f"<span style='white-space:nowrap;{_FATE_STYLE[lane['fate']]}' "
@@ -309,60 +312,65 @@ def _passes_html(rec: Mapping[str, Any], passes: Mapping[str, Any]) -> str:
         for lane in rec.get("lanes", [])
     )
     return (
-        f"<div style='{_WRAP}'>{e(passes['text'])} "
-        f"<span style='{_MUTED}'>· {e(passes['flow'])}</span></div>"
+        f"<div style='{_WRAP}'>{g(passes['text'])} "
+        f"<span style='{_MUTED}'>· {g(passes['flow'])}</span></div>"
         + (f"<div style='{_WRAP};margin-left:8px'>{chips}</div>" if chips else "")
     )
 
 
-def _record_html(rec: Mapping[str, Any], crumbs: list[str]) -> str:
+def _record_html(rec: Mapping[str, Any], crumbs: list[str], g: Gloss) -> str:
+    """One transform's box, its terms explained on hover by ``g`` (the view's)."""
     trail = crumbs + [f"{rec.get('transform', '?')}"]
     head = (
         f"<summary style='cursor:pointer;{_WRAP}'><b>{e(rec.get('transform', '?'))}</b> "
-        f"<span>{e(rec.get('summary', ''))}</span></summary>"
+        f"<span>{g(str(rec.get('summary', '')))}</span></summary>"
     )
     body = []
     if options_text(rec):
         body.append(f"<div style='{_MUTED};{_WRAP}'>{e(options_text(rec))}</div>")
     axes = rec.get("axes")
     if axes and axes.get("text"):
-        body.append(f"<div style='{_WRAP}'>{e(axes['text'])}</div>")
+        body.append(f"<div style='{_WRAP}'>{g(axes['text'])}</div>")
     if len(trail) > 1:
         body.append(f"<div style='{_MUTED};{_WRAP}'>in: {e(' › '.join(trail))}</div>")
     for line in scope_lines(rec):
-        body.append(f"<div style='{_WRAP}'>{e(line)}</div>")
+        body.append(f"<div style='{_WRAP}'>{g(line)}</div>")
     if _commits_to(rec):
-        body.append(f"<div style='{_MUTED};{_WRAP}'>{e(_commits_to(rec))}</div>")
+        body.append(f"<div style='{_MUTED};{_WRAP}'>{g(str(_commits_to(rec)))}</div>")
     many = len(_roots(rec)) > 1
     passes = rec.get("passes")
     if passes:
-        body.append(_passes_html(rec, passes))
+        body.append(_passes_html(rec, passes, g))
     for gi, lanes in _grouped(rec) if not passes else ():
         # one note for the whole group ("vmap axis 0, size 3") is said once, in its
         # head, as the extension does; each lane then shows only what came back
         notes = {lane["note"] for lane in lanes}
         shared = lanes[0]["note"] if len(lanes) > 1 and len(notes) == 1 else None
-        rows = "".join(_lane_html(lane, many, shared is None) for lane in lanes)
-        each = f" · each {e(shared)}" if shared else ""
+        title = g(_group_title(rec, gi))
+        each = f" · each {g(shared)}" if shared else ""
+        rows = "".join(_lane_html(lane, many, g, shared is None) for lane in lanes)
         body.append(
-            f"<details open style='margin:0 0 0 4px'><summary style='cursor:pointer'>{e(_group_title(rec, gi))} "
+            f"<details open style='margin:0 0 0 4px'><summary style='cursor:pointer'>{title} "
             f"<span style='{_MUTED}'>· {len(lanes)} variable{'s' if len(lanes) != 1 else ''}"
             f"{each}</span></summary><table style='border-collapse:collapse;width:auto;"
             f"margin:0;table-layout:auto'>{rows}</table></details>"
         )
     for r in rec.get("rng_lanes", []):
-        body.append(f"<div>rng <b>{e(r['stream'])}</b>: {e(r['text'])}</div>")
+        body.append(f"<div>rng <b>{e(r['stream'])}</b>: {g(r['text'])}</div>")
     hidden = list(rec.get("hidden_collections", [])) + [
         f"rng {r}" for r in rec.get("hidden_rngs", [])
     ]
     if hidden:
-        body.append(f"<div style='{_MUTED}'>not lifted: {e(', '.join(hidden))}</div>")
-    kids = "".join(_record_html(k, trail) for k in rec.get("children", []))
+        body.append(
+            f"<div style='{_MUTED}'>not {g('lifted')}: {e(', '.join(hidden))}</div>"
+        )
+    kids = "".join(_record_html(k, trail, g) for k in rec.get("children", []))
     return f"<details open style='{_BOX};margin-left:0'>{head}{''.join(body)}{kids}</details>"
 
 
 LEGEND = (
-    "<div style='opacity:.72;overflow-wrap:break-word'>outer value &#8594; inner value; "
+    "<div style='opacity:.72;overflow-wrap:break-word'>"
+    f"{term_html('outer value → inner value', meaning('outer value → inner value'))}; "
     "<b style='text-decoration:underline'>underlined</b>: the axis the transform maps "
     f"or scans over · <span style='{_FATE_STYLE['created']}'>created</span> · "
     f"<span style='{_FATE_STYLE['updated']}'>updated</span> · "
@@ -402,7 +410,9 @@ class PackTraceView(View):
         recs = self.doc.get("packs", [])
         if not recs:
             return "<div class='m'>PackTrace: no pack calls were recorded.</div>"
-        return _header(recs) + LEGEND + "".join(_record_html(r, []) for r in recs)
+        g = Gloss()
+        g.seen.add("outer value → inner value")  # the legend explains it
+        return _header(recs) + LEGEND + "".join(_record_html(r, [], g) for r in recs)
 
     def _repr_mimebundle_(
         self, include: Any = None, exclude: Any = None

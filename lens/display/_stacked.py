@@ -3,8 +3,10 @@
 A scanned layer stack or a vmapped ensemble stores each variable with a leading
 axis of layers or members. Per leaf, ``profile`` reduces every slice along that axis
 to its RMS (root mean square, comparable between leaves of different sizes), and the
-displays draw the numbers as a small labelled bar chart: inline-styled HTML, block
-characters in text, so a layer that blew up (or went NaN) shows at a glance.
+displays draw the numbers as a small labelled bar chart, bars from zero, with the
+range in words: inline-styled HTML, block characters in text, so a layer that blew
+up (or went NaN) shows at a glance, and layers that differ by a few percent look
+alike.
 
 Which leaves are stacked: all leaves of one module share a leading axis of the same
 size (at least 2), each with at least one more axis (a lone bias ``[4]`` beside a
@@ -19,13 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from lens.display._glossary import Gloss
 from lens.display._leaf import Leaf, fmt_num, numeric_array
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 MAX_BARS = 64
 """Slices drawn one bar each; longer stacks are binned (the max of each bin)."""
-FLOOR = 0.12
-"""The smallest slice's bar height (a fraction of the largest's): still visible."""
 OUTLIER = 4.0
 """A slice whose RMS exceeds this many times the median is marked (as is NaN/inf)."""
 
@@ -91,19 +92,14 @@ def outliers(values: Sequence[float] | np.ndarray) -> list[int]:
     ]
 
 
-def _heights(values: np.ndarray, floor: float = 0.0) -> list[float | None]:
-    """Each value scaled into [floor, 1] between the smallest and largest (None where
-    not finite). Not from 0: real variation between layers must not look flat; the
-    labels say the range."""
-    finite = values[np.isfinite(values)]
-    hi = float(finite.max()) if finite.size else 0.0
-    lo = float(finite.min()) if finite.size else 0.0
-    span = hi - lo
-    flat = 1.0 if hi > 0 else floor  # all slices equal: full height, or none if 0
+def _heights(values: np.ndarray) -> list[float | None]:
+    """Each value as a fraction of the largest, bars from zero (None where not
+    finite): layers that differ by 3% look alike, as they are; the labels print
+    the range, and a layer far off the others stands out (issue 43)."""
+    finite = np.abs(values[np.isfinite(values)])
+    top = float(finite.max()) if finite.size else 0.0
     return [
-        None
-        if not np.isfinite(x)
-        else (floor + (1 - floor) * (x - lo) / span if span > 0 else flat)
+        None if not np.isfinite(x) else (abs(float(x)) / top if top > 0 else 0.0)
         for x in values
     ]
 
@@ -174,20 +170,24 @@ BAR_PX = 18
 """The chart's height in pixels."""
 
 
-def spark_html(values: np.ndarray, what: str = "rms") -> str:
+def spark_html(
+    values: np.ndarray, what: str = "rms", gloss: Gloss | None = None
+) -> str:
     """A small labelled bar chart as plain HTML (inline styles, no SVG, no scripts).
 
     HTML that JupyterLab's sanitizer keeps: untrusted notebooks drop SVG. One bar
-    per slice (binned past ``MAX_BARS``), in the text colour; outliers and non-finite
-    slices red and full height (fixed colours: the sanitizer drops currentColor and CSS variables). The label names the range and the outlier indices;
-    the tooltip lists the first values.
+    per slice (binned past ``MAX_BARS``), from zero, in the text colour; outliers
+    and non-finite slices red and full height (fixed colours: the sanitizer drops
+    currentColor and CSS variables). The label names the range and the outlier
+    indices, its terms explained on hover (``gloss``: the view's, so that each is
+    explained once); the tooltip lists the first values.
     """
     shown = _binned(values)
     bad = set(outliers(shown))
     bar = 3 if len(shown) > 32 else 4
     bars = []
-    for i, h in enumerate(_heights(shown, FLOOR)):
-        px = BAR_PX if h is None else max(2, round(h * BAR_PX))
+    for i, h in enumerate(_heights(shown)):
+        px = BAR_PX if h is None else (max(1, round(h * BAR_PX)) if h > 0 else 0)
         colour = "#d32f2f" if i in bad or h is None else "#808080"
         bars.append(
             f"<span style='display:inline-block;width:{bar - 1}px;height:{px}px;"
@@ -195,13 +195,13 @@ def spark_html(values: np.ndarray, what: str = "rms") -> str:
         )
     first = ", ".join(fmt_num(float(x)) for x in values[:16])
     more = " ..." if len(values) > 16 else ""
-    title = f"{label(values, what)} — {first}{more}"
+    title = f"{label(values, what)}; bars from 0 — {first}{more}"
+    words = (gloss or Gloss())(label(values, what))
     return (
-        f"<span class='spark' title='{_escape(title)}'>"
-        f"<span style='display:inline-flex;align-items:flex-end;height:{BAR_PX}px;"
+        f"<span class='spark'><span title='{_escape(title)}' "
+        f"style='display:inline-flex;align-items:flex-end;height:{BAR_PX}px;"
         f"vertical-align:middle;border-bottom:1px solid rgba(128,128,128,.6);"
-        f"opacity:.85'>{''.join(bars)}</span> "
-        f"<span>{_escape(label(values, what))}</span></span>"
+        f"opacity:.85'>{''.join(bars)}</span> <span>{words}</span></span>"
     )
 
 

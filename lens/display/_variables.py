@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from lens.display import _stacked, _walk
 from lens.display._base import View, e
+from lens.display._glossary import Gloss, meaning
 from lens.display._leaf import (
     Leaf,
     fmt_num,
@@ -57,6 +58,10 @@ def _stats_str(leaf: Leaf) -> str:
 
 MAX_ROWS = 200
 """Variables listed one per row before a display summarises the rest."""
+OPEN_ALL = 20
+"""A display of at most this many variables shows every module open (a small model
+is read at a glance, as treescope shows it); a larger one opens only the modules
+with a stacked axis (their charts are the point)."""
 
 
 def _size(n: int, nbytes: int) -> str:
@@ -71,7 +76,8 @@ class VariablesView(View):
     modules after them are summed up per collection, the first of them named in a
     collapsed section. ``max_rows=None`` lists everything. ``note``, when given, is
     a line of the HTML form under its header (the explorer's static copy says how
-    to browse it).
+    to browse it). ``types`` names the class of the module at a path (an nnx
+    model's ``('conv1',) -> 'Conv'``); it is shown after the module's path.
     """
 
     def __init__(
@@ -81,10 +87,12 @@ class VariablesView(View):
         stats: bool = True,
         max_rows: int | None = MAX_ROWS,
         note: str = "",
+        types: Mapping[tuple[str, ...], str] | None = None,
     ):
         self.variables = variables
         self.title = title
         self.note = note
+        self.types = dict(types or {})
         self.max_rows = max_rows
         self.collections = _walk.collect(variables, max_rows)
         self.leaves = [x for c in self.collections for m in c.shown for x in m.leaves]
@@ -112,6 +120,11 @@ class VariablesView(View):
             f"({human_bytes(sum(c.nbytes for c in cols))})"
         )
 
+    def _type(self, path: tuple[str, ...]) -> str:
+        """`` Conv``: the class of the module at ``path``, when known."""
+        t = self.types.get(path)
+        return f" {t}" if t else ""
+
     def text(self) -> str:
         """Plain text, one line per variable."""
         lines = [self._header()]
@@ -120,7 +133,10 @@ class VariablesView(View):
             for m in c.shown:
                 indent = "  "
                 if m.path:
-                    lines.append(f"  /{'/'.join(m.path)} · {_size(m.count, m.nbytes)}")
+                    lines.append(
+                        f"  /{'/'.join(m.path)}{self._type(m.path)} · "
+                        f"{_size(m.count, m.nbytes)}"
+                    )
                     indent = "    "
                 width = max(len(x.name) for x in m.leaves)
                 lines += [indent + _text_row(x, width) for x in m.leaves]
@@ -140,6 +156,10 @@ class VariablesView(View):
         cells = [_cells(x) for x in self.leaves]
         cols = _Columns.of(cells)
         row = iter(cells)
+        gloss = Gloss()
+        small = len(self.leaves) <= OPEN_ALL and not any(
+            c.hidden_n for c in self.collections
+        )
         out = [f"<div>{e(self._header())}</div>"]
         if self.note:
             out.append(f"<div class=hint>{e(self.note)}</div>")
@@ -150,17 +170,22 @@ class VariablesView(View):
             )
             for m in c.shown:
                 if m.path:
-                    # a module with a stacked axis opens: its charts are the point
+                    # a small display opens all; a larger one, the modules with a
+                    # stacked axis: their charts are the point
                     opened = (
-                        " open" if any(x.stack is not None for x in m.leaves) else ""
+                        " open"
+                        if small or any(x.stack is not None for x in m.leaves)
+                        else ""
                     )
+                    kind = self._type(m.path)
                     out.append(
-                        f"<details{opened}><summary>{_path_html(m.path)} <span class=m>· "
-                        f"{_size(m.count, m.nbytes)}</span></summary>"
+                        f"<details{opened}><summary>{_path_html(m.path)}"
+                        + (f" <span class=ty>{e(kind.strip())}</span>" if kind else "")
+                        + f" <span class=m>· {_size(m.count, m.nbytes)}</span></summary>"
                     )
                 # rows directly in a collection start where a module's do
                 out.append("<div class=vars>" if m.path else "<div class='vars flat'>")
-                out += [_html_row(x, next(row), cols) for x in m.leaves]
+                out += [_html_row(x, next(row), cols, gloss) for x in m.leaves]
                 out.append("</div>")
                 if m.path:
                     out.append("</details>")
@@ -180,7 +205,11 @@ class VariablesView(View):
                 f"[bold]{escape(c.name)}[/] [dim]· {_size(c.count, c.nbytes)}[/]"
             )
             for m in c.shown:
-                sub = node.add(escape("/" + "/".join(m.path))) if m.path else node
+                sub = (
+                    node.add(escape("/" + "/".join(m.path) + self._type(m.path)))
+                    if m.path
+                    else node
+                )
                 for x in m.leaves:
                     extra = f" [cyan]{escape(x.axes_str)}[/]" if x.axes_str else ""
                     if x.stack is not None:
@@ -299,7 +328,7 @@ class _Columns(NamedTuple):
         )
 
 
-def _html_row(x: Leaf, c: _Cells, cols: _Columns) -> str:
+def _html_row(x: Leaf, c: _Cells, cols: _Columns, gloss: Gloss) -> str:
     """One variable: name and type, axis names, size, statistics, each group of
     cells in the view's shared columns; then its sharding and per-slice chart on
     lines of their own.
@@ -331,16 +360,25 @@ def _html_row(x: Leaf, c: _Cells, cols: _Columns) -> str:
         )
     if x.sharding:
         out.append(
-            f" <span class=under><span class=sh>{_sharding_html(x.sharding)}</span></span>"
+            f" <span class=under><span class=sh title='{e(_sharding_title(x.sharding))}'>"
+            f"{_sharding_html(x.sharding)}</span></span>"
         )
     if x.stack is not None:
         # the chart under the numbers, seen at 600 px, its label wrapping if need be
         out.append(
             " <span class='under m' style='padding-bottom:2px'>"
-            f"{_stacked.spark_html(x.stack)}</span>"
+            f"{_stacked.spark_html(x.stack, gloss=gloss)}</span>"
         )
     out.append("</div>")
     return "".join(out)
+
+
+def _sharding_title(text: str) -> str:
+    """The hover text of a sharding: what its parts mean, in plain words."""
+    words = [f"sharding: {meaning('sharded')}"]
+    if re.search(r"\bwhole d", text):
+        words.append(f"whole: replicated, {meaning('replicated')}")
+    return "; ".join(words)
 
 
 def _sharding_html(text: str) -> str:

@@ -11,6 +11,7 @@ from lens import nn
 from lens.display import Explorer, VariablesView, _stacked
 from lens.display._explore import leaf_details_html
 from lens.display._leaf import iter_leaves
+from tests.helpers import visible_text
 
 
 class Block(nn.Module):
@@ -89,7 +90,8 @@ def test_nan_slice_is_marked():
 
 
 def _charts(html: str) -> list[str]:
-    return re.findall(r"<span class='spark'.*?<span>[^<]*</span></span>", html)
+    """Each chart's HTML, up to the next chart's (or the end of its row)."""
+    return [c.split("</div>")[0] for c in html.split("<span class='spark'>")[1:]]
 
 
 def _bars(chart: str) -> list[tuple[int, str]]:
@@ -113,7 +115,9 @@ def test_chart_has_one_bar_per_slice_outlier_red_labelled_and_no_svg():
     assert len(bars) == 12
     assert [i for i, (_, c) in enumerate(bars) if c != "#808080"] == [3]
     # labelled: which slices, the range, the outlier's index, as visible text
-    assert re.search(r">rms of slices 0..11 \(axis 0\): [^<]+; stands out: 3<", kernel)
+    assert re.search(
+        r"rms of slices 0..11 \(axis 0\): [^<]+; stands out: 3", visible_text(kernel)
+    )
 
 
 def test_chart_sits_on_a_line_of_its_own_under_the_leaf_numbers():
@@ -130,12 +134,17 @@ def test_chart_sits_on_a_line_of_its_own_under_the_leaf_numbers():
     )
 
 
-def test_chart_is_not_scaled_from_zero():
-    # Layers with RMS 1.0 .. 1.2 must not all look equally tall.
+def test_chart_bars_start_at_zero_and_print_the_range():
+    # Layers with RMS 1.0 .. 1.2 differ by 20%: their bars do, not 10x (issue 43:
+    # bars scaled from min to max made 0.246..0.262 look like a large spread).
     chart = _stacked.spark_html(np.array([1.0, 1.1, 1.2, 1.05]))
     heights = [h for h, _ in _bars(chart)]
     assert heights[2] == _stacked.BAR_PX
-    assert heights[0] <= 0.2 * _stacked.BAR_PX < heights[1] < heights[2]
+    assert [round(h / _stacked.BAR_PX, 1) for h in heights] == [0.8, 0.9, 1.0, 0.9]
+    assert "1..1.2" in visible_text(chart) and "bars from 0" in chart
+    # a layer far above the others still stands out, and zeros draw no bar
+    spike = _bars(_stacked.spark_html(np.array([0.0, 0.2, 0.2, 4.0])))
+    assert [h for h, _ in spike] == [0, 1, 1, _stacked.BAR_PX]
 
 
 def test_long_stacks_are_binned_keeping_a_bad_slice():
@@ -157,7 +166,7 @@ def test_diff_shows_which_layer_changed():
     html = d.html()
     # drawn once (the bars, labelled), not also as block characters
     assert len(_charts(html)) == 1 and "▁" not in html
-    assert "only slice 5 changed (1 of 12)" in html
+    assert "only slice 5 changed (1 of 12)" in visible_text(html)
     assert line.endswith("; only slice 5 changed (1 of 12)")
 
 
@@ -172,4 +181,4 @@ def test_explorer_details_draw_the_stack():
     ex = Explorer(Deep(), _deep(blow_up_layer=2))
     leaf = ex.leaf("params:/ScanBlock_0/Dense_0/kernel")
     html = leaf_details_html(leaf)
-    assert len(_charts(html)) == 1 and "stands out: 2" in html
+    assert len(_charts(html)) == 1 and "stands out: 2" in visible_text(html)

@@ -168,3 +168,45 @@ def test_stored_tables_compare_equal_whatever_the_last_digits_of_their_statistic
     a, b = stored(0.00995), stored(0.0100001)  # 'mean 0.00995', 'mean 0.01'
     assert a == b and "mean ~" in a and ">w<" in a and "f32[2,3]" in a
     assert stored(-1.5) == a  # another sign, still the same shape of table
+
+
+def _opened(html: str) -> dict[str, bool]:
+    """``{module path: open}`` of every module's ``<details>`` in a variables view."""
+    return {
+        re.sub(r"<[^>]+>", "", path): bool(flag)
+        for flag, path in re.findall(
+            r"<details( open)? style=[^>]*><summary[^>]*>(/[^ ]*)", html
+        )
+    }
+
+
+def test_a_small_view_opens_every_module_a_large_one_only_the_stacked():
+    from lens.display._variables import OPEN_ALL
+
+    small = {"params": {f"m{i}": {"w": np.ones(2)} for i in range(3)}}
+    assert _opened(VariablesView(small).html()) == {
+        "/m0": True,
+        "/m1": True,
+        "/m2": True,
+    }
+    big = {"params": {f"m{i}": {"w": np.ones(2)} for i in range(OPEN_ALL + 1)}}
+    big["params"]["stack"] = {"w": np.ones((3, 2)), "b": np.ones((3, 2))}
+    opened = _opened(VariablesView(big).html())
+    assert opened.pop("/stack") is True and not any(opened.values())
+
+
+def test_an_nnx_model_names_each_submodules_class_a_state_names_none():
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.conv = nnx.Conv(1, 2, kernel_size=(3, 3), rngs=rngs)
+            self.head = nnx.Linear(2, 2, rngs=rngs)
+            self.drop = nnx.Dropout(0.1, rngs=rngs)
+
+    net = Net(nnx.Rngs(0))
+    view = lens.display.view_of(net)
+    text = view.text()
+    assert "  /conv Conv · " in text and "  /head Linear · " in text
+    assert "  /drop/rngs RngStream · " in text
+    assert "/conv <span class=ty" in view.html()
+    state = lens.display.view_of(nnx.state(net)).text()
+    assert "  /conv · " in state and "Conv" not in state

@@ -23,6 +23,7 @@ import itertools
 import numpy as np
 
 from lens.display._base import e
+from lens.display._glossary import Gloss
 from lens.display._live._frame import series_name, summary
 from lens.display._live._marks import (
     BAD,
@@ -83,15 +84,22 @@ def _sparse(steps: np.ndarray) -> bool:
     return n <= 12 or float(np.median(np.diff(steps))) > 1
 
 
-def chart(metric: str, lines: list[Line], x: Axis, smooth: float = 0.0) -> str:
-    """The chart of one metric: title, y ticks, plot, step ticks, legend."""
+def chart(
+    metric: str,
+    lines: list[Line],
+    x: Axis,
+    smooth: float = 0.0,
+    gloss: Gloss | None = None,
+) -> str:
+    """The chart of one metric: title, y ticks, plot, step ticks, legend (``gloss``
+    explains ``log scale`` on hover, once per picture)."""
     y = value_axis(np.concatenate([ln.values for ln in lines]))
     ypos = [float(p) * 100 for p in y.where(np.asarray(y.ticks))]
     xpos = [float(p) * 100 for p in x.where(np.asarray(x.ticks))]
     gutter = gutter_px(list(y.labels), least=GUTTER_CHARS)
     notes = ["log scale" if y.log else "", "smoothed, raw faint" if smooth else ""]
     note = " · ".join(n for n in notes if n)
-    note = f" <span style='{MUTED}'>{e(note)}</span>" if note else ""
+    note = f" <span style='{MUTED}'>{(gloss or Gloss())(note)}</span>" if note else ""
     drawn = [_draw(ln, x, y, smooth) for ln in lines]
     plot = (
         "".join(

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from lens.display._base import e
+from lens.display._glossary import Gloss
 from lens.display._leaf import fmt_num
 from lens.display._live._marks import (
     BAD,
@@ -81,9 +82,16 @@ class _Colours(NamedTuple):
 
 
 def heatmap(
-    title: str, hist: np.ndarray, names: list[str], steps: list[float], stacked: bool
+    title: str,
+    hist: np.ndarray,
+    names: list[str],
+    steps: list[float],
+    stacked: bool,
+    gloss: Gloss | None = None,
 ) -> str:
-    """``hist[row, sample]`` (RMS) as a labelled heatmap with its colour bar."""
+    """``hist[row, sample]`` (RMS) as a labelled heatmap with its colour bar; its
+    caption's terms explained on hover by ``gloss`` (the picture's)."""
+    g = gloss or Gloss()
     note = _standing_out(hist[:, -1], names)
     h, row_of = _bin(hist, ROWS, 0)
     h, col_of = _bin(h, COLUMNS, 1)
@@ -103,10 +111,10 @@ def heatmap(
     return (
         "<div class='lens-live-heat' style='flex:1 1 280px;min-width:0;"
         "max-width:560px'>"
-        f"<div style='white-space:normal;word-wrap:break-word'>{e(title)}"
+        f"<div style='white-space:normal;word-wrap:break-word'>{g(title)}"
         f"<span style='color:{BAD}'>{e(note)}</span></div>"
         f"<div style='{MUTED};white-space:normal;word-wrap:break-word'>"
-        f"rows: {what}, columns: step; {e(scale)}</div>"
+        f"rows: {what}, columns: step; {g(scale)}</div>"
         "<div style='display:flex;font-size:11px'>"
         f"<div style='position:relative;flex:none;width:{gutter}px;"
         f"height:{rows * px + 2}px;{MUTED}'>{labels}</div>"
@@ -290,7 +298,7 @@ def _cells() -> np.ndarray:
 _CELLS = _cells()
 
 
-def bars(values: np.ndarray, what: str) -> str:
+def bars(values: np.ndarray, what: str, gloss: Gloss | None = None) -> str:
     """One bar per layer (binned past ``MAX_BARS``), from zero to the largest,
     with the range in words; NaN, inf and outliers red and full height."""
     shown = values
@@ -318,5 +326,5 @@ def bars(values: np.ndarray, what: str) -> str:
         f"<span style='display:inline-flex;align-items:flex-end;height:{BAR_PX}px;"
         "vertical-align:middle;border-bottom:1px solid rgba(128,128,128,.6);"
         f"opacity:.85'>{''.join(out)}</span> "
-        f"<span>{e(label(values, what))}</span></span>"
+        f"<span>{(gloss or Gloss())(label(values, what))}</span></span>"
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from lens.display._base import e
+from lens.display._glossary import Gloss
 from lens.display._leaf import fmt_num
 from lens.display._live._curves import MIN_PLOT_PX, chart, lines_of
 from lens.display._live._frame import Frame, busy_lines, progress_line
@@ -26,6 +27,7 @@ from lens.display._live._ticks import step_axis
 def body(f: Frame) -> str:
     """The whole picture (the part inside lens's root ``div``)."""
     parts = [_header(f)]
+    g = Gloss()  # each term explained on hover once per picture
     if f.series:
         lines = {
             metric: lines_of(metric, splits) for metric, splits in f.series.items()
@@ -35,13 +37,13 @@ def body(f: Frame) -> str:
         # room for the last step label, centred on its tick, in the narrowest plot
         room = CHAR_PX / 2 / MIN_PLOT_PX
         x = step_axis(float(every.min()), float(every.max()), room=room)
-        charts = "".join(chart(m, ls, x, f.smooth) for m, ls in lines.items())
+        charts = "".join(chart(m, ls, x, f.smooth, g) for m, ls in lines.items())
         parts.append(
             "<div style='display:flex;flex-wrap:wrap;gap:10px 20px;"
             f"margin:6px 0;max-width:100%'>{charts}</div>"
         )
     if f.samples:
-        parts.append(_layers(f.groups, f.samples))
+        parts.append(_layers(f.groups, f.samples, g))
     return "".join(parts)
 
 
@@ -67,44 +69,45 @@ def _header(f: Frame) -> str:
     return "".join(out)
 
 
-def _layers(groups: list[Group], samples: list[Sample]) -> str:
+def _layers(groups: list[Group], samples: list[Sample], g: Gloss) -> str:
     """The latest per-group RMS table, then a layer-by-step heatmap per stack."""
     latest = samples[-1]
-    rows = []
-    for g in groups:
-        p = latest.params.get(g.name)
-        if p is None:
-            continue
-        grad = latest.grads.get(g.name) if latest.grads is not None else None
-        cells = [_cell(p, g, "params")]
-        if grad is not None:
-            cells.append(_cell(grad, g, "grads"))
-        rows.append(
-            "<div style='margin:2px 0 2px 12px;white-space:normal;"
-            f"word-wrap:break-word'>{e(g.name)} <span style='{MUTED}'>"
-            f"{e(g.shapes)}</span><div style='display:flex;flex-wrap:wrap;"
-            f"gap:0 16px;margin-left:12px'>{''.join(cells)}</div></div>"
-        )
+    # the head first: its terms are explained where the reader meets them
     head = (
         f"<div style='margin-top:6px'><b>layers</b> <span style='{MUTED}'>"
-        f"RMS at step {int(latest.step)}</span></div>"
+        f"{g(f'RMS at step {int(latest.step)}')}</span></div>"
     )
+    rows = []
+    for grp in groups:
+        p = latest.params.get(grp.name)
+        if p is None:
+            continue
+        grad = latest.grads.get(grp.name) if latest.grads is not None else None
+        cells = [_cell(p, grp, "params", g)]
+        if grad is not None:
+            cells.append(_cell(grad, grp, "grads", g))
+        rows.append(
+            "<div style='margin:2px 0 2px 12px;white-space:normal;"
+            f"word-wrap:break-word'>{e(grp.name)} <span style='{MUTED}'>"
+            f"{e(grp.shapes)}</span><div style='display:flex;flex-wrap:wrap;"
+            f"gap:0 16px;margin-left:12px'>{''.join(cells)}</div></div>"
+        )
     table = "".join(rows)
     whats = ["params"] + (["grads"] if latest.grads is not None else [])
-    plain = [g for g in groups if not g.layers]
+    plain = [grp for grp in groups if not grp.layers]
     heat = []
     for what in whats:
         m = _matrix(samples, what)
         if m is None:
             continue
         heat += [
-            _heatmap(g, m[_rows(groups, g.name)], samples, what)
-            for g in groups
-            if g.layers
+            _heatmap(grp, m[_rows(groups, grp.name)], samples, what, g)
+            for grp in groups
+            if grp.layers
         ]
         if len(plain) >= 2:
-            rows = np.concatenate([m[_rows(groups, g.name)] for g in plain])
-            heat.append(_heatmap_plain(plain, rows, samples, what))
+            rows = np.concatenate([m[_rows(groups, grp.name)] for grp in plain])
+            heat.append(_heatmap_plain(plain, rows, samples, what, g))
     grid = (
         "<div style='display:flex;flex-wrap:wrap;gap:8px 16px;margin-top:4px'>"
         + "".join(heat)
@@ -115,11 +118,11 @@ def _layers(groups: list[Group], samples: list[Sample]) -> str:
     return head + table + grid
 
 
-def _cell(v: np.ndarray, g: Group, what: str) -> str:
-    if g.layers:
-        chart = bars(np.asarray(v, np.float64), what)
+def _cell(v: np.ndarray, grp: Group, what: str, g: Gloss) -> str:
+    if grp.layers:
+        chart = bars(np.asarray(v, np.float64), what, g)
     else:
-        chart = f"{what} rms {e(fmt_num(float(v)))}"
+        chart = f"{what} {g('rms')} {e(fmt_num(float(v)))}"
     return f"<span style='white-space:normal;word-wrap:break-word'>{chart}</span>"
 
 
@@ -144,15 +147,17 @@ def _rows(groups: list[Group], name: str) -> slice:
     raise KeyError(name)
 
 
-def _heatmap(g: Group, hist: np.ndarray, samples: list[Sample], what: str) -> str:
-    title = f"{g.name}: {what} RMS, layer 0..{g.layers - 1} by step"
+def _heatmap(
+    grp: Group, hist: np.ndarray, samples: list[Sample], what: str, g: Gloss
+) -> str:
+    title = f"{grp.name}: {what} RMS, layer 0..{grp.layers - 1} by step"
     names = [f"layer {i}" for i in range(hist.shape[0])]
-    return heatmap(title, hist, names, [s.step for s in samples], stacked=True)
+    return heatmap(title, hist, names, [s.step for s in samples], True, g)
 
 
 def _heatmap_plain(
-    groups: list[Group], hist: np.ndarray, samples: list[Sample], what: str
+    groups: list[Group], hist: np.ndarray, samples: list[Sample], what: str, g: Gloss
 ) -> str:
     title = f"{what} RMS, one row per module, by step"
-    names = [g.name for g in groups]
-    return heatmap(title, hist, names, [s.step for s in samples], stacked=False)
+    names = [grp.name for grp in groups]
+    return heatmap(title, hist, names, [s.step for s in samples], False, g)
