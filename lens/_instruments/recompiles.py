@@ -165,7 +165,7 @@ class Retrace:
     def headline(self) -> str:
         if self.first:
             return f"{self.function} ({self.jit}, {self.location}): first trace"
-        nth = _ordinal(self.count)
+        nth = ordinal(self.count)
         loop = (
             f" · traced {self.count} times, each for this reason: a loop"
             if self.loop
@@ -189,7 +189,7 @@ class Retrace:
         return "\n".join(self.lines())
 
 
-def _ordinal(n: int) -> str:
+def ordinal(n: int) -> str:
     suffix = (
         "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     )
@@ -284,6 +284,18 @@ def recompiles(on: bool = True) -> Recompiles:
     WARNING), unless a notebook shows it (``%lens_recompiles``).
     """
     return Recompiles(on)
+
+
+def explain_here() -> contextvars.Token[bool | None]:
+    """Turns the explainer on for the calling context (a ``with`` block's worth,
+    as ``lens.display.live`` does for its loop); :func:`restore` undoes it."""
+    _listen()
+    return _override.set(True)
+
+
+def restore(token: contextvars.Token[bool | None]) -> None:
+    """Undoes :func:`explain_here` (in the context that called it)."""
+    _override.reset(token)
 
 
 def subscribe(callback: Callable[[Retrace], None]) -> Callable[[], None]:
@@ -787,10 +799,11 @@ def _unwrap(fn: Any) -> Any:
 
 
 def _name(fn: Any) -> str:
+    """The function's name as its code reads: ``step``, ``MLP.__call__``,
+    ``<lambda>`` (without the functions it is defined in)."""
     fn = _unwrap(fn)
-    return (
-        getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
-    )
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    return name.rsplit("<locals>.", 1)[-1] if name else repr(fn)
 
 
 def _location(fn: Any) -> str:

@@ -193,3 +193,30 @@ def test_the_docs_example_prints_what_the_page_shows(capsys):
     printed = capsys.readouterr().out
     normalise = lambda s: re.sub(r"\(jax\.jit, [^)]*\)", "(jax.jit, FILE)", s).strip()  # noqa: E731
     assert normalise(printed) == normalise(shown)
+
+
+def test_the_live_view_shows_a_retrace_row_with_its_fix():
+    f = jax.jit(lambda x: x * 2)
+    with lens.display.live("fit", sink="none") as live:
+        for step, n in enumerate((8, 8, 5)):
+            f(jnp.ones(n))
+            live.log(step, loss=1.0)
+    frame = live.frame()
+    [(line, fix)] = frame.retraces
+    assert line.startswith("retraced <lambda> at step 1") and "f32[8] → f32[5]" in line
+    assert "pad the last" in fix
+    from lens.display._live._frame import text
+    from lens.display._live._html import body
+
+    assert line in text(frame)
+    assert "fix: keep shapes fixed" in body(frame)
+    assert not R.enabled()  # on for the block only
+
+
+def test_the_live_view_can_leave_retraces_alone():
+    f = jax.jit(lambda x: x * 3)
+    with lens.display.live("fit", sink="none", recompiles=False) as live:
+        assert not R.enabled()
+        f(jnp.ones(2))
+        f(jnp.ones(3))
+    assert live.frame().retraces == []

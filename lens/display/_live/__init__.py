@@ -20,6 +20,7 @@ def live(
     per_second: float = 4.0,
     layer_every: int | None = None,
     smooth: float = 0.0,
+    recompiles: bool = True,
 ) -> Live:
     """A live view a training loop reports to (curves, layers, progress, compiles).
 
@@ -40,6 +41,9 @@ def live(
       smooth: draw each dense curve smoothed by a moving average of this
         weight (TensorBoard's: 0.6 a little, 0.9 a lot), its raw values faint
         behind it; 0 (the default) draws the values only.
+      recompiles: explain each retrace of a jitted function inside the ``with``
+        block (lens.recompiles) and show the latest as rows under the progress
+        line, the fix on hover (default on: it costs nothing on a cached step).
 
     Returns:
       A :class:`Live`; use it in a ``with`` block or call :meth:`Live.close`.
@@ -59,4 +63,5 @@ def live(
         per_second=per_second,
         layer_every=layer_every,
         smooth=smooth,
+        recompiles=recompiles,
     )

@@ -33,6 +33,8 @@ class Frame:
     rate: float | None = None  # steps per second, recent
     busy: list[tuple[str, str, float]] = dataclasses.field(default_factory=list)
     compiles: list[tuple[str, float]] = dataclasses.field(default_factory=list)
+    # retraces explained by lens.recompiles: (the line, the fix), latest last
+    retraces: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     series: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = dataclasses.field(
         default_factory=dict
     )
@@ -85,6 +87,7 @@ def busy_lines(f: Frame) -> list[str]:
             "compiled "
             + ", ".join(f"{name} in {seconds(t)}" for name, t in f.compiles[-3:])
         )
+    lines += [line for line, _ in f.retraces[-3:]]
     return lines
 
 

@@ -58,6 +58,7 @@ def _header(f: Frame) -> str:
             f"<div style='width:{pct:.0f}%;height:4px;background:#1f77b4;"
             "border-radius:2px'></div></div>"
         )
+    fixes = dict(f.retraces)
     for line in busy_lines(f):
         accent = line.startswith(("compiling", "running"))
         style = (
@@ -65,6 +66,13 @@ def _header(f: Frame) -> str:
             if accent
             else MUTED
         )
+        if line in fixes:  # a retrace: its fix on hover
+            style = "background:rgba(198,40,40,.16);border-radius:2px;padding:0 4px"
+            out.append(
+                f"<div style='white-space:normal'><span style='{style};cursor:help' "
+                f"title='fix: {e(fixes[line])}'>{e(line)}</span></div>"
+            )
+            continue
         out.append(f"<div><span style='{style}'>{e(line)}</span></div>")
     return "".join(out)
 

@@ -23,6 +23,13 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from lens._instruments.recompiles import (
+    Retrace,
+    explain_here,
+    ordinal,
+    restore,
+    subscribe,
+)
 from lens.display._live._frame import Frame
 from lens.display._live._layers import Layers
 from lens.display._live._series import Store, check_scalar, check_step
@@ -70,6 +77,7 @@ class Live:
         per_second: float = 4.0,
         layer_every: int | None = None,
         smooth: float = 0.0,
+        recompiles: bool = True,
     ) -> None:
         _check_options(title, total, per_second, layer_every, smooth)
         self.title = title
@@ -87,6 +95,10 @@ class Live:
         self._inflight: dict[int, tuple[str, bool, float]] = {}
         self._tokens = itertools.count()
         self._compiles: list[tuple[str, float]] = []
+        self._retraces: list[tuple[str, str]] = []
+        self._retrace_count = 0
+        self._explain_token: Any = None
+        self._unsubscribe = subscribe(self._on_retrace) if recompiles else None
         self._status = "running"
         self._closed = False
         self._final: Frame | None = None
@@ -213,6 +225,7 @@ class Live:
             calls, step, status = self._calls, self._last_step, self._status
             rate = self._rate(now)
             compiles = list(self._compiles)
+            retraces = list(self._retraces)
         groups, samples = self._layers.snapshot()
         return Frame(
             title=self.title,
@@ -224,6 +237,7 @@ class Live:
             rate=rate,
             busy=busy,
             compiles=compiles,
+            retraces=retraces,
             series=self._store.snapshot(),
             groups=groups,
             samples=samples,
@@ -289,6 +303,26 @@ class Live:
 
     # --- closing -----------------------------------------------------------------
 
+    def _on_retrace(self, trace: Retrace) -> None:
+        """A retrace lens.recompiles explained while this view is open: a row."""
+        if trace.first or self._closed:
+            return
+        with self._lock:
+            step = _host_step(self._last_step)
+            self._retrace_count += 1
+            at = f" at step {int(step)}" if step is not None else ""
+            why = (
+                "the function object is new"
+                if trace.new_function
+                else trace.changes[0].line()
+                if trace.changes
+                else "JAX's context changed"
+            )
+            loop = " · in a loop" if trace.loop else ""
+            line = f"retraced {trace.function}{at} ({ordinal(trace.count)} trace{loop}): {why}"
+            self._retraces.append((line, trace.fix))
+            del self._retraces[:-3]
+
     def close(self, status: str = "done") -> Frame:
         """Stops the drawer and draws the final frame once; returns it.
 
@@ -301,6 +335,8 @@ class Live:
             self._status = status
         self._stop.set()
         _RUNNING.discard(self)
+        if self._unsubscribe is not None:
+            self._unsubscribe()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout=5.0)
         try:
@@ -318,11 +354,15 @@ class Live:
 
     def __enter__(self) -> Live:
         self._token = _CURRENT.set(self)
+        if self._unsubscribe is not None:  # explain the block's retraces
+            self._explain_token = explain_here()
         return self
 
     def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
         try:
             _CURRENT.reset(self._token)
+            if self._explain_token is not None:
+                restore(self._explain_token)
         except ValueError:  # exited in another context (a thread): leave it
             pass
         if kind is None:
