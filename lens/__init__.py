@@ -58,6 +58,7 @@ _ATTRS = {
     "strict": ("lens._strict", "strict"),
     "is_strict": ("lens._strict", "is_strict"),
     "recompiles": ("lens._instruments.recompiles", "recompiles"),
+    "memory": ("lens._instruments.memory", "memory"),
 }
 
 

@@ -17,6 +17,7 @@ from lens.display._extension import extension_status as extension_status
 from lens.display._module import BoxView as BoxView
 from lens.display._module import ModuleView as ModuleView
 from lens.display._module import ScopeView as ScopeView
+from lens.display._memory import MemoryView as MemoryView
 from lens.display._pack import PackTraceView as PackTraceView
 from lens.display._pack import pack_mimebundle as pack_mimebundle
 from lens.display._recompiles import RecompilesView as RecompilesView
@@ -43,6 +44,7 @@ def _register_views() -> None:
     register("lens.nnx.statelib.State", nnx_view)
     register("lens.nnx.variablelib.Variable", BoxView)
     register("lens._instruments.recompiles.Recompiles", RecompilesView)
+    register("lens._instruments.memory.Memory", MemoryView)
 
 
 _register_views()

@@ -67,7 +67,7 @@ class RecompilesView(View):
         if not rs:
             n = len(self.traces)
             return f"Recompiles: none ({n} first trace{'s' * (n != 1)})"
-        functions = {r.function for r in rs}
+        functions = {(r.function, r.location) for r in rs}
         loops = sorted({r.function for r in rs if r.loop})
         text = (
             f"Recompiles: {len(rs)} retrace{'s' * (len(rs) != 1)} of "
