@@ -8,16 +8,17 @@ Displays never raise into a notebook: on error they warn and fall back to ``repr
 from typing import Any as _Any
 
 from lens.display._base import View as View
+from lens.display._compile_time import CompileTimeView as CompileTimeView
 from lens.display._diff import DiffView as DiffView
 from lens.display._diff import diff as diff
 from lens.display._explore import Explorer as Explorer
 from lens.display._explore import explore as explore
 from lens.display._extension import extension_active as extension_active
 from lens.display._extension import extension_status as extension_status
+from lens.display._memory import MemoryView as MemoryView
 from lens.display._module import BoxView as BoxView
 from lens.display._module import ModuleView as ModuleView
 from lens.display._module import ScopeView as ScopeView
-from lens.display._memory import MemoryView as MemoryView
 from lens.display._pack import PackTraceView as PackTraceView
 from lens.display._pack import pack_mimebundle as pack_mimebundle
 from lens.display._recompiles import RecompilesView as RecompilesView
@@ -45,6 +46,7 @@ def _register_views() -> None:
     register("lens.nnx.variablelib.Variable", BoxView)
     register("lens._instruments.recompiles.Recompiles", RecompilesView)
     register("lens._instruments.memory.Memory", MemoryView)
+    register("lens._instruments.compile_time.CompileTime", CompileTimeView)
 
 
 _register_views()

@@ -21,6 +21,12 @@ Strict mode (``lens.strict``) raises some of these where Flax is silent, and war
 from lens.errors._base import FlaxError as FlaxError
 from lens.errors._base import LensError as LensError
 from lens.errors._base import path_text as path_text
+from lens.errors._compile_time import (
+    CompileTimeStageError as CompileTimeStageError,
+)
+from lens.errors._compile_time import (
+    CompileTimeTargetError as CompileTimeTargetError,
+)
 from lens.errors._modules import AlreadyExistsError as AlreadyExistsError
 from lens.errors._modules import (
     ApplyModuleInvalidMethodError as ApplyModuleInvalidMethodError,

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lens import _strict, errors
+from lens._instruments import module_scopes
 from lens.configurations import config
 from lens.core.scope import Scope
 from lens.nn import _context, kw_only_dataclasses
@@ -211,8 +212,14 @@ class Module(_DataclassModule):
                 if _context._interceptors.get()
                 else fun
             )
-            if _context.use_named_call():
-                with jax.named_scope(_profiling_name(self, fun)):
+            # lens.compile_time names the module's path (module_scopes.TRACING)
+            marked = module_scopes.TRACING.get() and self.scope is not None
+            if marked or _context.use_named_call():
+                with jax.named_scope(
+                    module_scopes.nn_scope(self.scope.path)  # type: ignore[union-attr]
+                    if marked
+                    else _profiling_name(self, fun)
+                ):
                     y = run(self, *args, **kwargs)
             else:
                 y = run(self, *args, **kwargs)
