@@ -132,8 +132,10 @@ def shard_value(value: Any, out_sharding: Any, sharding_rules: Any, mesh: Any) -
     if mesh is None:
         raise ValueError(
             "An auto mesh context or metadata is required if creating a variable "
-            f"with annotation {out_sharding=}.\nUse jax.set_mesh(mesh), or pass a "
-            "NamedSharding."
+            f"with annotation {out_sharding=}. For more guidance, see "
+            "https://flax.readthedocs.io/en/latest/flip/4844-var-eager-sharding.html."
+            "\nlens: use jax.set_mesh(mesh) around the model's construction, or "
+            "pass a NamedSharding."
         )
     if isinstance(out_sharding, PartitionSpec):
         out_sharding = NamedSharding(mesh, out_sharding)

@@ -100,3 +100,21 @@ def test_same_error_class_and_first_sentence_as_flax(case):
         str(ours),
         expected,
     )
+
+
+def test_eager_sharding_without_a_mesh_starts_with_flaxs_two_sentences():
+    import jax.numpy as jnp
+    from flax import nnx as fnnx
+    from jax.sharding import PartitionSpec as P
+
+    from lens import nnx
+
+    messages = []
+    for lib in (fnnx, nnx):
+        with lib.use_eager_sharding(True):
+            with pytest.raises(ValueError) as info:
+                lib.Param(jnp.ones((2, 4)), sharding=P("tp", "fsdp"))
+        messages.append(str(info.value))
+    flax_message, lens_message = messages
+    assert lens_message.startswith(flax_message)
+    assert "jax.set_mesh" in lens_message
