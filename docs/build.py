@@ -85,11 +85,26 @@ def error_reference() -> str:
     return "\n".join(out)
 
 
+ERRORS = DOCS / "errors.md"
+"""Committed, so that the link in every error message resolves on GitHub and in a
+checkout; ``make docs`` rewrites it and tests/test_docs.py checks it is current."""
+
+
+def write_error_reference() -> bool:
+    """Writes docs/errors.md from the error classes; whether it changed."""
+    text = error_reference() + "\n"
+    if ERRORS.exists() and ERRORS.read_text() == text:
+        return False
+    ERRORS.write_text(text)
+    return True
+
+
 def render(outdir: pathlib.Path) -> list[pathlib.Path]:
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark").enable("table")
-    generated = {"api.md": api_reference(), "errors.md": error_reference()}
+    generated = {"api.md": api_reference()}
+    write_error_reference()
     pages = [
         (p.relative_to(DOCS), p.read_text())
         for p in sorted(DOCS.rglob("*.md"))

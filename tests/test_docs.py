@@ -68,3 +68,21 @@ def test_eager_guide_examples_run():
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     assert len(blocks) >= 10
     exec(compile("\n".join(blocks), "docs/eager.md", "exec"), {})  # noqa: S102
+
+
+def test_the_committed_error_reference_is_current():
+    """docs/errors.md, which every error message links, is the error classes'
+    docstrings as ``make docs`` writes them (regenerate it with ``make docs``)."""
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "docs"))
+    try:
+        import build
+    finally:
+        sys.path.pop(0)
+    page = (pathlib.Path(__file__).parent.parent / "docs" / "errors.md").read_text()
+    assert page == build.error_reference() + "\n", "run make docs"
+    for name, cls in vars(errors).items():
+        if isinstance(cls, type) and issubclass(cls, errors.LensError):
+            if cls is not errors.LensError:
+                assert f"## `{name}`" in page
