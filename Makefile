@@ -62,8 +62,8 @@ $(VENV)/.labextension: lens/labextension/static/style.js
 
 install: $(VENV)/.installed $(VENV)/.labextension
 
-RUFF_CHECK := lens tests benchmarks compat docs notebooks conftest.py
-RUFF_FORMAT := lens tests benchmarks compat conftest.py
+RUFF_CHECK := lens tests benchmarks parity docs notebooks conftest.py
+RUFF_FORMAT := lens tests benchmarks parity conftest.py
 
 # Debian's Chromium for the browser test (Playwright cannot download its own here).
 CHROMIUM ?= /usr/bin/chromium
@@ -111,26 +111,26 @@ bench: $(VENV)/.installed
 	$(PY) -m benchmarks.run
 
 ## Flax's own tests (tests/nnx by default) on real flax and on lens: writes docs/flax-tests.md.
-## SUITES="nnx linen core" for more; the flax (oracle) run is cached in compat/.cache.
+## SUITES="nnx linen core" for more; the flax (oracle) run is cached in parity/.cache.
 SUITES ?= nnx
 flax-tests: $(VENV)/.installed
-	$(PY) -m compat.flax_tests -n 2 $(foreach s,$(SUITES),--suite $(s))
+	$(PY) -m parity.flax_tests -n 2 $(foreach s,$(SUITES),--suite $(s))
 
 ## Real projects built on Flax (qwix, numpyro, CLU, RecurrentGemma, tunix, bonsai, ott): their own test
 ## suites on real flax and on lens; writes the table in docs/porting.md.
-## PROJECTS="qwix" for some of them; the flax (oracle) runs are cached in compat/.cache.
+## PROJECTS="qwix" for some of them; the flax (oracle) runs are cached in parity/.cache.
 PROJECTS ?=
 projects: $(VENV)/.installed
-	$(PY) -m compat.projects --write $(PROJECTS)
+	$(PY) -m parity.projects --write $(PROJECTS)
 
 ## Flax's NNX guide notebooks (docs_nnx/ of the flax sdist) on real flax and on lens,
 ## each page in a fresh kernel on CPU: writes docs/flax-guides.md.
 flax-guides: $(VENV)/.installed
-	JAX_PLATFORMS=cpu $(PY) -m compat.flax_guides
+	JAX_PLATFORMS=cpu $(PY) -m parity.flax_guides
 
 ## Flax's public modules and names that lens lacks (the table tests/test_flax_surface.py checks).
 api-diff: $(VENV)/.installed
-	$(PY) -m compat.surface
+	$(PY) -m parity.surface
 
 ## Re-run the notebooks and store their outputs (after editing one in JupyterLab):
 ## on the CPU with 8 devices, as nbval runs them.

@@ -192,7 +192,7 @@ class PromoteDtypeFn(Protocol):
     Flax declares ``__call__(self, args: tuple, /, ...)`` but its layers call
     ``self.promote_dtype(inputs, kernel, bias, dtype=...)``: lens declares the
     call the layers make, so a type checker accepts both the default and a
-    custom function (a deliberate difference, docs/porting-from-flax.md).
+    custom function (a deliberate difference, docs/porting.md).
     """
 
     def __call__(

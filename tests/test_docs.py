@@ -40,7 +40,6 @@ def test_docs_build_and_cover_the_api_and_errors(tmp_path):
         "api.html",
         "errors.html",
         "concepts.html",
-        "porting-from-flax.html",
     } <= names
     index = (tmp_path / "index.html").read_text()
     assert 'href="concepts.html"' in index

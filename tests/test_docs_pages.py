@@ -19,7 +19,7 @@ def _blocks(page):
 
 # Pages a tool writes, linked before the tool's first committed run. Each entry
 # is a known gap: commit the generated page and remove it from here.
-NOT_YET_GENERATED = {"flax-tests.md"}  # compat/flax_tests.py (make flax-tests)
+NOT_YET_GENERATED = {"flax-tests.md"}  # parity/flax_tests.py (make flax-tests)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))

@@ -1,4 +1,4 @@
-"""compat/flax_guides.py on a tiny synthetic notebook: no sdist, no kernel, no JAX.
+"""parity/flax_guides.py on a tiny synthetic notebook: no sdist, no kernel, no JAX.
 
 The tool's verdicts (which cell a page stops at, which outputs differ) are only as
 good as its cell extractor, its magic stripping, its runner and its comparator;
@@ -9,7 +9,7 @@ import doctest
 import io
 import json
 
-import compat.flax_guides as fg
+import parity.flax_guides as fg
 
 NOTEBOOK = {
     "nbformat": 4,

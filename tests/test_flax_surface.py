@@ -1,9 +1,9 @@
 """Flax 0.12.8's public surface is lens's: every module, name, generic and
 parameter name at the same path, less the reasoned exclusions
-(``compat/surface_exclusions.toml``). One case per flax module, so a gap shows
+(``parity/surface_exclusions.toml``). One case per flax module, so a gap shows
 where it is; ``make api-diff`` prints the same findings as a table.
 
-The gaps lens still has are listed in ``compat/surface_known_gaps.txt`` (the
+The gaps lens still has are listed in ``parity/surface_known_gaps.txt`` (the
 work list, not exclusions): a gap not listed fails (a regression), and so does a
 listed gap that is gone (the list must shrink as the surface is built).
 """
@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("flax")
 
-from compat import surface  # noqa: E402
+from parity import surface  # noqa: E402
 
 MODULES = surface.flax_modules()
 
@@ -29,8 +29,8 @@ def test_flax_module_is_in_lens(flax_module):
     new, closed = sorted(found - known), sorted(known - found)
     assert not new, "new gaps (build them):\n" + "\n".join(new)
     assert not closed, (
-        "closed gaps still listed: remove them from compat/surface_known_gaps.txt "
-        "(python -m compat.surface --write-known-gaps):\n" + "\n".join(closed)
+        "closed gaps still listed: remove them from parity/surface_known_gaps.txt "
+        "(python -m parity.surface --write-known-gaps):\n" + "\n".join(closed)
     )
 
 

@@ -1,4 +1,4 @@
-"""What real projects built on Flax did that lens did not take (compat/projects.py).
+"""What real projects built on Flax did that lens did not take (parity/projects.py).
 
 Each test is one behaviour a third-party project's own test suite relied on, found by
 running that suite with ``flax`` resolved to lens; see docs/porting.md, "Real

@@ -1,6 +1,6 @@
 """nn.jit does not retrace on repeated ``apply``, wherever the jitted class is built.
 
-docs/porting-from-flax.md promises that lens's ``nn.jit`` "does not retrace ... at
+docs/porting.md promises that lens's ``nn.jit`` "does not retrace ... at
 any module path". A class built per call (``nn.jit(Inner)()`` inside a compact
 ``__call__`` or inside ``setup``) is a new Python object on every ``apply``; the
 cache keys on what determines the trace, not on that object's identity.

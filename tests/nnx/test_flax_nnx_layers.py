@@ -183,7 +183,7 @@ def test_scan_broadcast_state_updates_carry_to_the_next_step_as_in_flax():
     """State broadcast into a scan (in_axes None) may be updated; each step reads
     what the previous one wrote, and the caller gets the last value: flax.nnx's
     rule with graph_updates=False. (flax's default mode drops those updates
-    silently; lens carries them in every mode, see docs/porting-from-flax.md.)"""
+    silently; lens carries them in every mode, see docs/porting.md.)"""
     means = []
     for nnx in (lnnx, fnnx):
         m = nnx.BatchNorm(2, rngs=nnx.Rngs(0))

@@ -4,7 +4,7 @@ Walks the installed flax (the test oracle, 0.12.8): every module with no ``_``
 path component and no tests, and the names a user's import sees in it:
 
 - a package: its attributes after ``import flax.pkg`` in a fresh interpreter, one
-  for each flax package, the union (:mod:`compat.fresh_attributes`): the flax
+  for each flax package, the union (:mod:`parity.fresh_attributes`): the flax
   submodules among them included (``flax.nnx.object``; ``flax.training.train_state``,
   which ``import flax.nnx`` binds), but not the ones ``import flax.a.b`` binds on
   its own parents (``b`` on ``flax.a``);
@@ -29,7 +29,7 @@ loads on first use counts. The gaps reported:
   position), or that takes no argument where flax passes any on.
 
 Deliberate gaps are listed, each with its reason, in ``surface_exclusions.toml``
-beside this file. ``make api-diff`` prints the table (``python -m compat.surface``);
+beside this file. ``make api-diff`` prints the table (``python -m parity.surface``);
 ``tests/test_flax_surface.py`` fails on any gap that is not excluded.
 """
 
@@ -96,7 +96,7 @@ def fresh_package_attributes(alias: bool = False) -> dict[str, dict[str, str | N
     """``{flax package: {public attribute: module name or None}}`` after fresh
     imports of flax's packages, one interpreter state each (the union of them);
     with ``alias``, the same imports under ``lens.alias_flax()`` (lens's packages,
-    keyed by their flax paths). See :mod:`compat.fresh_attributes`."""
+    keyed by their flax paths). See :mod:`parity.fresh_attributes`."""
     root = str(FRESH_ATTRIBUTES.parent.parent)
     env = {k: v for k, v in os.environ.items() if k != "LENS_AS_FLAX"}
     env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")])
@@ -492,7 +492,7 @@ def known_gaps() -> dict[str, set[str]]:
 
     Not exclusions: each is something to build. The surface test fails on a gap
     not listed here (a regression) and on a listed gap that is gone (so the list
-    only shrinks); ``python -m compat.surface --write-known-gaps`` rewrites it.
+    only shrinks); ``python -m parity.surface --write-known-gaps`` rewrites it.
     """
     out: dict[str, set[str]] = {}
     if not KNOWN_GAPS_FILE.exists():
@@ -509,7 +509,7 @@ def write_known_gaps(results: list[tuple[str, list[Gap]]]) -> int:
     lines = sorted(gap_line(g) for module, gaps in results for g in gaps)
     header = (
         "# flax 0.12.8 public surface lens does not have yet (python -m "
-        "compat.surface --write-known-gaps).\n# A work list, not exclusions: "
+        "parity.surface --write-known-gaps).\n# A work list, not exclusions: "
         "tests/test_flax_surface.py fails on a gap not here and on a line here\n"
         "# that no longer holds, so the list only shrinks.\n"
     )

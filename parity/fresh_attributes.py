@@ -1,6 +1,6 @@
 """What a package's namespace holds right after one ``import`` in a fresh interpreter.
 
-``python compat/fresh_attributes.py [--alias] flax.a flax.b ...`` prints, as JSON,
+``python parity/fresh_attributes.py [--alias] flax.a flax.b ...`` prints, as JSON,
 ``{package: {public attribute: module name or null}}`` for every ``flax`` package
 loaded by any of the imports, each import made in a process of its own: a
 submodule that a package's import loads becomes an attribute of its package (and
@@ -13,7 +13,7 @@ With ``--alias`` the imports go through ``lens.alias_flax()``, so the packages
 are lens's. Each import runs in a child forked from one process that has already
 imported the heavy third-party libraries (JAX, optax) and no ``flax`` or ``lens``
 module, so each child starts from a fresh flax state at the cost of flax's own
-import. Standard library only: :mod:`compat.surface` runs this file as a script.
+import. Standard library only: :mod:`parity.surface` runs this file as a script.
 """
 
 from __future__ import annotations

@@ -3,21 +3,21 @@
 Each project in :data:`PROJECTS` is a public repository pinned to a commit, with the
 test paths to run (its own pytest suite, or the part of it that runs on a CPU in
 minutes without downloading data or weights) and the extra packages its tests need.
-``python -m compat.projects [NAME ...]`` gets each source into
-``compat/.cache/projects`` (from a local git mirror when there is one, else by git
+``python -m parity.projects [NAME ...]`` gets each source into
+``parity/.cache/projects`` (from a local git mirror when there is one, else by git
 clone), installs the extra packages there, one folder per project (``pip install
 --target``, no dependencies, so the dev environment's jax/flax/numpy are never
 touched and two projects may pin one package at two versions), and runs
 the tests twice: with the installed flax (the oracle; cached, ``--rerun-flax`` runs
-it again) and with ``flax`` resolved to lens (``-p compat.lens_as_flax``, as
-:mod:`compat.flax_tests` does for Flax's own tests). It prints a table: tests,
+it again) and with ``flax`` resolved to lens (``-p parity.lens_as_flax``, as
+:mod:`parity.flax_tests` does for Flax's own tests). It prints a table: tests,
 passes under each, and what blocked lens (the first errors of the tests that pass
 under flax and not under lens, most frequent first). ``--write`` puts the table in
 ``docs/porting.md`` between its ``projects`` markers; a project that has no results
 here (none of its runs was made on this machine) keeps the row the page has.
 
 Example:
-    python -m compat.projects qwix --timeout 900
+    python -m parity.projects qwix --timeout 900
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from compat.flax_tests import (
+from parity.flax_tests import (
     CACHE,
     FLAX_VERSION,
     REPO,
@@ -44,7 +44,7 @@ from compat.flax_tests import (
     pytest_command,
     pytest_env,
 )
-from compat.flax_tests import _commit as lens_commit  # pyright: ignore[reportPrivateUsage]
+from parity.flax_tests import _commit as lens_commit  # pyright: ignore[reportPrivateUsage]
 
 PROJECTS_CACHE = CACHE / "projects"
 DEPS = PROJECTS_CACHE / "deps"
@@ -576,7 +576,7 @@ def main(argv: Sequence[str] | None = None) -> str:
     ]
     text = table(rows)
     caption = (
-        f"\nRun by `python -m compat.projects` against flax {FLAX_VERSION}; *lens* "
+        f"\nRun by `python -m parity.projects` against flax {FLAX_VERSION}; *lens* "
         "is the lens commit each lens run measured."
     )
     print(text + caption)

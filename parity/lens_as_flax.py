@@ -1,6 +1,6 @@
 """pytest plugin: ``flax`` resolves to lens for the whole session.
 
-``pytest -p compat.lens_as_flax`` loads it before any test module, so Flax's own
+``pytest -p parity.lens_as_flax`` loads it before any test module, so Flax's own
 tests import lens wherever they say ``flax`` (``lens.alias_flax``). pytest-xdist
 workers are started with the same ``-p`` option and load it too.
 """

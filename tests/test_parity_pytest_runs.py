@@ -1,6 +1,6 @@
-"""compat's runs of other projects' tests: Flax's own (compat.flax_tests) and real
-projects' (compat.projects) share one pytest command line and environment, and
-`make projects` runs compat.projects."""
+"""parity's runs of other projects' tests: Flax's own (parity.flax_tests) and real
+projects' (parity.projects) share one pytest command line and environment, and
+`make projects` runs parity.projects."""
 
 import collections
 import dataclasses
@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from compat import flax_tests, projects
+from parity import flax_tests, projects
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
@@ -21,8 +21,8 @@ def test_the_lens_run_resolves_flax_to_lens_and_the_flax_run_does_not(tmp_path):
     lens = flax_tests.pytest_command(["t"], junit, "lens", tb="short", extra=["-x"])
     flax = flax_tests.pytest_command(["t"], junit, "flax", tb="short", extra=["-x"])
     assert lens[:4] == flax[:4] and lens[3] == "t"
-    assert lens[-2:] == ["-p", "compat.lens_as_flax"]
-    assert "compat.lens_as_flax" not in flax
+    assert lens[-2:] == ["-p", "parity.lens_as_flax"]
+    assert "parity.lens_as_flax" not in flax
     for cmd in (lens, flax):
         assert f"--junitxml={junit}" in cmd and "--tb=short" in cmd and "-x" in cmd
         assert "--continue-on-collection-errors" in cmd
@@ -69,13 +69,13 @@ def test_flax_tests_and_projects_build_the_same_command(monkeypatch, tmp_path, b
         "--tb=x",
     }
     assert shared <= set(suite_cmd) and shared <= set(proj_cmd)
-    assert ("compat.lens_as_flax" in proj_cmd) == (backend == "lens")
+    assert ("parity.lens_as_flax" in proj_cmd) == (backend == "lens")
     assert set(project.tests) <= set(proj_cmd) and "--rootdir" in proj_cmd
     assert suite_env["XLA_FLAGS"] == "--xla_force_host_platform_device_count=4"
     assert proj_env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path)
 
 
-def test_make_projects_runs_compat_projects():
+def test_make_projects_runs_parity_projects():
     out = subprocess.run(
         ["make", "-n", "projects", "PROJECTS=qwix"],
         cwd=REPO,
@@ -83,7 +83,7 @@ def test_make_projects_runs_compat_projects():
         text=True,
         check=True,
     ).stdout
-    assert "-m compat.projects --write qwix" in out
+    assert "-m parity.projects --write qwix" in out
 
 
 def test_the_report_lists_the_tests_lens_fails_on_purpose_apart():
@@ -114,7 +114,7 @@ def test_the_report_lists_the_tests_lens_fails_on_purpose_apart():
     text = flax_tests.failing_list("nnx", failing)
     purpose, to_fix = text.split("Still to fix:")
     assert f"`{on_purpose}`: lenient containers" in purpose
-    assert "docs/porting-from-flax.md" in purpose and "test_other" not in purpose
+    assert "docs/porting.md" in purpose and "test_other" not in purpose
     assert "`tests/nnx/module_test.py::PytreeTest::test_other`" in to_fix
     assert flax_tests.failing_list("nnx", []) == ""
 
