@@ -42,6 +42,7 @@ from lens.nnx.graphwalk import (
     Leaf,
     ObjectDef,
     RegisteredDef,
+    SpecAt,
     StaticDef,
     VariableDef,
     Walker,
@@ -112,7 +113,7 @@ def _seeded_walker(ref_index: RefMap | None, ref_outer_index: Any) -> Walker:
             )
         w.index[id(obj)] = i
         w.nodes.append(obj)
-        w.specs.append((None, (), "input"))
+        w.specs.append(SpecAt(None, (), "input"))
     if ref_outer_index:
         w.outer_index = {id(obj): i for obj, i in ref_outer_index.items()}
     return w

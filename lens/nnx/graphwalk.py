@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import jax
 import numpy as np
@@ -144,6 +144,15 @@ def _variables_in(x: Any, seen: set[int]) -> Iterator[tuple[Path, Variable]]:
             yield (k, *sub), var
 
 
+class SpecAt(NamedTuple):
+    """How the walk first met a node: its spec, its path, and as what ("input",
+    "output"), so that a second meeting can be checked against it."""
+
+    spec: Any
+    path: Path
+    role: str
+
+
 class Walker:
     """One walk over one or more graphs, numbering nodes so aliases are seen as such.
 
@@ -165,7 +174,7 @@ class Walker:
         self.describe = describe
         self.index: dict[int, int] = {}
         self.nodes: list[Any] = []
-        self.specs: list[tuple[Any, Path, str]] = []
+        self.specs: list[SpecAt] = []  # per node index: how it was first met
         self.leaves: list[Leaf] = []
         self.frame = frame  # when set, nodes made outside it are "captured"
         self.transform = transform
@@ -190,7 +199,7 @@ class Walker:
         i = self.index.get(id(x))
         if i is None:
             return None
-        first_spec, _, _ = self.specs[i]
+        first_spec = self.specs[i].spec
         if _spec_eq(first_spec, spec):
             return i
         if isinstance(x, Object):
@@ -199,7 +208,7 @@ class Walker:
             for sub, v in _variables_in(x, set()):
                 j = self.index.get(id(v))
                 vspec = self._resolve(spec, path + sub, v)
-                if j is not None and not _spec_eq(self.specs[j][0], vspec):
+                if j is not None and not _spec_eq(self.specs[j].spec, vspec):
                     self._inconsistent(v, j, vspec, path + sub)
             return i
         self._inconsistent(x, i, spec, path)
@@ -237,7 +246,7 @@ class Walker:
         i = len(self.nodes)
         self.index[id(x)] = i
         self.nodes.append(x)
-        self.specs.append((spec, path, self.role))
+        self.specs.append(SpecAt(spec, path, self.role))
         return i
 
     def node(

@@ -259,7 +259,7 @@ def _arg_grads(
         slot = n_before + j
         mine = [(e, g) for e, g in zip(entries, grad_of, strict=True) if e.slot == slot]
         if isinstance(leaf, GraphArg):
-            root = skel.slots[slot][2]
+            root = skel.root_of(slot)
             flat = {
                 e.leaf.path[len(root) :]: (
                     e.leaf.variable.replace(g) if e.leaf.variable is not None else g

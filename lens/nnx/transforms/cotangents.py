@@ -36,7 +36,7 @@ def cotangent_like(a: jax.ShapeDtypeStruct, ct: Any) -> Any:
 
 def _rel(entry: Entry, skel: Skeleton) -> tuple:
     assert entry.leaf is not None
-    root = skel.slots[entry.slot][2]
+    root = skel.root_of(entry.slot)
     return entry.leaf.path[len(root) :]
 
 

@@ -10,7 +10,7 @@ Each call runs one recipe:
 
 1. walk every object argument once (aliases numbered as such), giving a static
    graph structure and the variables' values, each resolved to its spec
-   (:func:`split_inputs`);
+   (:func:`split_args`);
 2. check *consistent aliasing*: a node met twice must get the same spec;
 3. call the JAX transform on a pure function of those values, which rebuilds the
    objects, calls the user function, and walks the arguments again to return their
@@ -60,8 +60,12 @@ from lens.nnx.transforms.specs import DiffSpec as DiffSpec
 from lens.nnx.transforms.specs import DiffState as DiffState
 from lens.nnx.transforms.specs import Entry as Entry
 from lens.nnx.transforms.specs import GraphArg as GraphArg
+from lens.nnx.transforms.specs import GraphSlot as GraphSlot
+from lens.nnx.transforms.specs import LeafSlot as LeafSlot
 from lens.nnx.transforms.specs import Skeleton as Skeleton
+from lens.nnx.transforms.specs import Slot as Slot
 from lens.nnx.transforms.specs import StateAxes as StateAxes
+from lens.nnx.transforms.specs import StaticSlot as StaticSlot
 from lens.nnx.transforms.specs import axes_resolver as axes_resolver
 from lens.nnx.transforms.specs import wrap_objects as wrap_objects
 from lens.nnx.variablelib import StaticValue, Variable
@@ -84,7 +88,7 @@ def split_args(
         n = len(jax.tree.leaves(arg, is_leaf=is_graph))
         leaf_specs += [None] * n if i in static else _broadcast(spec, arg, i)
         arg_of_leaf += [i] * n
-    slots: list[Any] = []
+    slots: list[Slot] = []
     entries: list[Entry] = []
     counter = [0] * len(args)
     for leaf, spec, i in zip(leaves, leaf_specs, arg_of_leaf, strict=True):
@@ -92,13 +96,13 @@ def split_args(
         counter[i] += 1
         if i in static:
             raw = leaf.node if isinstance(leaf, GraphArg) else leaf
-            slots.append(("static", StaticValue(raw)))
+            slots.append(StaticSlot(StaticValue(raw)))
         elif isinstance(leaf, GraphArg):
             start = len(walker.leaves)
             root = ("args", i) if j == 0 else ("args", i, j)
             walker.root_len = len(root)
             d = walker.node(leaf.node, root, spec)
-            slots.append(("graph", d, root))
+            slots.append(GraphSlot(d, root))
             entries += [
                 Entry(lf.value, lf.spec, len(slots) - 1, lf, i)
                 for lf in walker.leaves[start:]
@@ -109,7 +113,7 @@ def split_args(
                     f"StateAxes applies to objects only; argument {i} has a "
                     f"{type(leaf).__name__} there."
                 )
-            slots.append(("leaf",))
+            slots.append(LeafSlot())
             entries.append(Entry(leaf, spec, len(slots) - 1, None, i))
     return Skeleton(treedef, tuple(slots)), entries
 
@@ -152,10 +156,10 @@ def rebuild(
         builder.nodes = table
     leaves = []
     for slot in skel.slots:
-        if slot[0] == "graph":
-            leaves.append(builder.build(slot[1]))
-        elif slot[0] == "static":
-            leaves.append(slot[1].value)
+        if isinstance(slot, GraphSlot):
+            leaves.append(builder.build(slot.graphdef))
+        elif isinstance(slot, StaticSlot):
+            leaves.append(slot.value.value)
         else:
             leaves.append(next(it))
     return jax.tree.unflatten(skel.treedef, leaves)
@@ -254,8 +258,8 @@ def added_attributes(before: Skeleton, after: Skeleton) -> list[tuple[Any, ...]]
                 diff(old[key], sub, (*path, key))
 
     for s0, s1 in zip(before.slots, after.slots):
-        if s0[0] == "graph" and s1[0] == "graph":
-            diff(s0[1], s1[1], tuple(s0[2]))
+        if isinstance(s0, GraphSlot) and isinstance(s1, GraphSlot):
+            diff(s0.graphdef, s1.graphdef, tuple(s0.root))
     return added
 
 
@@ -300,8 +304,8 @@ def apply_graph_updates(
     reuse = {j: outer[i] for j, i in enumerate(origin) if i is not None}
     builder = InPlaceBuilder(iter(new_values), reuse)
     for slot in after.slots:
-        if slot[0] == "graph":
-            builder.build(slot[1])
+        if isinstance(slot, GraphSlot):
+            builder.build(slot.graphdef)
     return [builder.nodes[j] for j in range(len(builder.nodes))]
 
 
@@ -399,7 +403,7 @@ def _carry_arg(arg: Any) -> tuple[Any, list[Entry]]:
     the static aux); other arguments as they are."""
     walker = Walker(transform="split_inputs")
     skel, entries = split_args((arg,), (None,), walker)
-    if not any(s[0] == "graph" for s in skel.slots):
+    if not any(isinstance(s, GraphSlot) for s in skel.slots):
         return arg, []
     return Carrier([e.value for e in entries], StaticValue(skel)), entries
 

@@ -19,7 +19,7 @@ from lens.core import pack_trace as _trace
 from lens.nnx.graphwalk import Walker
 from lens.nnx.pytreelib import Object
 from lens.nnx.tracers import structure_epoch
-from lens.nnx.transforms.general import Entry, Skeleton, merge_outputs
+from lens.nnx.transforms.general import Entry, Skeleton, StaticSlot, merge_outputs
 from lens.nnx.transforms.jit_refs import unmark_refs
 from lens.nnx.variablelib import StaticValue, Variable
 from lens.traceback_util import api_boundary
@@ -56,7 +56,7 @@ class CachedWalk:
     """
 
     epoch: int
-    kinds: tuple[Any, ...]  # per argument: the object itself, or "array"
+    kinds: tuple[Any, ...]  # per argument: the object itself, "array" or a StaticSlot
     signature: Any
     static: frozenset[int]
     containers: list[tuple[Any, Any]]  # (container, snapshot of its items)
@@ -127,7 +127,7 @@ def _arg_kinds(args: tuple[Any, ...], static: frozenset[int]) -> tuple[Any, ...]
     kinds: list[Any] = []
     for i, a in enumerate(args):
         if i in static:
-            kinds.append(("static", StaticValue(a)))
+            kinds.append(StaticSlot(StaticValue(a)))
         elif isinstance(a, Object | Variable):
             kinds.append(a)
         elif isinstance(a, jax.Array | np.ndarray):
@@ -141,8 +141,8 @@ def _same_kinds(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):
-        if isinstance(x, tuple):
-            if not (isinstance(y, tuple) and x == y):
+        if isinstance(x, StaticSlot):
+            if not (isinstance(y, StaticSlot) and x == y):
                 return False
         elif x is not y:
             return False

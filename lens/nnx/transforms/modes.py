@@ -51,8 +51,8 @@ def check_simple_outputs(name: str, out: Any, walker: Walker) -> None:
     outside the function among the outputs."""
     for path, v in variables_with_paths(out, "output"):
         i = walker.index.get(id(v))
-        if i is not None and walker.specs[i][2] == "input":
-            raise _duplicate(name, v, path_str(walker.specs[i][1]), path)
+        if i is not None and walker.specs[i].role == "input":
+            raise _duplicate(name, v, path_str(walker.specs[i].path), path)
         frame_of = object.__getattribute__(v, "_lens_frame")
         if i is None and walker.frame is not None and frame_of is not walker.frame:
             raise errors.CapturedOutputError(

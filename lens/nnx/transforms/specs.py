@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import jax
 
@@ -139,12 +139,38 @@ def wrap_objects(tree: Any) -> Any:
     )
 
 
+class GraphSlot(NamedTuple):
+    """An argument leaf that is an object: its graph def and where it was met."""
+
+    graphdef: Any
+    root: tuple[Any, ...]  # ("args", i) or ("args", i, j): its place in the call
+
+
+class LeafSlot(NamedTuple):
+    """An argument leaf that is an array (or another pytree leaf)."""
+
+
+class StaticSlot(NamedTuple):
+    """A static argument (``static_argnums``): its value is part of the key."""
+
+    value: StaticValue
+
+
+Slot = GraphSlot | LeafSlot | StaticSlot
+
+
 @dataclasses.dataclass(frozen=True)
 class Skeleton:
     """The static half of the arguments: pytree structure, graph defs, statics."""
 
     treedef: Any
-    slots: tuple[Any, ...]  # per leaf: ("graph", def) | ("leaf",) | ("static", v)
+    slots: tuple[Slot, ...]  # one per argument leaf
+
+    def root_of(self, i: int) -> tuple[Any, ...]:
+        """Where the object at slot ``i`` was met (``("args", 0)``)."""
+        slot = self.slots[i]
+        assert isinstance(slot, GraphSlot), slot
+        return slot.root
 
 
 class Carrier:
