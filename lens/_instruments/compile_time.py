@@ -41,7 +41,7 @@ import jax
 
 from lens import errors
 from lens._instruments import module_scopes
-from lens._views import install
+from lens._views import Displayable
 
 OUTSIDE = "(outside modules)"
 """Where equations that no module made are counted."""
@@ -99,7 +99,7 @@ class Repeat:
 
 
 @dataclasses.dataclass(frozen=True)
-class CompileTime:
+class CompileTime(Displayable):
     """One call's compile time: the stages, the cache, the equations per module.
 
     Times are seconds. ``trace_s``, ``lower_s`` and ``compile_s`` are lens's
@@ -109,6 +109,9 @@ class CompileTime:
     JAX reported none). ``modules`` is sorted by equations, most first, and its
     counts sum to ``equations``, the jaxpr's equations, sub-jaxprs included.
     """
+
+    __lens_view__ = "compile time"  # drawn by lens.display
+    __lens_protocols__ = ("bundle", "rich")
 
     function: str
     jit: str  # "jax.jit", "nnx.jit", "jax.jit (applied by lens.compile_time)"
@@ -197,9 +200,6 @@ class CompileTime:
             f"CompileTime({self.function}: {stages}; {self.equations:,} equations; "
             f"persistent cache: {self.cache})"
         )
-
-
-install(CompileTime, ("bundle", "rich"))  # its views: lens.display._compile_time
 
 
 def seconds(s: float) -> str:

@@ -28,7 +28,7 @@ import jax
 import numpy as np
 
 from lens._instruments.signature import parameter_names
-from lens._views import install
+from lens._views import Displayable
 
 PARAMETERS = "parameters"
 OPTIMIZER = "optimizer state"
@@ -62,8 +62,11 @@ class Donation:
 
 
 @dataclasses.dataclass(frozen=True)
-class Memory:
+class Memory(Displayable):
     """One compiled call's device memory, by category and module (bytes)."""
+
+    __lens_view__ = "memory"  # drawn by lens.display
+    __lens_protocols__ = ("bundle", "rich")
 
     function: str
     parts: tuple[Part, ...]
@@ -138,9 +141,6 @@ class Memory:
 
     def __repr__(self) -> str:
         return self.text()
-
-
-install(Memory, ("bundle", "rich"))  # its view: lens.display._memory
 
 
 def fmt_bytes(n: int | None) -> str:

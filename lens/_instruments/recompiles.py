@@ -48,7 +48,7 @@ from lens._instruments.signature import (
     describe_array,
     static_fact,
 )
-from lens._views import install
+from lens._views import Displayable
 
 _TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 _HISTORY = 64  # traces kept per function (code location)
@@ -79,6 +79,7 @@ class _Process:
         self.lock = threading.Lock()
         self.warned = False
         self.subscribers: list[Callable[[Retrace], None]] = []
+        self.showing = 0  # subscribers that show each retrace (a notebook)
 
 
 def enabled() -> bool:
@@ -196,7 +197,7 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-class Recompiles:
+class Recompiles(Displayable):
     """The retraces seen while it was listening: ``lens.recompiles()`` returns one.
 
     Called, ``lens.recompiles()`` turns the explainer on for the process and the
@@ -205,6 +206,9 @@ class Recompiles:
     retraces. ``log.retraces`` lists them (first traces are in ``log.traces``);
     in a notebook the log shows as a table, ``log.text()`` as text.
     """
+
+    __lens_view__ = "recompiles"  # drawn by lens.display
+    __lens_protocols__ = ("bundle", "rich")
 
     def __init__(self, on: bool = True) -> None:
         self.traces: list[Retrace] = []
@@ -270,9 +274,6 @@ class Recompiles:
         return self.text()
 
 
-install(Recompiles, ("bundle", "rich"))  # its views: lens.display._recompiles
-
-
 def recompiles(on: bool = True) -> Recompiles:
     """Explains each retrace of a jitted function (``jax.jit``, ``nn.jit``, ``nnx.jit``).
 
@@ -298,16 +299,22 @@ def restore(token: contextvars.Token[bool | None]) -> None:
     _override.reset(token)
 
 
-def subscribe(callback: Callable[[Retrace], None]) -> Callable[[], None]:
-    """Calls ``callback`` with each explained trace; returns the unsubscriber."""
+def subscribe(
+    callback: Callable[[Retrace], None], shows: bool = False
+) -> Callable[[], None]:
+    """Calls ``callback`` with each explained trace; returns the unsubscriber.
+    ``shows``: the callback shows every retrace to the user (a notebook's cells),
+    so they are not logged as well."""
     _listen()
     with _process.lock:
         _process.subscribers.append(callback)
+        _process.showing += shows
 
     def unsubscribe() -> None:
         with _process.lock:
             if callback in _process.subscribers:
                 _process.subscribers.remove(callback)
+                _process.showing -= shows
 
     return unsubscribe
 
@@ -832,7 +839,7 @@ def _publish(trace: Retrace) -> None:
             callback(trace)
         except Exception:  # a view's error must not break the trace
             logger.debug("a recompiles subscriber failed", exc_info=True)
-    if not trace.first and not blocks and not _process.subscribers:
+    if not trace.first and not blocks and not _process.showing:
         logger.warning(trace.text())
 
 

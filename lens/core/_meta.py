@@ -16,13 +16,13 @@ from typing import Any, Generic, TypeVar
 
 import jax
 
-from lens._views import install as install_views
+from lens._views import Displayable
 
 A = TypeVar("A")
 TAxisMetadata = TypeVar("TAxisMetadata", bound="AxisMetadata[Any]")
 
 
-class AxisMetadata(Generic[A], metaclass=abc.ABCMeta):
+class AxisMetadata(Displayable, Generic[A], metaclass=abc.ABCMeta):
     """Abstract base class for boxed metadata; generic in the boxed value's type.
 
     ``AxisMetadata[jax.Array]`` annotates a box holding an array.
@@ -34,6 +34,9 @@ class AxisMetadata(Generic[A], metaclass=abc.ABCMeta):
     ``add_axis`` and ``remove_axis`` must be inverses:
     ``x.add_axis(i, p).remove_axis(i, p) == x``.
     """
+
+    __lens_view__ = "axis metadata"  # drawn by lens.display
+    __lens_protocols__ = ("bundle", "rich")
 
     @abc.abstractmethod
     def unbox(self) -> Any:
@@ -67,7 +70,6 @@ class AxisMetadata(Generic[A], metaclass=abc.ABCMeta):
 
 
 # Boxes display through lens.display (registered there; loaded when one is shown).
-install_views(AxisMetadata, ("bundle", "rich"))
 
 
 def is_axis_metadata(val: Any) -> bool:

@@ -86,6 +86,8 @@ class Scope:
       flags: flags visible as ``scope.flags`` (``initializing`` is set by init).
     """
 
+    __lens_view__ = "scope"  # drawn by lens.display (lens.show)
+
     __slots__ = (
         "_variables",
         "_rng_roots",

@@ -23,7 +23,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from lens._views import install as install_views
+from lens._views import Displayable
 from lens.core import _lanes, _meta
 
 SCHEMA_ID = "lens.pack-trace"
@@ -111,8 +111,11 @@ def _spec_tree(v: Any) -> dict[str, Any]:
     return {"shape": [], "dtype": "pytree", "leaves": [leaf_spec(x) for x in leaves]}
 
 
-class PackTrace:
+class PackTrace(Displayable):
     """The records collected by one :func:`trace_packs` block."""
+
+    __lens_view__ = "pack trace"  # drawn by lens.display
+    __lens_protocols__ = ("bundle",)
 
     def __init__(self) -> None:
         self.records: list[dict[str, Any]] = []
@@ -144,9 +147,6 @@ class PackTrace:
 
     def __repr__(self) -> str:
         return f"PackTrace({len(self.records)} pack calls: {self.transforms()})"
-
-
-install_views(PackTrace, ("bundle",))
 
 
 @contextlib.contextmanager

@@ -31,22 +31,23 @@ from lens.display._show import view_of as view_of
 from lens.display._variables import VariablesView as VariablesView
 
 
-# The one registry (lens/_views.py): which view shows which lens object. Names,
-# not classes, so loading lens.display imports none of lens.nn / lens.nnx.
+# The one registry (lens/_views.py): which view draws each view name that a class
+# declares (``__lens_view__``); names, not classes, so loading lens.display imports
+# none of lens.nn / lens.nnx.
 def _register_views() -> None:
     from lens._views import register
     from lens.display._nnx import nnx_view
 
-    register("lens.core._meta.AxisMetadata", BoxView)
-    register("lens.core._trace.PackTrace", PackTraceView)
-    register("lens.core._scope.Scope", ScopeView)
-    register("lens.nn._module_entry.ModuleEntryPoints", ModuleView)
-    register("lens.nnx.pytreelib.Object", nnx_view)
-    register("lens.nnx.statelib.State", nnx_view)
-    register("lens.nnx.variablelib.Variable", BoxView)
-    register("lens._instruments.recompiles.Recompiles", RecompilesView)
-    register("lens._instruments.memory.Memory", MemoryView)
-    register("lens._instruments.compile_time.CompileTime", CompileTimeView)
+    register("axis metadata", BoxView)
+    register("pack trace", PackTraceView)
+    register("scope", ScopeView)
+    register("linen module", ModuleView)
+    register("nnx object", nnx_view)
+    register("nnx state", nnx_view)
+    register("nnx variable", BoxView)
+    register("recompiles", RecompilesView)
+    register("memory", MemoryView)
+    register("compile time", CompileTimeView)
 
 
 _register_views()

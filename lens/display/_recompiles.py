@@ -171,7 +171,7 @@ class _CellWatcher:
         self.ipython = ipython
         self.pending: list[Retrace] = []
         self.lock = threading.Lock()
-        self.unsubscribe = subscribe(self._add)
+        self.unsubscribe = subscribe(self._add, shows=True)
         self.log = recompiles(True)
         ipython.events.register("post_run_cell", self.show)
 

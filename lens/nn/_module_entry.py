@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from lens import errors
-from lens._views import install as install_views
+from lens._views import Displayable
 from lens.core.scope import DenyList, Filter, union_filters
 from lens.core.scope import apply as core_apply
 from lens.core.scope import bind as core_bind
@@ -194,8 +194,10 @@ def _follow(module: Any, path: tuple[Any, ...]) -> Any:
     return x
 
 
-class ModuleEntryPoints(ModuleBase):
+class ModuleEntryPoints(Displayable, ModuleBase):
     """The ways to run a module: ``init``, ``apply``, ``bind`` and friends."""
+
+    __lens_view__ = "linen module"  # drawn by lens.display
 
     @api_boundary
     def bind(
@@ -393,4 +395,3 @@ class ModuleEntryPoints(ModuleBase):
 
 # Modules display through lens.display (registered there; loaded when shown);
 # each protocol is guarded: an error becomes a DisplayWarning and the plain repr.
-install_views(ModuleEntryPoints)

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from lens import errors
-from lens._views import install as install_views
+from lens._views import Displayable
 from lens.configurations import config
 from lens.nnx import pytree_repr, reprlib
 from lens.nnx.pytree_state import PytreeState as PytreeState
@@ -75,9 +75,11 @@ class ObjectMeta(abc.ABCMeta):
 PytreeMeta = ObjectMeta
 
 
-class Object(reprlib.Representable, metaclass=ObjectMeta):
+class Object(Displayable, reprlib.Representable, metaclass=ObjectMeta):
     """A node with reference semantics: attributes hold variables, other objects,
     lists/tuples/dicts of them, arrays and static values."""
+
+    __lens_view__ = "nnx object"  # drawn by lens.display
 
     def __init_subclass__(cls, pytree: bool | None = None, **kwargs: Any) -> None:
         # As flax.nnx 0.12: every subclass is a JAX pytree (``jax.tree.map(f,
@@ -590,4 +592,3 @@ def _declare(value: Any, kind: str, kwargs: dict[str, Any]) -> Any:
 
 
 # Objects display through lens.display (registered there; loaded on first display).
-install_views(Object)

@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 import jax
 
 from lens import errors
-from lens._views import install as install_views
+from lens._views import Displayable
 from lens.nnx import reprlib
 from lens.nnx.filterlib import PathIn, filters_to_predicates, to_predicate
 from lens.nnx.graphwalk import Path, path_str
@@ -94,13 +94,15 @@ class NestedStateRepr(reprlib.Representable):
         return subtree_renderer(children, path=path)
 
 
-class State(reprlib.Representable, MutableMapping):
+class State(Displayable, reprlib.Representable, MutableMapping):
     """Variables as a nested mapping: ``state['encoder']['kernel']`` or
     ``state.encoder.kernel``. A pytree whose leaves are the variables' values.
 
     Built from a mapping or, like ``dict``, from ``(key, value)`` pairs (what
     orbax's partial restore rebuilds it from: ``type(template)(pairs)``).
     Subclasses are pytrees too."""
+
+    __lens_view__ = "nnx state"  # drawn by lens.display
 
     def __init__(
         self,
@@ -290,7 +292,6 @@ def _register_state_pytree(cls: type[State]) -> None:
 
 _register_state_pytree(State)
 # States display through lens.display (registered there; loaded on first display).
-install_views(State)
 
 
 def _value(x: Any) -> Any:

@@ -85,6 +85,8 @@ class Variable(Generic[A], metaclass=VariableMeta):
     ``__dict__`` from another base).
     """
 
+    __lens_view__ = "nnx variable"  # drawn by lens.display (lens.show)
+
     __slots__ = ("_raw_value", "_trace_state", "_var_metadata")
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -212,7 +212,7 @@ def test_view_of_falls_back_through_the_one_mechanism(monkeypatch):
 
     monkeypatch.setitem(
         lens._views._FACTORIES,
-        "lens.nn._module_entry.ModuleEntryPoints",
+        "linen module",
         lambda m: (_ for _ in ()).throw(RuntimeError("factory boom")),
     )
     module = nn.Dense(3)
@@ -231,7 +231,7 @@ def test_a_module_whose_view_fails_still_displays(monkeypatch):
 
     # the registry shows modules with ModuleView; make that view fail
     monkeypatch.setitem(
-        lens._views._FACTORIES, "lens.nn._module_entry.ModuleEntryPoints", broken
+        lens._views._FACTORIES, "linen module", broken
     )
     with pytest.warns(DisplayWarning, match="view boom"):
         bundle = nn.Dense(3)._repr_mimebundle_()

@@ -148,11 +148,11 @@ def test_a_broken_signature_never_breaks_the_trace(monkeypatch):
 
 
 def test_the_magic_shows_each_cells_retraces():
-    from IPython.testing.globalipapp import get_ipython
+    from IPython.core.interactiveshell import InteractiveShell
 
     from lens.display import _recompiles as view
 
-    ip = get_ipython()
+    ip = InteractiveShell.instance()
     view.load_magic(ip)
     shown = []
     try:
@@ -174,6 +174,7 @@ def test_the_magic_shows_each_cells_retraces():
     finally:
         ip.run_line_magic("lens_recompiles", "off")
         view.unload_magic(ip)
+        InteractiveShell.clear_instance()
     assert [t.cause for t in shown if not t.first] == ["shape"]
     assert not R.enabled()
     with pytest.raises(ValueError, match="takes on or off"):
