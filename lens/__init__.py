@@ -59,6 +59,7 @@ _ATTRS = {
     "is_strict": ("lens._strict", "is_strict"),
     "recompiles": ("lens._instruments.recompiles", "recompiles"),
     "memory": ("lens._instruments.memory", "memory"),
+    "sharding": ("lens._instruments.sharding", "sharding"),
     "compile_time": ("lens._instruments.compile_time", "compile_time"),
 }
 

@@ -2,5 +2,6 @@
 
 Each instrument makes plain records a test can check (why a function was traced
 again, where its compile time goes), and lens.display draws them (text, rich,
-script-free HTML). Public names are ``lens.recompiles`` and ``lens.compile_time``.
+script-free HTML). Public names: ``lens.recompiles``, ``lens.compile_time``,
+``lens.memory`` and ``lens.sharding``.
 """

@@ -28,6 +28,7 @@ import jax
 import numpy as np
 
 from lens._instruments.signature import parameter_names
+from lens._instruments.units import fmt_bytes
 from lens._views import Displayable
 
 PARAMETERS = "parameters"
@@ -141,15 +142,6 @@ class Memory(Displayable):
 
     def __repr__(self) -> str:
         return self.text()
-
-
-def fmt_bytes(n: int | None) -> str:
-    if n is None:
-        return "?"
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
 
 
 # -- walking the arguments

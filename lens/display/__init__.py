@@ -23,6 +23,7 @@ from lens.display._pack import PackTraceView as PackTraceView
 from lens.display._pack import pack_mimebundle as pack_mimebundle
 from lens.display._recompiles import RecompilesView as RecompilesView
 from lens.display._safe import DisplayWarning as DisplayWarning
+from lens.display._sharding import ShardingView as ShardingView
 from lens.display._show import load_ipython_extension as load_ipython_extension
 from lens.display._show import show as show
 from lens.display._show import show_lifting as show_lifting
@@ -48,6 +49,7 @@ def _register_views() -> None:
     register("recompiles", RecompilesView)
     register("memory", MemoryView)
     register("compile time", CompileTimeView)
+    register("sharding", ShardingView)
 
 
 _register_views()

@@ -17,8 +17,8 @@ from lens._instruments.memory import (
     RNG,
     TEMPORARIES,
     Memory,
-    fmt_bytes,
 )
+from lens._instruments.units import fmt_bytes
 from lens.display._base import View, e
 
 # translucent accents that read on light and dark themes alike
