@@ -35,6 +35,7 @@ from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+import lens
 from lens import display, nn, nnx
 from lens.training import checkpoints
 
@@ -333,6 +334,11 @@ def run(out_dir: str) -> dict[str, Any]:
     )
     shown = {"params": nn_run["params"], "restored": nn_restored, "batch": {"x": x}}
     result["display"] = np.array(display.VariablesView(shown).text())
+    report = lens.sharding({"params": nn_run["params"], "batch": {"x": x}})
+    result["sharding"] = np.array(report.text())
+    result["sharding_bytes"] = np.array(
+        [(d.process, d.id, d.bytes) for d in report.devices], dtype=np.int64
+    )
     if jax.process_count() > 1:
         ckpt_dir = os.path.join(out_dir, "ckpt")
         for name, text in fault_checks(ckpt_dir, x, nn_run["params"]).items():

@@ -233,6 +233,18 @@ def test_display_shows_each_process_and_device(runs, process):
     assert "mean" in _line(one, "batch", "", "x")
 
 
+@pytest.mark.parametrize("process", [0, 1])
+def test_the_sharding_view_names_each_process_devices(runs, process):
+    """lens.sharding on two processes: every device of the mesh, named by its
+    process, and the same bytes per device as one process of 8 devices counts."""
+    text = str(runs["two"][process]["sharding"])
+    assert "p0:d" in text and "p1:d" in text
+    two = runs["two"][process]["sharding_bytes"]
+    assert sorted({int(p) for p, _, _ in two}) == [0, 1]
+    one = runs["one"]["sharding_bytes"]
+    assert sorted(int(b) for _, _, b in two) == sorted(int(b) for _, _, b in one)
+
+
 def test_multiprocess_save_faults_reach_every_process(runs):
     for process, result in enumerate(runs["two"]):
         single = str(result["fault_single"])
