@@ -46,7 +46,7 @@ $(VENV)/.compiled: $(VENV)/.installed
 # The JupyterLab extension (TypeScript in extension/), built with the venv's JupyterLab
 # into lens/labextension and linked into the venv, so `jupyter labextension list`
 # shows lens-pack enabled.
-EXT_SRC := extension/package.json extension/tsconfig.json $(wildcard extension/src/*.ts) extension/src/pack_trace.schema.json extension/src/palette.json extension/style/index.css
+EXT_SRC := extension/package.json extension/tsconfig.json $(wildcard extension/src/*.ts) extension/src/pack_trace.schema.json extension/src/palette.json extension/src/glossary.json extension/style/index.css
 
 # `npm ci`: exactly the committed lock, which it never rewrites.
 extension/node_modules/.installed: extension/package.json extension/package-lock.json

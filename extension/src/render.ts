@@ -3,7 +3,10 @@
  * boxes with a breadcrumb back out), in each box one lane per variable grouped by
  * filter group — outer value, inner value, how it was lifted, what came back — then
  * the rng streams. A filter box, collapsible groups and a details panel keep large
- * traces readable.
+ * traces readable. Technical terms in the captions (`carried step to step`, `split
+ * along axis 0`, `broadcast`, ...) are underlined with dots where the picture first
+ * says them and hold their plain words as hover text (`glossary.ts`), as in lens's
+ * script-free HTML.
  *
  * Strings from the payload only ever reach the page through textContent and
  * attributes (never innerHTML), so user names such as `<img src=x onerror=...>`
@@ -33,6 +36,7 @@ import {
   sharedNote,
   startsOpen
 } from './layout';
+import { Gloss, Term } from './glossary';
 
 function el(tag: string, cls?: string, text?: string): HTMLElement {
   const node = document.createElement(tag);
@@ -127,7 +131,30 @@ function breakable(node: HTMLElement, text: string): HTMLElement {
   return node;
 }
 
-function laneRow(lane: Lane, manyRoots: boolean, noteInHead = false): HTMLElement {
+/** A term, underlined with dots, its plain words in `title` (what hover shows). */
+function termNode(term: Term): HTMLElement {
+  const node = el('span', 'lens-pack-term');
+  node.title = term.means;
+  return node;
+}
+
+/**
+ * Appends `text` with each term that `gloss` has not explained yet in a term node
+ * (textContent unchanged); with `slashes`, lines may break after each `/`.
+ */
+function glossed(node: HTMLElement, text: string, gloss: Gloss, slashes = false): HTMLElement {
+  for (const piece of gloss.pieces(text)) {
+    const into = piece.term ? node.appendChild(termNode(piece.term)) : node;
+    if (slashes) {
+      breakable(into, piece.text);
+    } else {
+      into.appendChild(document.createTextNode(piece.text));
+    }
+  }
+  return node;
+}
+
+function laneRow(lane: Lane, manyRoots: boolean, gloss: Gloss, noteInHead = false): HTMLElement {
   const row = el('div', 'lens-pack-lane');
   row.dataset.key = lane.key;
   row.dataset.collection = lane.collection;
@@ -149,7 +176,7 @@ function laneRow(lane: Lane, manyRoots: boolean, noteInHead = false): HTMLElemen
   row.appendChild(shapeNode(lane.inner, null, 'lens-pack-inner'));
   const how = el('span', 'lens-pack-how');
   if (!noteInHead) {
-    how.appendChild(el('span', 'lens-pack-note', lane.note));
+    how.appendChild(glossed(el('span', 'lens-pack-note'), lane.note, gloss));
     how.appendChild(document.createTextNode(' ')); // the line may break here, not inside a word
   }
   // In a box the commit target is the lifted scope; named per lane only when there are several.
@@ -181,6 +208,8 @@ function laneHead(): HTMLElement {
 /** Interactive view state: the boxes, the filter, the details panel. */
 export class PackView {
   query = '';
+  /** Which terms the picture has explained (each once, where it first says it). */
+  private gloss = new Gloss();
   private boxes: { rec: PackRecord; node: HTMLDetailsElement; crumbs: HTMLDetailsElement[] }[] = [];
 
   constructor(
@@ -200,6 +229,7 @@ export class PackView {
     const host = this.host;
     host.replaceChildren();
     this.boxes = [];
+    this.gloss = new Gloss();
     const root = el('div', 'lens-pack');
     const packs = this.trace.packs;
     const records = allRecords(this.trace);
@@ -218,7 +248,7 @@ export class PackView {
       header.appendChild(box);
     }
     root.appendChild(header);
-    root.appendChild(legend());
+    root.appendChild(legend(this.gloss));
     if (this.problems.length) {
       root.appendChild(renderProblems(this.problems));
     }
@@ -252,7 +282,7 @@ export class PackView {
     box.open = startsOpen(depth, index, siblings);
     const head = el('summary', 'lens-pack-box-head');
     head.appendChild(el('span', 'lens-pack-badge', rec.transform));
-    head.appendChild(breakable(el('span', 'lens-pack-summary'), rec.summary));
+    head.appendChild(glossed(el('span', 'lens-pack-summary'), rec.summary, this.gloss, true));
     box.appendChild(head);
     if (chain.length) {
       const crumbs = el('div', 'lens-pack-crumbs');
@@ -286,20 +316,20 @@ export class PackView {
       box.appendChild(el('div', 'lens-pack-options', options));
     }
     if (rec.axes && rec.axes.text) {
-      box.appendChild(axesNode(rec.axes));
+      box.appendChild(axesNode(rec.axes, this.gloss));
     }
     const notes = rec.scope_notes.filter(n => !n.root || rec.scope_notes.length > 1);
     for (const n of notes) {
-      box.appendChild(breakable(el('div', 'lens-pack-scope'), `${n.path}: ${n.text}`));
+      box.appendChild(glossed(el('div', 'lens-pack-scope'), `${n.path}: ${n.text}`, this.gloss, true));
     }
     const roots = rec.scopes.filter(sc => sc.root).map(sc => sc.path);
     const mutableBack = rec.lanes.some(l => l.committed);
     if (roots.length === 1 && mutableBack) {
-      box.appendChild(breakable(el('div', 'lens-pack-scope'), `writes the variables back to ${roots[0]}`));
+      box.appendChild(glossed(el('div', 'lens-pack-scope'), `writes the variables back to ${roots[0]}`, this.gloss, true));
     }
     const groups = rec.passes ? [] : laneGroups(rec);
     if (rec.passes) {
-      box.appendChild(passesNode(rec));
+      box.appendChild(passesNode(rec, this.gloss));
     }
     if (groups.length) {
       // How wide each column wants to be and can shrink to; the stylesheet's grid
@@ -317,18 +347,18 @@ export class PackView {
       sec.className = 'lens-pack-group';
       sec.open = g.lanes.length <= OPEN_GROUP_LANES;
       const title = el('summary', 'lens-pack-group-head');
-      title.appendChild(el('span', undefined, g.title));
+      title.appendChild(glossed(el('span'), g.title, this.gloss));
       const count = el('span', 'lens-pack-count', ` · ${plural(g.lanes.length, 'variable')}`);
       count.dataset.total = String(g.lanes.length);
       title.appendChild(count);
       // One note for the whole group (e.g. "vmap axis 0, size 3") is said once, here.
       const shared = sharedNote(g);
       if (shared) {
-        title.appendChild(el('span', 'lens-pack-group-note', ` · each ${shared}`));
+        title.appendChild(glossed(el('span', 'lens-pack-group-note', ' · each '), shared, this.gloss));
       }
       sec.appendChild(title);
       for (const lane of g.lanes) {
-        sec.appendChild(laneRow(lane, roots.length > 1, shared !== null));
+        sec.appendChild(laneRow(lane, roots.length > 1, this.gloss, shared !== null));
       }
       box.appendChild(sec);
     }
@@ -337,12 +367,15 @@ export class PackView {
       row.dataset.split = String(r.split);
       row.appendChild(el('span', 'lens-pack-col', 'rng '));
       row.appendChild(el('b', undefined, r.stream));
-      row.appendChild(document.createTextNode(`: ${r.text}`));
+      row.appendChild(document.createTextNode(': '));
+      glossed(row, r.text, this.gloss);
       box.appendChild(row);
     }
     const hidden = [...(rec.hidden_collections ?? []), ...(rec.hidden_rngs ?? []).map(r => `rng ${r}`)];
     if (hidden.length) {
-      box.appendChild(el('div', 'lens-pack-none', `not lifted: ${hidden.join(', ')}`));
+      const line = glossed(el('div', 'lens-pack-none', 'not '), 'lifted', this.gloss);
+      line.appendChild(document.createTextNode(`: ${hidden.join(', ')}`));
+      box.appendChild(line);
     }
     rec.children.forEach((child, i) =>
       box.appendChild(this.renderBox(child, [...chain, box], depth + 1, i, rec.children.length))
@@ -407,9 +440,12 @@ export class PackView {
     }
     panel.appendChild(title);
     const grid = el('div', 'lens-pack-details-grid');
+    // The panel explains its own terms (its keys and lens's words, not the names).
+    const gloss = new Gloss();
     for (const [k, v] of laneDetails(lane)) {
-      grid.appendChild(el('span', 'lens-pack-details-key', k));
-      grid.appendChild(breakable(el('span', 'lens-pack-details-value'), v));
+      grid.appendChild(glossed(el('span', 'lens-pack-details-key'), k, gloss));
+      const value = el('span', 'lens-pack-details-value');
+      grid.appendChild(GLOSSED_DETAILS.has(k) ? glossed(value, v, gloss, true) : breakable(value, v));
     }
     panel.appendChild(grid);
     // A chip's panel goes below the whole row of chips, across its width.
@@ -428,13 +464,31 @@ export class PackView {
   }
 }
 
-/** `label: ` then each argument (or result part) as a chip: its name in bold, how it goes. */
-function argChips(node: HTMLElement, label: string, args: { arg: string; axis: string }[]): void {
+/** The details panel's values in lens's words (the others are names and shapes). */
+const GLOSSED_DETAILS = new Set(['lifted', 'came back']);
+
+/**
+ * `label: ` then each argument (or result part) as a chip: its name in bold, how it
+ * goes, the terms explained. A term may take in the name (a scan's `carry from the
+ * last step`); one found in the name alone (an argument called `broadcast`) is not.
+ */
+function argChips(node: HTMLElement, label: string, args: { arg: string; axis: string }[], gloss: Gloss): void {
   node.appendChild(el('span', 'lens-pack-col', `${label}: `));
   args.forEach((a, i) => {
     const chip = el('span', 'lens-pack-arg');
-    chip.appendChild(el('b', undefined, a.arg));
-    chip.appendChild(document.createTextNode(` ${a.axis}`));
+    const bold = a.arg.length;
+    let at = 0;
+    for (const piece of gloss.pieces(`${a.arg} ${a.axis}`, bold)) {
+      const into = piece.term ? chip.appendChild(termNode(piece.term)) : chip;
+      const end = at + piece.text.length;
+      if (at < bold) {
+        into.appendChild(el('b', undefined, piece.text.slice(0, bold - at)));
+      }
+      if (end > Math.max(at, bold)) {
+        into.appendChild(document.createTextNode(piece.text.slice(Math.max(0, bold - at))));
+      }
+      at = end;
+    }
     node.appendChild(chip);
     if (i < args.length - 1) {
       node.appendChild(document.createTextNode(' '));
@@ -447,16 +501,16 @@ function argChips(node: HTMLElement, label: string, args: { arg: string; axis: s
  * along axis 0 · axis_name 'batch'`, each argument a chip (lens words the axes); a
  * scan's results part by part: `outputs: carry from the last step, ys stacked ...`.
  */
-function axesNode(axes: Axes): HTMLElement {
+function axesNode(axes: Axes, gloss: Gloss): HTMLElement {
   const node = el('div', 'lens-pack-axes');
   node.title = axes.text;
   if (axes.in.length) {
-    argChips(node, 'inputs', axes.in);
+    argChips(node, 'inputs', axes.in, gloss);
   }
   const rest: string[] = [];
   if (axes.out_parts && axes.out_parts.length) {
     node.appendChild(document.createTextNode(axes.in.length ? ' · ' : ''));
-    argChips(node, 'outputs', axes.out_parts);
+    argChips(node, 'outputs', axes.out_parts, gloss);
   } else if (axes.out !== null) {
     rest.push(`outputs ${axes.out}`);
   }
@@ -468,16 +522,16 @@ function axesNode(axes: Axes): HTMLElement {
   }
   if (rest.length) {
     const before = axes.in.length || (axes.out_parts && axes.out_parts.length);
-    node.appendChild(el('span', undefined, `${before ? ' · ' : ''}${rest.join(' · ')}`));
+    node.appendChild(glossed(el('span', undefined, before ? ' · ' : ''), rest.join(' · '), gloss));
   }
   return node;
 }
 
 /** A pass-through box (jit, remat): what it does, and each variable that flows as a chip. */
-function passesNode(rec: PackRecord): HTMLElement {
+function passesNode(rec: PackRecord, gloss: Gloss): HTMLElement {
   const node = el('div', 'lens-pack-passes');
-  const line = el('div', 'lens-pack-passes-text', rec.passes!.text);
-  line.appendChild(el('span', 'lens-pack-col', ` · ${rec.passes!.flow}`));
+  const line = glossed(el('div', 'lens-pack-passes-text'), rec.passes!.text, gloss);
+  line.appendChild(glossed(el('span', 'lens-pack-col', ' · '), rec.passes!.flow, gloss));
   node.appendChild(line);
   const chips = el('div', 'lens-pack-chips');
   for (const lane of rec.lanes) {
@@ -499,9 +553,10 @@ function passesNode(rec: PackRecord): HTMLElement {
   return node;
 }
 
-function legend(): HTMLElement {
+function legend(gloss: Gloss): HTMLElement {
   const box = el('div', 'lens-pack-legend');
-  box.appendChild(el('span', undefined, 'outer → inner value; '));
+  box.appendChild(glossed(el('span'), 'outer value → inner value', gloss));
+  box.appendChild(document.createTextNode('; '));
   box.appendChild(el('b', 'lens-pack-axis', 'n'));
   box.appendChild(el('span', undefined, ': the axis mapped or scanned over · '));
   for (const fate of ['created', 'updated', 'dropped', 'unchanged']) {

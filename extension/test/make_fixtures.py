@@ -243,12 +243,127 @@ def colors() -> dict[str, str]:
     return {name: color(name) for name in COLOR_NAMES}
 
 
+# Captions whose terms the extension must find as lens.display does (besides every
+# caption of the golden payloads): one per glossary term, terms at the edges of
+# words (Python's \b and \d are Unicode-aware, JavaScript's are not), the lookbehind
+# and lookahead forms of a carry, a term said twice, non-ASCII and astral text.
+GLOSS_EXAMPLES = [
+    "outer value → inner value",
+    "x carried step to step",
+    "outputs: carry from the last step, ys stacked along axis 0",
+    "counter: carry",
+    "carry: in → out, threaded through the steps",
+    "outputs carried",
+    "x split along axis 2",
+    "y split by ('data', None)",
+    "x not split (broadcast)",
+    "y not stacked (broadcast)",
+    "broadcast again",
+    "train not split (keyword argument)",
+    "_ nothing to split (no arrays)",
+    "outputs stacked along axis 10",
+    "outputs stacked by (0, None)",
+    "axis_name 'batch' · partition name 'layers'",
+    "vmap axis 0, size 3 ('ens')",
+    "scan axis 1, length 4",
+    "params: lifted",
+    "writes the variables back to /mlp",
+    "written back",
+    "commits back",
+    "4 variables flow through",
+    "1 variable flows through",
+    "state passed through",
+    "Param passed in whole",
+    "rng params: split into 3 keys",
+    "shared (the same key inside)",
+    "rms of slices 0..5 (axis 0): 1..2",
+    "change per slice",
+    "rms per slice",
+    "RMS at step 4",
+    "stands out: 3",
+    "max|d| 0.1 rel 0.3 (was all 0)",
+    "rng streams moved on (not counted): x",
+    "sharded P('model',)",
+    "sharding",
+    "replicated",
+    "whole d0-7",
+    "on 2x4 mesh",
+    "loss log scale",
+    "log colour",
+    "each row relative to its own median",
+    "mutable: none",
+    "émutable: none; mutableé; _rel rel_ relé",
+    "été broadcast 日本語 lifted",
+    "𝒳broadcast 𝒳 lifted",
+    "split along axis ٣",
+    "carried_over carriedness carry",
+    "rel is rel",
+    "a split along axis 0 and b split along axis 1, broadcast",
+]
+
+
+def captions(docs: dict[str, Any]) -> list[str]:
+    """Every caption text of ``docs`` (golden payloads by name) that a picture
+    explains terms in, as the extension words it, then GLOSS_EXAMPLES; each once."""
+    from lens.display import _pack
+
+    out: list[str] = []
+    stack = [r for _, doc in sorted(docs.items()) for r in reversed(doc["packs"])]
+    while stack:
+        rec = stack.pop()
+        out.append(rec["summary"])
+        axes = rec.get("axes") or {}
+        out.append(axes.get("text", ""))
+        for part in axes.get("in", []) + (axes.get("out_parts") or []):
+            out += [part["axis"], f"{part['arg']} {part['axis']}"]
+        if axes.get("out"):
+            out.append(f"outputs {axes['out']}")
+        out += [f"{n['path']}: {n['text']}" for n in rec.get("scope_notes", [])]
+        out.append(_pack._commits_to(rec) or "")
+        if rec.get("passes"):
+            out += [rec["passes"]["text"], rec["passes"]["flow"]]
+        out += [_pack._group_title(rec, i) for i in range(len(rec["groups"]))]
+        out += [x for lane in rec["lanes"] for x in (lane["note"], lane["fate_text"])]
+        out += [r["text"] for r in rec["rng_lanes"]]
+        stack.extend(reversed(rec["children"]))
+    return [t for t in dict.fromkeys(out + GLOSS_EXAMPLES) if t]
+
+
+def glossed(docs: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each caption cut as lens.display cuts it (glossed.json): its pieces, each
+    with the name of the term it explains or null, for a fresh output."""
+    from lens.display._glossary import Gloss
+
+    return [
+        {
+            "text": text,
+            "pieces": [
+                [piece, term.name if term else None]
+                for piece, term in Gloss().pieces(text)
+            ],
+        }
+        for text in captions(docs)
+    ]
+
+
+def stored() -> dict[str, Any]:
+    """The golden payloads as stored (what glossed.json is cut from)."""
+    names = sorted(p.name for p in HERE.glob("*.json"))
+    return {
+        n: json.loads((HERE / n).read_text("utf-8"))
+        for n in names
+        if n not in ("colors.json", "glossed.json")
+    }
+
+
 def main() -> None:
     HERE.mkdir(exist_ok=True)
     for name, doc in payloads().items():
         (HERE / name).write_text(json.dumps(doc, indent=1) + "\n")
     text = json.dumps(colors(), indent=1, ensure_ascii=False)
     (HERE / "colors.json").write_text(text + "\n", encoding="utf-8")
+    text = json.dumps(glossed(stored()), indent=1, ensure_ascii=False)
+    (HERE / "glossed.json").write_text(text + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ import { readFileSync } from 'fs';
 import { join } from 'path';
 import { describe, expect, it } from 'vitest';
 
+import { meaning } from '../src/glossary';
 import { OPEN_GROUP_LANES } from '../src/layout';
 import { optionText, renderPayload } from '../src/render';
 
@@ -348,4 +349,106 @@ describe('renderPayload', () => {
     }
     expect(drawn).toBeGreaterThan(0); // corruption in one record leaves the others drawn
   }, 4 * HEAVY); // 300 renders
+});
+
+describe('terms explained on hover', () => {
+  /** `[term as shown, its hover text]` of every explained term under `node`, in reading order. */
+  const terms = (node: Element) =>
+    Array.from(node.querySelectorAll('.lens-pack-term')).map(n => [n.textContent, (n as HTMLElement).title]);
+  const draw = (name: string, edit?: (doc: any) => void) => {
+    const host = document.createElement('div');
+    const doc = fixture(name);
+    edit?.(doc);
+    renderPayload(host, doc);
+    return host;
+  };
+
+  it("explains a scan's carried, split and broadcast state, its results, keys and what is written back", () => {
+    const host = draw('scan_carry.json');
+    const got = Object.fromEntries(terms(host));
+    expect(got['outer value → inner value']).toBe(meaning('outer value → inner value')); // the legend
+    expect(got['broadcast']).toBe(meaning('not split (broadcast)')); // the summary: batch_stats broadcast
+    expect(got['carried step to step']).toBe(meaning('carried step to step'));
+    expect(got['split along axis 0']).toBe(meaning('split along axis n'));
+    expect(got['carry from the last step']).toBe(meaning('carry from the last step'));
+    expect(got['stacked along axis 0']).toBe(meaning('stacked along axis n'));
+    expect(got['writes the variables back']).toBe(meaning('writes the variables back'));
+    expect(got['scan axis 0, length 3']).toBe(meaning('vmap axis / scan axis')); // a group's shared note
+    expect(got['split into 3 keys']).toBe(meaning('split into n keys'));
+    // the text reads as before: the terms are spans inside it, underlined with dots
+    const axes = host.querySelector('.lens-pack-axes')!;
+    expect(axes.textContent).toBe(
+      'inputs: c carried step to step x split along axis 0 · outputs: carry from the last step ys stacked along axis 0'
+    );
+    const carry = Array.from(axes.querySelectorAll('.lens-pack-term')).find(n => n.textContent === 'carry from the last step')!;
+    expect(carry.closest('.lens-pack-arg')).not.toBeNull();
+    expect(carry.querySelector('b')!.textContent).toBe('carry'); // the part's name still bold, inside the term
+    expect(host.querySelector('.lens-pack-rng .lens-pack-term')!.textContent).toBe('split into 3 keys');
+  });
+
+  it('explains each term where the picture first says it, once per output', () => {
+    const host = draw('vmap_scan.json'); // vmap then the scan inside it: "split along axis 0" in both boxes
+    const split = terms(host).filter(([, title]) => title === meaning('split along axis n'));
+    expect(split).toEqual([['split along axis 0', meaning('split along axis n')]]);
+    const vmap = host.querySelector('.lens-pack-box')!;
+    expect(vmap.querySelector(':scope > .lens-pack-axes .lens-pack-term')!.textContent).toBe('split along axis 0');
+    const names = terms(host).map(([, title]) => title);
+    expect(new Set(names).size).toBe(names.length);
+    expect(terms(host).map(([text]) => text)).toEqual(expect.arrayContaining(['vmap axis 0, size 2', 'partition name']));
+    // another output (or the same drawn again) explains them again
+    expect(terms(draw('vmap_scan.json'))).toEqual(terms(host));
+  });
+
+  it('explains the words of a pass-through jit, an axis name and a lane note', () => {
+    const jit = Object.fromEntries(terms(draw('nnx_jit_scan.json')));
+    expect(jit['passed in whole']).toBe(meaning('flow through')); // the summary says it first
+    expect(jit['writes the variables back']).toBe(meaning('writes the variables back'));
+    const ens = draw('nnx_ensemble.json');
+    expect(Object.fromEntries(terms(ens))['axis_name']).toBe(meaning('axis_name'));
+    // a lane's own note (its group's lanes say different things), the first lane's only
+    const lanes = draw('multi_scope.json', doc => {
+      doc.packs[0].lanes[0].note += ' (first)';
+    });
+    const notes = Array.from(lanes.querySelectorAll('.lens-pack-note'));
+    expect(notes.map(n => n.textContent)).toEqual(['vmap axis 0, size 3 (first)', 'vmap axis 0, size 3', 'vmap axis 0, size 3']);
+    expect(notes.map(n => terms(n))).toEqual([[['vmap axis 0, size 3', meaning('vmap axis / scan axis')]], [], []]);
+    // "counter: carry" heads its group; the axes line has explained the carry already
+    const scan = draw('scan_carry.json');
+    const head = Array.from(scan.querySelectorAll('.lens-pack-group-head')).find(n => n.textContent!.startsWith('counter'))!;
+    expect(head.textContent).toBe('counter: carry · 1 variable');
+    expect(terms(head)).toEqual([]);
+    const noAxes = draw('scan_carry.json', doc => {
+      delete doc.packs[0].axes;
+    });
+    const first = Array.from(noAxes.querySelectorAll('.lens-pack-group-head')).find(n => n.textContent!.startsWith('counter'))!;
+    expect(terms(first)).toEqual([['carry', meaning('carried step to step')]]);
+  });
+
+  it("leaves a user's argument name alone, and payload text stays text", () => {
+    const host = draw('scan_carry.json', doc => {
+      doc.packs[0].axes.in[0].arg = 'mutable';
+      doc.packs[0].summary = 'scan of /<b>mutable</b>';
+    });
+    const chip = host.querySelector('.lens-pack-arg')!;
+    expect(chip.textContent).toBe('mutable carried step to step');
+    expect(chip.querySelector('b')!.textContent).toBe('mutable');
+    expect(chip.querySelector('b')!.closest('.lens-pack-term')).toBeNull();
+    expect(terms(chip)).toEqual([['carried step to step', meaning('carried step to step')]]);
+    const summary = host.querySelector('.lens-pack-summary')!;
+    expect(summary.textContent).toBe('scan of /<b>mutable</b>');
+    expect(summary.querySelector('b')).toBeNull();
+  });
+
+  it('explains the terms of the details panel, on their own', () => {
+    const host = draw('scan_carry.json');
+    (host.querySelector('[data-collection="counter"]') as HTMLElement).click();
+    const panel = host.querySelector('.lens-pack-details')!;
+    expect(Object.fromEntries(terms(panel))).toEqual({
+      lifted: meaning('lifted'),
+      carry: meaning('carried step to step'),
+      'written back': meaning('writes the variables back')
+    });
+    // names and shapes are not searched for terms
+    expect(panel.querySelectorAll('.lens-pack-details-value')[1].querySelector('.lens-pack-term')).toBeNull();
+  });
 });

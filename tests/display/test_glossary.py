@@ -1,10 +1,16 @@
 """Technical terms in display captions carry their plain words as hover text (a
 ``title`` that JupyterLab's sanitizer keeps), once per output; docs/displays.md's
-glossary says the same words."""
+glossary says the same words. The terms are one file, lens/display/glossary.json,
+which the JupyterLab extension ships a copy of (extension/src/glossary.json); the
+extension's unit test checks that it cuts the captions in
+extension/test/fixtures/glossed.json as lens does, and this checks that the
+fixture is what lens cuts today."""
 
 from __future__ import annotations
 
 import html
+import importlib.util
+import json
 import pathlib
 import re
 
@@ -21,7 +27,8 @@ from lens.display._glossary import TERMS, Gloss, gloss, meaning
 from lens.display._live import FrameView
 from tests.helpers import visible_text
 
-DOCS = pathlib.Path(__file__).parents[2] / "docs" / "displays.md"
+REPO = pathlib.Path(__file__).parents[2]
+DOCS = REPO / "docs" / "displays.md"
 
 
 def hovers(page: str) -> dict[str, str]:
@@ -227,3 +234,47 @@ def test_the_docs_glossary_says_what_the_hover_text_says():
     ]
     docs = {row[1]: row[2] for row in rows[2:]}  # after the head and its rule
     assert docs == {t.name: t.means for t in TERMS}
+
+
+def _maker():
+    path = REPO / "extension" / "test" / "make_fixtures.py"
+    spec = importlib.util.spec_from_file_location("make_fixtures", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_extension_ships_the_same_glossary():
+    shipped = (REPO / "lens" / "display" / "glossary.json").read_text("utf-8")
+    copy = (REPO / "extension" / "src" / "glossary.json").read_text("utf-8")
+    assert json.loads(copy) == json.loads(shipped), (
+        "cp lens/display/glossary.json extension/src/glossary.json"
+    )
+    terms = json.loads(shipped)["terms"]
+    assert [(t["name"], t["pattern"], t["means"]) for t in terms] == list(TERMS)
+
+
+def test_glossed_fixture_is_what_lens_cuts():
+    maker = _maker()
+    stored = json.loads(
+        (REPO / "extension" / "test" / "fixtures" / "glossed.json").read_text("utf-8")
+    )
+    assert stored == maker.glossed(maker.stored()), (
+        "glossed.json is stale: run .venv/bin/python extension/test/make_fixtures.py"
+    )
+    # every term is found in some caption the extension is checked on
+    found = {name for c in stored for _, name in c["pieces"] if name}
+    assert found == {t.name for t in TERMS}
+
+
+def test_patterns_use_syntax_that_python_and_javascript_read_alike():
+    """The extension builds one RegExp (flag u) from the same patterns, spelling
+    out \\b and \\d as Python reads them; anything else must mean the same in both
+    (its vitest compiles every pattern and checks glossed.json)."""
+    python_only = re.compile(
+        r"\(\?P|\(\?#|\(\?>|\(\?[aiLmsux-]+[:)]|\\[AZzGNU]|[*+?}]\+|\(\?\("
+    )
+    for term in TERMS:
+        assert not python_only.search(term.pattern), term.name
+        assert re.compile(term.pattern).groups == 0, f"{term.name}: use (?:...)"

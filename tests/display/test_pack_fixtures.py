@@ -37,10 +37,13 @@ def _without_ids(x):
     return x
 
 
-# The stored payloads (colors.json is test_palette.py's). The fresh ones are traced
-# on first use, not at collection: every pytest-xdist worker collects this file.
+# The stored payloads (colors.json is test_palette.py's, glossed.json
+# test_glossary.py's). The fresh ones are traced on first use, not at collection:
+# every pytest-xdist worker collects this file.
 STORED = sorted(
-    p.name for p in (FIXTURES / "fixtures").glob("*.json") if p.name != "colors.json"
+    p.name
+    for p in (FIXTURES / "fixtures").glob("*.json")
+    if p.name not in ("colors.json", "glossed.json")
 )
 
 
