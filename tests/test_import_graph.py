@@ -188,18 +188,9 @@ def test_core_nn_and_nnx_know_nothing_of_display():
     assert offenders == []
 
 
-# lens.nnx's rooms of several flat modules (docs/design/nnx.md); any other module
-# directly in lens/nnx is a room of its own, and so is each package (lens.core with
-# lift, lens.nn, lens.display, lens.nnx.transforms, lens.nnx.nn, ...).
-NNX_ROOMS = {
-    "variables": {"variablelib", "vardefaults", "staticvalue", "variable_hijax",
-                  "variable_hooks", "variable_names", "variable_refs",
-                  "variable_trace"},
-    "objects": {"pytreelib", "pytree_state", "pytree_repr", "tracers", "helpers"},
-    "graph": {"graph", "graphlib", "graphwalk", "graphdefs", "graph_registry",
-              "graphops", "graphupdate", "graphtree", "graphstate", "graphcontext",
-              "graphcache", "graphvars", "graphmode", "treestates"},
-}  # fmt: skip
+# Rooms are packages (lens.core with lift, lens.nn, lens.display, lens.nnx._graph,
+# lens.nnx._objects, lens.nnx.transforms, ...); a module directly in lens/nnx (a
+# flax.nnx path) is a room of its own. The folders are the rooms: no table here.
 
 
 def _room(module: str) -> str:
@@ -208,7 +199,7 @@ def _room(module: str) -> str:
         return ".".join(parts[:2])
     if (ROOT / "nnx" / parts[2]).is_dir():
         return ".".join(parts[:3])
-    return next((r for r, ms in NNX_ROOMS.items() if parts[2] in ms), module)
+    return module
 
 
 def _private_imports(mods: dict[str, pathlib.Path]) -> list[str]:
@@ -249,8 +240,11 @@ def test_no_private_name_is_imported_across_rooms():
 
 
 def test_the_room_check_finds_a_private_import(tmp_path):
-    assert _room("lens.nnx.graphops") == _room("lens.nnx.graphcache") == "graph"
-    assert _room("lens.nnx.extract_tree") == "lens.nnx.extract_tree"
+    # a package is a room: its modules share their private names
+    assert _room("lens.nnx._graph.ops") == _room("lens.nnx._graph.walk")
+    assert _room("lens.nnx._graph.ops") == "lens.nnx._graph"
+    assert _room("lens.nnx._mirror.extract_tree") == "lens.nnx._mirror"
+    assert _room("lens.nnx.graphlib") == "lens.nnx.graphlib"  # a flat module alone
     assert _room("lens.core.lift._pack") == "lens.core"
     assert _room("lens.nnx.transforms.general") == "lens.nnx.transforms"
     mods = _modules()

@@ -80,6 +80,22 @@ if TYPE_CHECKING:
     from lens.nnx import traversals as traversals
     from lens.nnx import variablelib as variablelib
     from lens.nnx import visualization as visualization
+    from lens.nnx._graph.walk import GraphDef as GraphDef
+    from lens.nnx._objects.containers import Dict as Dict
+    from lens.nnx._objects.containers import List as List
+    from lens.nnx._objects.containers import Sequential as Sequential
+    from lens.nnx._objects.containers import TrainState as TrainState
+    from lens.nnx._objects.object import Data as Data
+    from lens.nnx._objects.object import Object as Object
+    from lens.nnx._objects.object import Object as Pytree
+    from lens.nnx._objects.object import Static as Static
+    from lens.nnx._objects.object import check_pytree as check_pytree
+    from lens.nnx._objects.object import data as data
+    from lens.nnx._objects.object import dataclass as dataclass
+    from lens.nnx._objects.object import has_data as has_data
+    from lens.nnx._objects.object import is_data as is_data
+    from lens.nnx._objects.object import register_data_type as register_data_type
+    from lens.nnx._objects.object import static as static
     from lens.nnx.bridge import wrappers as wrappers
     from lens.nnx.extract import NodeStates as NodeStates
     from lens.nnx.extract import from_tree as from_tree
@@ -127,11 +143,6 @@ if TYPE_CHECKING:
     from lens.nnx.graphlib import variables as variables
     from lens.nnx.graphlib import vars_as as vars_as
     from lens.nnx.graphlib import with_vars as with_vars
-    from lens.nnx.graphwalk import GraphDef as GraphDef
-    from lens.nnx.helpers import Dict as Dict
-    from lens.nnx.helpers import List as List
-    from lens.nnx.helpers import Sequential as Sequential
-    from lens.nnx.helpers import TrainState as TrainState
     from lens.nnx.module import Module as Module
     from lens.nnx.module import capture as capture
     from lens.nnx.module import iter_children as iter_children
@@ -170,17 +181,6 @@ if TYPE_CHECKING:
     from lens.nnx.nn.recurrent import SimpleCell as SimpleCell
     from lens.nnx.nn.stochastic import Dropout as Dropout
     from lens.nnx.proxy_caller import ApplyCaller as ApplyCaller
-    from lens.nnx.pytreelib import Data as Data
-    from lens.nnx.pytreelib import Object as Object
-    from lens.nnx.pytreelib import Object as Pytree
-    from lens.nnx.pytreelib import Static as Static
-    from lens.nnx.pytreelib import check_pytree as check_pytree
-    from lens.nnx.pytreelib import data as data
-    from lens.nnx.pytreelib import dataclass as dataclass
-    from lens.nnx.pytreelib import has_data as has_data
-    from lens.nnx.pytreelib import is_data as is_data
-    from lens.nnx.pytreelib import register_data_type as register_data_type
-    from lens.nnx.pytreelib import static as static
     from lens.nnx.rnglib import Rngs as Rngs
     from lens.nnx.rnglib import RngStream as RngStream
     from lens.nnx.rnglib import fork_rngs as fork_rngs

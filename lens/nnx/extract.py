@@ -2,9 +2,9 @@
 ``out_axes`` / shardings computed from the model itself, and the helpers flax.nnx's
 transforms are built from: pytrees of objects as pytrees of states
 (``to_tree``/``from_tree``, ``to_tree2``/``from_tree2``, in
-:mod:`lens.nnx.treestates` and :mod:`lens.nnx.extract_tree`), prefix broadcasting
-and argument tuples (:mod:`lens.nnx.extract_prefix`), and the Variable updates of
-tree-mode transforms (:mod:`lens.nnx.extract_updates`).
+:mod:`lens.nnx._mirror.tree_states` and :mod:`lens.nnx._mirror.extract_tree`), prefix broadcasting
+and argument tuples (:mod:`lens.nnx._mirror.extract_prefix`), and the Variable updates of
+tree-mode transforms (:mod:`lens.nnx._mirror.extract_updates`).
 
 lens's transforms take an object's spec as a :class:`~lens.nnx.StateAxes` (a
 filter per group of variables), so ``prefix`` gives one for each object it meets;
@@ -18,62 +18,68 @@ from typing import Any, cast
 
 import jax
 
-from lens.nnx.extract_prefix import ExtractIndex as ExtractIndex
-from lens.nnx.extract_prefix import Index as Index
-from lens.nnx.extract_prefix import KeyPath as KeyPath
-from lens.nnx.extract_prefix import Leaf as Leaf
-from lens.nnx.extract_prefix import Mask as Mask
-from lens.nnx.extract_prefix import OrderedDict as OrderedDict
-from lens.nnx.extract_prefix import Prefix as Prefix
-from lens.nnx.extract_prefix import PrefixMapping as PrefixMapping
-from lens.nnx.extract_prefix import broadcast_prefix as broadcast_prefix
-from lens.nnx.extract_prefix import broadcast_prefix2 as broadcast_prefix2
-from lens.nnx.extract_prefix import broadcast_prefix_map as broadcast_prefix_map
-from lens.nnx.extract_prefix import extract as extract
-from lens.nnx.extract_prefix import filter_kwargs as filter_kwargs
-from lens.nnx.extract_prefix import find as find
-from lens.nnx.extract_prefix import insert as insert
-from lens.nnx.extract_prefix import labeled as labeled
-from lens.nnx.extract_prefix import mask_at as mask_at
-from lens.nnx.extract_prefix import replace_at as replace_at
-from lens.nnx.extract_prefix import slice_at as slice_at
-from lens.nnx.extract_tree import GraphDefState as GraphDefState
-from lens.nnx.extract_tree import Opaque as Opaque
-from lens.nnx.extract_tree import TreeState as TreeState
-from lens.nnx.extract_tree import (
+from lens.nnx._graph.mode import set_graph_mode
+from lens.nnx._graph.walk import is_graph_node
+from lens.nnx._mirror.extract_prefix import ExtractIndex as ExtractIndex
+from lens.nnx._mirror.extract_prefix import Index as Index
+from lens.nnx._mirror.extract_prefix import KeyPath as KeyPath
+from lens.nnx._mirror.extract_prefix import Leaf as Leaf
+from lens.nnx._mirror.extract_prefix import Mask as Mask
+from lens.nnx._mirror.extract_prefix import OrderedDict as OrderedDict
+from lens.nnx._mirror.extract_prefix import Prefix as Prefix
+from lens.nnx._mirror.extract_prefix import PrefixMapping as PrefixMapping
+from lens.nnx._mirror.extract_prefix import broadcast_prefix as broadcast_prefix
+from lens.nnx._mirror.extract_prefix import broadcast_prefix2 as broadcast_prefix2
+from lens.nnx._mirror.extract_prefix import broadcast_prefix_map as broadcast_prefix_map
+from lens.nnx._mirror.extract_prefix import extract as extract
+from lens.nnx._mirror.extract_prefix import filter_kwargs as filter_kwargs
+from lens.nnx._mirror.extract_prefix import find as find
+from lens.nnx._mirror.extract_prefix import insert as insert
+from lens.nnx._mirror.extract_prefix import labeled as labeled
+from lens.nnx._mirror.extract_prefix import mask_at as mask_at
+from lens.nnx._mirror.extract_prefix import replace_at as replace_at
+from lens.nnx._mirror.extract_prefix import slice_at as slice_at
+from lens.nnx._mirror.extract_tree import GraphDefState as GraphDefState
+from lens.nnx._mirror.extract_tree import Opaque as Opaque
+from lens.nnx._mirror.extract_tree import TreeState as TreeState
+from lens.nnx._mirror.extract_tree import (
     check_consistent_aliasing2 as check_consistent_aliasing2,
 )
-from lens.nnx.extract_tree import check_prefix as check_prefix
-from lens.nnx.extract_tree import from_tree2 as from_tree2
-from lens.nnx.extract_tree import to_tree2 as to_tree2
-from lens.nnx.extract_updates import KeepFn as KeepFn
-from lens.nnx.extract_updates import Updates as Updates
-from lens.nnx.extract_updates import apply_updates as apply_updates
-from lens.nnx.extract_updates import check_no_aliases as check_no_aliases
-from lens.nnx.extract_updates import check_same_variables as check_same_variables
-from lens.nnx.extract_updates import copy_var_structure as copy_var_structure
-from lens.nnx.extract_updates import get_updates as get_updates
-from lens.nnx.extract_updates import snapshot as snapshot
-from lens.nnx.extract_updates import to_masked as to_masked
-from lens.nnx.extract_updates import treemap_copy_args as treemap_copy_args
-from lens.nnx.extract_updates import update_carry_variables as update_carry_variables
-from lens.nnx.extract_updates import variable_changed as variable_changed
+from lens.nnx._mirror.extract_tree import check_prefix as check_prefix
+from lens.nnx._mirror.extract_tree import from_tree2 as from_tree2
+from lens.nnx._mirror.extract_tree import to_tree2 as to_tree2
+from lens.nnx._mirror.extract_updates import KeepFn as KeepFn
+from lens.nnx._mirror.extract_updates import Updates as Updates
+from lens.nnx._mirror.extract_updates import apply_updates as apply_updates
+from lens.nnx._mirror.extract_updates import check_no_aliases as check_no_aliases
+from lens.nnx._mirror.extract_updates import (
+    check_same_variables as check_same_variables,
+)
+from lens.nnx._mirror.extract_updates import copy_var_structure as copy_var_structure
+from lens.nnx._mirror.extract_updates import get_updates as get_updates
+from lens.nnx._mirror.extract_updates import snapshot as snapshot
+from lens.nnx._mirror.extract_updates import to_masked as to_masked
+from lens.nnx._mirror.extract_updates import treemap_copy_args as treemap_copy_args
+from lens.nnx._mirror.extract_updates import (
+    update_carry_variables as update_carry_variables,
+)
+from lens.nnx._mirror.extract_updates import variable_changed as variable_changed
+from lens.nnx._mirror.tree_states import NodeStates as NodeStates
+from lens.nnx._mirror.tree_states import (
+    check_consistent_aliasing as check_consistent_aliasing,
+)
+from lens.nnx._mirror.tree_states import clear_non_graph_nodes as clear_non_graph_nodes
+from lens.nnx._mirror.tree_states import default_split_fn as default_split_fn
+from lens.nnx._mirror.tree_states import from_tree as from_tree
+from lens.nnx._mirror.tree_states import is_tree_node as is_tree_node
+from lens.nnx._mirror.tree_states import merge_tree_node as merge_tree_node
+from lens.nnx._mirror.tree_states import to_tree as to_tree
 from lens.nnx.filterlib import to_predicate
 from lens.nnx.graphlib import graphdef, iter_graph
-from lens.nnx.graphmode import set_graph_mode
-from lens.nnx.graphwalk import is_graph_node
 from lens.nnx.transforms.general import StateAxes
 from lens.nnx.transforms.prefix_axes import PrefixAxes as PrefixAxes
 from lens.nnx.transforms.prefix_axes import axes_by_path, key_path
 from lens.nnx.transforms.prefix_axes import tree_prefix_axes as tree_prefix_axes
-from lens.nnx.treestates import NodeStates as NodeStates
-from lens.nnx.treestates import check_consistent_aliasing as check_consistent_aliasing
-from lens.nnx.treestates import clear_non_graph_nodes as clear_non_graph_nodes
-from lens.nnx.treestates import default_split_fn as default_split_fn
-from lens.nnx.treestates import from_tree as from_tree
-from lens.nnx.treestates import is_tree_node as is_tree_node
-from lens.nnx.treestates import merge_tree_node as merge_tree_node
-from lens.nnx.treestates import to_tree as to_tree
 from lens.nnx.variablelib import Variable
 
 

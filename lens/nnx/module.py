@@ -18,11 +18,11 @@ from typing import Any, ParamSpec, TypeVar, cast
 import jax
 import jax.numpy as jnp
 
-from lens.nnx import graphupdate
+from lens.nnx._graph import update as graphupdate
+from lens.nnx._graph.walk import Path
+from lens.nnx._objects.object import Object, ObjectMeta
 from lens.nnx.filterlib import to_predicate
 from lens.nnx.graphlib import clone, iter_graph
-from lens.nnx.graphwalk import Path
-from lens.nnx.pytreelib import Object, ObjectMeta
 from lens.nnx.statelib import State
 from lens.nnx.tracers import structure_changed
 from lens.nnx.variablelib import Perturbation, Variable, variable_type_from_name

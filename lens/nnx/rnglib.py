@@ -21,6 +21,16 @@ import jax.numpy as jnp
 
 from lens import errors
 from lens.core.scope import is_key
+from lens.nnx._objects.object import Object
+from lens.nnx._objects.rng_types import AxesValue as AxesValue
+from lens.nnx._objects.rng_types import Counts as Counts
+from lens.nnx._objects.rng_types import Fargs as Fargs
+from lens.nnx._objects.rng_types import KeylessInitializer as KeylessInitializer
+from lens.nnx._objects.rng_types import NotKey as NotKey
+from lens.nnx._objects.rng_types import OutShardingType as OutShardingType
+from lens.nnx._objects.rng_types import RngValue as RngValue
+from lens.nnx._objects.rng_types import SplitPattern as SplitPattern
+from lens.nnx._objects.rng_types import StreamBackup as StreamBackup
 from lens.nnx.filterlib import to_predicate
 from lens.nnx.graphlib import (
     iter_graph,
@@ -28,16 +38,6 @@ from lens.nnx.graphlib import (
     set_graph_mode,
     set_graph_updates,
 )
-from lens.nnx.pytreelib import Object
-from lens.nnx.rng_types import AxesValue as AxesValue
-from lens.nnx.rng_types import Counts as Counts
-from lens.nnx.rng_types import Fargs as Fargs
-from lens.nnx.rng_types import KeylessInitializer as KeylessInitializer
-from lens.nnx.rng_types import NotKey as NotKey
-from lens.nnx.rng_types import OutShardingType as OutShardingType
-from lens.nnx.rng_types import RngValue as RngValue
-from lens.nnx.rng_types import SplitPattern as SplitPattern
-from lens.nnx.rng_types import StreamBackup as StreamBackup
 from lens.nnx.variablelib import RngCount, RngKey
 from lens.nnx.variablelib import RngState as RngState
 from lens.traceback_util import api_boundary

@@ -21,8 +21,8 @@ import jax
 from lens import errors
 from lens._views import Displayable
 from lens.nnx import reprlib
+from lens.nnx._graph.walk import Path, path_str
 from lens.nnx.filterlib import PathIn, filters_to_predicates, to_predicate
-from lens.nnx.graphwalk import Path, path_str
 from lens.nnx.variablelib import Variable
 
 V = TypeVar("V")

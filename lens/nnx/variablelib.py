@@ -20,46 +20,48 @@ import numpy as np
 
 from lens import errors
 from lens.core.spmd import shard_value
-from lens.nnx import reprlib, variable_hooks, variable_refs
-from lens.nnx.staticvalue import StaticValue as StaticValue
-from lens.nnx.staticvalue import freeze_metadata as freeze_metadata
+from lens.nnx import reprlib
+from lens.nnx._variables import hooks as variable_hooks
+from lens.nnx._variables import refs as variable_refs
+from lens.nnx._variables.defaults import _FLAGS, _remap_sharding_metadata, _store_flags
+from lens.nnx._variables.defaults import VARIABLE_CONTEXT as VARIABLE_CONTEXT
+from lens.nnx._variables.defaults import VarDefaults as VarDefaults
+from lens.nnx._variables.defaults import VarDefaultsContext as VarDefaultsContext
+from lens.nnx._variables.defaults import VariableContext as VariableContext
+from lens.nnx._variables.defaults import use_eager_sharding as use_eager_sharding
+from lens.nnx._variables.defaults import using_eager_sharding as using_eager_sharding
+from lens.nnx._variables.defaults import var_defaults as var_defaults
+from lens.nnx._variables.hijax import AbstractVariable as AbstractVariable
+from lens.nnx._variables.hijax import GetVariable as GetVariable
+from lens.nnx._variables.hijax import HijaxVariable as HijaxVariable
+from lens.nnx._variables.hijax import HijaxVariableMeta as HijaxVariableMeta
+from lens.nnx._variables.hijax import Leaf as Leaf
+from lens.nnx._variables.hijax import NewVariable as NewVariable
+from lens.nnx._variables.hijax import PyTreeDef as PyTreeDef
+from lens.nnx._variables.hijax import SetVariable as SetVariable
+from lens.nnx._variables.hijax import VariableEffect as VariableEffect
+from lens.nnx._variables.hijax import VariableMeta as VariableMeta
+from lens.nnx._variables.hijax import VariableQDD as VariableQDD
+from lens.nnx._variables.hijax import get_variable_p as get_variable_p
+from lens.nnx._variables.hijax import new_variable_p as new_variable_p
+from lens.nnx._variables.hijax import set_variable_p as set_variable_p
+from lens.nnx._variables.hijax import to_hijax
+from lens.nnx._variables.hijax import variable_effect as variable_effect
+from lens.nnx._variables.hooks import AddAxisHook as AddAxisHook
+from lens.nnx._variables.hooks import AxisIndex as AxisIndex
+from lens.nnx._variables.hooks import AxisName as AxisName
+from lens.nnx._variables.hooks import CreateValueHook as CreateValueHook
+from lens.nnx._variables.hooks import GetValueHook as GetValueHook
+from lens.nnx._variables.hooks import RemoveAxisHook as RemoveAxisHook
+from lens.nnx._variables.hooks import SetValueHook as SetValueHook
+from lens.nnx._variables.hooks import VariableMetadata as VariableMetadata
+from lens.nnx._variables.hooks import with_metadata as with_metadata
+from lens.nnx._variables.refs import Ref as Ref
+from lens.nnx._variables.refs import is_array_ref as is_array_ref
+from lens.nnx._variables.static import StaticValue as StaticValue
+from lens.nnx._variables.static import freeze_metadata as freeze_metadata
+from lens.nnx._variables.trace import check_update
 from lens.nnx.tracers import TraceState
-from lens.nnx.vardefaults import _FLAGS, _remap_sharding_metadata, _store_flags
-from lens.nnx.vardefaults import VARIABLE_CONTEXT as VARIABLE_CONTEXT
-from lens.nnx.vardefaults import VarDefaults as VarDefaults
-from lens.nnx.vardefaults import VarDefaultsContext as VarDefaultsContext
-from lens.nnx.vardefaults import VariableContext as VariableContext
-from lens.nnx.vardefaults import use_eager_sharding as use_eager_sharding
-from lens.nnx.vardefaults import using_eager_sharding as using_eager_sharding
-from lens.nnx.vardefaults import var_defaults as var_defaults
-from lens.nnx.variable_hijax import AbstractVariable as AbstractVariable
-from lens.nnx.variable_hijax import GetVariable as GetVariable
-from lens.nnx.variable_hijax import HijaxVariable as HijaxVariable
-from lens.nnx.variable_hijax import HijaxVariableMeta as HijaxVariableMeta
-from lens.nnx.variable_hijax import Leaf as Leaf
-from lens.nnx.variable_hijax import NewVariable as NewVariable
-from lens.nnx.variable_hijax import PyTreeDef as PyTreeDef
-from lens.nnx.variable_hijax import SetVariable as SetVariable
-from lens.nnx.variable_hijax import VariableEffect as VariableEffect
-from lens.nnx.variable_hijax import VariableMeta as VariableMeta
-from lens.nnx.variable_hijax import VariableQDD as VariableQDD
-from lens.nnx.variable_hijax import get_variable_p as get_variable_p
-from lens.nnx.variable_hijax import new_variable_p as new_variable_p
-from lens.nnx.variable_hijax import set_variable_p as set_variable_p
-from lens.nnx.variable_hijax import to_hijax
-from lens.nnx.variable_hijax import variable_effect as variable_effect
-from lens.nnx.variable_hooks import AddAxisHook as AddAxisHook
-from lens.nnx.variable_hooks import AxisIndex as AxisIndex
-from lens.nnx.variable_hooks import AxisName as AxisName
-from lens.nnx.variable_hooks import CreateValueHook as CreateValueHook
-from lens.nnx.variable_hooks import GetValueHook as GetValueHook
-from lens.nnx.variable_hooks import RemoveAxisHook as RemoveAxisHook
-from lens.nnx.variable_hooks import SetValueHook as SetValueHook
-from lens.nnx.variable_hooks import VariableMetadata as VariableMetadata
-from lens.nnx.variable_hooks import with_metadata as with_metadata
-from lens.nnx.variable_refs import Ref as Ref
-from lens.nnx.variable_refs import is_array_ref as is_array_ref
-from lens.nnx.variable_trace import check_update
 
 F = TypeVar("F", bound=Callable[..., Any])
 A = TypeVar("A")
@@ -656,13 +658,13 @@ class Perturbation(Intermediate[A]):
 
 
 # The Linen collection names of Variable types (flax.nnx's registry).
-from lens.nnx import variable_names  # noqa: E402
-from lens.nnx.variable_names import VariableTypeCache as VariableTypeCache  # noqa: E402
-from lens.nnx.variable_names import register_variable_name  # noqa: E402
-from lens.nnx.variable_names import (  # noqa: E402
+from lens.nnx._variables import names as variable_names  # noqa: E402
+from lens.nnx._variables.names import VariableTypeCache as VariableTypeCache  # noqa: E402
+from lens.nnx._variables.names import register_variable_name  # noqa: E402
+from lens.nnx._variables.names import (  # noqa: E402
     variable_name_from_type as variable_name_from_type,
 )
-from lens.nnx.variable_names import (  # noqa: E402
+from lens.nnx._variables.names import (  # noqa: E402
     variable_type_from_name as variable_type_from_name,
 )
 

@@ -11,7 +11,7 @@ import pytest
 
 from lens import errors
 from lens import nnx as lnnx
-from lens.nnx.graphtree import tree_flatten, tree_unflatten
+from lens.nnx._graph.tree import tree_flatten, tree_unflatten
 
 fnnx = pytest.importorskip("flax.nnx")
 BOTH = pytest.mark.parametrize("nnx", [lnnx, fnnx], ids=["lens", "flax"])

@@ -30,6 +30,7 @@ from lens import errors
 from lens.core.frozen_dict import FrozenDict
 from lens.core.meta import AxisMetadata
 from lens.nnx import module as nnx_module
+from lens.nnx._objects.object import Object, register_data_type
 from lens.nnx.bridge.context import MODULE_CONTEXT as MODULE_CONTEXT
 from lens.nnx.bridge.context import ModuleContext as ModuleContext
 from lens.nnx.bridge.context import (
@@ -41,7 +42,6 @@ from lens.nnx.bridge.context import (
 from lens.nnx.bridge.context import current_module as current_module
 from lens.nnx.bridge.variables import to_linen_var, to_nnx_var
 from lens.nnx.graphlib import clone, iter_graph, state
-from lens.nnx.pytreelib import Object, register_data_type
 from lens.nnx.rnglib import Rngs
 from lens.nnx.statelib import State
 from lens.nnx.traversals import unflatten_mapping

@@ -24,6 +24,7 @@ from lens import nn as linen
 from lens.core.frozen_dict import FrozenDict
 from lens.core.meta import AxisMetadata
 from lens.nn import module as linen_context
+from lens.nnx._objects.object import PytreeState
 from lens.nnx.bridge.context import current_module
 from lens.nnx.bridge.variables import (
     linen_vars_to_nnx_attrs,
@@ -33,7 +34,6 @@ from lens.nnx.bridge.variables import (
 from lens.nnx.filterlib import Not
 from lens.nnx.graphlib import ApplyCaller, GraphDef, iter_graph, split, state, update
 from lens.nnx.module import Module
-from lens.nnx.pytreelib import PytreeState
 from lens.nnx.rnglib import Rngs
 from lens.nnx.statelib import State
 from lens.nnx.variablelib import RngState, Variable, variable_name_from_type

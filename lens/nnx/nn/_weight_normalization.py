@@ -17,9 +17,9 @@ from jax import lax
 
 from lens.core.nn import initializers
 from lens.nnx import filterlib, graphlib, statelib
+from lens.nnx._objects.object import data
 from lens.nnx.module import Module
 from lens.nnx.nn import dtypes
-from lens.nnx.pytreelib import data
 from lens.nnx.rnglib import Rngs
 from lens.nnx.variablelib import BatchStat, Param
 

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from lens.nnx import graphlib, statelib
-from lens.nnx.pytreelib import Object, data
+from lens.nnx._objects.object import Object, data
 from lens.nnx.variablelib import Variable
 
 A = TypeVar("A")

@@ -19,7 +19,7 @@ import numpy as np
 
 from lens import struct
 from lens.nnx import graphlib, statelib
-from lens.nnx.pytreelib import Object
+from lens.nnx._objects.object import Object
 from lens.nnx.variablelib import Variable
 
 

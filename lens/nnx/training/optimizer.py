@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from lens import _strict, errors
+from lens.nnx._graph.state import GraphState
+from lens.nnx._objects.object import Object
 from lens.nnx.graphlib import state, update
-from lens.nnx.graphstate import GraphState
-from lens.nnx.pytreelib import Object
 from lens.nnx.statelib import State
 from lens.nnx.variablelib import OptState, Param, Variable
 

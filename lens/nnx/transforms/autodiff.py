@@ -14,9 +14,9 @@ import jax
 import jax.numpy as jnp
 
 from lens._argnums import argnums, combine, out_of_range, partition
+from lens.nnx._graph.walk import Walker, path_str
+from lens.nnx._objects.object import Object
 from lens.nnx.graphlib import graphdef, merge
-from lens.nnx.graphwalk import Walker, path_str
-from lens.nnx.pytreelib import Object
 from lens.nnx.statelib import State
 from lens.nnx.tracers import frame
 from lens.nnx.transforms.cotangents import (

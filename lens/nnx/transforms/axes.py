@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from lens.core.frozen_dict import FrozenDict
-from lens.nnx.graphwalk import Walker, is_graph_node, path_str
+from lens.nnx._graph.walk import Walker, is_graph_node, path_str
 from lens.nnx.transforms.general import (
     Carrier,
     StateAxes,

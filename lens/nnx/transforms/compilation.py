@@ -16,7 +16,7 @@ import jax
 
 from lens._argnums import out_of_range
 from lens.core import pack_trace as _trace
-from lens.nnx.graphwalk import Walker
+from lens.nnx._graph.walk import Walker
 from lens.nnx.tracers import frame, structure_epoch
 from lens.nnx.transforms.general import (
     Carrier,

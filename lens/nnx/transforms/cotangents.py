@@ -10,8 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lens.nnx._objects.object import Object
 from lens.nnx.graphlib import state
-from lens.nnx.pytreelib import Object
 from lens.nnx.statelib import State
 from lens.nnx.transforms.general import Entry, Skeleton
 

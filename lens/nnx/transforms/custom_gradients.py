@@ -13,8 +13,8 @@ from typing import Any, Generic, TypeVar
 import jax
 
 from lens._argnums import combine, partition
-from lens.nnx.graphwalk import Walker
-from lens.nnx.pytreelib import Object
+from lens.nnx._graph.walk import Walker
+from lens.nnx._objects.object import Object
 from lens.nnx.tracers import frame
 from lens.nnx.transforms.cotangents import (
     aval,

@@ -30,15 +30,15 @@ from typing import Any
 import jax
 
 from lens import errors
-from lens.nnx.filterlib import to_predicate
-from lens.nnx.graphdefs import ObjectDef
-from lens.nnx.graphwalk import (
+from lens.nnx._graph.defs import ObjectDef
+from lens.nnx._graph.walk import (
     Builder,
     InPlaceBuilder,
     Walker,
     is_graph_node,
     path_str,
 )
+from lens.nnx.filterlib import to_predicate
 from lens.nnx.tracers import frame
 from lens.nnx.transforms.modes import TransformMode as TransformMode
 from lens.nnx.transforms.modes import active_mode as active_mode

@@ -14,8 +14,8 @@ from typing import Any
 
 import jax
 
-from lens.nnx.graphwalk import is_graph_node
-from lens.nnx.variable_refs import is_array_ref
+from lens.nnx._graph.walk import is_graph_node
+from lens.nnx._variables.refs import is_array_ref
 
 
 class RefOut:

@@ -16,7 +16,7 @@ from typing import Any
 
 import jax
 
-from lens.nnx.graphwalk import Walker
+from lens.nnx._graph.walk import Walker
 from lens.nnx.transforms.general import (
     Entry,
     GraphArg,

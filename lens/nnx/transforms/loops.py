@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from lens.nnx.graphwalk import Walker, path_str
+from lens.nnx._graph.walk import Walker, path_str
 from lens.nnx.tracers import frame
 from lens.nnx.transforms.axes import NO_AXIS_METADATA, AxisNames
 from lens.nnx.transforms.general import (

@@ -193,7 +193,7 @@ def axis_label(spec: Any) -> str:
 
 def _objects(out: Any) -> list[tuple[str, Any]]:
     """The objects a transform returned, named ``out`` (or ``out[i]``)."""
-    from lens.nnx.pytreelib import Object
+    from lens.nnx._objects.object import Object
 
     if isinstance(out, Object):
         return [("out", out)]
@@ -214,7 +214,7 @@ def created(picture: Picture, out: Any, out_axes: Any) -> None:
     out axis."""
     if not picture.active:
         return
-    from lens.nnx.graphops import iter_graph
+    from lens.nnx._graph.ops import iter_graph
     from lens.nnx.variablelib import Variable
 
     known = {id(e.leaf.variable) for e, *_ in picture._graph}  # noqa: SLF001

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from lens import errors
-from lens.nnx.graphwalk import Walker
+from lens.nnx._graph.walk import Walker
 from lens.nnx.tracers import frame
 from lens.nnx.transforms.axes import AxisNames
 from lens.nnx.transforms.general import (

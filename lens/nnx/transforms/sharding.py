@@ -15,7 +15,7 @@ from typing import Any
 
 import jax
 
-from lens.nnx.graphwalk import Walker
+from lens.nnx._graph.walk import Walker
 from lens.nnx.transforms.general import (
     Carrier,
     StateAxes,

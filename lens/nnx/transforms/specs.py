@@ -14,8 +14,8 @@ from typing import Any, NamedTuple, cast
 
 import jax
 
+from lens.nnx._graph.walk import Leaf, is_graph_node, path_str
 from lens.nnx.filterlib import to_predicate
-from lens.nnx.graphwalk import Leaf, is_graph_node, path_str
 from lens.nnx.variablelib import StaticValue
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from lens.nnx.graphwalk import Walker
+from lens.nnx._graph.walk import Walker
 from lens.nnx.transforms.general import (
     active_mode,
     call_inside,

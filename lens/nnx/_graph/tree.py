@@ -10,7 +10,7 @@ tree mode call them too:
 
 >>> import jax.numpy as jnp
 >>> from lens import nnx
->>> from lens.nnx.graphtree import tree_flatten, tree_unflatten
+>>> from lens.nnx._graph.tree import tree_flatten, tree_unflatten
 >>> gdef, flat = tree_flatten({'w': nnx.Param(jnp.ones(2)), 'n': 3})
 >>> [path for path, _ in flat]
 [('n',), ('w',)]
@@ -25,10 +25,10 @@ from typing import Any
 
 import jax
 
-from lens.nnx.graphdefs import TreeNodeDef as TreeNodeDef
-from lens.nnx.graphdefs import VariableDef
-from lens.nnx.graphwalk import GraphDef, Path, path_str
-from lens.nnx.pytreelib import Object
+from lens.nnx._graph.defs import TreeNodeDef as TreeNodeDef
+from lens.nnx._graph.defs import VariableDef
+from lens.nnx._graph.walk import GraphDef, Path, path_str
+from lens.nnx._objects.object import Object
 from lens.nnx.variablelib import Variable, freeze_metadata
 
 

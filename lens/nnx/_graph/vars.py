@@ -10,9 +10,9 @@ from typing import Any, TypeVar
 import jax
 
 from lens.nnx import filterlib
+from lens.nnx._graph.ops import find_duplicates
+from lens.nnx._graph.ops import map as graph_map
 from lens.nnx.deprecations import deprecated
-from lens.nnx.graphops import find_duplicates
-from lens.nnx.graphops import map as graph_map
 from lens.nnx.variablelib import Variable
 
 A = TypeVar("A")

@@ -3,7 +3,7 @@
 ``pop``, ``variables``, ``flatten``/``unflatten``, ``find_duplicates``,
 ``recursive_map``, ``set_metadata``, ``call`` and ``cached_partial``.
 
-The walk they share (GraphDef, Walker, Builder) is in :mod:`lens.nnx.graphwalk`.
+The walk they share (GraphDef, Walker, Builder) is in :mod:`lens.nnx._graph.walk`.
 """
 
 from __future__ import annotations
@@ -17,19 +17,18 @@ import jax
 import jax.numpy as jnp
 
 from lens import _strict, errors
-from lens.nnx.filterlib import to_predicate
-from lens.nnx.graphmode import set_graph_mode as set_graph_mode
-from lens.nnx.graphmode import set_graph_updates as set_graph_updates
-from lens.nnx.graphstate import GraphState as GraphState
-from lens.nnx.graphstate import PureState as PureState
-from lens.nnx.graphtree import (
+from lens.nnx._graph.mode import set_graph_mode as set_graph_mode
+from lens.nnx._graph.mode import set_graph_updates as set_graph_updates
+from lens.nnx._graph.state import GraphState as GraphState
+from lens.nnx._graph.state import PureState as PureState
+from lens.nnx._graph.tree import (
     TreeNodeDef,
     tree_flatten,
     tree_map_nodes,
     tree_unflatten,
     walk_tree,
 )
-from lens.nnx.graphwalk import (
+from lens.nnx._graph.walk import (
     ArrayDef,
     Builder,
     GraphDef,
@@ -41,7 +40,8 @@ from lens.nnx.graphwalk import (
     path_str,
     pytree_children,
 )
-from lens.nnx.pytreelib import Object, node_items
+from lens.nnx._objects.object import Object, node_items
+from lens.nnx.filterlib import to_predicate
 from lens.nnx.statelib import FlatState, State, map_state, partition_flat
 from lens.nnx.variablelib import Variable
 

@@ -1,6 +1,6 @@
 """The definitions a graph walk produces, and :class:`GraphDef`.
 
-lens's walk (:mod:`lens.nnx.graphwalk`) describes a graph as a tree of defs, one
+lens's walk (:mod:`lens.nnx._graph.walk`) describes a graph as a tree of defs, one
 per node, each holding its children's defs (``ObjectDef``, ``SeqDef``, ...):
 that is what merge and the transforms rebuild from. flax.nnx describes the same
 graph flat: ``GraphDef.nodes`` (one :class:`NodeDef`, :class:`VariableDef` or
@@ -18,14 +18,14 @@ from typing import Any, Generic, TypeVar
 
 import jax
 
-from lens.nnx.graph_registry import (
+from lens.nnx._graph.registry import (
     GRAPH_REGISTRY,
     PYTREE_REGISTRY,
     GenericPytree,
     IndexesPytreeDef,
 )
-from lens.nnx.pytreelib import Object
-from lens.nnx.staticvalue import StaticValue
+from lens.nnx._objects.object import Object
+from lens.nnx._variables.static import StaticValue
 
 Path = tuple[Any, ...]
 N = TypeVar("N")

@@ -24,8 +24,7 @@ from typing import Any, TypeVar
 
 import jax
 
-from lens.nnx.graph_registry import GRAPH_REGISTRY
-from lens.nnx.graphdefs import (
+from lens.nnx._graph.defs import (
     NO_UPDATE,
     ArrayRefDef,
     ArrayRefOutput,
@@ -33,10 +32,11 @@ from lens.nnx.graphdefs import (
     NoUpdate,
     Repeated,
 )
-from lens.nnx.graphops import as_state, graphdef_leaves
-from lens.nnx.graphops import flatten as _plain_flatten
-from lens.nnx.graphops import unflatten as _plain_unflatten
-from lens.nnx.graphwalk import (
+from lens.nnx._graph.ops import as_state, graphdef_leaves
+from lens.nnx._graph.ops import flatten as _plain_flatten
+from lens.nnx._graph.ops import unflatten as _plain_unflatten
+from lens.nnx._graph.registry import GRAPH_REGISTRY
+from lens.nnx._graph.walk import (
     Builder,
     GraphDef,
     Leaf,
@@ -47,9 +47,9 @@ from lens.nnx.graphwalk import (
     VariableDef,
     Walker,
 )
+from lens.nnx._variables.refs import is_array_ref
 from lens.nnx.statelib import FlatState, partition_flat
 from lens.nnx.tracers import structure_changed
-from lens.nnx.variable_refs import is_array_ref
 from lens.nnx.variablelib import Variable, new_variable
 
 A = TypeVar("A")

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import jax
 
 from lens import errors
-from lens.nnx.extract_prefix import Mask, broadcast_prefix_map, labeled
+from lens.nnx._mirror.extract_prefix import Mask, broadcast_prefix_map, labeled
 from lens.nnx.variablelib import Variable
 
 A = TypeVar("A")

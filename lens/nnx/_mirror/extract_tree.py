@@ -19,16 +19,16 @@ from typing import Any, Generic, TypeVar
 import jax
 
 from lens import struct
-from lens.nnx.extract_prefix import PrefixMapping, broadcast_prefix
-from lens.nnx.graphcontext import IndexMap, RefMap, flatten
-from lens.nnx.graphops import VariableBuilder, as_state, graphdef_leaves, iter_graph
-from lens.nnx.graphtree import key_of
-from lens.nnx.graphwalk import GraphDef, VariableDef, is_graph_node
+from lens.nnx._graph.ops import VariableBuilder, as_state, graphdef_leaves, iter_graph
+from lens.nnx._graph.tree import key_of
+from lens.nnx._graph.walk import GraphDef, VariableDef, is_graph_node
+from lens.nnx._mirror.contexts import IndexMap, RefMap, flatten
+from lens.nnx._mirror.extract_prefix import PrefixMapping, broadcast_prefix
+from lens.nnx._mirror.tree_states import Missing
 from lens.nnx.statelib import State
 from lens.nnx.transforms.modes import TransformMode
 from lens.nnx.transforms.modes import check_prefix as _check_transform_prefix
 from lens.nnx.transforms.specs import StateAxes
-from lens.nnx.treestates import Missing
 from lens.nnx.variablelib import Variable
 
 A = TypeVar("A")

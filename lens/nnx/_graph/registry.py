@@ -43,7 +43,7 @@ import numpy as np
 # under flax.nnx's name: `type(x) in JAX_PYTREE_REGISTRY` says x is a pytree node.
 from jax._src.tree_util import _registry as JAX_PYTREE_REGISTRY
 
-from lens.nnx.pytreelib import Object
+from lens.nnx._objects.object import Object
 from lens.nnx.variablelib import Variable
 from lens.typing import Key, PathParts, is_key_like
 

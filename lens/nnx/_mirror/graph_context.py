@@ -3,7 +3,7 @@ and ``GRAPH_CONTEXT`` (the open update, split and merge contexts and the
 graph-mode stacks of this thread), ``StaticCache`` and ``static_cache``.
 
 lens keeps that state in contextvars (per thread and per asyncio task, see
-:mod:`lens.nnx.graphcontext` and :mod:`lens.nnx.graphmode`); ``GRAPH_CONTEXT``
+:mod:`lens.nnx._mirror.contexts` and :mod:`lens.nnx._graph.mode`); ``GRAPH_CONTEXT``
 reads them, so code written against flax's object sees lens's live state.
 """
 
@@ -13,7 +13,9 @@ import contextlib
 from collections.abc import Iterator, MutableMapping
 from typing import Any, NamedTuple
 
-from lens.nnx.graphcontext import (
+from lens.nnx._graph.defs import GraphDef
+from lens.nnx._graph.mode import set_graph_mode, set_graph_updates
+from lens.nnx._mirror.contexts import (
     MERGE_CONTEXTS,
     SPLIT_CONTEXTS,
     TMP_STATIC_CACHE,
@@ -22,8 +24,6 @@ from lens.nnx.graphcontext import (
     UpdateContext,
     _stacks,
 )
-from lens.nnx.graphdefs import GraphDef
-from lens.nnx.graphmode import set_graph_mode, set_graph_updates
 from lens.nnx.variablelib import Variable
 from lens.typing import PathParts
 

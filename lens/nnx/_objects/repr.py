@@ -144,7 +144,7 @@ def _size(value: Any) -> SizeBytes:
 
 
 def _is_object(x: Any) -> bool:
-    """An nnx object (lens.nnx.pytreelib.Object: it has the graph protocol)."""
+    """An nnx object (lens.nnx._objects.object.Object: it has the graph protocol)."""
     return hasattr(type(x), "_graph_items") and hasattr(type(x), "_repr_attributes")
 
 

@@ -2,7 +2,7 @@
 ``nnx.pop`` (``graph_pop``), ``nnx.iter_children`` and
 ``nnx.iter_module_children``, as flax.nnx's ``graphlib`` has them.
 
-All of them go through each node's impl (:mod:`lens.nnx.graph_registry`), so a
+All of them go through each node's impl (:mod:`lens.nnx._graph.registry`), so a
 type given to ``register_graph_node_type`` is updated and popped like a Module.
 ``update`` checks everything first and writes after, so a bad state leaves the
 node untouched.
@@ -16,8 +16,8 @@ from typing import Any
 import jax
 
 from lens import _strict, errors
-from lens.nnx.filterlib import to_predicate
-from lens.nnx.graph_registry import (
+from lens.nnx._graph.mode import set_graph_mode
+from lens.nnx._graph.registry import (
     GraphNodeImpl,
     get_node_impl,
     is_graph_node,
@@ -27,13 +27,13 @@ from lens.nnx.graph_registry import (
     is_pytree_node,
     jax_to_nnx_path,
 )
-from lens.nnx.graphmode import set_graph_mode
-from lens.nnx.graphstate import GraphState
-from lens.nnx.graphtree import check_valid_pytree
-from lens.nnx.graphwalk import Path, path_str
+from lens.nnx._graph.state import GraphState
+from lens.nnx._graph.tree import check_valid_pytree
+from lens.nnx._graph.walk import Path, path_str
+from lens.nnx._variables.hijax import get_state, hijax_var_type, set_state
+from lens.nnx.filterlib import to_predicate
 from lens.nnx.statelib import FlatState, State, merge_state
 from lens.nnx.tracers import check_mutable, structure_changed
-from lens.nnx.variable_hijax import get_state, hijax_var_type, set_state
 from lens.nnx.variablelib import Variable
 from lens.typing import Key
 

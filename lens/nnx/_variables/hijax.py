@@ -29,7 +29,7 @@ from jax.core import Tracer
 from jax.experimental import hijax as hjx
 from jax.extend.core import Effect
 
-from lens.nnx.variable_refs import is_array_ref
+from lens.nnx._variables.refs import is_array_ref
 
 A = TypeVar("A")
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import jax
 
-from lens.nnx.graphcontext import MergeContext, SplitContext, merge_context
-from lens.nnx.graphcontext import split_context as _split_context
-from lens.nnx.graphops import iter_graph
-from lens.nnx.graphwalk import GraphDef, is_graph_node, path_str
+from lens.nnx._graph.ops import iter_graph
+from lens.nnx._graph.walk import GraphDef, is_graph_node, path_str
+from lens.nnx._mirror.contexts import MergeContext, SplitContext, merge_context
+from lens.nnx._mirror.contexts import split_context as _split_context
 from lens.nnx.variablelib import Variable
 
 Missing = object()  # no prefix given

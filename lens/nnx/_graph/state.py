@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 import jax
 
 from lens.nnx import reprlib
-from lens.nnx.graphwalk import GraphDef
+from lens.nnx._graph.walk import GraphDef
 from lens.nnx.statelib import State, state_flatten
 
 A = TypeVar("A")

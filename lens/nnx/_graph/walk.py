@@ -28,16 +28,7 @@ import jax
 import numpy as np
 
 from lens import errors
-from lens.nnx.graph_registry import (
-    GRAPH_REGISTRY,
-    PYTREE_REGISTRY,
-    DataElem,
-    GraphNodeImpl,
-    StaticElem,
-    custom_impl,
-    get_node_impl,
-)
-from lens.nnx.graphdefs import (
+from lens.nnx._graph.defs import (
     ArrayDef,
     ArrayRefDef,
     CustomPytreeDef,
@@ -50,16 +41,25 @@ from lens.nnx.graphdefs import (
     StaticDef,
     VariableDef,
 )
-from lens.nnx.graphdefs import (
+from lens.nnx._graph.defs import (
     GraphDef as GraphDef,
 )
-from lens.nnx.graphdefs import (
+from lens.nnx._graph.defs import (
     NodeDef as NodeDef,
 )
-from lens.nnx.pytreelib import Object, PytreeState, node_items
-from lens.nnx.pytreelib import declared as declared_kinds
+from lens.nnx._graph.registry import (
+    GRAPH_REGISTRY,
+    PYTREE_REGISTRY,
+    DataElem,
+    GraphNodeImpl,
+    StaticElem,
+    custom_impl,
+    get_node_impl,
+)
+from lens.nnx._objects.object import Object, PytreeState, node_items
+from lens.nnx._objects.object import declared as declared_kinds
+from lens.nnx._variables.refs import is_array_ref
 from lens.nnx.tracers import Frame, structure_changed
-from lens.nnx.variable_refs import is_array_ref
 from lens.nnx.variablelib import StaticValue, Variable, freeze_metadata, new_variable
 
 Path = tuple[Any, ...]
