@@ -96,6 +96,14 @@ if TYPE_CHECKING:
     from lens.nnx._objects.object import is_data as is_data
     from lens.nnx._objects.object import register_data_type as register_data_type
     from lens.nnx._objects.object import static as static
+    from lens.nnx._transforms.custom_gradients import CustomVjp as CustomVjp
+    from lens.nnx._transforms.custom_gradients import custom_vjp as custom_vjp
+    from lens.nnx._transforms.loops import Carry as Carry
+    from lens.nnx._transforms.loops import fori_loop as fori_loop
+    from lens.nnx._transforms.loops import scan as scan
+    from lens.nnx._transforms.loops import while_loop as while_loop
+    from lens.nnx._transforms.sharding import StateSharding as StateSharding
+    from lens.nnx._transforms.sharding import shard_map as shard_map
     from lens.nnx.bridge import wrappers as wrappers
     from lens.nnx.extract import NodeStates as NodeStates
     from lens.nnx.extract import from_tree as from_tree
@@ -225,19 +233,11 @@ if TYPE_CHECKING:
     from lens.nnx.transforms.autodiff import vjp as vjp
     from lens.nnx.transforms.compilation import jit as jit
     from lens.nnx.transforms.compilation import jit_partial as jit_partial
-    from lens.nnx.transforms.custom_gradients import CustomVjp as CustomVjp
-    from lens.nnx.transforms.custom_gradients import custom_vjp as custom_vjp
     from lens.nnx.transforms.general import DiffState as DiffState
     from lens.nnx.transforms.general import StateAxes as StateAxes
     from lens.nnx.transforms.iteration import pmap as pmap
     from lens.nnx.transforms.iteration import transform_metadata as transform_metadata
     from lens.nnx.transforms.iteration import vmap as vmap
-    from lens.nnx.transforms.loops import Carry as Carry
-    from lens.nnx.transforms.loops import fori_loop as fori_loop
-    from lens.nnx.transforms.loops import scan as scan
-    from lens.nnx.transforms.loops import while_loop as while_loop
-    from lens.nnx.transforms.sharding import StateSharding as StateSharding
-    from lens.nnx.transforms.sharding import shard_map as shard_map
     from lens.nnx.transforms.transforms import checkify as checkify
     from lens.nnx.transforms.transforms import cond as cond
     from lens.nnx.transforms.transforms import eval_shape as eval_shape

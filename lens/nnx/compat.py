@@ -17,15 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from lens.nnx import graphlib, module, rnglib, spmd
-from lens.nnx.transforms import (
-    autodiff,
-    compilation,
-    custom_gradients,
-    iteration,
-    loops,
-    sharding,
-    transforms,
-)
+from lens.nnx._transforms import custom_gradients, loops, sharding
+from lens.nnx.transforms import autodiff, compilation, iteration, transforms
 
 
 def _graph_mode(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -74,12 +74,12 @@ from lens.nnx._mirror.tree_states import from_tree as from_tree
 from lens.nnx._mirror.tree_states import is_tree_node as is_tree_node
 from lens.nnx._mirror.tree_states import merge_tree_node as merge_tree_node
 from lens.nnx._mirror.tree_states import to_tree as to_tree
+from lens.nnx._transforms.prefix_axes import PrefixAxes as PrefixAxes
+from lens.nnx._transforms.prefix_axes import axes_by_path, key_path
+from lens.nnx._transforms.prefix_axes import tree_prefix_axes as tree_prefix_axes
 from lens.nnx.filterlib import to_predicate
 from lens.nnx.graphlib import graphdef, iter_graph
 from lens.nnx.transforms.general import StateAxes
-from lens.nnx.transforms.prefix_axes import PrefixAxes as PrefixAxes
-from lens.nnx.transforms.prefix_axes import axes_by_path, key_path
-from lens.nnx.transforms.prefix_axes import tree_prefix_axes as tree_prefix_axes
 from lens.nnx.variablelib import Variable
 
 

@@ -18,10 +18,10 @@ import jax
 from jax.sharding import NamedSharding, PartitionSpec
 
 from lens.core.spmd import composite_rules, from_sharding_rules, get_logical_axis_rules
+from lens.nnx._transforms import axes
+from lens.nnx._transforms.axes import PARTITION_NAME as PARTITION_NAME
 from lens.nnx.deprecations import deprecated
 from lens.nnx.graphlib import iter_graph, split
-from lens.nnx.transforms import axes
-from lens.nnx.transforms.axes import PARTITION_NAME as PARTITION_NAME
 from lens.nnx.transforms.transforms import eval_shape
 from lens.nnx.variablelib import Variable, with_metadata
 

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import lens
 from lens import nn, nnx
 from lens.display import PackTraceView
-from lens.nnx.transforms.pack_trace import arg_names
+from lens.nnx._transforms.pack_trace import arg_names
 from tests.helpers import visible_text
 
 

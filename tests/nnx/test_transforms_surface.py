@@ -11,9 +11,9 @@ import numpy as np
 from flax.nnx.transforms import autodiff as fautodiff
 
 from lens import nnx
+from lens.nnx._transforms.lifted import to_value_metadata, to_variable
 from lens.nnx.transforms import autodiff, iteration, transforms
 from lens.nnx.transforms.general import lift_args
-from lens.nnx.transforms.lifted import to_value_metadata, to_variable
 
 
 def _params(cls):

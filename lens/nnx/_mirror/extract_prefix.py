@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, TypeVar
 import jax
 
 from lens.nnx._graph.walk import is_graph_node
-from lens.nnx.transforms.specs import StateAxes
+from lens.nnx._transforms.specs import StateAxes
 from lens.nnx.variablelib import Variable
 
 A = TypeVar("A")

@@ -25,10 +25,10 @@ from lens.nnx._graph.walk import GraphDef, VariableDef, is_graph_node
 from lens.nnx._mirror.contexts import IndexMap, RefMap, flatten
 from lens.nnx._mirror.extract_prefix import PrefixMapping, broadcast_prefix
 from lens.nnx._mirror.tree_states import Missing
+from lens.nnx._transforms.modes import TransformMode
+from lens.nnx._transforms.modes import check_prefix as _check_transform_prefix
+from lens.nnx._transforms.specs import StateAxes
 from lens.nnx.statelib import State
-from lens.nnx.transforms.modes import TransformMode
-from lens.nnx.transforms.modes import check_prefix as _check_transform_prefix
-from lens.nnx.transforms.specs import StateAxes
 from lens.nnx.variablelib import Variable
 
 A = TypeVar("A")

@@ -8,7 +8,7 @@ from typing import Any
 
 from lens import nn as linen
 from lens.nnx.bridge import module as bdg_module
-from lens.nnx.bridge.context import auto_submodule_name
+from lens.nnx.bridge._context import auto_submodule_name
 from lens.nnx.bridge.wrappers import ToNNX, set_initializing
 from lens.nnx.graphlib import state, update
 from lens.nnx.module import Module

@@ -31,15 +31,15 @@ from lens.core.frozen_dict import FrozenDict
 from lens.core.meta import AxisMetadata
 from lens.nnx import module as nnx_module
 from lens.nnx._objects.object import Object, register_data_type
-from lens.nnx.bridge.context import MODULE_CONTEXT as MODULE_CONTEXT
-from lens.nnx.bridge.context import ModuleContext as ModuleContext
-from lens.nnx.bridge.context import (
+from lens.nnx.bridge._context import MODULE_CONTEXT as MODULE_CONTEXT
+from lens.nnx.bridge._context import ModuleContext as ModuleContext
+from lens.nnx.bridge._context import (
     ModuleStackEntry,
     auto_submodule_name,
     current_context,
     entered,
 )
-from lens.nnx.bridge.context import current_module as current_module
+from lens.nnx.bridge._context import current_module as current_module
 from lens.nnx.bridge.variables import to_linen_var, to_nnx_var
 from lens.nnx.graphlib import clone, iter_graph, state
 from lens.nnx.rnglib import Rngs

@@ -25,7 +25,7 @@ from lens.core.frozen_dict import FrozenDict
 from lens.core.meta import AxisMetadata
 from lens.nn import module as linen_context
 from lens.nnx._objects.object import PytreeState
-from lens.nnx.bridge.context import current_module
+from lens.nnx.bridge._context import current_module
 from lens.nnx.bridge.variables import (
     linen_vars_to_nnx_attrs,
     nnx_attrs_to_linen_vars,

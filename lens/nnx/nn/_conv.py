@@ -14,14 +14,14 @@ import jax.numpy as jnp
 from lens._kernels import conv as kernels
 from lens.core.nn import initializers
 from lens.nnx.module import Module
-from lens.nnx.nn.dtypes import promote_dtype
-from lens.nnx.nn.parameters import (
+from lens.nnx.nn._parameters import (
     NO_META,
     as_tuple,
     check_size,
     dot_kwargs,
     make_param,
 )
+from lens.nnx.nn.dtypes import promote_dtype
 from lens.nnx.rnglib import Rngs
 
 Array = Any

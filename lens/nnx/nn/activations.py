@@ -36,8 +36,8 @@ from jax.nn import swish as swish
 from jax.numpy import tanh as tanh
 
 from lens.nnx.module import Module
+from lens.nnx.nn._parameters import NO_META
 from lens.nnx.nn.dtypes import promote_dtype
-from lens.nnx.nn.parameters import NO_META
 from lens.nnx.variablelib import Param
 
 Array = Any

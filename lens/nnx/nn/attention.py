@@ -17,10 +17,10 @@ from lens.nn import combine_masks as combine_masks
 from lens.nn import make_attention_mask as make_attention_mask
 from lens.nn import make_causal_mask as make_causal_mask
 from lens.nnx.module import Module
+from lens.nnx.nn._parameters import NO_META
 from lens.nnx.nn.dtypes import promote_dtype
 from lens.nnx.nn.linear import LinearGeneral
 from lens.nnx.nn.normalization import LayerNorm
-from lens.nnx.nn.parameters import NO_META
 from lens.nnx.rnglib import Rngs, RngStream
 from lens.nnx.variablelib import Cache, Intermediate
 

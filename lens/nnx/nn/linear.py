@@ -21,8 +21,7 @@ from lens.core.nn import initializers
 from lens.nnx.module import Module
 from lens.nnx.nn._conv import Conv as Conv
 from lens.nnx.nn._conv import ConvTranspose as ConvTranspose
-from lens.nnx.nn.dtypes import promote_dtype
-from lens.nnx.nn.parameters import (
+from lens.nnx.nn._parameters import (
     NO_META,
     as_tuple,
     check_size,
@@ -30,6 +29,7 @@ from lens.nnx.nn.parameters import (
     init_reshaped,
     make_param,
 )
+from lens.nnx.nn.dtypes import promote_dtype
 from lens.nnx.rnglib import Rngs
 from lens.nnx.variablelib import Param
 

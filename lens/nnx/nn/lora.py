@@ -12,9 +12,9 @@ import jax.numpy as jnp
 
 from lens.core.nn import initializers
 from lens.nnx.module import Module
+from lens.nnx.nn._parameters import NO_META
 from lens.nnx.nn.dtypes import promote_dtype
 from lens.nnx.nn.linear import Linear
-from lens.nnx.nn.parameters import NO_META
 from lens.nnx.rnglib import Rngs
 from lens.nnx.variablelib import Param
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from lens.nnx.module import Module
-from lens.nnx.nn.parameters import check_rate
+from lens.nnx.nn._parameters import check_rate
 from lens.nnx.rnglib import Rngs, RngStream
 
 Array = Any

@@ -1,6 +1,6 @@
 """Differentiation over objects (flax.nnx's ``transforms.autodiff``): ``grad``,
 ``value_and_grad``, ``vjp``, ``jvp`` and ``remat`` (``custom_vjp`` is in
-:mod:`lens.nnx.transforms.custom_gradients`).
+:mod:`lens.nnx._transforms.custom_gradients`).
 """
 
 from __future__ import annotations
@@ -16,21 +16,33 @@ import jax.numpy as jnp
 from lens._argnums import argnums, combine, out_of_range, partition
 from lens.nnx._graph.walk import Walker, path_str
 from lens.nnx._objects.object import Object
-from lens.nnx.graphlib import graphdef, merge
-from lens.nnx.statelib import State
-from lens.nnx.tracers import frame
-from lens.nnx.transforms.cotangents import (
+from lens.nnx._transforms.cotangents import (
     aval,
     cotangent_like,
     per_arg_states,
     values_from,
 )
-from lens.nnx.transforms.custom_gradients import CustomVjp as CustomVjp
-from lens.nnx.transforms.custom_gradients import (
+from lens.nnx._transforms.custom_gradients import CustomVjp as CustomVjp
+from lens.nnx._transforms.custom_gradients import (
     CustomVjpFnWrapper as CustomVjpFnWrapper,
 )
-from lens.nnx.transforms.custom_gradients import SimpleCustomVjp as SimpleCustomVjp
-from lens.nnx.transforms.custom_gradients import custom_vjp as custom_vjp
+from lens.nnx._transforms.custom_gradients import SimpleCustomVjp as SimpleCustomVjp
+from lens.nnx._transforms.custom_gradients import custom_vjp as custom_vjp
+from lens.nnx._transforms.pack_trace import Picture
+from lens.nnx._transforms.signatures import AxisName as AxisName
+from lens.nnx._transforms.signatures import BwdFn as BwdFn
+from lens.nnx._transforms.signatures import FwdFn as FwdFn
+from lens.nnx._transforms.signatures import GradFn as GradFn
+from lens.nnx._transforms.signatures import SimpleBwdFn as SimpleBwdFn
+from lens.nnx._transforms.signatures import SimpleCustomVjpFn as SimpleCustomVjpFn
+from lens.nnx._transforms.signatures import SimpleFwdFn as SimpleFwdFn
+from lens.nnx._transforms.signatures import SimpleGradFn as SimpleGradFn
+from lens.nnx._transforms.signatures import SimpleJvpFn as SimpleJvpFn
+from lens.nnx._transforms.signatures import SimpleRematFn as SimpleRematFn
+from lens.nnx._transforms.signatures import SimpleVjpFn as SimpleVjpFn
+from lens.nnx.graphlib import graphdef, merge
+from lens.nnx.statelib import State
+from lens.nnx.tracers import frame
 from lens.nnx.transforms.general import (
     Carrier,
     DiffSpec,
@@ -56,18 +68,6 @@ from lens.nnx.transforms.general import (
     wrap_objects,
     write_back,
 )
-from lens.nnx.transforms.pack_trace import Picture
-from lens.nnx.transforms.signatures import AxisName as AxisName
-from lens.nnx.transforms.signatures import BwdFn as BwdFn
-from lens.nnx.transforms.signatures import FwdFn as FwdFn
-from lens.nnx.transforms.signatures import GradFn as GradFn
-from lens.nnx.transforms.signatures import SimpleBwdFn as SimpleBwdFn
-from lens.nnx.transforms.signatures import SimpleCustomVjpFn as SimpleCustomVjpFn
-from lens.nnx.transforms.signatures import SimpleFwdFn as SimpleFwdFn
-from lens.nnx.transforms.signatures import SimpleGradFn as SimpleGradFn
-from lens.nnx.transforms.signatures import SimpleJvpFn as SimpleJvpFn
-from lens.nnx.transforms.signatures import SimpleRematFn as SimpleRematFn
-from lens.nnx.transforms.signatures import SimpleVjpFn as SimpleVjpFn
 from lens.nnx.variablelib import Param, Variable
 from lens.traceback_util import api_boundary
 

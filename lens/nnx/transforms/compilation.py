@@ -1,7 +1,7 @@
 """``nnx.jit``: ``jax.jit`` for functions of eager objects, with a cached graph walk.
 
 The call recipe is the one of :mod:`lens.nnx.transforms.general`. On top of it, each jitted
-function keeps its last call's walk of the arguments (:mod:`~lens.nnx.transforms.jit_cache`) and
+function keeps its last call's walk of the arguments (:mod:`~lens.nnx._transforms.jit_cache`) and
 reuses it while nothing changed structure, and its compiled program returns only
 the state the function changed.
 """
@@ -17,6 +17,37 @@ import jax
 from lens._argnums import out_of_range
 from lens.core import pack_trace as _trace
 from lens.nnx._graph.walk import Walker
+from lens.nnx._transforms.jit_args import NOT_PASSED, ArgSpecs, JitCall, check_static
+from lens.nnx._transforms.jit_cache import (
+    CachedWalk,
+    JitSkeleton,
+    Unchanged,
+    cached_walk,
+    call_cached,
+    store_walk,
+    with_fast_path,
+    write_changed,
+)
+from lens.nnx._transforms.jit_refs import mark_refs, unmark_refs
+from lens.nnx._transforms.jit_shardings import (
+    place_inputs,
+    place_outputs,
+    replace_updates,
+)
+from lens.nnx._transforms.jit_stages import Compiled, Lowered
+from lens.nnx._transforms.jit_stages import SimplePartialTraced as SimplePartialTraced
+from lens.nnx._transforms.jit_stages import SimpleTraced as SimpleTraced
+from lens.nnx._transforms.jit_stages import Stage as Stage
+from lens.nnx._transforms.jit_stages import Traced as Traced
+from lens.nnx._transforms.pack_trace import Picture
+from lens.nnx._transforms.sharding import StateSharding as StateSharding
+from lens.nnx._transforms.sharding import shard_map as shard_map
+from lens.nnx._transforms.signatures import AxisName as AxisName
+from lens.nnx._transforms.signatures import JitFn as JitFn
+from lens.nnx._transforms.signatures import ShardMapFn as ShardMapFn
+from lens.nnx._transforms.signatures import SimpleJitFn as SimpleJitFn
+from lens.nnx._transforms.signatures import SimpleJitPartialFn as SimpleJitPartialFn
+from lens.nnx._transforms.signatures import SimpleShardMapFn as SimpleShardMapFn
 from lens.nnx.tracers import frame, structure_epoch
 from lens.nnx.transforms.general import (
     Carrier,
@@ -32,37 +63,6 @@ from lens.nnx.transforms.general import (
     split_outputs,
     transform_mode,
 )
-from lens.nnx.transforms.jit_args import NOT_PASSED, ArgSpecs, JitCall, check_static
-from lens.nnx.transforms.jit_cache import (
-    CachedWalk,
-    JitSkeleton,
-    Unchanged,
-    cached_walk,
-    call_cached,
-    store_walk,
-    with_fast_path,
-    write_changed,
-)
-from lens.nnx.transforms.jit_refs import mark_refs, unmark_refs
-from lens.nnx.transforms.jit_shardings import (
-    place_inputs,
-    place_outputs,
-    replace_updates,
-)
-from lens.nnx.transforms.jit_stages import Compiled, Lowered
-from lens.nnx.transforms.jit_stages import SimplePartialTraced as SimplePartialTraced
-from lens.nnx.transforms.jit_stages import SimpleTraced as SimpleTraced
-from lens.nnx.transforms.jit_stages import Stage as Stage
-from lens.nnx.transforms.jit_stages import Traced as Traced
-from lens.nnx.transforms.pack_trace import Picture
-from lens.nnx.transforms.sharding import StateSharding as StateSharding
-from lens.nnx.transforms.sharding import shard_map as shard_map
-from lens.nnx.transforms.signatures import AxisName as AxisName
-from lens.nnx.transforms.signatures import JitFn as JitFn
-from lens.nnx.transforms.signatures import ShardMapFn as ShardMapFn
-from lens.nnx.transforms.signatures import SimpleJitFn as SimpleJitFn
-from lens.nnx.transforms.signatures import SimpleJitPartialFn as SimpleJitPartialFn
-from lens.nnx.transforms.signatures import SimpleShardMapFn as SimpleShardMapFn
 from lens.nnx.transforms.transforms import eval_shape
 from lens.nnx.variablelib import StaticValue
 

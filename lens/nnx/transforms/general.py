@@ -38,36 +38,36 @@ from lens.nnx._graph.walk import (
     is_graph_node,
     path_str,
 )
-from lens.nnx.filterlib import to_predicate
-from lens.nnx.tracers import frame
-from lens.nnx.transforms.modes import TransformMode as TransformMode
-from lens.nnx.transforms.modes import active_mode as active_mode
-from lens.nnx.transforms.modes import check_graph_flags as check_graph_flags
-from lens.nnx.transforms.modes import check_no_aliases as check_no_aliases
-from lens.nnx.transforms.modes import check_prefix as check_prefix
-from lens.nnx.transforms.modes import check_returned_inputs as check_returned_inputs
-from lens.nnx.transforms.modes import check_simple_outputs, current_mode
-from lens.nnx.transforms.modes import reject_bound_method as reject_bound_method
-from lens.nnx.transforms.modes import resolve_kwargs as resolve_kwargs
-from lens.nnx.transforms.modes import transform_mode as transform_mode
-from lens.nnx.transforms.modes import variables_with_paths as variables_with_paths
-from lens.nnx.transforms.modes import (
+from lens.nnx._transforms.modes import TransformMode as TransformMode
+from lens.nnx._transforms.modes import active_mode as active_mode
+from lens.nnx._transforms.modes import check_graph_flags as check_graph_flags
+from lens.nnx._transforms.modes import check_no_aliases as check_no_aliases
+from lens.nnx._transforms.modes import check_prefix as check_prefix
+from lens.nnx._transforms.modes import check_returned_inputs as check_returned_inputs
+from lens.nnx._transforms.modes import check_simple_outputs, current_mode
+from lens.nnx._transforms.modes import reject_bound_method as reject_bound_method
+from lens.nnx._transforms.modes import resolve_kwargs as resolve_kwargs
+from lens.nnx._transforms.modes import transform_mode as transform_mode
+from lens.nnx._transforms.modes import variables_with_paths as variables_with_paths
+from lens.nnx._transforms.modes import (
     with_calling_conventions as with_calling_conventions,
 )
-from lens.nnx.transforms.prefix_axes import tree_prefix_axes
-from lens.nnx.transforms.specs import Carrier as Carrier
-from lens.nnx.transforms.specs import DiffSpec as DiffSpec
-from lens.nnx.transforms.specs import DiffState as DiffState
-from lens.nnx.transforms.specs import Entry as Entry
-from lens.nnx.transforms.specs import GraphArg as GraphArg
-from lens.nnx.transforms.specs import GraphSlot as GraphSlot
-from lens.nnx.transforms.specs import LeafSlot as LeafSlot
-from lens.nnx.transforms.specs import Skeleton as Skeleton
-from lens.nnx.transforms.specs import Slot as Slot
-from lens.nnx.transforms.specs import StateAxes as StateAxes
-from lens.nnx.transforms.specs import StaticSlot as StaticSlot
-from lens.nnx.transforms.specs import axes_resolver as axes_resolver
-from lens.nnx.transforms.specs import wrap_objects as wrap_objects
+from lens.nnx._transforms.prefix_axes import tree_prefix_axes
+from lens.nnx._transforms.specs import Carrier as Carrier
+from lens.nnx._transforms.specs import DiffSpec as DiffSpec
+from lens.nnx._transforms.specs import DiffState as DiffState
+from lens.nnx._transforms.specs import Entry as Entry
+from lens.nnx._transforms.specs import GraphArg as GraphArg
+from lens.nnx._transforms.specs import GraphSlot as GraphSlot
+from lens.nnx._transforms.specs import LeafSlot as LeafSlot
+from lens.nnx._transforms.specs import Skeleton as Skeleton
+from lens.nnx._transforms.specs import Slot as Slot
+from lens.nnx._transforms.specs import StateAxes as StateAxes
+from lens.nnx._transforms.specs import StaticSlot as StaticSlot
+from lens.nnx._transforms.specs import axes_resolver as axes_resolver
+from lens.nnx._transforms.specs import wrap_objects as wrap_objects
+from lens.nnx.filterlib import to_predicate
+from lens.nnx.tracers import frame
 from lens.nnx.variablelib import StaticValue, Variable
 
 

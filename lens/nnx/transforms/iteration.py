@@ -15,8 +15,7 @@ import jax
 
 from lens import _strict
 from lens.nnx._graph.walk import Walker, path_str
-from lens.nnx.tracers import frame
-from lens.nnx.transforms.axes import (
+from lens.nnx._transforms.axes import (
     NO_AXIS_METADATA,
     PARTITION_NAME,
     AxisNames,
@@ -24,6 +23,41 @@ from lens.nnx.transforms.axes import (
     place_state_axes,
     strip_state_axes,
 )
+
+# flax.nnx defines the loops in transforms.iteration; lens keeps them in loops.py
+from lens.nnx._transforms.lifted import Broadcasted as Broadcasted
+from lens.nnx._transforms.loops import Carry as Carry
+from lens.nnx._transforms.loops import fori_loop as fori_loop
+from lens.nnx._transforms.loops import scan as scan
+from lens.nnx._transforms.loops import while_loop as while_loop
+from lens.nnx._transforms.pack_trace import (
+    Picture,
+    axis_label,
+    created,
+    without_axis,
+)
+from lens.nnx._transforms.signatures import AxisFn as AxisFn
+from lens.nnx._transforms.signatures import AxisName as AxisName
+from lens.nnx._transforms.signatures import ForiLoopBodyFn as ForiLoopBodyFn
+from lens.nnx._transforms.signatures import Index as Index
+from lens.nnx._transforms.signatures import Leaves as Leaves
+from lens.nnx._transforms.signatures import PmapFn as PmapFn
+from lens.nnx._transforms.signatures import ScanFn as ScanFn
+from lens.nnx._transforms.signatures import SimpleForiLoopBodyFn as SimpleForiLoopBodyFn
+from lens.nnx._transforms.signatures import SimplePmapFn as SimplePmapFn
+from lens.nnx._transforms.signatures import SimpleScanFn as SimpleScanFn
+from lens.nnx._transforms.signatures import SimpleVmapFn as SimpleVmapFn
+from lens.nnx._transforms.signatures import (
+    SimpleWhileLoopBodyFn as SimpleWhileLoopBodyFn,
+)
+from lens.nnx._transforms.signatures import (
+    SimpleWhileLoopCondFn as SimpleWhileLoopCondFn,
+)
+from lens.nnx._transforms.signatures import VmapFn as VmapFn
+from lens.nnx._transforms.signatures import WhileLoopBodyFn as WhileLoopBodyFn
+from lens.nnx._transforms.signatures import WhileLoopCondFn as WhileLoopCondFn
+from lens.nnx._transforms.specs import StateAxes as StateAxes
+from lens.nnx.tracers import frame
 from lens.nnx.transforms.general import (
     Carrier,
     Entry,
@@ -41,40 +75,6 @@ from lens.nnx.transforms.general import (
     with_calling_conventions,
     write_back,
 )
-
-# flax.nnx defines the loops in transforms.iteration; lens keeps them in loops.py
-from lens.nnx.transforms.lifted import Broadcasted as Broadcasted
-from lens.nnx.transforms.loops import Carry as Carry
-from lens.nnx.transforms.loops import fori_loop as fori_loop
-from lens.nnx.transforms.loops import scan as scan
-from lens.nnx.transforms.loops import while_loop as while_loop
-from lens.nnx.transforms.pack_trace import (
-    Picture,
-    axis_label,
-    created,
-    without_axis,
-)
-from lens.nnx.transforms.signatures import AxisFn as AxisFn
-from lens.nnx.transforms.signatures import AxisName as AxisName
-from lens.nnx.transforms.signatures import ForiLoopBodyFn as ForiLoopBodyFn
-from lens.nnx.transforms.signatures import Index as Index
-from lens.nnx.transforms.signatures import Leaves as Leaves
-from lens.nnx.transforms.signatures import PmapFn as PmapFn
-from lens.nnx.transforms.signatures import ScanFn as ScanFn
-from lens.nnx.transforms.signatures import SimpleForiLoopBodyFn as SimpleForiLoopBodyFn
-from lens.nnx.transforms.signatures import SimplePmapFn as SimplePmapFn
-from lens.nnx.transforms.signatures import SimpleScanFn as SimpleScanFn
-from lens.nnx.transforms.signatures import SimpleVmapFn as SimpleVmapFn
-from lens.nnx.transforms.signatures import (
-    SimpleWhileLoopBodyFn as SimpleWhileLoopBodyFn,
-)
-from lens.nnx.transforms.signatures import (
-    SimpleWhileLoopCondFn as SimpleWhileLoopCondFn,
-)
-from lens.nnx.transforms.signatures import VmapFn as VmapFn
-from lens.nnx.transforms.signatures import WhileLoopBodyFn as WhileLoopBodyFn
-from lens.nnx.transforms.signatures import WhileLoopCondFn as WhileLoopCondFn
-from lens.nnx.transforms.specs import StateAxes as StateAxes
 from lens.traceback_util import api_boundary
 
 

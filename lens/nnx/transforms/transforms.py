@@ -13,6 +13,17 @@ import jax
 import jax.numpy as jnp
 
 from lens.nnx._graph.walk import Walker
+from lens.nnx._transforms.lifted import LiftedModule as LiftedModule
+from lens.nnx._transforms.lifted import ValueMetadata as ValueMetadata
+from lens.nnx._transforms.pack_trace import Picture
+from lens.nnx._transforms.signatures import AxisName as AxisName
+from lens.nnx._transforms.signatures import CheckifyFn as CheckifyFn
+from lens.nnx._transforms.signatures import Index as Index
+from lens.nnx._transforms.signatures import Leaves as Leaves
+from lens.nnx._transforms.signatures import SimpleCheckifyFn as SimpleCheckifyFn
+from lens.nnx._transforms.signatures import SimpleCondFn as SimpleCondFn
+from lens.nnx._transforms.signatures import SimpleEvalShapeFn as SimpleEvalShapeFn
+from lens.nnx._transforms.signatures import SimpleMakeJaxprFn as SimpleMakeJaxprFn
 from lens.nnx.transforms.general import (
     active_mode,
     call_inside,
@@ -25,17 +36,6 @@ from lens.nnx.transforms.general import (
     write_back,
 )
 from lens.nnx.transforms.general import resolve_kwargs as resolve_kwargs
-from lens.nnx.transforms.lifted import LiftedModule as LiftedModule
-from lens.nnx.transforms.lifted import ValueMetadata as ValueMetadata
-from lens.nnx.transforms.pack_trace import Picture
-from lens.nnx.transforms.signatures import AxisName as AxisName
-from lens.nnx.transforms.signatures import CheckifyFn as CheckifyFn
-from lens.nnx.transforms.signatures import Index as Index
-from lens.nnx.transforms.signatures import Leaves as Leaves
-from lens.nnx.transforms.signatures import SimpleCheckifyFn as SimpleCheckifyFn
-from lens.nnx.transforms.signatures import SimpleCondFn as SimpleCondFn
-from lens.nnx.transforms.signatures import SimpleEvalShapeFn as SimpleEvalShapeFn
-from lens.nnx.transforms.signatures import SimpleMakeJaxprFn as SimpleMakeJaxprFn
 from lens.traceback_util import api_boundary
 
 

@@ -11,11 +11,11 @@ from typing import Any, Protocol
 import jax
 import jax.numpy as jnp
 
+from lens.nnx._transforms.loops import Carry, scan
 from lens.nnx.filterlib import All, to_predicate
 from lens.nnx.graphlib import iter_graph
 from lens.nnx.rnglib import Rngs, RngStream, SplitBackups
 from lens.nnx.transforms.general import StateAxes
-from lens.nnx.transforms.loops import Carry, scan
 from lens.nnx.variablelib import RngState
 
 Array = Any

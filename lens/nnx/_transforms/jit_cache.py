@@ -18,9 +18,9 @@ from lens import errors
 from lens.core import pack_trace as _trace
 from lens.nnx._graph.walk import Walker
 from lens.nnx._objects.object import Object
+from lens.nnx._transforms.jit_refs import unmark_refs
 from lens.nnx.tracers import structure_epoch
 from lens.nnx.transforms.general import Entry, Skeleton, StaticSlot, merge_outputs
-from lens.nnx.transforms.jit_refs import unmark_refs
 from lens.nnx.variablelib import StaticValue, Variable
 from lens.traceback_util import api_boundary
 

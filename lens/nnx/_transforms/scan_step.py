@@ -16,8 +16,9 @@ from typing import Any
 
 from lens import errors
 from lens.nnx._graph.walk import Walker
+from lens.nnx._transforms.axes import AxisNames
+from lens.nnx._transforms.lifted import Broadcasted
 from lens.nnx.tracers import frame
-from lens.nnx.transforms.axes import AxisNames
 from lens.nnx.transforms.general import (
     Carrier,
     Entry,
@@ -30,7 +31,6 @@ from lens.nnx.transforms.general import (
     split_outputs,
     variables_with_paths,
 )
-from lens.nnx.transforms.lifted import Broadcasted
 from lens.nnx.variablelib import StaticValue
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import jax
 
-from lens.nnx.transforms.specs import StateAxes
+from lens.nnx._transforms.specs import StateAxes
 
 
 class _AtPaths:

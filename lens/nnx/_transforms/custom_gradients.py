@@ -15,14 +15,16 @@ import jax
 from lens._argnums import combine, partition
 from lens.nnx._graph.walk import Walker
 from lens.nnx._objects.object import Object
-from lens.nnx.tracers import frame
-from lens.nnx.transforms.cotangents import (
+from lens.nnx._transforms.cotangents import (
     aval,
     cotangent_like,
     per_arg_states,
     values_from,
     zero_cotangent,
 )
+from lens.nnx._transforms.pack_trace import Picture
+from lens.nnx._transforms.simple_vjp import simple_custom_vjp
+from lens.nnx.tracers import frame
 from lens.nnx.transforms.general import (
     Carrier,
     DiffSpec,
@@ -38,8 +40,6 @@ from lens.nnx.transforms.general import (
     split_outputs,
     transform_mode,
 )
-from lens.nnx.transforms.pack_trace import Picture
-from lens.nnx.transforms.simple_vjp import simple_custom_vjp
 from lens.traceback_util import api_boundary
 
 A = TypeVar("A")

@@ -20,7 +20,7 @@ from lens import errors
 from lens.nnx import graphlib
 from lens.nnx._graph.walk import Walker, is_graph_node, path_str
 from lens.nnx._objects.object import node_items
-from lens.nnx.transforms.specs import DiffState, StateAxes
+from lens.nnx._transforms.specs import DiffState, StateAxes
 from lens.nnx.variablelib import Variable
 from lens.traceback_util import api_boundary
 

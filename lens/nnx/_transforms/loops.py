@@ -15,8 +15,19 @@ import jax
 import jax.numpy as jnp
 
 from lens.nnx._graph.walk import Walker, path_str
+from lens.nnx._transforms.axes import NO_AXIS_METADATA, AxisNames
+from lens.nnx._transforms.lifted import Broadcasted
+from lens.nnx._transforms.pack_trace import Picture, axis_label, without_axis
+from lens.nnx._transforms.scan_step import Carry as Carry
+from lens.nnx._transforms.scan_step import (
+    ScanStep,
+    ScanSteps,
+    StepPlan,
+    describe,
+    loop_values,
+    value_kind,
+)
 from lens.nnx.tracers import frame
-from lens.nnx.transforms.axes import NO_AXIS_METADATA, AxisNames
 from lens.nnx.transforms.general import (
     Entry,
     GraphArg,
@@ -33,17 +44,6 @@ from lens.nnx.transforms.general import (
     with_calling_conventions,
     wrap_objects,
     write_back,
-)
-from lens.nnx.transforms.lifted import Broadcasted
-from lens.nnx.transforms.pack_trace import Picture, axis_label, without_axis
-from lens.nnx.transforms.scan_step import Carry as Carry
-from lens.nnx.transforms.scan_step import (
-    ScanStep,
-    ScanSteps,
-    StepPlan,
-    describe,
-    loop_values,
-    value_kind,
 )
 from lens.traceback_util import api_boundary
 
