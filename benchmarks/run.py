@@ -26,6 +26,7 @@ from benchmarks import (
     nnx_mlp,
     recompiles,
     suite,
+    tabulate_cost,
 )
 
 # (benchmark, numerator, denominator, target ratio); issues 8, 2 and 29's targets.
@@ -283,12 +284,14 @@ def main(argv: list[str] | None = None) -> str:
         rows += live_overhead.run(steps=30, repeats=1)
         rows += recompiles.cost(repeats=1, number=5)
         shown = displays.run()
+        tabulated = tabulate_cost.run(repeats=1, peer=False)
         cached = compile_cache.run(repeats=1, blocks=1, fill_is_cold=True)
     else:
         rows = core_mlp.run() + nn_mlp.run() + suite.run() + nnx_mlp.run()
         rows += live_overhead.run()
         rows += recompiles.cost()
         shown = displays.run()
+        tabulated = tabulate_cost.run()
         cached = compile_cache.run()
     import flax
 
@@ -329,6 +332,7 @@ def main(argv: list[str] | None = None) -> str:
     ]
     lines += recompiles.lines(recompiles.explained())
     lines += _display_lines(shown)
+    lines += tabulate_cost.lines(tabulated)
     lines += _cache_lines(cached)[0]
     if NOTES.exists():  # the hand-written analysis: where the time goes
         lines += ["", NOTES.read_text().rstrip()]

@@ -51,8 +51,8 @@ class TraceCounter:
 
 
 @contextlib.contextmanager
-def count_compiles() -> Iterator[list[int]]:
-    """Counts XLA compilations in the block (JAX's own compile log)."""
+def _count_jax_log(*needles: str) -> Iterator[list[int]]:
+    """Counts JAX's compile-log messages (``jax_log_compiles``) holding a needle."""
     box = [0]
     import logging
 
@@ -60,10 +60,7 @@ def count_compiles() -> Iterator[list[int]]:
 
     class H(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            if (
-                "Finished XLA compilation" in record.getMessage()
-                or "Compiling" in record.getMessage()
-            ):
+            if any(n in record.getMessage() for n in needles):
                 box[0] += 1
 
     h = H()
@@ -75,6 +72,17 @@ def count_compiles() -> Iterator[list[int]]:
     finally:
         logger.removeHandler(h)
         jax.config.update("jax_log_compiles", old)
+
+
+def count_compiles() -> contextlib.AbstractContextManager[list[int]]:
+    """Counts XLA compilations in the block (JAX's own compile log)."""
+    return _count_jax_log("Finished XLA compilation", "Compiling")
+
+
+def count_lowerings() -> contextlib.AbstractContextManager[list[int]]:
+    """Counts lowerings to MLIR in the block (JAX's own log: one per
+    ``jax.jit(f).lower(...)`` or first jitted call; ``eval_shape`` lowers none)."""
+    return _count_jax_log("Finished jaxpr to MLIR module conversion")
 
 
 def tabulate(nnx: Any, model: Any, *args: Any, **kwargs: Any) -> str:

@@ -130,3 +130,5 @@ from lens.errors._strict import CheckpointStepTypeError as CheckpointStepTypeErr
 from lens.errors._strict import StrictModeWarning as StrictModeWarning
 from lens.errors._strict import UnusedGradientsError as UnusedGradientsError
 from lens.errors._strict import UnusedVariablesError as UnusedVariablesError
+from lens.errors._tabulate import TabulateCostError as TabulateCostError
+from lens.errors._tabulate import TabulateOptionError as TabulateOptionError

@@ -348,11 +348,14 @@ class ModuleEntryPoints(Displayable, ModuleBase):
         column_kwargs: Mapping[str, Any] = {},  # noqa: B006 - read only
         compute_flops: bool = False,
         compute_vjp_flops: bool = False,
+        compute_cost: bool = False,
         **kwargs: Any,
     ) -> str:
         """A table of the module calls: path, module, inputs, outputs, variables.
 
-        Returns a ``str`` (print it; in notebooks it also renders as HTML).
+        Returns a ``str`` (print it; in notebooks it also renders as HTML). The
+        options are :func:`lens.nn.tabulate`'s (``compute_cost`` is lens's: bytes
+        accessed, parameter and activation bytes per call, with units and totals).
         """
         from lens.nn._summary import tabulate
 
@@ -367,6 +370,7 @@ class ModuleEntryPoints(Displayable, ModuleBase):
             column_kwargs=column_kwargs,
             compute_flops=compute_flops,
             compute_vjp_flops=compute_vjp_flops,
+            compute_cost=compute_cost,
         )(*args, **kwargs)
 
     def module_paths(

@@ -8,13 +8,15 @@ import dataclasses
 import enum
 import html
 import io
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lens._instruments.call_cost import CAPTION as COST_CAPTION
+from lens._instruments.call_cost import RICH_COLUMN, Column, fit_rich
 from lens.core.meta import Partitioned
 
 # ------------------------------------------------------- value representations
@@ -211,7 +213,10 @@ def _render_table(
     table_kwargs: Mapping[str, Any],
     column_kwargs: Mapping[str, Any],
     non_params_cols: list[str],
+    cost_columns: Sequence[Column] = (),
 ) -> str:
+    """Flax's table of ``table`` (rich text; HTML in a notebook). ``cost_columns``
+    (lens's ``compute_cost``) follow ``non_params_cols``, with units and totals."""
     import rich.console
     import rich.table
     import rich.text
@@ -228,8 +233,13 @@ def _render_table(
     )
     for c in non_params_cols:
         rich_table.add_column(c, **column_kwargs)
+    for cost_col in cost_columns:
+        rich_table.add_column(cost_col.name, **{**RICH_COLUMN, **column_kwargs})
     for col in table.collections:
         rich_table.add_column(col, **column_kwargs)
+    # Flax's FLOPs columns (without compute_cost) are cost columns in the HTML.
+    flax_costs = [c for c in non_params_cols[2:] if c in _FLAX_COST_COLUMNS]
+    io_cols = [c for c in non_params_cols if c not in _FLAX_COST_COLUMNS]
     html_rows = []
     for row in table:
         cells = []
@@ -249,19 +259,27 @@ def _render_table(
             if row.method not in ("__call__", "<lambda>")
             else ""
         )
-        values = [
-            _as_yaml_str(
+        values = {
+            c: _as_yaml_str(
                 _summary_tree_map(_maybe_render, _normalize_structure(getattr(row, c)))
             )
             for c in non_params_cols[2:]
-        ]
+        }
+        costs = [values[c] for c in flax_costs]
+        costs += [c.cell(row.cost) for c in cost_columns]
         first = ["/".join(row.path), type(row.module_copy).__name__ + method]
-        rich_table.add_row(*first, *values, *cells)
-        html_rows.append(first + values + cells)
+        rich_table.add_row(*first, *values.values(), *costs[len(flax_costs) :], *cells)
+        html_rows.append(
+            _HtmlRow(first, [values[c] for c in io_cols[2:]], costs, cells)
+        )
     n = len(non_params_cols)
     rich_table.columns[n - 1].footer = rich.text.Text.from_markup(
         "Total", justify="right"
     )
+    cost_totals = [c.cell(table.total) for c in cost_columns]
+    for i, text in enumerate(cost_totals):
+        rich_table.columns[n + i].footer = text
+    n += len(cost_columns)
     totals = {col: (0, 0) for col in table.collections}
     for row in table:
         for col, (s, b) in row.size_and_bytes(table.collections).items():
@@ -274,13 +292,41 @@ def _render_table(
     rich_table.caption = (
         f"\nTotal Parameters: {_size_and_bytes_repr(all_size, all_bytes)}"
     )
+    if cost_columns:
+        rich_table.caption += f"\n[not bold]{COST_CAPTION}[/not bold]"
     buf = io.StringIO()
-    rich.console.Console(file=buf, **console_kwargs).print(rich_table)
+    console = rich.console.Console(file=buf, **console_kwargs)
+    fit_rich(console, rich_table, len(non_params_cols), len(cost_columns))
+    console.print(rich_table)
     out = Tabulation("\n" + buf.getvalue() + "\n")
+    flax_totals = [
+        str(getattr(table.total, c)) if table.total is not None else ""
+        for c in flax_costs
+    ]
     out._html = _html_table(
-        table, non_params_cols, html_rows, totals, (all_size, all_bytes)
+        table,
+        io_cols,
+        flax_costs + [c.name for c in cost_columns],
+        html_rows,
+        flax_totals + cost_totals,
+        totals,
+        (all_size, all_bytes),
+        note=COST_CAPTION if cost_columns else "",
     )
     return out
+
+
+_FLAX_COST_COLUMNS = ("flops", "vjp_flops")
+
+
+@dataclasses.dataclass
+class _HtmlRow:
+    """One row's cells (rich markup) for the HTML form."""
+
+    first: list[str]  # path, module
+    values: list[str]  # inputs, outputs
+    costs: list[str]
+    variables: list[str]
 
 
 def _plain(markup: str) -> str:
@@ -289,35 +335,82 @@ def _plain(markup: str) -> str:
     return Text.from_markup(markup).plain
 
 
+# The HTML form fits a 600 px notebook cell. Flax's columns (path, module,
+# inputs, outputs, a column per collection) make one table, as wide as Flax's
+# without costs; the costs make a second one, path and module again, then the
+# numbers. Cells wrap at spaces (a number before its unit, a variable's name
+# before its shape), never inside a shape; headers between their words. A table
+# still wider than its cell scrolls in its own box, never clipped.
+_CELL = "vertical-align:top;padding:2px 6px;white-space:pre-wrap;text-align:left"
+_NUMBER = "vertical-align:top;padding:2px 6px;white-space:pre-wrap;text-align:right"
+_HEAD = "white-space:normal;vertical-align:bottom"
+
+
+def _html_grid(
+    heads: list[str],
+    styles: list[str],
+    rows: list[list[str]],
+    foot: list[str],
+) -> str:
+    """One scroll-boxed table: its head, rows (rich markup) and foot (its
+    "Total" right-aligned, by the first cell it fills)."""
+    total = next(i for i, c in enumerate(foot) if c)
+    foot_styles = [_NUMBER if i == total else s for i, s in enumerate(styles)]
+    head = "".join(
+        f"<th style='{s};{_HEAD}'>{html.escape(h)}</th>" for s, h in zip(styles, heads)
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td style='{s}'>{html.escape(_plain(c))}</td>" for s, c in zip(styles, r)
+        )
+        + "</tr>"
+        for r in rows
+    )
+    tail = "".join(
+        f"<td style='{s}'>{html.escape(_plain(c))}</td>"
+        for s, c in zip(foot_styles, foot)
+    )
+    return (
+        "<div style='max-width:100%;overflow-x:auto'><table style='border-collapse:"
+        "collapse;font-family:monospace;font-size:12px'>"
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+        f"<tfoot><tr>{tail}</tr></tfoot></table></div>"
+    )
+
+
 def _html_table(
     table: Any,  # a lens.nn.summary.Table
     cols: list[str],
-    rows: list[list[str]],
+    cost_cols: list[str],
+    rows: list[_HtmlRow],
+    cost_totals: list[str],
     totals: Mapping[str, tuple[int, int]],
     grand: tuple[int, int],
+    note: str = "",
 ) -> str:
-    head = "".join(
-        f"<th style='text-align:left;padding:2px 8px'>{html.escape(c)}</th>"
-        for c in list(cols) + list(table.collections)
+    collections = list(table.collections)
+    main = _html_grid(
+        [*cols, *collections],
+        [_CELL] * (len(cols) + len(collections)),
+        [r.first + r.values + r.variables for r in rows],
+        [""] * (len(cols) - 1)
+        + ["Total"]
+        + [_size_and_bytes_repr(*totals[c]) for c in collections],
     )
-    body = []
-    for r in rows:
-        tds = "".join(
-            "<td style='vertical-align:top;padding:2px 8px;white-space:pre'>"
-            f"{html.escape(_plain(c))}</td>"
-            for c in r
-        )
-        body.append(f"<tr>{tds}</tr>")
-    foot = ["<td></td>"] * (len(cols) - 1) + ["<td style='text-align:right'>Total</td>"]
-    foot += [
-        f"<td style='padding:2px 8px'>{html.escape(_plain(_size_and_bytes_repr(*totals[c])))}</td>"
-        for c in table.collections
-    ]
-    title = html.escape(f"{type(table.module).__name__} Summary")
+    name = type(table.module).__name__
+    title = html.escape(f"{name} Summary")
     caption = html.escape(_plain(f"Total Parameters: {_size_and_bytes_repr(*grand)}"))
-    return (
-        f"<div><b>{title}</b><table style='border-collapse:collapse;"
-        "font-family:monospace;font-size:12px'>"
-        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
-        f"<tfoot><tr>{''.join(foot)}</tr></tfoot></table><b>{caption}</b></div>"
-    )
+    out = f"<div><b>{title}</b>{main}<b>{caption}</b>"
+    if cost_cols:
+        costs = _html_grid(
+            ["path", "module", *cost_cols],
+            [_CELL, _CELL] + [_NUMBER] * len(cost_cols),
+            [r.first + r.costs for r in rows],
+            ["", "Total", *cost_totals],
+        )
+        out += f"<div style='margin-top:10px'><b>{html.escape(name)} Cost</b></div>"
+        out += costs
+    if note:
+        out += f"<div style='opacity:.72;max-width:60em'>{html.escape(note)}</div>"
+    return out + "</div>"

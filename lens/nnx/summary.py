@@ -2,10 +2,12 @@
 outputs, optionally their FLOPs) and its variables per type, as flax.nnx prints it.
 
 The model is cloned and every public method of its object types records its
-calls while the top method runs (abstractly, under ``jax.eval_shape``; with
-``compute_flops`` each call is a jitted function whose lowering gives the
-count). Rows are in call order; a module called twice with the same inputs is
-shown once.
+calls while the top method runs (abstractly, under ``jax.eval_shape``). Rows are
+in call order; a module called twice with the same inputs is shown once. With
+``compute_flops``, ``compute_vjp_flops`` or lens's ``compute_cost``, each call
+is kept as what lowers it alone (its object's structure, the shapes of its
+arrays); once the methods are restored, each distinct call is lowered once and
+XLA's cost analysis read (lens._instruments.call_cost).
 """
 
 from __future__ import annotations
@@ -24,11 +26,13 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from lens.nnx.graphlib import clone, merge, split
+from lens._instruments import call_cost
+from lens._instruments.call_cost import CallCost, Options
+from lens.nnx._objects.object import Object, node_items
+from lens.nnx.graphlib import Static, clone, merge, split
 from lens.nnx.module import Module
-from lens.nnx.pytreelib import Object, node_items
 from lens.nnx.rnglib import RngStream
-from lens.nnx.variablelib import RngState, Variable
+from lens.nnx.variablelib import Param, RngState, Variable
 from lens.nnx.visualization import in_ipython as in_ipython
 from lens.typing import SizeBytes as _BaseSizeBytes
 
@@ -95,6 +99,7 @@ class CallInfo:
     outputs: Any
     flops: int | None
     vjp_flops: int | None
+    cost: CallCost | None = None  # lens's: every cost asked for
 
 
 NodeStats = dict[int, ObjectInfo | None]
@@ -228,16 +233,9 @@ def _methods(types: set[type]) -> dict[tuple[type, str], Callable[..., Any]]:
     return out
 
 
-def _flops(lowered: Any) -> int:
-    cost = lowered.cost_analysis() or lowered.compile().cost_analysis()
-    if isinstance(cost, list | tuple):  # older JAX: one dict per computation
-        cost = cost[0] if cost else None
-    return 0 if not cost or "flops" not in cost else int(cost["flops"])
-
-
-def _vjp_flops(run: Callable[[Any], Any], state: Any) -> int:
-    """FLOPs of the forward and backward pass of ``run(state)`` with respect to
-    its floating-point inputs (the outputs as their own cotangents)."""
+def _vjp_lowering(run: Callable[[Any], Any], state: Any) -> Any:
+    """The lowering of the forward and backward pass of ``run(state)`` with
+    respect to its floating-point inputs (the outputs as their own cotangents)."""
     leaves, treedef = jax.tree.flatten(state)
     inexact = [i for i, x in enumerate(leaves) if jnp.issubdtype(x.dtype, jnp.inexact)]
 
@@ -252,19 +250,75 @@ def _vjp_flops(run: Callable[[Any], Any], state: Any) -> int:
         out, pullback = jax.vjp(f, *(xs[i] for i in inexact))
         return pullback(out)
 
-    return _flops(jax.jit(fwd_bwd).lower(*leaves))
+    return jax.jit(fwd_bwd).lower(*leaves)
+
+
+def _abstract(x: Any) -> Any:
+    return jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x))
+
+
+def _graph_key(graphdef: Any) -> Any:
+    """``graphdef`` as a key that two objects computing alike share: static
+    attributes by what they compute (two initializers made apart are one),
+    tabulate's marks (each object's id) left out. None: no key."""
+    try:
+        attributes = tuple(
+            (k, call_cost.static_key(v.value) if isinstance(v, Static) else v)
+            for k, v in graphdef.attributes
+            if k != _ID
+        )
+    except TypeError:  # a static attribute that does not hash
+        return None
+    return call_cost.hashable((tuple(graphdef.nodes), attributes))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Lowerable:
+    """A call as it can be lowered alone, after the recording: the method, the
+    structure of its object and arguments, their arrays' shapes and dtypes."""
+
+    fn: Callable[..., Any]
+    graphdef: Any
+    state: Any  # of jax.ShapeDtypeStruct
+    key: Any  # None: never deduplicated
+    activation_bytes: int = 0
+
+    @classmethod
+    def of(
+        cls, fn: Callable[..., Any], obj: Any, args: tuple, kwargs: dict
+    ) -> _Lowerable:
+        """The call as it is about to run (before it changes its object)."""
+        graphdef, state = split(((obj, *args), kwargs))
+        state = jax.tree.map(_abstract, state)
+        graph, avals = _graph_key(graphdef), call_cost.signature(state)
+        key = None if graph is None or avals is None else (fn, graph, avals)
+        return cls(fn, graphdef, state, key)
+
+    def run(self, state: Any) -> Any:
+        (o, *a), k = merge(self.graphdef, state)
+        return self.fn(o, *a, **k)
+
+
+@dataclasses.dataclass
+class _Frame:
+    """A call in progress: whether it called another module."""
+
+    calls_others: bool = False
 
 
 @dataclasses.dataclass
 class _Recorder:
-    """Wraps methods so each call of a model object adds a :class:`CallInfo`."""
+    """Wraps methods so each call of a model object adds a :class:`CallInfo`
+    (and, for the cost options, what lowers it alone)."""
 
     infos: dict[int, ObjectInfo | None]
-    compute_flops: bool
-    compute_vjp_flops: bool
+    costing: bool
     rows: list[CallInfo] = dataclasses.field(default_factory=list)
     seen: set[Any] = dataclasses.field(default_factory=set)
     counter: Iterator[int] = dataclasses.field(default_factory=itertools.count)
+    lowerable: dict[int, _Lowerable] = dataclasses.field(default_factory=dict)
+    stack: list[_Frame] = dataclasses.field(default_factory=list)
+    leaf_activation_bytes: int = 0
 
     def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
@@ -275,38 +329,75 @@ class _Recorder:
             order = next(self.counter)
             inputs = _inputs_repr(args, kwargs)
             path = info.path if fn.__name__ == "__call__" else (*info.path, fn.__name__)
-            flops = vjp_flops = None
-            if self.compute_flops or self.compute_vjp_flops:
-                out, flops, vjp_flops = self._jitted_call(fn, obj, args, kwargs)
-            else:
-                out = fn(obj, *args, **kwargs)
             key = (inputs, vars(obj)[_ID], fn.__name__)
-            if key not in self.seen:
-                self.seen.add(key)
+            new = key not in self.seen
+            self.seen.add(key)
+            layer = not isinstance(obj, RngStream)  # rng plumbing: no layer
+            lowerable = (
+                _Lowerable.of(fn, obj, args, kwargs) if new and self.costing else None
+            )
+            frame = _Frame()
+            if layer and self.stack:
+                self.stack[-1].calls_others = True
+            self.stack.append(frame)
+            try:
+                out = fn(obj, *args, **kwargs)
+            finally:
+                self.stack.pop()
+            if layer and not frame.calls_others:
+                self.leaf_activation_bytes += call_cost.nbytes(out)
+            if new:
+                if lowerable is not None:
+                    self.lowerable[order] = dataclasses.replace(
+                        lowerable, activation_bytes=call_cost.nbytes(out)
+                    )
                 self.rows.append(
                     CallInfo(
                         order, vars(obj)[_ID], type(obj), path, inputs,
-                        jax.tree.map(_dummy, out), flops, vjp_flops,
+                        jax.tree.map(_dummy, out), None, None,
                     )
                 )  # fmt: skip
             return out
 
         return recorded
 
-    def _jitted_call(
-        self, fn: Callable[..., Any], obj: Any, args: tuple, kwargs: dict
-    ) -> tuple[Any, int | None, int | None]:
-        graphdef, state = split(((obj, *args), kwargs))
 
-        def run(state: Any) -> Any:
-            (o, *a), k = merge(graphdef, state)
-            return fn(o, *a, **k)
-
-        jitted = jax.jit(run)
-        lowered = jitted.lower(state)  # traces fn once; the call below reuses it
-        flops = _flops(lowered) if self.compute_flops else None
-        vjp = _vjp_flops(run, state) if self.compute_vjp_flops else None
-        return jitted(state), flops, vjp
+def _call_cost(
+    row: CallInfo,
+    call: _Lowerable,
+    info: ObjectInfo,
+    flags: Options,
+    lowerings: call_cost.Lowerings,
+) -> CallCost:
+    """The costs of one recorded call (lowered once per distinct call)."""
+    where = f"{'/' + '/'.join(map(str, row.path))} ({row.type.__name__})"
+    fwd = vjp = None
+    if flags.flops or flags.cost:
+        fwd = lowerings.analysis(
+            call.key and ("forward", call.key),
+            lambda: jax.jit(call.run).lower(call.state),
+            where=where,
+            option="compute_flops" if flags.flops else "compute_cost",
+        )
+    if flags.vjp:
+        vjp = lowerings.analysis(
+            call.key and ("vjp", call.key),
+            lambda: _vjp_lowering(call.run, call.state),
+            where=where,
+            option="compute_vjp_flops",
+        )
+    params = sum(
+        (size.bytes for t, size in info.stats.items() if issubclass(t, Param)), 0
+    )
+    cost = flags.cost
+    return CallCost(
+        flops=fwd.flops if fwd is not None and flags.flops else None,
+        vjp_flops=vjp.flops if vjp is not None else None,
+        bytes_accessed=fwd.bytes_accessed if fwd is not None and cost else None,
+        vjp_bytes_accessed=vjp.bytes_accessed if vjp is not None and cost else None,
+        param_bytes=params if cost else None,
+        activation_bytes=call.activation_bytes if cost else None,
+    )
 
 
 class _Text(str):
@@ -425,40 +516,53 @@ def _build_table(
     rows: list[CallInfo],
     root: ObjectInfo,
     infos: dict[int, ObjectInfo | None],
-    flags: tuple[bool, bool],
+    flags: Options,
+    total_cost: CallCost | None,
     table_kwargs: Mapping[str, Any],
     column_kwargs: Mapping[str, Any],
 ) -> Any:
     import rich.table
     import rich.text
 
-    compute_flops, compute_vjp_flops = flags
     var_types = sorted(root.stats, key=lambda t: t.__name__)
     table = rich.table.Table(
         show_header=True, show_lines=True, show_footer=True, title=title,
         **dict(table_kwargs),
     )  # fmt: skip
     names = ["path", "type", "inputs", "outputs"]
-    names += ["flops"] * compute_flops + ["vjp_flops"] * compute_vjp_flops
-    for name in [*names, *(t.__name__ for t in var_types)]:
+    # Flax's FLOPs columns as Flax prints them; with compute_cost, lens's cost
+    # columns (those two among them) with units and totals.
+    costs = call_cost.columns(flags.flops, flags.vjp) if flags.cost else []
+    if not flags.cost:
+        names += ["flops"] * flags.flops + ["vjp_flops"] * flags.vjp
+    for name in names:
+        table.add_column(name, **dict(column_kwargs))
+    for column in costs:
+        table.add_column(column.name, **{**call_cost.RICH_COLUMN, **column_kwargs})
+    for name in (t.__name__ for t in var_types):
         table.add_column(name, **dict(column_kwargs))
     for row in rows:
         info = infos[row.object_id]
         assert info is not None
         cells = ["/".join(map(str, row.path)), row.type.__name__, row.inputs_repr]
         cells.append(_as_text(row.outputs))
-        cells += [str(row.flops)] * compute_flops + [
-            str(row.vjp_flops)
-        ] * compute_vjp_flops
+        if not flags.cost:
+            cells += [str(row.flops)] * flags.flops + [str(row.vjp_flops)] * flags.vjp
+        cells += [column.cell(row.cost) for column in costs]
         cells += [_variables_cell(info, t) for t in var_types]
         table.add_row(*cells)
     offset = len(names) - 1
     table.columns[offset].footer = rich.text.Text.from_markup("Total", justify="right")
+    for i, column in enumerate(costs):
+        table.columns[offset + 1 + i].footer = column.cell(total_cost)
+    offset += len(costs)
     for i, t in enumerate(var_types):
         table.columns[offset + 1 + i].footer = str(root.stats[t])
     table.caption_style = "bold"
     total = sum(root.stats.values(), SizeBytes(0, 0))
     table.caption = f"\nTotal Parameters: {total}"
+    if flags.cost:
+        table.caption += f"\n[not bold]{call_cost.CAPTION}[/not bold]"
     return table
 
 
@@ -495,6 +599,25 @@ def _record(
                 delattr(t, name)
 
 
+def _add_costs(
+    rows: list[CallInfo],
+    recorder: _Recorder,
+    flags: Options,
+    lowerings: call_cost.Lowerings,
+) -> CallCost | None:
+    """Fills each row's costs (lowering each distinct call once, with the
+    methods unwrapped) and returns the total: the top call's."""
+    if not flags.any:
+        return None
+    for row in rows:
+        info = recorder.infos[row.object_id]
+        assert info is not None
+        call = recorder.lowerable[row.call_order]
+        row.cost = _call_cost(row, call, info, flags, lowerings)
+        row.flops, row.vjp_flops = row.cost.flops, row.cost.vjp_flops
+    return call_cost.total(rows[0].cost, recorder.leaf_activation_bytes)
+
+
 def _summary_table(
     obj: Any,
     method: str,
@@ -502,7 +625,7 @@ def _summary_table(
     input_kwargs: dict[str, Any],
     depth: int | None,
     row_filter: Callable[[CallInfo], bool],
-    flags: tuple[bool, bool],
+    flags: Options,
     table_kwargs: Mapping[str, Any],
     column_kwargs: Mapping[str, Any],
 ) -> Any:
@@ -510,16 +633,26 @@ def _summary_table(
     model = clone(obj)
     infos: dict[int, ObjectInfo | None] = {}
     _collect_stats((), model, infos)
-    recorder = _Recorder(infos, *flags)
+    recorder = _Recorder(infos, flags.any)
     _record(model, method, input_args, input_kwargs, recorder)
     rows = sorted(recorder.rows, key=lambda r: r.call_order)
+    # The top call first (its costs are the total), then the rows kept by depth
+    # (their costs computed before row_filter, which may read them).
+    top, rest = rows[:1], rows[1:]
+    rest = [r for r in rest if depth is None or len(r.path) <= depth]
+    lowerings = call_cost.Lowerings("nnx.tabulate")
+    total = _add_costs(top + rest, recorder, flags, lowerings)
     rows = [
-        r for r in rows if (depth is None or len(r.path) <= depth) and row_filter(r)
+        r
+        for r in top + rest
+        if (depth is None or len(r.path) <= depth) and row_filter(r)
     ]
     root = infos[id(model)]
     assert root is not None
     title = f"{type(obj).__name__} Summary"
-    return _build_table(title, rows, root, infos, flags, table_kwargs, column_kwargs)
+    return _build_table(
+        title, rows, root, infos, flags, total, table_kwargs, column_kwargs
+    )
 
 
 def tabulate(
@@ -533,6 +666,7 @@ def tabulate(
     console_kwargs: Mapping[str, Any] = _EMPTY,
     compute_flops: bool = False,
     compute_vjp_flops: bool = False,
+    compute_cost: bool = False,
     **input_kwargs: Any,
 ) -> str:
     """A rich table of ``obj.<method>(*input_args, **input_kwargs)``: one row per
@@ -541,17 +675,32 @@ def tabulate(
     forward-and-backward pass), then its variables per type: each object's own
     with their shapes, the sizes including those below it, totals at the foot.
 
+    lens's ``compute_cost=True`` adds the bytes accessed of each call (and of
+    its VJP with ``compute_vjp_flops``), the bytes of its parameters (those
+    below it included) and of its outputs; every cost column then reads with
+    units (``6.66 MFLOP``, ``36.5 KiB``) and has a total, the whole call's. The
+    FLOPs and bytes accessed are XLA's cost analysis of each call lowered alone
+    (before fusion; no compile), once per distinct call (its object's
+    structure, method and the shapes and dtypes of its arrays).
+
     The call runs on a copy and abstractly (``obj`` is not changed); ``depth``
     keeps rows at most that deep, ``row_filter`` the rows it accepts (rng stream
     calls are hidden by default). ``table_kwargs``, ``column_kwargs`` and
     ``console_kwargs`` go to ``rich``'s Table, add_column and Console.
+
+    Raises:
+      TabulateOptionError: a cost option is not a bool.
+      TabulateCostError: a call could not be lowered (or differentiated) alone.
     """
+    flags = Options.checked(
+        "nnx.tabulate", compute_flops, compute_vjp_flops, compute_cost
+    )
     notebook = _in_notebook()
     token = _SECONDARY.set("italic" if notebook else "dim")
     try:
         table = _summary_table(
             obj, method, input_args, input_kwargs, depth, row_filter,
-            (compute_flops, compute_vjp_flops), table_kwargs, column_kwargs,
+            flags, table_kwargs, column_kwargs,
         )  # fmt: skip
     finally:
         _SECONDARY.reset(token)
@@ -559,5 +708,9 @@ def tabulate(
 
     kwargs = {"force_terminal": True, "force_jupyter": notebook}
     buf = io.StringIO()
-    rich.console.Console(file=buf, **{**kwargs, **console_kwargs}).print(table)
+    console = rich.console.Console(file=buf, **{**kwargs, **console_kwargs})
+    if flags.cost:
+        costs = call_cost.columns(flags.flops, flags.vjp)
+        call_cost.fit_rich(console, table, 4, len(costs))
+    console.print(table)
     return buf.getvalue()

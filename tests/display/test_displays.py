@@ -230,9 +230,7 @@ def test_a_module_whose_view_fails_still_displays(monkeypatch):
         raise RuntimeError("view boom")
 
     # the registry shows modules with ModuleView; make that view fail
-    monkeypatch.setitem(
-        lens._views._FACTORIES, "linen module", broken
-    )
+    monkeypatch.setitem(lens._views._FACTORIES, "linen module", broken)
     with pytest.warns(DisplayWarning, match="view boom"):
         bundle = nn.Dense(3)._repr_mimebundle_()
     assert bundle == {"text/plain": repr(nn.Dense(3))}

@@ -33,7 +33,7 @@ def test_tabulate_rows_totals_and_html():
         assert needle in plain
     assert "Total Parameters: 82 (328 B)" in plain  # 32 + 16 + 18 params, 16 stats
     html = text._repr_html_()
-    assert html.startswith("<div><b>MLP Summary</b><table") and "BatchNorm_0" in html
+    assert html.startswith("<div><b>MLP Summary</b>") and "BatchNorm_0" in html
     assert "Total Parameters: 82 (328 B)" in html
 
 
