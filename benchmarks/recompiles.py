@@ -107,7 +107,7 @@ def _per_call(fn, args, number: int) -> float:
     return (time.perf_counter() - start) / number
 
 
-def cost(repeats: int = 5, number: int = 50) -> list[dict]:
+def cost(repeats: int = 5, number: int = 50, dispatches: int = 2000) -> list[dict]:
     """Rows (bench, library, seconds): "lens" with the explainer on, "pure jax"
     the same step with it off (never switched on in this process before)."""
     import lens
@@ -128,7 +128,8 @@ def cost(repeats: int = 5, number: int = 50) -> list[dict]:
             log = lens.recompiles(on)
             try:
                 t_step = _per_call(step, step_args, max(3, number // 10))
-                t_fwd = _per_call(forward, (model, x), number)
+                # a dispatch-bound call takes ~10 us: many, for a sample above noise
+                t_fwd = _per_call(forward, (model, x), dispatches)
             finally:
                 lens.recompiles(False)
             name = "lens" if on else "pure jax"

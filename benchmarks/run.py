@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> str:
         rows += suite.run(first_steps=1, scan_layers=(8, 16), repeats=1, blocks=1)
         rows += nnx_mlp.run(repeats=1, depths=(16,), number=2)
         rows += live_overhead.run(steps=30, repeats=1)
-        rows += recompiles.cost(repeats=1, number=5)
+        rows += recompiles.cost(repeats=1, number=5, dispatches=20)
         shown = displays.run()
         tabulated = tabulate_cost.run(repeats=1, peer=False)
         cached = compile_cache.run(repeats=1, blocks=1, fill_is_cold=True)
