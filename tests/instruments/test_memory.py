@@ -196,3 +196,27 @@ def test_the_docs_example_prints_what_the_page_says(capsys):
     exec(compile(code, "<docs>", "exec"), {})
     printed = capsys.readouterr().out.strip()
     assert f"prints `{printed}`" in page
+
+
+def test_an_nnx_mlp_step_sums_to_xla():
+    class MLPx(nnx.Module):
+        def __init__(self, rngs):
+            self.layers = nnx.List([nnx.Linear(32, 32, rngs=rngs) for _ in range(3)])
+
+        def __call__(self, x):
+            for layer in self.layers:
+                x = nnx.relu(layer(x))
+            return x
+
+    model = MLPx(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param)
+    x = jnp.ones((16, 32))
+
+    @nnx.jit
+    def step(model, optimizer, x):
+        optimizer.update(model, nnx.grad(lambda m: jnp.mean(m(x) ** 2))(model))
+
+    report = lens.memory(step, model, optimizer, x)
+    _sums_to_xla(report, step.lower(model, optimizer, x).compile().memory_analysis())
+    assert report.categories()[PARAMETERS] == 3 * (32 * 32 + 32) * 4
+    assert set(report.by_module()) == {"/layers"}
