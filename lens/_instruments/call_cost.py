@@ -84,10 +84,16 @@ def analyze(lowered: Any) -> Analysis:
 def nbytes(tree: Any) -> int:
     """The bytes of the arrays (or shape-dtype structs) in ``tree``."""
     return sum(
-        int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize
+        int(np.prod(x.shape)) * _itemsize(x.dtype)
         for x in jax.tree_util.tree_leaves(tree)
         if hasattr(x, "shape") and hasattr(x, "dtype")
     )
+
+
+def _itemsize(dtype: Any) -> int:
+    """Bytes per element; a JAX extended dtype (a PRNG key) says its own."""
+    size = getattr(dtype, "itemsize", None)
+    return int(size) if size is not None else np.dtype(dtype).itemsize
 
 
 def signature(tree: Any) -> Hashable | None:
@@ -150,6 +156,10 @@ class Lowerings:
         self.tool = tool  # "nn.tabulate" or "nnx.tabulate", for errors
         self.count = 0
         self._done: dict[Hashable, Analysis] = {}
+
+    def done(self, key: Hashable | None) -> Analysis | None:
+        """The analysis already made for ``key``, if any."""
+        return None if key is None else self._done.get(key)
 
     def analysis(
         self,

@@ -319,6 +319,41 @@ class _Recorder:
     lowerable: dict[int, _Lowerable] = dataclasses.field(default_factory=dict)
     stack: list[_Frame] = dataclasses.field(default_factory=list)
     leaf_activation_bytes: int = 0
+    # the forward cost options: each new call is lowered where it runs (its body
+    # traced once, as flax.nnx does), once per distinct call
+    flags: Options | None = None
+    lowerings: call_cost.Lowerings | None = None
+    depth: int | None = None  # rows deeper than this are not shown: not lowered
+    forward: dict[int, Any] = dataclasses.field(default_factory=dict)
+
+    def _lower_here(
+        self,
+        order: int,
+        call: _Lowerable,
+        path: tuple,
+        obj: Any,
+        args: tuple,
+        kwargs: dict,
+    ) -> Any:
+        """Runs a new call by lowering it (its body runs once, in that trace, and
+        its own calls record themselves) and returns its outputs; a call already
+        lowered (the same key) just runs."""
+        assert self.lowerings is not None and self.flags is not None
+        key = call.key and ("forward", call.key)
+        done = self.lowerings.done(key)
+        if done is not None:
+            self.forward[order] = done
+            return call.fn(obj, *args, **kwargs)
+        jitted = jax.jit(call.run)
+        where = f"{'/' + '/'.join(map(str, path))} ({type(obj).__name__})"
+        self.forward[order] = self.lowerings.analysis(
+            key,
+            lambda: jitted.lower(call.state),
+            where=where,
+            option="compute_flops" if self.flags.flops else "compute_cost",
+        )
+        _, state = split(((obj, *args), kwargs))
+        return jitted(state)  # the trace just made: the body does not run again
 
     def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
@@ -340,8 +375,18 @@ class _Recorder:
             if layer and self.stack:
                 self.stack[-1].calls_others = True
             self.stack.append(frame)
+            forward = (
+                self.flags is not None
+                and (self.flags.flops or self.flags.cost)
+                and (
+                    self.depth is None or len(path) <= self.depth or not self.stack[:-1]
+                )
+            )
             try:
-                out = fn(obj, *args, **kwargs)
+                if lowerable is not None and forward:
+                    out = self._lower_here(order, lowerable, path, obj, args, kwargs)
+                else:
+                    out = fn(obj, *args, **kwargs)
             finally:
                 self.stack.pop()
             if layer and not frame.calls_others:
@@ -368,11 +413,14 @@ def _call_cost(
     info: ObjectInfo,
     flags: Options,
     lowerings: call_cost.Lowerings,
+    forward: Any = None,
 ) -> CallCost:
-    """The costs of one recorded call (lowered once per distinct call)."""
+    """The costs of one recorded call (lowered once per distinct call; the
+    forward one already, where the call ran)."""
     where = f"{'/' + '/'.join(map(str, row.path))} ({row.type.__name__})"
-    fwd = vjp = None
-    if flags.flops or flags.cost:
+    fwd = forward
+    vjp = None
+    if fwd is None and (flags.flops or flags.cost):
         fwd = lowerings.analysis(
             call.key and ("forward", call.key),
             lambda: jax.jit(call.run).lower(call.state),
@@ -613,7 +661,8 @@ def _add_costs(
         info = recorder.infos[row.object_id]
         assert info is not None
         call = recorder.lowerable[row.call_order]
-        row.cost = _call_cost(row, call, info, flags, lowerings)
+        forward = recorder.forward.get(row.call_order)
+        row.cost = _call_cost(row, call, info, flags, lowerings, forward)
         row.flops, row.vjp_flops = row.cost.flops, row.cost.vjp_flops
     return call_cost.total(rows[0].cost, recorder.leaf_activation_bytes)
 
@@ -633,14 +682,16 @@ def _summary_table(
     model = clone(obj)
     infos: dict[int, ObjectInfo | None] = {}
     _collect_stats((), model, infos)
-    recorder = _Recorder(infos, flags.any)
+    lowerings = call_cost.Lowerings("nnx.tabulate")
+    recorder = _Recorder(
+        infos, flags.any, flags=flags, lowerings=lowerings, depth=depth
+    )
     _record(model, method, input_args, input_kwargs, recorder)
     rows = sorted(recorder.rows, key=lambda r: r.call_order)
     # The top call first (its costs are the total), then the rows kept by depth
     # (their costs computed before row_filter, which may read them).
     top, rest = rows[:1], rows[1:]
     rest = [r for r in rest if depth is None or len(r.path) <= depth]
-    lowerings = call_cost.Lowerings("nnx.tabulate")
     total = _add_costs(top + rest, recorder, flags, lowerings)
     rows = [
         r
