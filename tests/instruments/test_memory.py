@@ -97,7 +97,7 @@ class Block(nn.Module):
     @nn.compact
     def __call__(self, x, _):
         h = nn.LayerNorm()(x)
-        h = nn.SelfAttention(num_heads=2, qkv_features=32)(h)
+        h = nn.MultiHeadDotProductAttention(num_heads=2, qkv_features=32)(h)
         x = x + h
         return x + nn.Dense(32)(nn.gelu(nn.Dense(64)(nn.LayerNorm()(x)))), None
 
@@ -220,3 +220,71 @@ def test_an_nnx_mlp_step_sums_to_xla():
     _sums_to_xla(report, step.lower(model, optimizer, x).compile().memory_analysis())
     assert report.categories()[PARAMETERS] == 3 * (32 * 32 + 32) * 4
     assert set(report.by_module()) == {"/layers"}
+
+
+class LinenMember(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(1)(nn.relu(nn.Dense(16)(x)))
+
+
+def test_a_linen_vmapped_ensemble_sums_to_xla():
+    Ensemble = nn.vmap(  # noqa: N806 - a module class
+        LinenMember,
+        variable_axes={"params": 0},
+        split_rngs={"params": True},
+        in_axes=None,
+        axis_size=4,
+    )
+    x, y = jnp.ones((8, 16)), jnp.ones((4, 8, 1))
+    state = linen_state(Ensemble(), x)
+
+    def step(state, x, y):
+        def loss(p):
+            return jnp.mean((state.apply_fn({"params": p}, x) - y) ** 2)
+
+        return state.apply_gradients(grads=jax.grad(loss)(state.params))
+
+    step = jax.jit(step)
+    report = lens.memory(step, state, x, y)
+    _sums_to_xla(report, _xla(step, state, x, y))
+    params = sum(a.nbytes for a in jax.tree.leaves(state.params))
+    assert report.categories()[PARAMETERS] == params
+    assert set(report.by_module()) == {"/Dense_0", "/Dense_1"}
+
+
+def test_an_nnx_scanned_block_stack_sums_to_xla():
+    class NnxBlock(nnx.Module):
+        def __init__(self, rngs):
+            self.norm = nnx.LayerNorm(16, rngs=rngs)
+            self.linear = nnx.Linear(16, 16, rngs=rngs)
+
+        def __call__(self, x):
+            return x + self.linear(self.norm(x))
+
+    @nnx.vmap(in_axes=0, out_axes=0)
+    def make(key):
+        return NnxBlock(nnx.Rngs(key))
+
+    blocks = make(jax.random.split(jax.random.key(0), 6))
+    optimizer = nnx.Optimizer(blocks, optax.adam(1e-3), wrt=nnx.Param)
+    x = jnp.ones((4, 16))
+
+    @nnx.jit
+    def step(blocks, optimizer, x):
+        def loss(b):
+            @nnx.scan(in_axes=(0, nnx.Carry), out_axes=nnx.Carry)
+            def forward(block, h):
+                return block(h)
+
+            return jnp.mean(forward(b, x) ** 2)
+
+        optimizer.update(blocks, nnx.grad(loss)(blocks))
+
+    report = lens.memory(step, blocks, optimizer, x)
+    _sums_to_xla(report, step.lower(blocks, optimizer, x).compile().memory_analysis())
+    params = nnx.state(blocks, nnx.Param)
+    assert report.categories()[PARAMETERS] == sum(
+        a.nbytes for a in jax.tree.leaves(params)
+    )
+    assert set(report.by_module()) >= {"/linear", "/norm"}
