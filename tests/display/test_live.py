@@ -927,3 +927,11 @@ def test_auto_sink_is_plain_text_outside_a_notebook_and_terminal(monkeypatch):
     sink = _sinks.pick("auto")
     assert type(sink) is _sinks.RichSink
     sink.close(Frame(title="t"))
+
+
+def test_a_tick_within_rounding_of_a_limit_stays_on_the_axis():
+    """Hypothesis found values whose lowest tick (0.75) sat 1e-13 below the
+    axis's lower limit: nice_ticks allows for rounding, so the limit moves to it."""
+    values = 0.8 + 10.0**-8.417329030337532e-13 * np.linspace(0, 1, 2) ** 2
+    axis = value_axis(values)
+    assert all(0 <= axis.where(np.array(t)) <= 1 for t in axis.ticks)

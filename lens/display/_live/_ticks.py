@@ -57,6 +57,8 @@ def value_axis(values: np.ndarray, ticks: int = 4) -> Axis:
     pad = MARGIN * (hi - lo)
     lo, hi = lo - pad, hi + pad
     at, step = nice_ticks(lo, hi, ticks)
+    # a tick found within rounding of a limit (nice_ticks' tolerance) sets it
+    lo, hi = min(lo, at[0]), max(hi, at[-1])
     return Axis(lo, hi, False, tuple(at), tuple(tick_labels(at, step)))
 
 
