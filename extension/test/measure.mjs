@@ -97,9 +97,19 @@ export function brokenText(root) {
 
 /** JupyterLab's light or dark theme, once the page has it. */
 export async function setTheme(page, theme) {
+  // Asked again while it has not applied: under load JupyterLab can take the
+  // command before its theme manager has loaded the theme, and then drop it.
   const name = theme === 'dark' ? 'JupyterLab Dark' : 'JupyterLab Light';
-  await page.evaluate(t => window.jupyterapp.commands.execute('apputils:change-theme', { theme: t }), name);
-  await page.waitForFunction(d => document.body.dataset.jpThemeLight === (d ? 'false' : 'true'), theme === 'dark', { timeout: 120000 });
+  const applied = d => document.body.dataset.jpThemeLight === (d ? 'false' : 'true');
+  for (let attempt = 1; ; attempt++) {
+    await page.evaluate(t => window.jupyterapp.commands.execute('apputils:change-theme', { theme: t }), name);
+    try {
+      await page.waitForFunction(applied, theme === 'dark', { timeout: 30000 });
+      return;
+    } catch (error) {
+      if (attempt >= 6) throw error;
+    }
+  }
 }
 
 /** The window at `width` px, once JupyterLab has laid out every panel again. */
