@@ -116,6 +116,20 @@ CELLS = [
         "tabulate",
         "print(nnx.tabulate(nnx.Sequential(nnx.Linear(8, 4, rngs=nnx.Rngs(0)), nnx.relu), x))",
     ),
+    # the instruments (issues 41 and 42)
+    (
+        "recompiles",
+        "f = jax.jit(lambda v: v * 2)\nwith lens.recompiles() as log:\n"
+        "    f(jnp.ones(3))\n    f(jnp.ones(4))\nlog",
+    ),
+    ("compile_time", "lens.compile_time(jax.jit(lambda v: jnp.sin(v) * 2), x)"),
+    ("memory", "lens.memory(jax.jit(lambda v: (v @ v.T).sum()), x)"),
+    (
+        "sharding",
+        "lens.sharding({'w': jax.device_put(np.ones((8, 8), np.float32), "
+        "jax.sharding.NamedSharding(jax.make_mesh((8,), ('d',)), "
+        "jax.sharding.PartitionSpec('d')))})",
+    ),
 ]
 KINDS = [k for k, _ in CELLS]
 WIDGETS = ("explorer_widget",)
