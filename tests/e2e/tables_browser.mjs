@@ -75,16 +75,24 @@ function hiddenIn(outputs) {
 }
 
 async function openNotebook(page, notebook) {
-  // A workspace of its own (the scripts share one server).
-  await page.goto(`${base}/lab/workspaces/tables/tree/${notebook}`);
-  await page.waitForFunction(
-    nb => {
-      const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-      return w && w.context && w.context.path === nb && w.context.isReady;
-    },
-    notebook,
-    { timeout: 120000 }
-  );
+  // A workspace of its own (the scripts share one server). Under load a page
+  // can come up without opening the notebook: it is loaded again.
+  for (let attempt = 1; ; attempt++) {
+    await page.goto(`${base}/lab/workspaces/tables/tree/${notebook}`);
+    try {
+      await page.waitForFunction(
+        nb => {
+          const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+          return w && w.context && w.context.path === nb && w.context.isReady;
+        },
+        notebook,
+        { timeout: 60000 }
+      );
+      break;
+    } catch (error) {
+      if (attempt >= 4) throw error;
+    }
+  }
   // every stored output drawn (a notebook of pack pictures only has no `.lens`
   // in JupyterLab: the extension draws them)
   await page.waitForFunction(
