@@ -9,7 +9,7 @@
 // cell's outputs, cropped to them, written to $OUT/<name> for every size listed.
 // Prints one JSON line: per file, its size in px.
 const { chromium } = await import(process.env.PLAYWRIGHT);
-const { setTheme } = await import(process.env.MEASURE);
+const { openInLab, setTheme } = await import(process.env.MEASURE);
 
 const base = process.env.LAB_URL;
 const out = process.env.OUT;
@@ -18,15 +18,7 @@ const VISIBLE = '.jp-NotebookPanel:not(.lm-mod-hidden)';
 const HEIGHT = 3000; // tall enough that an output never runs past the window
 
 async function open(page, notebook) {
-  await page.goto(`${base}/lab/workspaces/shots/tree/${notebook}`);
-  await page.waitForFunction(
-    nb => {
-      const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-      return w && w.context && w.context.path === nb && w.context.isReady;
-    },
-    notebook,
-    { timeout: 120000 }
-  );
+  await openInLab(page, base, 'shots', notebook);
   await page.evaluate(() => {
     window.jupyterapp.shell.collapseLeft();
     window.jupyterapp.shell.collapseRight();

@@ -95,6 +95,28 @@ export function brokenText(root) {
   return { clipped: clipped.slice(0, 10), narrow: narrow.slice(0, 10) };
 }
 
+/** `notebook` open and ready in JupyterLab at `base`, in a workspace of its own
+ * (scripts that share one server would otherwise restore each other's tabs).
+ * Under load a page can come up without opening the notebook: it is loaded again. */
+export async function openInLab(page, base, workspace, notebook) {
+  for (let attempt = 1; ; attempt++) {
+    await page.goto(`${base}/lab/workspaces/${workspace}/tree/${notebook}`);
+    try {
+      await page.waitForFunction(
+        nb => {
+          const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+          return w && w.context && w.context.path === nb && w.context.isReady;
+        },
+        notebook,
+        { timeout: 60000 }
+      );
+      return;
+    } catch (error) {
+      if (attempt >= 4) throw error;
+    }
+  }
+}
+
 /** JupyterLab's light or dark theme, once the page has it. */
 export async function setTheme(page, theme) {
   // Asked again while it has not applied: under load JupyterLab can take the

@@ -35,6 +35,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from lens._instruments.units import fmt_bytes
 from lens.errors import TabulateCostError, TabulateOptionError
 
 
@@ -233,15 +234,8 @@ def fmt_flops(n: int | None) -> str:
 
 
 def fmt_size(n: int | None) -> str:
-    """``36.5 KiB`` as lens.memory writes bytes (empty when not computed). Not
-    lens.memory's function: lens.memory reads Linen modules, so lens.nn importing
-    it would close an import cycle."""
-    if n is None or n < 0:
-        return ""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
+    """``36.5 KiB`` as the instruments write bytes; empty when not computed."""
+    return "" if n is None or n < 0 else fmt_bytes(n)
 
 
 @dataclasses.dataclass(frozen=True)

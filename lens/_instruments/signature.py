@@ -23,6 +23,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from lens._instruments.units import short_dtype
+
 # How a fact's value reads: ("array", shape, dtype, weak_type, sharding),
 # ("static", type name, repr, hash) or ("node", type name).
 Value = tuple[Any, ...]
@@ -91,25 +93,12 @@ def array_fact(x: Any, what: str) -> Fact:
 def describe_array(value: Value) -> str:
     """``f32[32,784]`` (with ``, weak`` and the sharding where they apply)."""
     shape, dtype, weak, sharding = value
-    text = f"{_short_dtype(dtype)}[{','.join(map(str, shape))}]"
+    text = f"{short_dtype(dtype)}[{','.join(map(str, shape))}]"
     if weak:
         text += " (weak type)"
     if sharding:
         text += f" sharded {sharding}"
     return text
-
-
-def _short_dtype(dtype: str) -> str:
-    for long, short in (
-        ("bfloat", "bf"),
-        ("float", "f"),
-        ("uint", "u"),
-        ("int", "i"),
-        ("complex", "c"),
-    ):
-        if dtype.startswith(long):
-            return short + dtype[len(long) :]
-    return dtype
 
 
 # -- walking one argument

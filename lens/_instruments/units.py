@@ -1,4 +1,5 @@
-"""How the instruments write sizes: ``1.5 MiB`` (binary units, one decimal)."""
+"""How lens writes sizes and dtypes: ``1.5 MiB`` (binary units, one decimal),
+``f32`` for ``float32``. Imports nothing of lens, so any layer may use it."""
 
 from __future__ import annotations
 
@@ -11,3 +12,17 @@ def fmt_bytes(n: int | None) -> str:
         if abs(n) >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n} B"
+
+
+def short_dtype(dtype: str) -> str:
+    """``float32`` -> ``f32``, ``int8`` -> ``i8``, ``bfloat16`` -> ``bf16``."""
+    for long, short in (
+        ("bfloat", "bf"),
+        ("float", "f"),
+        ("uint", "u"),
+        ("int", "i"),
+        ("complex", "c"),
+    ):
+        if dtype.startswith(long):
+            return short + dtype[len(long) :]
+    return dtype

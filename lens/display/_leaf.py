@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from lens._instruments.units import short_dtype as short_dtype
 from lens.core import meta as _meta
 from lens.display import _placement
 
@@ -49,20 +50,6 @@ class Leaf:
             + ",".join(repr(n) if n is not None else "None" for n in self.names)
             + ")"
         )
-
-
-def short_dtype(dtype: str) -> str:
-    """``float32`` -> ``f32``, ``int8`` -> ``i8``, ``bfloat16`` -> ``bf16``."""
-    for long, short in (
-        ("bfloat", "bf"),
-        ("float", "f"),
-        ("uint", "u"),
-        ("int", "i"),
-        ("complex", "c"),
-    ):
-        if dtype.startswith(long):
-            return short + dtype[len(long) :]
-    return dtype
 
 
 def human_bytes(n: int) -> str:

@@ -8,7 +8,7 @@
 // explorer's fallback table. Prints one JSON report on stdout; screenshots go to
 // $SHOTS/tables-<notebook>-<width>-<theme>[-<i>].png when $SHOTS is set.
 const { chromium } = await import(process.env.PLAYWRIGHT);
-const { setTheme, shoot } = await import(process.env.MEASURE);
+const { openInLab, setTheme, shoot } = await import(process.env.MEASURE);
 
 const base = process.env.LAB_URL;
 const notebooks = JSON.parse(process.env.NOTEBOOKS || '[]');
@@ -75,24 +75,7 @@ function hiddenIn(outputs) {
 }
 
 async function openNotebook(page, notebook) {
-  // A workspace of its own (the scripts share one server). Under load a page
-  // can come up without opening the notebook: it is loaded again.
-  for (let attempt = 1; ; attempt++) {
-    await page.goto(`${base}/lab/workspaces/tables/tree/${notebook}`);
-    try {
-      await page.waitForFunction(
-        nb => {
-          const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-          return w && w.context && w.context.path === nb && w.context.isReady;
-        },
-        notebook,
-        { timeout: 60000 }
-      );
-      break;
-    } catch (error) {
-      if (attempt >= 4) throw error;
-    }
-  }
+  await openInLab(page, base, 'tables', notebook);
   // every stored output drawn (a notebook of pack pictures only has no `.lens`
   // in JupyterLab: the extension draws them)
   await page.waitForFunction(

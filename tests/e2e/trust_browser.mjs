@@ -6,24 +6,14 @@
 // screenshots go to $SHOTS/trust-<kind>-<width>-<theme>-<trusted|untrusted>.png
 // when $SHOTS is set.
 const { chromium } = await import(process.env.PLAYWRIGHT);
-const { layoutOf, brokenText, lowContrast, setTheme, setWidth, shoot } = await import(process.env.MEASURE);
+const { layoutOf, brokenText, lowContrast, openInLab, setTheme, setWidth, shoot } = await import(process.env.MEASURE);
 
 const base = process.env.LAB_URL;
 const kinds = JSON.parse(process.env.KINDS);
 const VISIBLE = '.jp-NotebookPanel:not(.lm-mod-hidden)';
 
 async function openNotebook(page, notebook) {
-  // A workspace of its own: the scripts run side by side on one server, and the
-  // default workspace would restore the tabs another script has open.
-  await page.goto(`${base}/lab/workspaces/trust/tree/${notebook}`);
-  await page.waitForFunction(
-    nb => {
-      const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-      return w && w.context && w.context.path === nb && w.context.isReady;
-    },
-    notebook,
-    { timeout: 120000 }
-  );
+  await openInLab(page, base, 'trust', notebook);
   await page.evaluate(() => {
     window.jupyterapp.shell.collapseLeft();
     window.jupyterapp.shell.collapseRight();
