@@ -13,6 +13,12 @@ from lens._lazy import lazy_exports
 
 # The public names; at run time each loads on first use (lens/_lazy.py).
 if TYPE_CHECKING:
+    from lens._frozen_dict import FrozenDict as FrozenDict
+    from lens._frozen_dict import copy as copy
+    from lens._frozen_dict import freeze as freeze
+    from lens._frozen_dict import pop as pop
+    from lens._frozen_dict import pretty_repr as pretty_repr
+    from lens._frozen_dict import unfreeze as unfreeze
     from lens.core import axes_scan as axes_scan
     from lens.core import frozen_dict as frozen_dict
     from lens.core import lift as lift
@@ -34,12 +40,6 @@ if TYPE_CHECKING:
     from lens.core._filters import is_filter_empty as is_filter_empty
     from lens.core._filters import subtract_filters as subtract_filters
     from lens.core._filters import union_filters as union_filters
-    from lens.core._freeze import FrozenDict as FrozenDict
-    from lens.core._freeze import copy as copy
-    from lens.core._freeze import freeze as freeze
-    from lens.core._freeze import pop as pop
-    from lens.core._freeze import pretty_repr as pretty_repr
-    from lens.core._freeze import unfreeze as unfreeze
     from lens.core._meta import AxisMetadata as AxisMetadata
     from lens.core._meta import map_axis_meta as map_axis_meta
     from lens.core._meta import unbox as unbox

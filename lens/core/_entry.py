@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lens import errors
+from lens._frozen_dict import FrozenDict, unfreeze
 from lens.core._filters import Filter, in_filter, is_filter_empty
-from lens.core._freeze import FrozenDict, unfreeze
 from lens.core._rng import is_valid_rng
 from lens.core._scope import Scope, VariableDict
 from lens.core._unused import Usage, warn_unused

@@ -21,9 +21,9 @@ from typing import Any, TypeVar
 import jax
 
 from lens import errors
+from lens._frozen_dict import FrozenDict, freeze
 from lens.configurations import config
 from lens.core._filters import Filter, in_filter
-from lens.core._freeze import FrozenDict, freeze
 from lens.core._lift_info import (
     LiftInfo,
     Shared,

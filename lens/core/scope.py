@@ -1,5 +1,8 @@
 """Scopes (``lens.core.scope``, like ``flax.core.scope``)."""
 
+from lens._frozen_dict import FrozenDict as FrozenDict
+from lens._frozen_dict import freeze as freeze
+from lens._frozen_dict import unfreeze as unfreeze
 from lens.core._entry import _is_valid_rng as _is_valid_rng
 from lens.core._entry import _is_valid_rngs as _is_valid_rngs
 from lens.core._entry import _is_valid_variables as _is_valid_variables
@@ -18,9 +21,6 @@ from lens.core._filters import intersect_filters as intersect_filters
 from lens.core._filters import is_filter_empty as is_filter_empty
 from lens.core._filters import subtract_filters as subtract_filters
 from lens.core._filters import union_filters as union_filters
-from lens.core._freeze import FrozenDict as FrozenDict
-from lens.core._freeze import freeze as freeze
-from lens.core._freeze import unfreeze as unfreeze
 from lens.core._rng import LazyRng as LazyRng
 from lens.core._rng import is_key as is_key
 from lens.core._rng import is_valid_rng as is_valid_rng

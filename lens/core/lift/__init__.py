@@ -10,6 +10,8 @@ from lens._lazy import lazy_exports
 
 # The public names; at run time each loads on first use (lens/_lazy.py).
 if TYPE_CHECKING:
+    from lens._frozen_dict import freeze as freeze
+    from lens._frozen_dict import unfreeze as unfreeze
     from lens.core._filters import CollectionFilter as CollectionFilter
     from lens.core._filters import DenyList as DenyList
     from lens.core._filters import Filter as Filter
@@ -20,8 +22,6 @@ if TYPE_CHECKING:
     from lens.core._filters import is_filter_empty as is_filter_empty
     from lens.core._filters import subtract_filters as subtract_filters
     from lens.core._filters import union_filters as union_filters
-    from lens.core._freeze import freeze as freeze
-    from lens.core._freeze import unfreeze as unfreeze
     from lens.core._rng import LazyRng as LazyRng
     from lens.core._scope import Scope as Scope
     from lens.core.lift._ad import jvp as jvp

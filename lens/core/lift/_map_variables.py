@@ -11,8 +11,8 @@ from typing import Any
 
 import jax
 
+from lens._frozen_dict import unfreeze
 from lens.core._filters import Filter, is_filter_empty, subtract_filters
-from lens.core._freeze import unfreeze
 from lens.core.lift._pack import pack
 from lens.core.lift._util import filter_hint, id_fn
 
