@@ -100,8 +100,8 @@ export function brokenText(root) {
  * Under load a page can come up without opening the notebook: it is loaded again. */
 export async function openInLab(page, base, workspace, notebook) {
   for (let attempt = 1; ; attempt++) {
-    await page.goto(`${base}/lab/workspaces/${workspace}/tree/${notebook}`);
     try {
+      await page.goto(`${base}/lab/workspaces/${workspace}/tree/${notebook}`, { timeout: 60000 });
       await page.waitForFunction(
         nb => {
           const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
