@@ -46,6 +46,37 @@ def lazy_table(source: str) -> dict[str, tuple[str, str]]:
     return table
 
 
+def _served(
+    module: str, table: dict[str, tuple[str, str]]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``(__getattr__, __dir__)`` serving ``table``'s names (``{name: (home,
+    attribute)}``) from ``module``'s namespace: each loads on first access and is
+    cached there."""
+    namespace = sys.modules[module].__dict__
+
+    def __getattr__(name: str) -> Any:  # noqa: N807 - PEP 562's name
+        try:
+            home, attr = table[name]
+        except KeyError:
+            raise AttributeError(
+                f"module {module!r} has no attribute {name!r}"
+            ) from None
+        if home == module:  # ``from package import submodule``
+            value = importlib.import_module(f"{module}.{attr}")
+        else:
+            try:
+                value = getattr(importlib.import_module(home), attr)
+            except AttributeError:  # a submodule not imported yet
+                value = importlib.import_module(f"{home}.{attr}")
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:  # noqa: N807 - PEP 562's name
+        return sorted(set(namespace) | set(table))
+
+    return __getattr__, __dir__
+
+
 def lazy_exports(
     package: str, init_file: str
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
@@ -54,28 +85,24 @@ def lazy_exports(
     lazy names unless it has its own, so ``from package import *`` loads them."""
     with open(init_file, encoding="utf-8") as f:
         table = lazy_table(f.read())
-    namespace = sys.modules[package].__dict__
-    namespace.setdefault("__all__", sorted(table))
+    sys.modules[package].__dict__.setdefault("__all__", sorted(table))
+    return _served(package, table)
 
-    def __getattr__(name: str) -> Any:  # noqa: N807 - PEP 562's name
-        try:
-            module_name, attr = table[name]
-        except KeyError:
-            raise AttributeError(
-                f"module {package!r} has no attribute {name!r}"
-            ) from None
-        module = importlib.import_module(module_name)
-        if module_name == package:  # ``from package import submodule``
-            value = importlib.import_module(f"{package}.{attr}")
-        else:
-            try:
-                value = getattr(module, attr)
-            except AttributeError:
-                value = importlib.import_module(f"{module_name}.{attr}")
-        namespace[name] = value
-        return value
 
-    def __dir__() -> list[str]:  # noqa: N807 - PEP 562's name
-        return sorted(set(namespace) | set(table))
+def facade_exports(
+    module: str,
+) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """``(__getattr__, __dir__, __all__)`` for a facade: a module at one of Flax's
+    paths whose names live elsewhere, as its entry in lens/_facades.py lists them.
 
-    return __getattr__, __dir__
+    Each name loads from its home on first access and is then cached in the
+    facade's namespace, so ``from lens.nnx.variablelib import Param`` and
+    ``lens.nnx.Param`` are the same object and the facade costs nothing until used.
+    ``__all__`` holds the public names (``from facade import *``); flax's private
+    names that tests and ports reach for (``graphlib._flatten_pytree``) load too.
+    """
+    from lens._facades import exports_of
+
+    table = exports_of(module)
+    public = sorted(n for n in table if not n.startswith("_"))
+    return (*_served(module, table), public)

@@ -34,7 +34,7 @@ from typing import (
     runtime_checkable,
 )
 
-from lens.core.frozen_dict import FrozenDict
+from lens._frozen_dict import FrozenDict
 from lens.errors import CursorFindError, TraverseTreeError
 
 A = TypeVar("A")

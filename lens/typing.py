@@ -29,6 +29,9 @@ PRNGKey = jax.Array
 RNGSequences = dict[str, PRNGKey]
 """``{stream name: key}``, the ``rngs=`` of init/apply."""
 Dtype = Union[jax.typing.DTypeLike, Any]
+DtypeLikeInexact = (
+    Any  # an inexact (floating or complex) dtype (flax.nnx.nn.initializers)
+)
 Shape = Sequence[int]
 
 K = TypeVar("K")

@@ -308,8 +308,8 @@ class _Target:
 
 
 def _target(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Target:
-    compilation = sys.modules.get("lens.nnx.transforms.compilation")
-    nnx_module = sys.modules.get("lens.nnx.module")
+    compilation = sys.modules.get("lens.nnx._transforms.jit")
+    nnx_module = sys.modules.get("lens.nnx._objects.module")
     jit_wrapped: Any = getattr(compilation, "JitWrapped", None)
     if jit_wrapped is not None and isinstance(fn, jit_wrapped):
         wrapped: Any = fn
@@ -475,7 +475,7 @@ def _tag_nnx_modules(roots: list[tuple[str, Any]]) -> list[Any]:
     (``/layers/0/linear``), or start with the argument's name when several do
     (``/model/layers/0``). Returns the modules written, for :func:`_untag`.
     """
-    nnx_module = sys.modules.get("lens.nnx.module")
+    nnx_module = sys.modules.get("lens.nnx._objects.module")
     if nnx_module is None:  # no lens.nnx object exists
         return []
     holders = []

@@ -48,7 +48,7 @@ from lens._instruments.sharding_checks import (
 )
 from lens._instruments.units import fmt_bytes
 from lens._views import Displayable
-from lens.core.meta import current_mesh
+from lens.core import current_mesh
 from lens.typing import LogicalRules
 
 THRESHOLD = 1 << 20

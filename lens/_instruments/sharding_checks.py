@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import jax
 from jax.sharding import Mesh, PartitionSpec
 
-from lens.core.meta import AxisMetadata, is_axis_metadata
+from lens.core import AxisMetadata, is_axis_metadata
 from lens.core.spmd import composite_rules, get_logical_axis_rules
 from lens.core.spmd import logical_axis_rules as rules_in_effect
 

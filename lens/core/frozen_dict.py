@@ -1,10 +1,9 @@
-"""``FrozenDict`` (``lens.core.frozen_dict``, like ``flax.core.frozen_dict``)."""
+"""``FrozenDict`` (``lens.core.frozen_dict``, like ``flax.core.frozen_dict``).
 
-from lens._frozen_dict import FrozenDict as FrozenDict
-from lens._frozen_dict import FrozenKeysView as FrozenKeysView
-from lens._frozen_dict import FrozenValuesView as FrozenValuesView
-from lens._frozen_dict import copy as copy
-from lens._frozen_dict import freeze as freeze
-from lens._frozen_dict import pop as pop
-from lens._frozen_dict import pretty_repr as pretty_repr
-from lens._frozen_dict import unfreeze as unfreeze
+A facade at Flax's path ``flax.core.frozen_dict``: its names live in
+:mod:`lens._frozen_dict`, as lens/_facades.py lists them.
+"""
+
+from lens._lazy import facade_exports
+
+__getattr__, __dir__, __all__ = facade_exports(__name__)

@@ -1,20 +1,10 @@
-"""Axis metadata boxes (``lens.core.meta``, like ``flax.core.meta``)."""
+"""Axis metadata boxes (``lens.core.meta``, like ``flax.core.meta``).
 
-from lens.core._meta import AxisMetadata as AxisMetadata
-from lens.core._meta import TAxisMetadata as TAxisMetadata
-from lens.core._meta import add_axis as add_axis
-from lens.core._meta import get_global_mesh as get_global_mesh
-from lens.core._meta import get_partition_spec as get_partition_spec
-from lens.core._meta import global_mesh_defined as global_mesh_defined
-from lens.core._meta import is_axis_metadata as is_axis_metadata
-from lens.core._meta import map_axis_meta as map_axis_meta
-from lens.core._meta import raw_value as raw_value
-from lens.core._meta import remove_axis as remove_axis
-from lens.core._meta import replace_boxed as replace_boxed
-from lens.core._meta import unbox as unbox
-from lens.core._partitioning import PARTITION_NAME as PARTITION_NAME
-from lens.core._partitioning import Partitioned as Partitioned
-from lens.core._partitioning import current_mesh as current_mesh
-from lens.core._partitioning import get_sharding as get_sharding
-from lens.core._partitioning import with_partitioning as with_partitioning
-from lens.typing import LogicalNames as LogicalNames
+A facade at Flax's path ``flax.core.meta``: its names live in
+:mod:`lens.core._meta`, :mod:`lens.core._partitioning`, :mod:`lens.typing`, as
+lens/_facades.py lists them.
+"""
+
+from lens._lazy import facade_exports
+
+__getattr__, __dir__, __all__ = facade_exports(__name__)

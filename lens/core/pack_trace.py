@@ -1,12 +1,12 @@
 """Pack traces, as the rooms that share them use them: ``lens.core.lift`` records
 one, ``lens.nnx``'s transforms record theirs, ``lens.display`` draws them (the
 record format: ``pack_trace.schema.json`` next to this file). Users call
-``lens.trace()``; this module is the public face of ``_trace`` and ``_lanes``."""
+``lens.trace()``; this module is the public face of ``_trace`` and ``_lanes``.
 
-from lens.core._lanes import describe as describe
-from lens.core._trace import MIME_TYPE as MIME_TYPE
-from lens.core._trace import PackTrace as PackTrace
-from lens.core._trace import Recorder as Recorder
-from lens.core._trace import active as active
-from lens.core._trace import recorder as recorder
-from lens.core._trace import trace_packs as trace_packs
+A facade at Flax's path ``flax.core.pack_trace``: its names live in
+:mod:`lens.core._lanes`, :mod:`lens.core._trace`, as lens/_facades.py lists them.
+"""
+
+from lens._lazy import facade_exports
+
+__getattr__, __dir__, __all__ = facade_exports(__name__)

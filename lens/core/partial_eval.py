@@ -1,3 +1,9 @@
-"""``lazy_init`` (``lens.core.partial_eval``, like ``flax.core.partial_eval``)."""
+"""``lazy_init`` (``lens.core.partial_eval``, like ``flax.core.partial_eval``).
 
-from lens.core._partial_eval import lazy_init as lazy_init
+A facade at Flax's path ``flax.core.partial_eval``: its names live in
+:mod:`lens.core._partial_eval`, as lens/_facades.py lists them.
+"""
+
+from lens._lazy import facade_exports
+
+__getattr__, __dir__, __all__ = facade_exports(__name__)

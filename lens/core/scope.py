@@ -1,33 +1,11 @@
-"""Scopes (``lens.core.scope``, like ``flax.core.scope``)."""
+"""Scopes (``lens.core.scope``, like ``flax.core.scope``).
 
-from lens._frozen_dict import FrozenDict as FrozenDict
-from lens._frozen_dict import freeze as freeze
-from lens._frozen_dict import unfreeze as unfreeze
-from lens.core._entry import _is_valid_rng as _is_valid_rng
-from lens.core._entry import _is_valid_rngs as _is_valid_rngs
-from lens.core._entry import _is_valid_variables as _is_valid_variables
-from lens.core._entry import apply as apply
-from lens.core._entry import bind as bind
-from lens.core._entry import init as init
-from lens.core._entry import lazy_init as lazy_init
-from lens.core._filters import CollectionFilter as CollectionFilter
-from lens.core._filters import DenyList as DenyList
-from lens.core._filters import Filter as Filter
-from lens.core._filters import PRNGSequenceFilter as PRNGSequenceFilter
-from lens.core._filters import filter_to_set as filter_to_set
-from lens.core._filters import group_collections as group_collections
-from lens.core._filters import in_filter as in_filter
-from lens.core._filters import intersect_filters as intersect_filters
-from lens.core._filters import is_filter_empty as is_filter_empty
-from lens.core._filters import subtract_filters as subtract_filters
-from lens.core._filters import union_filters as union_filters
-from lens.core._rng import LazyRng as LazyRng
-from lens.core._rng import is_key as is_key
-from lens.core._rng import is_valid_rng as is_valid_rng
-from lens.core._scope import Scope as Scope
-from lens.core._scope import child_rng_token as child_rng_token
-from lens.core._scope import no_flag as no_flag
-from lens.core._variable import Variable as Variable
-from lens.typing import Array as Array
-from lens.typing import PRNGKey as PRNGKey
-from lens.typing import VariableDict as VariableDict
+A facade at Flax's path ``flax.core.scope``: its names live in
+:mod:`lens._frozen_dict`, :mod:`lens.core._entry`, :mod:`lens.core._filters`,
+:mod:`lens.core._rng`, :mod:`lens.core._scope`, :mod:`lens.core._variable`,
+:mod:`lens.typing`, as lens/_facades.py lists them.
+"""
+
+from lens._lazy import facade_exports
+
+__getattr__, __dir__, __all__ = facade_exports(__name__)

@@ -1,4 +1,9 @@
-"""The current JAX trace (``lens.core.tracers``, like ``flax.core.tracers``)."""
+"""The current JAX trace (``lens.core.tracers``, like ``flax.core.tracers``).
 
-from lens.core._tracers import check_trace_level as check_trace_level
-from lens.core._tracers import current_trace as current_trace
+A facade at Flax's path ``flax.core.tracers``: its names live in
+:mod:`lens.core._tracers`, as lens/_facades.py lists them.
+"""
+
+from lens._lazy import facade_exports
+
+__getattr__, __dir__, __all__ = facade_exports(__name__)

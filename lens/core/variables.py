@@ -1,9 +1,9 @@
 """Variable dicts (``lens.core.variables``, like ``flax.core.variables``).
 
-A variable dict is a plain ``dict`` of *collections* (``"params"``,
-``"batch_stats"``, ...), each a nested dict of arrays with the same module tree,
-so ``{"params": {"Dense_0": {"kernel": ...}}, "batch_stats": {...}}``.
-:class:`Variable` is the handle a scope gives to one entry.
+A facade at Flax's path ``flax.core.variables``: its names live in
+:mod:`lens.core._variable`, as lens/_facades.py lists them.
 """
 
-from lens.core._variable import Variable as Variable
+from lens._lazy import facade_exports
+
+__getattr__, __dir__, __all__ = facade_exports(__name__)

@@ -7,29 +7,25 @@ Displays never raise into a notebook: on error they warn and fall back to ``repr
 
 from typing import Any as _Any
 
-from lens.display._base import View as View
-from lens.display._compile_time import CompileTimeView as CompileTimeView
-from lens.display._diff import DiffView as DiffView
-from lens.display._diff import diff as diff
-from lens.display._explore import Explorer as Explorer
-from lens.display._explore import explore as explore
-from lens.display._extension import extension_active as extension_active
-from lens.display._extension import extension_status as extension_status
-from lens.display._memory import MemoryView as MemoryView
-from lens.display._module import BoxView as BoxView
-from lens.display._module import ModuleView as ModuleView
-from lens.display._module import ScopeView as ScopeView
-from lens.display._pack import PackTraceView as PackTraceView
-from lens.display._pack import pack_mimebundle as pack_mimebundle
-from lens.display._recompiles import RecompilesView as RecompilesView
-from lens.display._safe import DisplayWarning as DisplayWarning
-from lens.display._sharding import ShardingView as ShardingView
-from lens.display._show import load_ipython_extension as load_ipython_extension
-from lens.display._show import show as show
-from lens.display._show import show_lifting as show_lifting
-from lens.display._show import unload_ipython_extension as unload_ipython_extension
-from lens.display._show import view_of as view_of
-from lens.display._variables import VariablesView as VariablesView
+# fmt: off
+# isort: off
+from lens.display._base import View
+from lens.display._compile_time import CompileTimeView
+from lens.display._diff import DiffView, diff
+from lens.display._explore import Explorer, explore
+from lens.display._extension import extension_active, extension_status
+from lens.display._memory import MemoryView
+from lens.display._module import BoxView, ModuleView, ScopeView
+from lens.display._pack import PackTraceView, pack_mimebundle
+from lens.display._recompiles import RecompilesView
+from lens.display._safe import DisplayWarning
+from lens.display._sharding import ShardingView
+from lens.display._show import (
+    load_ipython_extension, show, show_lifting, unload_ipython_extension, view_of,
+)
+from lens.display._variables import VariablesView
+# isort: on
+# fmt: on
 
 
 # The one registry (lens/_views.py): which view draws each view name that a class

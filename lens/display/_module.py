@@ -45,7 +45,7 @@ def _attributes(module: Any) -> dict[str, Any]:
 
 
 def _short(value: Any) -> str:
-    from lens.nn.module import Module
+    from lens.nn import Module
 
     if isinstance(value, Module):
         return f"{type(value).__name__}(...)"
@@ -60,7 +60,7 @@ def _short(value: Any) -> str:
 
 
 def _filter_str(f: Any) -> str:
-    from lens.core.scope import DenyList
+    from lens.core import DenyList
 
     if f is True:
         return "all"

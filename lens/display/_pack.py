@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
+from lens.core import MIME_TYPE, PackTrace
 from lens.core import pack_trace as _lanes
-from lens.core.pack_trace import MIME_TYPE, PackTrace
 from lens.display._base import View, e
 from lens.display._glossary import Gloss, meaning, term_html
 from lens.display._leaf import printable, short_dtype

@@ -113,7 +113,7 @@ def show_lifting(
     """
     import jax
 
-    from lens.core.pack_trace import trace_packs
+    from lens.core import trace_packs
 
     with trace_packs() as trace:
         if variables is None:

@@ -91,3 +91,23 @@ def override_named_call(enable: bool = True) -> Iterator[None]:
         yield
     finally:
         _named_call.reset(token)
+
+
+class _ContextView:
+    """Flax's ``module._context``, read from lens's contextvars (for ported code)."""
+
+    @property
+    def module_stack(self) -> list:
+        return list(_module_stack.get())
+
+    @property
+    def capture_stack(self) -> list:
+        return list(_capture_stack.get())
+
+    @property
+    def call_info_stack(self) -> list:
+        return list(_call_info.get())
+
+
+flax_context = _ContextView()
+"""What ``flax.linen.module._context`` is in Flax (``lens.nn.module._context``)."""

@@ -23,7 +23,7 @@ from typing import Any
 import jax
 
 from lens import errors, struct
-from lens.core.scope import LazyRng, Scope, Variable
+from lens.core import LazyRng, Scope, Variable
 from lens.nn._module import Module
 from lens.nn._module_hash import _HashableProxy
 from lens.nn._module_support import _get_unbound_fn, wrap_method_once

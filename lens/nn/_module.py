@@ -30,7 +30,7 @@ import numpy as np
 from lens import _strict, errors
 from lens._instruments import module_scopes
 from lens.configurations import config
-from lens.core.scope import Scope
+from lens.core import Scope
 from lens.nn import _context, kw_only_dataclasses
 from lens.nn import _module_strict as module_strict
 from lens.nn._hyperparameters import check_hyperparameters

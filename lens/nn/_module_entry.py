@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 
 from lens import errors
 from lens._views import Displayable
-from lens.core.scope import DenyList, Filter, union_filters
-from lens.core.scope import apply as core_apply
-from lens.core.scope import bind as core_bind
-from lens.core.scope import init as core_init
-from lens.core.scope import is_valid_rng as _is_valid_rng
+from lens.core import DenyList, Filter, union_filters
+from lens.core import apply as core_apply
+from lens.core import bind as core_bind
+from lens.core import init as core_init
+from lens.core import is_valid_rng as _is_valid_rng
 from lens.nn import _context
 from lens.nn._module_base import ModuleBase
 from lens.nn._module_support import _get_unbound_fn, capture_call_intermediates

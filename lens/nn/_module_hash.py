@@ -10,7 +10,7 @@ import weakref
 from typing import Any
 
 from lens import serialization
-from lens.core.scope import DenyList
+from lens.core import DenyList
 from lens.nn._module import Module
 
 

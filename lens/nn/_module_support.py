@@ -327,6 +327,16 @@ class InterceptorContext:
     orig_method: Callable[..., Any]
 
 
+Args = tuple[Any]
+"""The positional arguments an interceptor sees."""
+Kwargs = dict[str, Any]
+"""The keyword arguments an interceptor sees."""
+NextGetter = Callable[..., Any]
+"""What an interceptor calls to run the method (or the next interceptor)."""
+Interceptor = Callable[[NextGetter, Args, Kwargs, InterceptorContext], Any]
+"""A function given to :func:`intercept_methods`."""
+
+
 @contextlib.contextmanager
 def intercept_methods(interceptor: Callable[..., Any]) -> Iterator[None]:
     """Registers ``interceptor(next_fun, args, kwargs, context)`` for module methods.

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from lens import serialization, traverse_util
-from lens.core.frozen_dict import FrozenDict
+from lens._frozen_dict import FrozenDict
 from lens.nn._module_base import ModuleBase
 
 

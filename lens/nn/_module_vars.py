@@ -13,8 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from lens import errors
-from lens.core.scope import Scope
-from lens.core.variables import Variable
+from lens.core import Scope, Variable
 from lens.nn._module_base import ModuleBase
 from lens.nn._module_support import tuple_init, tuple_reduce
 

@@ -27,8 +27,6 @@ from lens.nn._module_support import compact, nowrap
 from lens.typing import Array, Dtype, Initializer, PrecisionLike, PRNGKey
 
 A = TypeVar("A")
-Carry = Any
-Output = Any
 
 __all__ = [
     "ConvLSTMCell",
@@ -43,6 +41,14 @@ __all__ = [
 
 sigmoid = jax.nn.sigmoid
 tanh = jnp.tanh
+
+
+Carry = Any
+"""A cell's carry (a pytree of arrays)."""
+CarryHistory = Any
+"""The carries of every step."""
+Output = Any
+"""A cell's output at one step."""
 
 
 class RNNCellBase(Module):

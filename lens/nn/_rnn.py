@@ -11,9 +11,9 @@ from typing import Any, Protocol, TypeVar
 import jax
 from jax import random
 
+from lens._frozen_dict import FrozenDict
 from lens._kernels import sequences as seq
-from lens.core.frozen_dict import FrozenDict
-from lens.core.scope import CollectionFilter, PRNGSequenceFilter
+from lens.core import CollectionFilter, PRNGSequenceFilter
 from lens.nn._module import Module
 from lens.nn._recurrent import RNNCellBase
 from lens.nn._transforms import scan

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from lens import errors
-from lens.core.scope import Scope
+from lens.core import Scope
 from lens.nn._module_base import ModuleBase
 
 

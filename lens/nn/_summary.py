@@ -17,10 +17,10 @@ from typing import Any
 
 import jax
 
+from lens._frozen_dict import unfreeze
 from lens._instruments import call_cost
 from lens._instruments.call_cost import CallCost, Lowerings, Options
-from lens.core.frozen_dict import unfreeze
-from lens.core.scope import DenyList, Filter, LazyRng
+from lens.core import DenyList, Filter, LazyRng
 from lens.nn import _context
 from lens.nn._summary_render import (
     _from_value_representation,

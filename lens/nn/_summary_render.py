@@ -17,7 +17,7 @@ import numpy as np
 
 from lens._instruments.call_cost import CAPTION as COST_CAPTION
 from lens._instruments.call_cost import RICH_COLUMN, Column, fit_rich
-from lens.core.meta import Partitioned
+from lens.core import Partitioned
 
 # ------------------------------------------------------- value representations
 

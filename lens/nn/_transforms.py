@@ -15,10 +15,9 @@ from typing import Any, TypeVar
 import jax
 
 from lens._argnums import argnums
-from lens.core import lift
+from lens._frozen_dict import FrozenDict
+from lens.core import Filter, lift
 from lens.core import meta as _meta
-from lens.core.frozen_dict import FrozenDict
-from lens.core.scope import Filter
 from lens.nn._lifting import (
     decorator_lift_transform,
     lift_direct_transform,

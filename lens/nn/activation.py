@@ -1,4 +1,10 @@
-"""Activations (``lens.nn.activation``, like ``flax.linen.activation``)."""
+"""Activations (``lens.nn.activation``, like ``flax.linen.activation``).
 
-from lens.nn._activation import *  # noqa: F403
-from lens.nn._activation import PReLU as PReLU
+A facade at Flax's path ``flax.linen.activation``: its names live in
+:mod:`lens.nn._activation`, :mod:`lens.nn._module`, :mod:`lens.nn._module_support`,
+as lens/_facades.py lists them.
+"""
+
+from lens._lazy import facade_exports
+
+__getattr__, __dir__, __all__ = facade_exports(__name__)

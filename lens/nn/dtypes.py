@@ -1,4 +1,9 @@
-"""dtype helpers (``lens.nn.dtypes``, like ``flax.linen.dtypes``)."""
+"""dtype helpers (``lens.nn.dtypes``, like ``flax.linen.dtypes``).
 
-from lens._kernels.dtypes import canonicalize_dtype as canonicalize_dtype
-from lens._kernels.dtypes import promote_dtype as promote_dtype
+A facade at Flax's path ``flax.linen.dtypes``: its names live in
+:mod:`lens._kernels.dtypes`, as lens/_facades.py lists them.
+"""
+
+from lens._lazy import facade_exports
+
+__getattr__, __dir__, __all__ = facade_exports(__name__)

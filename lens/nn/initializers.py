@@ -1,12 +1,9 @@
 """Initializers (``lens.nn.initializers``, like ``flax.linen.initializers``).
 
-JAX's own initializers, so the same key gives the same values as in Flax; see
-:mod:`lens.core.nn.initializers`.
+A facade at Flax's path ``flax.linen.initializers``: its names live in
+:mod:`lens.core.nn.initializers`, as lens/_facades.py lists them.
 """
 
-from lens.core.nn.initializers import *  # noqa: F403
-from lens.core.nn.initializers import Initializer as Initializer
-from lens.core.nn.initializers import ones as ones
-from lens.core.nn.initializers import ones_init as ones_init
-from lens.core.nn.initializers import zeros as zeros
-from lens.core.nn.initializers import zeros_init as zeros_init
+from lens._lazy import facade_exports
+
+__getattr__, __dir__, __all__ = facade_exports(__name__)

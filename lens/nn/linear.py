@@ -1,17 +1,10 @@
-"""Linear layers (``lens.nn.linear``, like ``flax.linen.linear``)."""
+"""Linear layers (``lens.nn.linear``, like ``flax.linen.linear``).
 
-from lens._kernels.dtypes import promote_dtype as promote_dtype
-from lens._kernels.linear import canonicalize_padding as canonicalize_padding
-from lens.nn._conv import Conv as Conv
-from lens.nn._conv import ConvLocal as ConvLocal
-from lens.nn._conv import ConvTranspose as ConvTranspose
-from lens.nn._conv import _Conv as _Conv
-from lens.nn._linear import Dense as Dense
-from lens.nn._linear import DenseGeneral as DenseGeneral
-from lens.nn._linear import Einsum as Einsum
-from lens.nn._linear import Embed as Embed
-from lens.nn._linear import default_embed_init as default_embed_init
-from lens.nn._linear import default_kernel_init as default_kernel_init
-from lens.typing import PaddingLike as PaddingLike
-from lens.typing import PrecisionLike as PrecisionLike
-from lens.typing import PromoteDtypeFn as PromoteDtypeFn
+A facade at Flax's path ``flax.linen.linear``: its names live in
+:mod:`lens._kernels.dtypes`, :mod:`lens._kernels.linear`, :mod:`lens.nn._conv`,
+:mod:`lens.nn._linear`, :mod:`lens.typing`, as lens/_facades.py lists them.
+"""
+
+from lens._lazy import facade_exports
+
+__getattr__, __dir__, __all__ = facade_exports(__name__)

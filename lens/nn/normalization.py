@@ -1,19 +1,12 @@
-"""Normalization layers (``lens.nn.normalization``, like ``flax.linen.normalization``)."""
+"""Normalization layers (``lens.nn.normalization``, like ``flax.linen.normalization``).
 
-# Besides the layers, the names flax.linen.normalization binds at its top level
-# (ported code imports them from here).
-from dataclasses import field as field
+A facade at Flax's path ``flax.linen.normalization``: its names live in
+:mod:`dataclasses`, :mod:`lens._kernels.dtypes`, :mod:`lens.nn._module`,
+:mod:`lens.nn._module_support`, :mod:`lens.nn._normalization`,
+:mod:`lens.nn._transforms`, :mod:`lens.nn._weight_norms`, as lens/_facades.py lists
+them.
+"""
 
-from lens._kernels.dtypes import canonicalize_dtype as canonicalize_dtype
-from lens._kernels.dtypes import merge_param as merge_param
-from lens.nn._normalization import BatchNorm as BatchNorm
-from lens.nn._normalization import GroupNorm as GroupNorm
-from lens.nn._normalization import InstanceNorm as InstanceNorm
-from lens.nn._normalization import LayerNorm as LayerNorm
-from lens.nn._normalization import RMSNorm as RMSNorm
-from lens.nn._transforms import map_variables as map_variables
-from lens.nn._weight_norms import SpectralNorm as SpectralNorm
-from lens.nn._weight_norms import WeightNorm as WeightNorm
-from lens.nn._weight_norms import _l2_normalize as _l2_normalize
-from lens.nn.module import Module as Module
-from lens.nn.module import compact as compact
+from lens._lazy import facade_exports
+
+__getattr__, __dir__, __all__ = facade_exports(__name__)

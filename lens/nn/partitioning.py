@@ -21,24 +21,23 @@ from typing import Any
 import jax
 
 from lens import struct
-from lens.core import lift
-from lens.core.frozen_dict import freeze, unfreeze
-from lens.core.scope import CollectionFilter as CollectionFilter
-from lens.core.scope import PRNGSequenceFilter as PRNGSequenceFilter
-from lens.core.scope import Variable, union_filters
+from lens._frozen_dict import freeze, unfreeze
+from lens.core import CollectionFilter as CollectionFilter
+from lens.core import PRNGSequenceFilter as PRNGSequenceFilter
+from lens.core import Variable, lift, union_filters
 from lens.core.spmd import get_logical_axis_rules as get_axis_rules
 from lens.core.spmd import logical_axis_rules as axis_rules
 from lens.core.spmd import set_logical_axis_rules as set_axis_rules
 from lens.errors import ScopeVariableNotFoundError
 from lens.nn import _context
 from lens.nn._lifting import lift_transform
+from lens.nn._transforms import map_variables
 from lens.nn.spmd import RulesFallback as RulesFallback
 from lens.nn.spmd import _is_logical_spec
 from lens.nn.spmd import _with_sharding_constraint as _with_sharding_constraint
 from lens.nn.spmd import logical_to_mesh as logical_to_mesh
 from lens.nn.spmd import logical_to_mesh_axes as logical_to_mesh_axes
 from lens.nn.spmd import with_logical_constraint as with_sharding_constraint
-from lens.nn.transforms import map_variables
 from lens.traverse_util import flatten_dict, unflatten_dict
 from lens.typing import ArrayPytree as ArrayPytree
 from lens.typing import In as ScanIn

@@ -1,6 +1,9 @@
-"""Pooling (``lens.nn.pooling``, like ``flax.linen.pooling``)."""
+"""Pooling (``lens.nn.pooling``, like ``flax.linen.pooling``).
 
-from lens.nn._pooling import avg_pool as avg_pool
-from lens.nn._pooling import max_pool as max_pool
-from lens.nn._pooling import min_pool as min_pool
-from lens.nn._pooling import pool as pool
+A facade at Flax's path ``flax.linen.pooling``: its names live in
+:mod:`lens.nn._pooling`, as lens/_facades.py lists them.
+"""
+
+from lens._lazy import facade_exports
+
+__getattr__, __dir__, __all__ = facade_exports(__name__)

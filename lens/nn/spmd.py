@@ -28,8 +28,8 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from lens import struct
+from lens.core import Partitioned, current_mesh
 from lens.core import meta as _meta
-from lens.core.meta import Partitioned, current_mesh
 from lens.core.spmd import get_logical_axis_rules as get_logical_axis_rules
 from lens.core.spmd import logical_axis_rules as logical_axis_rules
 from lens.core.spmd import set_logical_axis_rules as set_logical_axis_rules

@@ -1,3 +1,9 @@
-"""Stochastic layers (``lens.nn.stochastic``, like ``flax.linen.stochastic``)."""
+"""Stochastic layers (``lens.nn.stochastic``, like ``flax.linen.stochastic``).
 
-from lens.nn._stochastic import Dropout as Dropout
+A facade at Flax's path ``flax.linen.stochastic``: its names live in
+:mod:`lens.nn._stochastic`, as lens/_facades.py lists them.
+"""
+
+from lens._lazy import facade_exports
+
+__getattr__, __dir__, __all__ = facade_exports(__name__)

@@ -1,7 +1,10 @@
-"""Summaries of module calls (``lens.nn.summary``, like ``flax.linen.summary``)."""
+"""Summaries of module calls (``lens.nn.summary``, like ``flax.linen.summary``).
 
-from lens.nn._summary import Row as Row
-from lens.nn._summary import Table as Table
-from lens.nn._summary import _get_module_table as _get_module_table
-from lens.nn._summary import tabulate as tabulate
-from lens.nn._summary_render import _ObjectRepresentation as _ObjectRepresentation
+A facade at Flax's path ``flax.linen.summary``: its names live in
+:mod:`lens.nn._summary`, :mod:`lens.nn._summary_render`, as lens/_facades.py lists
+them.
+"""
+
+from lens._lazy import facade_exports
+
+__getattr__, __dir__, __all__ = facade_exports(__name__)

@@ -16,9 +16,14 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from lens.nnx import graphlib, module, rnglib, spmd
-from lens.nnx._transforms import custom_gradients, loops, sharding
-from lens.nnx.transforms import autodiff, compilation, iteration, transforms
+from lens.nnx import spmd
+from lens.nnx._graph import ops as graph_ops
+from lens.nnx._mirror.contexts import flatten as _flatten
+from lens.nnx._objects import module
+from lens.nnx._objects import rngs as rnglib
+from lens.nnx._transforms import autodiff, custom_gradients, iteration, loops, sharding
+from lens.nnx._transforms import branches as transforms
+from lens.nnx._transforms import jit as compilation
 
 
 def _graph_mode(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -29,14 +34,14 @@ def _graph_mode(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # graphlib
-split = _graph_mode(graphlib.split)
-state = _graph_mode(graphlib.state)
-clone = _graph_mode(graphlib.clone)
-graphdef = _graph_mode(graphlib.graphdef)
-flatten = _graph_mode(graphlib.flatten)
-iter_graph = _graph_mode(graphlib.iter_graph)
-recursive_map = _graph_mode(graphlib.recursive_map)
-cached_partial = _graph_mode(graphlib.cached_partial)
+split = _graph_mode(graph_ops.split)
+state = _graph_mode(graph_ops.state)
+clone = _graph_mode(graph_ops.clone)
+graphdef = _graph_mode(graph_ops.graphdef)
+flatten = _graph_mode(_flatten)
+iter_graph = _graph_mode(graph_ops.iter_graph)
+recursive_map = _graph_mode(graph_ops.recursive_map)
+cached_partial = _graph_mode(graph_ops.cached_partial)
 
 # module
 view = _graph_mode(module.view)

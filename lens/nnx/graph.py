@@ -1,5 +1,18 @@
 """flax.nnx's ``graph`` module: the object-graph API of :mod:`lens.nnx.graphlib` under
 its other name (``from flax.nnx import graph`` ports as ``from lens.nnx import
-graph``)."""
+graph``).
 
-from lens.nnx.graphlib import *  # noqa: F403 - the same names, under Flax's other name
+A facade at Flax's path ``flax.nnx.graph``, the names of :mod:`lens.nnx.graphlib`
+under Flax's other name: they live in :mod:`lens.nnx._graph.defs`,
+:mod:`lens.nnx._graph.graph_state`, :mod:`lens.nnx._graph.mode`,
+:mod:`lens.nnx._graph.ops`, :mod:`lens.nnx._graph.registry`,
+:mod:`lens.nnx._graph.update`, :mod:`lens.nnx._graph.vars`,
+:mod:`lens.nnx._graph.walk`, :mod:`lens.nnx._mirror.contexts`,
+:mod:`lens.nnx._mirror.graph_context`, :mod:`lens.nnx._objects.object`,
+:mod:`lens.nnx._variables.state`, :mod:`lens.nnx._variables.variable`,
+:mod:`lens.typing`, as lens/_facades.py lists them.
+"""
+
+from lens._lazy import facade_exports
+
+__getattr__, __dir__, __all__ = facade_exports(__name__)

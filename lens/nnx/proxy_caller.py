@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import jax
 
-from lens.nnx.graphlib import ApplyCaller as ApplyCaller
+from lens.nnx._graph.ops import ApplyCaller as ApplyCaller
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,12 +18,13 @@ import jax
 from jax.sharding import NamedSharding, PartitionSpec
 
 from lens.core.spmd import composite_rules, from_sharding_rules, get_logical_axis_rules
+from lens.nnx._graph.ops import iter_graph, split
 from lens.nnx._transforms import axes
 from lens.nnx._transforms.axes import PARTITION_NAME as PARTITION_NAME
+from lens.nnx._transforms.branches import eval_shape
+from lens.nnx._variables.hooks import with_metadata
+from lens.nnx._variables.variable import Variable
 from lens.nnx.deprecations import deprecated
-from lens.nnx.graphlib import iter_graph, split
-from lens.nnx.transforms.transforms import eval_shape
-from lens.nnx.variablelib import Variable, with_metadata
 
 A = TypeVar("A")
 

@@ -28,11 +28,12 @@ import jax.numpy as jnp
 
 from lens._instruments import call_cost
 from lens._instruments.call_cost import CallCost, Options
+from lens.nnx._graph.defs import Static
+from lens.nnx._graph.ops import clone, merge, split
+from lens.nnx._objects.module import Module
 from lens.nnx._objects.object import Object, node_items
-from lens.nnx.graphlib import Static, clone, merge, split
-from lens.nnx.module import Module
-from lens.nnx.rnglib import RngStream
-from lens.nnx.variablelib import Param, RngState, Variable
+from lens.nnx._objects.rngs import RngStream
+from lens.nnx._variables.variable import Param, RngState, Variable
 from lens.nnx.visualization import in_ipython as in_ipython
 from lens.typing import SizeBytes as _BaseSizeBytes
 
@@ -214,7 +215,7 @@ def _collect_stats(
 
 
 def _object_types(model: Any) -> set[type]:
-    from lens.nnx.graphlib import iter_graph
+    from lens.nnx._graph.ops import iter_graph
 
     return {type(x) for _, x in iter_graph(model, graph=True) if isinstance(x, Object)}
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import jax
 
-from lens.nnx.graphlib import state
-from lens.nnx.statelib import State
-from lens.nnx.variablelib import Variable
+from lens.nnx._graph.ops import state
+from lens.nnx._variables.state import State
+from lens.nnx._variables.variable import Variable
 
 
 def _ipython_running() -> bool:

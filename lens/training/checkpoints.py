@@ -31,7 +31,7 @@ import jax
 import msgpack
 
 from lens import _strict, errors, serialization
-from lens.core.frozen_dict import FrozenDict, freeze
+from lens._frozen_dict import FrozenDict, freeze
 
 __all__ = [
     "AsyncManager",

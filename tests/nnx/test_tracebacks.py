@@ -80,9 +80,7 @@ def test_show_lens_in_tracebacks_brings_the_frames_back():
     lens.traceback_util.show_lens_in_tracebacks()
     try:
         frames = _frames(CALLS["nnx.jit"])
-        assert any(
-            "lens/nnx/transforms/compilation.py" in f for f in _lens_frames(frames)
-        )
+        assert any("lens/nnx/_transforms/jit.py" in f for f in _lens_frames(frames))
     finally:
         lens.traceback_util.hide_lens_in_tracebacks()
     assert _lens_frames(_frames(CALLS["nnx.jit"])) == []

@@ -17,9 +17,9 @@ import numpy as np
 from jax import lax, random
 
 from lens import struct
+from lens.core._scope import Scope
 from lens.core.nn import initializers
 from lens.core.nn.linear import default_kernel_init, dense_general
-from lens.core.scope import Scope
 
 Array = Any
 

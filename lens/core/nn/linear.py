@@ -15,9 +15,9 @@ import numpy as np
 from jax import lax
 
 from lens import struct
+from lens.core._scope import Scope
 from lens.core.nn import initializers
 from lens.core.nn.initializers import default_embed_init, default_kernel_init
-from lens.core.scope import Scope
 
 Array = Any
 

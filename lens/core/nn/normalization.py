@@ -8,8 +8,8 @@ from typing import Any
 import jax.numpy as jnp
 from jax import lax
 
+from lens.core._scope import Scope
 from lens.core.nn import initializers
-from lens.core.scope import Scope
 
 Array = Any
 

@@ -7,7 +7,7 @@ from typing import Any
 import jax.numpy as jnp
 from jax import lax, random
 
-from lens.core.scope import Scope
+from lens.core._scope import Scope
 
 __all__ = ["dropout"]
 

@@ -17,21 +17,13 @@ import jax
 import jax.numpy as jnp
 
 from lens import _strict, errors
-from lens.nnx._graph.mode import set_graph_mode as set_graph_mode
-from lens.nnx._graph.mode import set_graph_updates as set_graph_updates
-from lens.nnx._graph.state import GraphState as GraphState
-from lens.nnx._graph.state import PureState as PureState
-from lens.nnx._graph.tree import (
-    TreeNodeDef,
-    tree_flatten,
-    tree_map_nodes,
-    tree_unflatten,
-    walk_tree,
-)
+from lens.nnx._graph.defs import GraphDef, TreeNodeDef
+from lens.nnx._graph.graph_state import GraphState
+from lens.nnx._graph.mode import set_graph_mode, set_graph_updates
+from lens.nnx._graph.tree import tree_flatten, tree_map_nodes, tree_unflatten, walk_tree
 from lens.nnx._graph.walk import (
     ArrayDef,
     Builder,
-    GraphDef,
     Path,
     StaticDef,
     VariableDef,
@@ -41,9 +33,9 @@ from lens.nnx._graph.walk import (
     pytree_children,
 )
 from lens.nnx._objects.object import Object, node_items
-from lens.nnx.filterlib import to_predicate
-from lens.nnx.statelib import FlatState, State, map_state, partition_flat
-from lens.nnx.variablelib import Variable
+from lens.nnx._variables.filters import to_predicate
+from lens.nnx._variables.state import FlatState, State, map_state, partition_flat
+from lens.nnx._variables.variable import Variable
 
 
 def _walk(node: Any) -> tuple[Any, Walker]:

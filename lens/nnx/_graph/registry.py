@@ -44,7 +44,7 @@ import numpy as np
 from jax._src.tree_util import _registry as JAX_PYTREE_REGISTRY
 
 from lens.nnx._objects.object import Object
-from lens.nnx.variablelib import Variable
+from lens.nnx._variables.variable import Variable
 from lens.typing import Key, PathParts, is_key_like
 
 Node = TypeVar("Node")

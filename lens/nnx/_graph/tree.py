@@ -25,11 +25,11 @@ from typing import Any
 
 import jax
 
-from lens.nnx._graph.defs import TreeNodeDef as TreeNodeDef
-from lens.nnx._graph.defs import VariableDef
-from lens.nnx._graph.walk import GraphDef, Path, path_str
+from lens.nnx._graph.defs import GraphDef, TreeNodeDef, VariableDef
+from lens.nnx._graph.walk import Path, path_str
 from lens.nnx._objects.object import Object
-from lens.nnx.variablelib import Variable, freeze_metadata
+from lens.nnx._variables.static import freeze_metadata
+from lens.nnx._variables.variable import Variable
 
 
 def is_tree_leaf(x: Any) -> bool:

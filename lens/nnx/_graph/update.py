@@ -16,6 +16,7 @@ from typing import Any
 import jax
 
 from lens import _strict, errors
+from lens.nnx._graph.graph_state import GraphState
 from lens.nnx._graph.mode import set_graph_mode
 from lens.nnx._graph.registry import (
     GraphNodeImpl,
@@ -27,14 +28,13 @@ from lens.nnx._graph.registry import (
     is_pytree_node,
     jax_to_nnx_path,
 )
-from lens.nnx._graph.state import GraphState
 from lens.nnx._graph.tree import check_valid_pytree
 from lens.nnx._graph.walk import Path, path_str
+from lens.nnx._variables.filters import to_predicate
 from lens.nnx._variables.hijax import get_state, hijax_var_type, set_state
-from lens.nnx.filterlib import to_predicate
-from lens.nnx.statelib import FlatState, State, merge_state
+from lens.nnx._variables.state import FlatState, State, merge_state
+from lens.nnx._variables.variable import Variable
 from lens.nnx.tracers import check_mutable, structure_changed
-from lens.nnx.variablelib import Variable
 from lens.typing import Key
 
 Write = Callable[[], None]

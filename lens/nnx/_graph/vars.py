@@ -9,11 +9,11 @@ from typing import Any, TypeVar
 
 import jax
 
-from lens.nnx import filterlib
 from lens.nnx._graph.ops import find_duplicates
 from lens.nnx._graph.ops import map as graph_map
+from lens.nnx._variables import filters as filterlib
+from lens.nnx._variables.variable import Variable
 from lens.nnx.deprecations import deprecated
-from lens.nnx.variablelib import Variable
 
 A = TypeVar("A")
 

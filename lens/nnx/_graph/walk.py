@@ -41,12 +41,6 @@ from lens.nnx._graph.defs import (
     StaticDef,
     VariableDef,
 )
-from lens.nnx._graph.defs import (
-    GraphDef as GraphDef,
-)
-from lens.nnx._graph.defs import (
-    NodeDef as NodeDef,
-)
 from lens.nnx._graph.registry import (
     GRAPH_REGISTRY,
     PYTREE_REGISTRY,
@@ -56,11 +50,13 @@ from lens.nnx._graph.registry import (
     custom_impl,
     get_node_impl,
 )
-from lens.nnx._objects.object import Object, PytreeState, node_items
+from lens.nnx._objects.object import Object, node_items
 from lens.nnx._objects.object import declared as declared_kinds
+from lens.nnx._objects.state import PytreeState
 from lens.nnx._variables.refs import is_array_ref
+from lens.nnx._variables.static import StaticValue, freeze_metadata
+from lens.nnx._variables.variable import Variable, new_variable
 from lens.nnx.tracers import Frame, structure_changed
-from lens.nnx.variablelib import StaticValue, Variable, freeze_metadata, new_variable
 
 Path = tuple[Any, ...]
 

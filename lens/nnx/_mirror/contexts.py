@@ -19,15 +19,17 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
-from collections.abc import Callable, Hashable, Iterator, MutableMapping
+from collections.abc import Callable, Hashable, Iterator, MutableMapping, Sequence
 from typing import Any, TypeVar
 
 import jax
+import numpy as np
 
 from lens.nnx._graph.defs import (
     NO_UPDATE,
     ArrayRefDef,
     ArrayRefOutput,
+    GraphDef,
     NodeRef,
     NoUpdate,
     Repeated,
@@ -38,7 +40,6 @@ from lens.nnx._graph.ops import unflatten as _plain_unflatten
 from lens.nnx._graph.registry import GRAPH_REGISTRY
 from lens.nnx._graph.walk import (
     Builder,
-    GraphDef,
     Leaf,
     ObjectDef,
     RegisteredDef,
@@ -48,9 +49,9 @@ from lens.nnx._graph.walk import (
     Walker,
 )
 from lens.nnx._variables.refs import is_array_ref
-from lens.nnx.statelib import FlatState, partition_flat
+from lens.nnx._variables.state import FlatState, partition_flat
+from lens.nnx._variables.variable import Variable, new_variable
 from lens.nnx.tracers import structure_changed
-from lens.nnx.variablelib import Variable, new_variable
 
 A = TypeVar("A")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -91,6 +92,15 @@ class RefMap(MutableMapping[Any, int]):
     def __repr__(self) -> str:
         items = ", ".join(f"{type(k).__name__}: {i}" for k, i in self._mapping.values())
         return f"RefMap({{{items}}})"
+
+
+# flax.nnx.graph's type names
+PythonRefMap = RefMap  # flax's name for the pure-Python RefMap (lens has only it)
+GraphFlatState = FlatState[Any]
+Index = int  # a node's number in a walk
+Names = Sequence[int]
+# What a state leaf may be: lens Variables hold plain arrays (no array refs).
+LeafType = Variable | jax.Array | np.ndarray | ArrayRefOutput | NoUpdate
 
 
 class IndexMap(dict):

@@ -24,7 +24,7 @@ import jax
 
 from lens.nnx._graph.walk import is_graph_node
 from lens.nnx._transforms.specs import StateAxes
-from lens.nnx.variablelib import Variable
+from lens.nnx._variables.variable import Variable
 
 A = TypeVar("A")
 B = TypeVar("B")

@@ -13,23 +13,33 @@ two prefixes is an error.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar, cast
 
 import jax
 
 from lens import struct
-from lens.nnx._graph.ops import VariableBuilder, as_state, graphdef_leaves, iter_graph
+from lens.nnx._graph.defs import GraphDef
+from lens.nnx._graph.mode import set_graph_mode
+from lens.nnx._graph.ops import (
+    VariableBuilder,
+    as_state,
+    graphdef,
+    graphdef_leaves,
+    iter_graph,
+)
 from lens.nnx._graph.tree import key_of
-from lens.nnx._graph.walk import GraphDef, VariableDef, is_graph_node
+from lens.nnx._graph.walk import VariableDef, is_graph_node
 from lens.nnx._mirror.contexts import IndexMap, RefMap, flatten
 from lens.nnx._mirror.extract_prefix import PrefixMapping, broadcast_prefix
 from lens.nnx._mirror.tree_states import Missing
 from lens.nnx._transforms.modes import TransformMode
 from lens.nnx._transforms.modes import check_prefix as _check_transform_prefix
+from lens.nnx._transforms.prefix_axes import PrefixAxes, axes_by_path, key_path
 from lens.nnx._transforms.specs import StateAxes
-from lens.nnx.statelib import State
-from lens.nnx.variablelib import Variable
+from lens.nnx._variables.filters import to_predicate
+from lens.nnx._variables.state import State
+from lens.nnx._variables.variable import Variable
 
 A = TypeVar("A")
 
@@ -348,3 +358,88 @@ def check_prefix(
         if leaf not in unique:
             unique.append(leaf)
     return unique
+
+
+# ``prefix``: a transform's specs computed from the model itself (flax.nnx.extract's)
+
+
+def _prefix_fn(filter_map: Mapping[Any, Any] | Callable[..., Any]) -> Callable:
+    if not isinstance(filter_map, Mapping):
+        return filter_map
+    predicates = [(to_predicate(f), v) for f, v in filter_map.items()]
+
+    def prefix_fn(path: tuple, leaf: Any) -> Any:
+        for predicate, value in predicates:
+            if predicate(path, leaf):
+                return value
+        raise ValueError(
+            f"No filter matched leaf at path {path!r} with value {leaf!r}. "
+            f"Filters: {list(filter_map)}\nEnd the mapping with ...: <prefix> "
+            "for the rest."
+        )
+
+    return prefix_fn
+
+
+class _GraphPrefixAxes(PrefixAxes, TreeState):
+    """``prefix(..., graph=True)``'s result: a :class:`PrefixAxes` and a
+    :class:`TreeState`."""
+
+
+def _object_axes(node: Any, prefix_fn: Callable[..., Any]) -> StateAxes:
+    """One object's spec (graph mode): its variables grouped by the prefix each
+    gets; also flax's TreeState (graphdef, prefixes by attribute, prefix_fn)."""
+    by_path = {
+        path: prefix_fn(path, value)
+        for path, value in iter_graph(node)
+        if isinstance(value, Variable)
+    }
+    axes = cast(_GraphPrefixAxes, axes_by_path(by_path, _GraphPrefixAxes))
+    TreeState.__init__(axes, graphdef(node), axes.state, Opaque(prefix_fn))
+    return axes
+
+
+def prefix(
+    node: Any,
+    filter_map: Mapping[Any, Any] | Callable[..., Any],
+    /,
+    *,
+    graph: bool | None = None,
+) -> Any:
+    """Specs for a transform, computed from ``node``'s variables (flax.nnx's).
+
+    ``filter_map`` is ``(path, leaf) -> prefix`` or a mapping from filter to prefix
+    (the first filter that matches wins). In graph mode each object in ``node``
+    becomes a :class:`StateAxes` of its variables' prefixes (also flax's
+    :class:`TreeState`, its ``state`` the prefixes by attribute); in tree mode
+    (``graph=False``) the result is ``node``'s own pytree with each Variable
+    replaced by its prefix, as flax.nnx's (``jax.vmap`` takes it too). A Variable
+    or array outside an object becomes its prefix.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from lens import nnx
+        >>> model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+        >>> nnx.prefix(model, {nnx.PathContains("kernel"): 0, ...: None})
+        StateAxes({AtPaths(('bias',),): None, AtPaths(('kernel',),): 0})
+    """
+    graph_mode = set_graph_mode.current_value() if graph is None else graph
+    fn = _prefix_fn(filter_map)
+    is_variable = lambda x: isinstance(x, Variable)  # noqa: E731
+    if not graph_mode:
+        # flax's tree mode: the node's own pytree with each Variable (and any
+        # other leaf) replaced by its prefix, a pytree prefix of the node (JAX's
+        # transforms take it; lens's read it by tree_prefix_axes)
+        return jax.tree.map_with_path(
+            lambda p, x: fn(key_path(p), x), node, is_leaf=is_variable
+        )
+
+    # graph mode: each object becomes a StateAxes of its variables' prefixes
+    # (also a TreeState, as flax's result)
+    def leaf(path: Any, x: Any) -> Any:
+        if is_graph_node(x) and not isinstance(x, Variable):
+            return _object_axes(x, fn)
+        return fn(key_path(path), x)
+
+    is_leaf = lambda x: is_graph_node(x) or is_variable(x)  # noqa: E731
+    return jax.tree.map_with_path(leaf, node, is_leaf=is_leaf)

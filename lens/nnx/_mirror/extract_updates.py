@@ -21,7 +21,7 @@ import jax
 
 from lens import errors
 from lens.nnx._mirror.extract_prefix import Mask, broadcast_prefix_map, labeled
-from lens.nnx.variablelib import Variable
+from lens.nnx._variables.variable import Variable
 
 A = TypeVar("A")
 F = TypeVar("F", bound=Callable[..., Any])

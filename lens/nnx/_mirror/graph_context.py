@@ -24,7 +24,7 @@ from lens.nnx._mirror.contexts import (
     UpdateContext,
     _stacks,
 )
-from lens.nnx.variablelib import Variable
+from lens.nnx._variables.variable import Variable
 from lens.typing import PathParts
 
 

@@ -17,11 +17,12 @@ from typing import Any
 
 import jax
 
+from lens.nnx._graph.defs import GraphDef
 from lens.nnx._graph.ops import iter_graph
-from lens.nnx._graph.walk import GraphDef, is_graph_node, path_str
+from lens.nnx._graph.walk import is_graph_node, path_str
 from lens.nnx._mirror.contexts import MergeContext, SplitContext, merge_context
 from lens.nnx._mirror.contexts import split_context as _split_context
-from lens.nnx.variablelib import Variable
+from lens.nnx._variables.variable import Variable
 
 Missing = object()  # no prefix given
 

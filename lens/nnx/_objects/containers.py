@@ -18,6 +18,7 @@ import jax.numpy as jnp
 
 from lens import struct
 from lens.nnx import reprlib
+from lens.nnx._objects.module import Module
 from lens.nnx._objects.object import (
     Object,
     _check_no_nested_marks,
@@ -29,9 +30,8 @@ from lens.nnx._objects.object import (
     private_attributes,
     unmark,
 )
-from lens.nnx.module import Module
+from lens.nnx._variables.state import State
 from lens.nnx.proxy_caller import ApplyCaller
-from lens.nnx.statelib import State
 from lens.nnx.tracers import check_mutable
 
 A = TypeVar("A")

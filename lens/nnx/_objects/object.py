@@ -24,9 +24,10 @@ from lens._views import Displayable
 from lens.configurations import config
 from lens.nnx import reprlib
 from lens.nnx._objects import repr as pytree_repr
-from lens.nnx._objects.state import PytreeState as PytreeState
+from lens.nnx._objects.state import PytreeState
+from lens.nnx._variables.static import StaticValue
+from lens.nnx._variables.variable import Variable
 from lens.nnx.tracers import check_mutable
-from lens.nnx.variablelib import StaticValue, Variable
 
 # flax.nnx's pytreelib names for the object repr machinery (lens.nnx._objects.repr).
 ObjectContext = pytree_repr.ObjectContext

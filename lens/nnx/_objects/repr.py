@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 from lens.nnx import reprlib
-from lens.nnx.variablelib import RngState, Variable
+from lens.nnx._variables.variable import RngState, Variable
 from lens.typing import SizeBytes
 
 NodeStats = dict[int, dict[type, SizeBytes]]

@@ -10,8 +10,8 @@ from typing import Any, ParamSpec, Protocol, TypeAlias, Union, runtime_checkable
 
 import jax
 
-from lens.nnx import filterlib
-from lens.nnx.variablelib import RngKey, RngState
+from lens.nnx._variables import filters as filterlib
+from lens.nnx._variables.variable import RngKey, RngState
 
 Counts = list[int]
 AxesValue = Union[int, None]  # noqa: UP007 - a runtime alias, as flax's

@@ -1,7 +1,12 @@
-"""The transforms' parts that only lens needs; flax.nnx's paths (``transforms/``:
-``general``, ``autodiff``, ``compilation``, ``iteration``, ``transforms``) hold
-the transforms themselves and import these.
+"""The transforms: one recipe (split the objects, check aliasing, call, merge back)
+and each JAX transform on it.
 
+- ``recipe``: the recipe every transform shares (flax's ``transforms.general``);
+- ``autodiff``: ``grad``, ``value_and_grad``, ``vjp``, ``jvp``, ``remat``;
+- ``iteration``: ``vmap``, ``pmap``, ``transform_metadata``;
+- ``jit``: ``jit`` and ``JitWrapped`` (flax's ``transforms.compilation``);
+- ``branches``: ``cond``, ``switch``, ``eval_shape``, ``make_jaxpr``, ``checkify``
+  (flax's ``transforms.transforms``);
 - ``specs``: the Lift types (``StateAxes``, ``DiffState``) and the recipe's
   records (``Skeleton`` and its ``GraphSlot``/``LeafSlot``/``StaticSlot``,
   ``Entry``, ``Carrier``);
@@ -16,4 +21,6 @@ the transforms themselves and import these.
 - ``sharding``: ``shard_map`` and ``StateSharding``;
 - ``signatures``: the call signatures flax.nnx types its transforms with;
 - ``pack_trace``: the pack-trace records lens.nnx's transforms write for displays.
+
+flax.nnx's ``transforms/`` modules are facades over this package (lens/_facades.py).
 """

@@ -11,16 +11,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from lens.core.frozen_dict import FrozenDict
+from lens._frozen_dict import FrozenDict
 from lens.nnx._graph.walk import Walker, is_graph_node, path_str
-from lens.nnx.transforms.general import (
-    Carrier,
-    StateAxes,
-    axes_resolver,
-    split_args,
-    split_outputs,
-)
-from lens.nnx.variablelib import Variable
+from lens.nnx._transforms.recipe import split_args, split_outputs
+from lens.nnx._transforms.specs import Carrier, StateAxes, axes_resolver
+from lens.nnx._variables.variable import Variable
 
 NO_AXIS_METADATA: Mapping[str, Any] = FrozenDict({})
 

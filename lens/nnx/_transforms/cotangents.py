@@ -10,10 +10,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lens.nnx._graph.ops import state
 from lens.nnx._objects.object import Object
-from lens.nnx.graphlib import state
-from lens.nnx.statelib import State
-from lens.nnx.transforms.general import Entry, Skeleton
+from lens.nnx._transforms.specs import Entry, Skeleton
+from lens.nnx._variables.state import State
 
 
 def aval(x: Any) -> jax.ShapeDtypeStruct:

@@ -22,24 +22,21 @@ from lens.nnx._transforms.cotangents import (
     values_from,
     zero_cotangent,
 )
+from lens.nnx._transforms.modes import check_prefix, transform_mode
 from lens.nnx._transforms.pack_trace import Picture
-from lens.nnx._transforms.simple_vjp import simple_custom_vjp
-from lens.nnx.tracers import frame
-from lens.nnx.transforms.general import (
-    Carrier,
-    DiffSpec,
-    DiffState,
+from lens.nnx._transforms.recipe import (
     apply_graph_updates,
     changed_structure,
-    check_prefix,
     check_structure,
     diff_resolver,
     merge_outputs,
     rebuild,
     split_args,
     split_outputs,
-    transform_mode,
 )
+from lens.nnx._transforms.simple_vjp import simple_custom_vjp
+from lens.nnx._transforms.specs import Carrier, DiffSpec, DiffState
+from lens.nnx.tracers import frame
 from lens.traceback_util import api_boundary
 
 A = TypeVar("A")

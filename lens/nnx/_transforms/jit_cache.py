@@ -1,4 +1,4 @@
-"""The jit cache of :class:`~lens.nnx.transforms.compilation.JitWrapped`: the last
+"""The jit cache of :class:`~lens.nnx._transforms.jit.JitWrapped`: the last
 call's walk of the arguments (:class:`CachedWalk`), reused while the structure
 epoch and the argument objects are unchanged, and the write-back of the state the
 compiled program changed (:class:`Unchanged`).
@@ -19,9 +19,11 @@ from lens.core import pack_trace as _trace
 from lens.nnx._graph.walk import Walker
 from lens.nnx._objects.object import Object
 from lens.nnx._transforms.jit_refs import unmark_refs
+from lens.nnx._transforms.recipe import merge_outputs
+from lens.nnx._transforms.specs import Entry, Skeleton, StaticSlot
+from lens.nnx._variables.static import StaticValue
+from lens.nnx._variables.variable import Variable
 from lens.nnx.tracers import structure_epoch
-from lens.nnx.transforms.general import Entry, Skeleton, StaticSlot, merge_outputs
-from lens.nnx.variablelib import StaticValue, Variable
 from lens.traceback_util import api_boundary
 
 _set = object.__setattr__

@@ -17,13 +17,8 @@ from typing import Any
 import jax
 
 from lens.nnx._graph.walk import Walker
-from lens.nnx.transforms.general import (
-    Entry,
-    GraphArg,
-    axes_resolver,
-    split_args,
-    wrap_objects,
-)
+from lens.nnx._transforms.recipe import split_args
+from lens.nnx._transforms.specs import Entry, GraphArg, axes_resolver, wrap_objects
 
 
 def _describe(spec: Any) -> str:

@@ -14,9 +14,9 @@ from typing import Any, Generic, TypeVar
 import jax
 
 from lens import struct
-from lens.nnx.module import Module
+from lens.nnx._objects.module import Module
+from lens.nnx._variables.variable import Variable
 from lens.nnx.proxy_caller import CallableProxy, DelayedAccessor
-from lens.nnx.variablelib import Variable
 
 M = TypeVar("M", bound=Module)
 

@@ -1,6 +1,6 @@
 """Loops over objects: ``scan`` (with ``Carry``), ``while_loop`` and ``fori_loop``.
 
-They follow the recipe of :mod:`lens.nnx.transforms.general`: object state is
+They follow the recipe of :mod:`lens.nnx._transforms.recipe`: object state is
 carried (or, for ``scan``, scanned or broadcast per ``in_axes``/``StateAxes``).
 """
 
@@ -17,9 +17,23 @@ import jax.numpy as jnp
 from lens.nnx._graph.walk import Walker, path_str
 from lens.nnx._transforms.axes import NO_AXIS_METADATA, AxisNames
 from lens.nnx._transforms.lifted import Broadcasted
+from lens.nnx._transforms.modes import (
+    check_prefix,
+    transform_mode,
+    variables_with_paths,
+    with_calling_conventions,
+)
 from lens.nnx._transforms.pack_trace import Picture, axis_label, without_axis
-from lens.nnx._transforms.scan_step import Carry as Carry
+from lens.nnx._transforms.recipe import (
+    apply_graph_updates,
+    lift_args,
+    merge_outputs,
+    rebuild,
+    split_args,
+    write_back,
+)
 from lens.nnx._transforms.scan_step import (
+    Carry,
     ScanStep,
     ScanSteps,
     StepPlan,
@@ -27,24 +41,14 @@ from lens.nnx._transforms.scan_step import (
     loop_values,
     value_kind,
 )
-from lens.nnx.tracers import frame
-from lens.nnx.transforms.general import (
+from lens.nnx._transforms.specs import (
     Entry,
     GraphArg,
     StateAxes,
-    apply_graph_updates,
     axes_resolver,
-    check_prefix,
-    lift_args,
-    merge_outputs,
-    rebuild,
-    split_args,
-    transform_mode,
-    variables_with_paths,
-    with_calling_conventions,
     wrap_objects,
-    write_back,
 )
+from lens.nnx.tracers import frame
 from lens.traceback_util import api_boundary
 
 

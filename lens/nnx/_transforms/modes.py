@@ -1,7 +1,7 @@
 """flax.nnx's call modes (``graph`` / ``graph_updates``) and the rules they add:
 aliasing checks on inputs and outputs, prefix checks, keyword arguments bound to
-positions, bound methods refused. :mod:`lens.nnx.transforms.general` re-exports
-these names.
+positions, bound methods refused. Flax's ``transforms.general`` path serves
+these names with the recipe's (lens/_facades.py).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 import jax
 
 from lens import errors
-from lens.nnx import graphlib
+from lens.nnx._graph import mode as graph_mode
 from lens.nnx._graph.walk import Walker, is_graph_node, path_str
 from lens.nnx._objects.object import node_items
 from lens.nnx._transforms.specs import DiffState, StateAxes
-from lens.nnx.variablelib import Variable
+from lens.nnx._variables.variable import Variable
 from lens.traceback_util import api_boundary
 
 # The mode of the transform being called (its outputs are checked inside it).
@@ -107,7 +107,7 @@ class TransformMode:
 
 
 def _current(switch_name: str) -> bool:
-    switch = getattr(graphlib, switch_name, None)
+    switch = getattr(graph_mode, switch_name, None)
     current = getattr(switch, "current_value", None)
     return bool(current()) if callable(current) else True
 

@@ -215,7 +215,7 @@ def created(picture: Picture, out: Any, out_axes: Any) -> None:
     if not picture.active:
         return
     from lens.nnx._graph.ops import iter_graph
-    from lens.nnx.variablelib import Variable
+    from lens.nnx._variables.variable import Variable
 
     known = {id(e.leaf.variable) for e, *_ in picture._graph}  # noqa: SLF001
     objs = _objects(out)

@@ -3,7 +3,7 @@ a :class:`PrefixAxes` is a :class:`~lens.nnx.StateAxes` (one filter per distinct
 prefix) that also reads like the object (``specs.linear.kernel``).
 
 Below both :mod:`lens.nnx.extract` (which builds them) and
-:mod:`lens.nnx.transforms.general` (which reads a tree-mode prefix through
+:mod:`lens.nnx._transforms.recipe` (which reads a tree-mode prefix through
 :func:`tree_prefix_axes`), so neither imports the other.
 """
 

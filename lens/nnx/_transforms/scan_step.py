@@ -18,20 +18,17 @@ from lens import errors
 from lens.nnx._graph.walk import Walker
 from lens.nnx._transforms.axes import AxisNames
 from lens.nnx._transforms.lifted import Broadcasted
-from lens.nnx.tracers import frame
-from lens.nnx.transforms.general import (
-    Carrier,
-    Entry,
-    Skeleton,
-    axes_resolver,
+from lens.nnx._transforms.modes import variables_with_paths
+from lens.nnx._transforms.recipe import (
     changed_structure,
     check_structure,
     rebuild,
     split_args,
     split_outputs,
-    variables_with_paths,
 )
-from lens.nnx.variablelib import StaticValue
+from lens.nnx._transforms.specs import Carrier, Entry, Skeleton, axes_resolver
+from lens.nnx._variables.static import StaticValue
+from lens.nnx.tracers import frame
 
 
 class Carry:

@@ -16,18 +16,15 @@ from typing import Any
 import jax
 
 from lens.nnx._graph.walk import Walker
-from lens.nnx.transforms.general import (
-    Carrier,
-    StateAxes,
-    axes_resolver,
+from lens.nnx._transforms.iteration import StructureChanged, mapped_body, per_argument
+from lens.nnx._transforms.modes import transform_mode, with_calling_conventions
+from lens.nnx._transforms.recipe import (
     check_structure,
     merge_outputs,
     split_args,
-    transform_mode,
-    with_calling_conventions,
     write_back,
 )
-from lens.nnx.transforms.iteration import StructureChanged, mapped_body, per_argument
+from lens.nnx._transforms.specs import Carrier, StateAxes, axes_resolver
 from lens.traceback_util import api_boundary
 
 

@@ -16,8 +16,10 @@ from typing import Any
 
 import jax
 
-from lens.nnx.transforms.general import Carrier, check_no_aliases
-from lens.nnx.variablelib import StaticValue, Variable, new_variable
+from lens.nnx._transforms.modes import check_no_aliases
+from lens.nnx._transforms.specs import Carrier
+from lens.nnx._variables.static import StaticValue
+from lens.nnx._variables.variable import Variable, new_variable
 
 
 def _is_var(x: Any) -> bool:

@@ -3,7 +3,7 @@
 ``StateAxes`` (per-filter axes or shardings), ``DiffState``/``DiffSpec`` (what
 to differentiate), and the walk's records: ``Skeleton`` (the static half of the
 arguments), ``Entry`` (one value), ``Carrier`` (values with a static skeleton in
-the pytree aux data). :mod:`lens.nnx.transforms.general` re-exports them.
+the pytree aux data). Flax's ``transforms.general`` path serves them.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any, NamedTuple, cast
 import jax
 
 from lens.nnx._graph.walk import Leaf, is_graph_node, path_str
-from lens.nnx.filterlib import to_predicate
-from lens.nnx.variablelib import StaticValue
+from lens.nnx._variables.filters import to_predicate
+from lens.nnx._variables.static import StaticValue
 
 
 class StateAxes(Mapping[Any, Any]):

@@ -5,7 +5,7 @@ a mutable array reference. Reads (``v[...]``, ``v.value``) read the ref and
 writes (``v[...] = y``) write into it, so a ref-backed Variable passed to
 ``jax.jit``, ``jax.lax.scan`` or ``jax.grad`` (as an argument or captured) is
 updated in place by JAX itself, with no state carried out by hand. These helpers
-are what :mod:`lens.nnx.variablelib` builds on (JAX's public ``jax.ref`` API).
+are what :mod:`lens.nnx._variables.variable` builds on (JAX's public ``jax.ref`` API).
 """
 
 from __future__ import annotations

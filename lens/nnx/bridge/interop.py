@@ -7,15 +7,16 @@ from collections.abc import Callable
 from typing import Any
 
 from lens import nn as linen
+from lens.nnx._graph.ops import state
+from lens.nnx._graph.update import update
+from lens.nnx._objects.module import Module
+from lens.nnx._objects.rngs import Rngs
+from lens.nnx._transforms.branches import eval_shape
+from lens.nnx._transforms.jit import jit
+from lens.nnx._variables.variable import RngState
 from lens.nnx.bridge import module as bdg_module
 from lens.nnx.bridge._context import auto_submodule_name
 from lens.nnx.bridge.wrappers import ToNNX, set_initializing
-from lens.nnx.graphlib import state, update
-from lens.nnx.module import Module
-from lens.nnx.rnglib import Rngs
-from lens.nnx.transforms.compilation import jit
-from lens.nnx.transforms.transforms import eval_shape
-from lens.nnx.variablelib import RngState
 
 
 def _running(fn_name: str) -> tuple[bdg_module.ModuleStackEntry, bdg_module.Module]:

@@ -27,10 +27,16 @@ import jax
 import numpy as np
 
 from lens import errors
-from lens.core.frozen_dict import FrozenDict
-from lens.core.meta import AxisMetadata
-from lens.nnx import module as nnx_module
+from lens._frozen_dict import FrozenDict
+from lens.core import AxisMetadata
+from lens.nnx._graph.ops import clone, iter_graph, state
+from lens.nnx._objects import module as nnx_module
 from lens.nnx._objects.object import Object, register_data_type
+from lens.nnx._objects.rngs import Rngs
+from lens.nnx._variables.hooks import VariableMetadata
+from lens.nnx._variables.names import variable_name_from_type, variable_type_from_name
+from lens.nnx._variables.state import State
+from lens.nnx._variables.variable import Param, RngState, Variable
 from lens.nnx.bridge._context import MODULE_CONTEXT as MODULE_CONTEXT
 from lens.nnx.bridge._context import ModuleContext as ModuleContext
 from lens.nnx.bridge._context import (
@@ -41,18 +47,7 @@ from lens.nnx.bridge._context import (
 )
 from lens.nnx.bridge._context import current_module as current_module
 from lens.nnx.bridge.variables import to_linen_var, to_nnx_var
-from lens.nnx.graphlib import clone, iter_graph, state
-from lens.nnx.rnglib import Rngs
-from lens.nnx.statelib import State
 from lens.nnx.traversals import unflatten_mapping
-from lens.nnx.variablelib import (
-    Param,
-    RngState,
-    Variable,
-    VariableMetadata,
-    variable_name_from_type,
-    variable_type_from_name,
-)
 
 A = TypeVar("A")
 F = TypeVar("F", bound=Callable[..., Any])

@@ -14,15 +14,12 @@ from typing import Any, TypeVar
 
 import jax
 
-from lens.core.meta import AxisMetadata, Partitioned, get_global_mesh
+from lens.core import AxisMetadata, Partitioned, get_global_mesh
+from lens.nnx._variables.names import variable_name_from_type, variable_type_from_name
+from lens.nnx._variables.state import State
+from lens.nnx._variables.variable import Variable
 from lens.nnx.spmd import get_var_pspec
 from lens.nnx.spmd import with_partitioning as _nnx_with_partitioning
-from lens.nnx.statelib import State
-from lens.nnx.variablelib import (
-    Variable,
-    variable_name_from_type,
-    variable_type_from_name,
-)
 from lens.struct import PyTreeNode, field
 from lens.traverse_util import flatten_dict, unflatten_dict
 

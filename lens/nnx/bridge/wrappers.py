@@ -21,22 +21,24 @@ from typing import Any, Generic, TypeVar, cast
 import jax
 
 from lens import nn as linen
-from lens.core.frozen_dict import FrozenDict
-from lens.core.meta import AxisMetadata
+from lens._frozen_dict import FrozenDict
+from lens.core import AxisMetadata
 from lens.nn import module as linen_context
-from lens.nnx._objects.object import PytreeState
+from lens.nnx._graph.ops import ApplyCaller, GraphDef, iter_graph, split, state
+from lens.nnx._graph.update import update
+from lens.nnx._objects.module import Module
+from lens.nnx._objects.rngs import Rngs
+from lens.nnx._objects.state import PytreeState
+from lens.nnx._variables.filters import Not
+from lens.nnx._variables.names import variable_name_from_type
+from lens.nnx._variables.state import State
+from lens.nnx._variables.variable import RngState, Variable
 from lens.nnx.bridge._context import current_module
 from lens.nnx.bridge.variables import (
     linen_vars_to_nnx_attrs,
     nnx_attrs_to_linen_vars,
     to_linen_var,
 )
-from lens.nnx.filterlib import Not
-from lens.nnx.graphlib import ApplyCaller, GraphDef, iter_graph, split, state, update
-from lens.nnx.module import Module
-from lens.nnx.rnglib import Rngs
-from lens.nnx.statelib import State
-from lens.nnx.variablelib import RngState, Variable, variable_name_from_type
 
 M = TypeVar("M", bound=Module)
 

@@ -13,7 +13,8 @@ import jax.numpy as jnp
 
 from lens._kernels import conv as kernels
 from lens.core.nn import initializers
-from lens.nnx.module import Module
+from lens.nnx._objects.module import Module
+from lens.nnx._objects.rngs import Rngs
 from lens.nnx.nn._parameters import (
     NO_META,
     as_tuple,
@@ -22,7 +23,6 @@ from lens.nnx.nn._parameters import (
     make_param,
 )
 from lens.nnx.nn.dtypes import promote_dtype
-from lens.nnx.rnglib import Rngs
 
 Array = Any
 

@@ -14,9 +14,10 @@ import jax.numpy as jnp
 
 from lens import errors
 from lens.core.spmd import shard_value
+from lens.nnx._objects.rngs import Rngs
+from lens.nnx._variables.hooks import VariableMetadata
+from lens.nnx._variables.variable import Param
 from lens.nnx.nn.dtypes import promote_dtype
-from lens.nnx.rnglib import Rngs
-from lens.nnx.variablelib import Param, VariableMetadata
 
 Array = Any
 

@@ -11,12 +11,13 @@ from typing import Any, Protocol
 import jax
 import jax.numpy as jnp
 
-from lens.nnx._transforms.loops import Carry, scan
-from lens.nnx.filterlib import All, to_predicate
-from lens.nnx.graphlib import iter_graph
-from lens.nnx.rnglib import Rngs, RngStream, SplitBackups
-from lens.nnx.transforms.general import StateAxes
-from lens.nnx.variablelib import RngState
+from lens.nnx._graph.ops import iter_graph
+from lens.nnx._objects.rngs import Rngs, RngStream, SplitBackups
+from lens.nnx._transforms.loops import scan
+from lens.nnx._transforms.scan_step import Carry
+from lens.nnx._transforms.specs import StateAxes
+from lens.nnx._variables.filters import All, to_predicate
+from lens.nnx._variables.variable import RngState
 
 Array = Any
 Output = Any

@@ -16,12 +16,14 @@ import jax.numpy as jnp
 from jax import lax
 
 from lens.core.nn import initializers
-from lens.nnx import filterlib, graphlib, statelib
+from lens.nnx._graph import ops as graph_ops
+from lens.nnx._objects.module import Module
 from lens.nnx._objects.object import data
-from lens.nnx.module import Module
+from lens.nnx._objects.rngs import Rngs
+from lens.nnx._variables import filters as filterlib
+from lens.nnx._variables import state as statelib
+from lens.nnx._variables.variable import BatchStat, Param
 from lens.nnx.nn import dtypes
-from lens.nnx.rnglib import Rngs
-from lens.nnx.variablelib import BatchStat, Param
 
 Array = Any
 Path = tuple[Any, ...]
@@ -39,7 +41,7 @@ def _canonical_axes(ndim: int, axes: Any) -> tuple[int, ...]:
 
 def _params(layer: Module, *filters: Any) -> list[tuple[Path, Any]]:
     """The wrapped layer's (path, Variable) pairs: the objects the layer holds."""
-    return list(statelib.to_flat_state(graphlib.state(layer, *filters)))
+    return list(statelib.to_flat_state(graph_ops.state(layer, *filters)))
 
 
 class WeightNorm(Module):

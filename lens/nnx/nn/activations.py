@@ -35,10 +35,10 @@ from jax.nn import standardize as standardize
 from jax.nn import swish as swish
 from jax.numpy import tanh as tanh
 
-from lens.nnx.module import Module
+from lens.nnx._objects.module import Module
+from lens.nnx._variables.variable import Param
 from lens.nnx.nn._parameters import NO_META
 from lens.nnx.nn.dtypes import promote_dtype
-from lens.nnx.variablelib import Param
 
 Array = Any
 

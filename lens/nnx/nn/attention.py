@@ -16,13 +16,13 @@ from lens.core.nn import initializers
 from lens.nn import combine_masks as combine_masks
 from lens.nn import make_attention_mask as make_attention_mask
 from lens.nn import make_causal_mask as make_causal_mask
-from lens.nnx.module import Module
+from lens.nnx._objects.module import Module
+from lens.nnx._objects.rngs import Rngs, RngStream
+from lens.nnx._variables.variable import Cache, Intermediate
 from lens.nnx.nn._parameters import NO_META
 from lens.nnx.nn.dtypes import promote_dtype
 from lens.nnx.nn.linear import LinearGeneral
 from lens.nnx.nn.normalization import LayerNorm
-from lens.nnx.rnglib import Rngs, RngStream
-from lens.nnx.variablelib import Cache, Intermediate
 
 Array = Any
 

@@ -1,10 +1,12 @@
 """flax.nnx's ``nn.initializers``: JAX's initializers, plus ``zeros_init`` and
 ``ones_init`` (lens.nn's, the same functions), and the ``DtypeLikeInexact``
-type alias."""
+type alias.
 
-from typing import Any
+A facade at Flax's path ``flax.nnx.nn.initializers``: its names live in
+:mod:`lens.core.nn.initializers`, :mod:`lens.typing`, as lens/_facades.py lists
+them.
+"""
 
-from lens.nn.initializers import *  # noqa: F403 - flax.nnx re-exports jax's initializers
+from lens._lazy import facade_exports
 
-DtypeLikeInexact = Any
-"""An inexact (floating or complex) dtype, as initializers take (flax.nnx's alias)."""
+__getattr__, __dir__, __all__ = facade_exports(__name__)

@@ -14,11 +14,13 @@ import numpy as np
 from jax import lax
 from opt_einsum import parser as einsum_parser
 
+from lens._frozen_dict import FrozenDict
 from lens._kernels import linear as ops
 from lens._kernels.linear import canonicalize_padding as canonicalize_padding
-from lens.core.frozen_dict import FrozenDict
 from lens.core.nn import initializers
-from lens.nnx.module import Module
+from lens.nnx._objects.module import Module
+from lens.nnx._objects.rngs import Rngs
+from lens.nnx._variables.variable import Param
 from lens.nnx.nn._conv import Conv as Conv
 from lens.nnx.nn._conv import ConvTranspose as ConvTranspose
 from lens.nnx.nn._parameters import (
@@ -30,8 +32,6 @@ from lens.nnx.nn._parameters import (
     make_param,
 )
 from lens.nnx.nn.dtypes import promote_dtype
-from lens.nnx.rnglib import Rngs
-from lens.nnx.variablelib import Param
 
 
 class Linear(Module):

@@ -11,12 +11,12 @@ import jax
 import jax.numpy as jnp
 
 from lens.core.nn import initializers
-from lens.nnx.module import Module
+from lens.nnx._objects.module import Module
+from lens.nnx._objects.rngs import Rngs
+from lens.nnx._variables.variable import Param
 from lens.nnx.nn._parameters import NO_META
 from lens.nnx.nn.dtypes import promote_dtype
 from lens.nnx.nn.linear import Linear
-from lens.nnx.rnglib import Rngs
-from lens.nnx.variablelib import Param
 
 Array = Any
 

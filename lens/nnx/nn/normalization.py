@@ -15,13 +15,13 @@ import numpy as np
 
 from lens._kernels import norm
 from lens.core.nn import initializers
-from lens.nnx.module import Module
+from lens.nnx._objects.module import Module
+from lens.nnx._objects.rngs import Rngs
+from lens.nnx._variables.variable import BatchStat
 from lens.nnx.nn._parameters import NO_META, make_optional_param, make_param, promoted
 from lens.nnx.nn._weight_normalization import SpectralNorm as SpectralNorm
 from lens.nnx.nn._weight_normalization import WeightNorm as WeightNorm
 from lens.nnx.nn.dtypes import promote_dtype
-from lens.nnx.rnglib import Rngs
-from lens.nnx.variablelib import BatchStat
 
 Array = Any
 

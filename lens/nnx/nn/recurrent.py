@@ -21,14 +21,14 @@ import jax.numpy as jnp
 from lens._kernels import sequences as seq
 from lens._kernels.sequences import flip_sequences as flip_sequences
 from lens.core.nn import initializers
-from lens.nnx._transforms.loops import Carry
-from lens.nnx.module import Module
+from lens.nnx._objects.module import Module
+from lens.nnx._objects.rngs import Rngs, RngStream
+from lens.nnx._transforms.scan_step import Carry
 from lens.nnx.nn._parameters import NO_META
 from lens.nnx.nn._recurrent_scan import Output as Output
 from lens.nnx.nn._recurrent_scan import RNNBase, broadcast_keys, scan_cell
 from lens.nnx.nn.dtypes import promote_dtype
 from lens.nnx.nn.linear import Linear
-from lens.nnx.rnglib import Rngs, RngStream
 
 Array = Any
 

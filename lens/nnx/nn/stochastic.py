@@ -9,9 +9,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from lens.nnx.module import Module
+from lens.nnx._objects.module import Module
+from lens.nnx._objects.rngs import Rngs, RngStream
 from lens.nnx.nn._parameters import check_rate
-from lens.nnx.rnglib import Rngs, RngStream
 
 Array = Any
 

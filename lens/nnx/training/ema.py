@@ -10,9 +10,10 @@ from typing import Any, TypeVar
 import jax
 import jax.numpy as jnp
 
-from lens.nnx import graphlib, statelib
+from lens.nnx._graph import ops as graph_ops
 from lens.nnx._objects.object import Object, data
-from lens.nnx.variablelib import Variable
+from lens.nnx._variables import state as statelib
+from lens.nnx._variables.variable import Variable
 
 A = TypeVar("A")
 
@@ -67,7 +68,7 @@ class EMA(Object):
         self.graph = graph
         self.decay = decay
         self.filter = only
-        state = graphlib.state(params, only, graph=graph)
+        state = graph_ops.state(params, only, graph=graph)
         self.params = data(
             jax.tree_util.tree_map_with_path(_shadow, state, is_leaf=_is_variable)
         )
@@ -79,11 +80,11 @@ class EMA(Object):
         def blend(ema: Variable, new: Any) -> None:
             ema[...] = self.decay * ema[...] + (1.0 - self.decay) * new[...]
 
-        new = graphlib.state(updates, self.filter, graph=self.graph)
+        new = graph_ops.state(updates, self.filter, graph=self.graph)
         jax.tree.map(blend, self.params, new, is_leaf=_is_variable)
 
     def apply_to(self, model: A) -> A:
         """A new ``model`` whose tracked Variables are the averages themselves
         (later updates show through); the rest of its state is ``model``'s."""
-        graphdef, state = graphlib.split(model, graph=self.graph)
-        return graphlib.merge(graphdef, statelib.merge_state(state, self.params))
+        graphdef, state = graph_ops.split(model, graph=self.graph)
+        return graph_ops.merge(graphdef, statelib.merge_state(state, self.params))

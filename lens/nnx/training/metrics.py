@@ -18,9 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from lens import struct
-from lens.nnx import graphlib, statelib
+from lens.nnx._graph import ops as graph_ops
 from lens.nnx._objects.object import Object
-from lens.nnx.variablelib import Variable
+from lens.nnx._variables import state as statelib
+from lens.nnx._variables.variable import Variable
 
 
 class MetricState(Variable):
@@ -44,7 +45,7 @@ class Metric(Object):
 
     def split(self, *filters: Any) -> Any:
         """``nnx.split(self, *filters)``: the graph definition and the state."""
-        return graphlib.split(self, *filters)
+        return graph_ops.split(self, *filters)
 
 
 def _values(metric: Any, kwargs: dict[str, Any]) -> Any:
@@ -234,7 +235,7 @@ class MultiMetric(Metric):
         mask = updates.pop("mask", None)
         saved = [
             (variable, variable.get_value())
-            for _, variable in statelib.to_flat_state(graphlib.state(self))
+            for _, variable in statelib.to_flat_state(graph_ops.state(self))
         ]
         try:
             for name in self._metric_names:

@@ -11,11 +11,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from lens import _strict, errors
-from lens.nnx._graph.state import GraphState
+from lens.nnx._graph.graph_state import GraphState
+from lens.nnx._graph.ops import state
+from lens.nnx._graph.update import update
 from lens.nnx._objects.object import Object
-from lens.nnx.graphlib import state, update
-from lens.nnx.statelib import State
-from lens.nnx.variablelib import OptState, Param, Variable
+from lens.nnx._variables.state import State
+from lens.nnx._variables.variable import OptState, Param, Variable
 
 
 class OptArray(OptState):

@@ -12,8 +12,8 @@ from typing import Any, Generic, TypeVar
 import jax
 
 from lens.nnx import reprlib
-from lens.nnx._graph.walk import GraphDef
-from lens.nnx.statelib import State, state_flatten
+from lens.nnx._graph.defs import GraphDef
+from lens.nnx._variables.state import State, state_flatten
 
 A = TypeVar("A")
 

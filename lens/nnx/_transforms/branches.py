@@ -1,0 +1,183 @@
+"""Branches and whole-function transforms over objects (flax.nnx's
+``transforms.transforms``): ``cond``, ``switch``, ``eval_shape``, ``make_jaxpr`` and
+``checkify``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from lens.nnx._graph.walk import Walker
+from lens.nnx._transforms.modes import (
+    active_mode,
+    check_no_aliases,
+    transform_mode,
+)
+from lens.nnx._transforms.pack_trace import Picture
+from lens.nnx._transforms.recipe import (
+    call_inside,
+    lift_args,
+    merge_outputs,
+    pure_of,
+    split_args,
+    write_back,
+)
+from lens.traceback_util import api_boundary
+
+
+@api_boundary
+def cond(
+    pred: Any,
+    true_fun: Callable[..., Any],
+    false_fun: Callable[..., Any],
+    *operands: Any,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> Any:
+    """``jax.lax.cond`` with objects among the operands: the branch taken updates
+    them. Both branches must return the same structure."""
+    transform_mode("cond", None, graph, graph_updates).check_inputs(operands=operands)
+    return _switch(
+        "cond",
+        jnp.asarray(pred, bool).astype(jnp.int32),
+        (false_fun, true_fun),
+        operands,
+    )
+
+
+@api_boundary
+def switch(
+    index: Any,
+    branches: Sequence[Callable[..., Any]],
+    *operands: Any,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> Any:
+    """``jax.lax.switch`` with objects among the operands (see :func:`cond`)."""
+    transform_mode("switch", None, graph, graph_updates).check_inputs(operands=operands)
+    return _switch("switch", index, branches, operands)
+
+
+def _switch(
+    _name: str,
+    index: Any,
+    branches: Sequence[Callable[..., Any]],
+    operands: tuple[Any, ...],
+) -> Any:
+    branches = tuple(branches)
+    if not branches:
+        raise ValueError(f"nnx.{_name} needs at least one branch.")
+    skel, entries, walker = lift_args(_name, operands)
+    values = [e.value for e in entries]
+    fns = [
+        functools.partial(
+            lambda fn, vals: call_inside(_name, fn, skel, vals, len(operands)), fn
+        )
+        for fn in branches
+    ]
+    with Picture(_name, {"branches": len(branches)}) as picture:
+        picture.whole(entries, "all")
+        new, outs = jax.lax.switch(index, fns, values)
+    write_back(entries, new)
+    picture.outputs(new)
+    return merge_outputs(outs, walker.nodes)
+
+
+@api_boundary
+def eval_shape(
+    f: Callable[..., Any],
+    *args: Any,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+    **kwargs: Any,
+) -> Any:
+    """``jax.eval_shape`` for functions of (and returning) objects: an object
+    created inside comes back with ``jax.ShapeDtypeStruct`` values, nothing is
+    computed, and the arguments are not changed."""
+    mode = transform_mode("eval_shape", f, graph, graph_updates)
+    if mode.simple:  # flax.nnx checks the arguments as rebuilt inside
+        check_no_aliases("eval_shape", args=args, kwargs=kwargs)
+    skel, entries, walker = lift_args("eval_shape", (*args, kwargs))
+
+    def call(*a: Any) -> Any:
+        *pos, kw = a
+        return f(*pos, **kw)
+
+    def pure(values: list[Any]) -> Any:
+        return call_inside("eval_shape", call, skel, values, len(args) + 1)
+
+    with active_mode(mode):
+        _, outs = jax.eval_shape(pure, [e.value for e in entries])
+    return merge_outputs(outs, walker.nodes)
+
+
+def _pure_state_fn(
+    f: Callable[..., Any], args: tuple, name: str
+) -> tuple[Callable[[list[Any]], Any], list[Any], Any]:
+    """``f`` as a pure function of ``args``' state values: it returns the outputs
+    (objects as carriers) and the arguments' new graph values."""
+    walker = Walker(transform=name)
+    n = len(args)
+    skel, entries = split_args(args, (None,) * n, walker)
+    return pure_of(f, skel, entries, n, name), entries, walker
+
+
+def make_jaxpr(
+    f: Callable[..., Any] | None = None,
+    *,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+    static_argnums: int | tuple[int, ...] = (),
+) -> Any:
+    """``jax.make_jaxpr`` of a function of objects (their state as inputs)."""
+    transform_mode("make_jaxpr", f, graph, graph_updates)
+    if graph_updates:  # flax.nnx refuses it (lens's default walk is the same)
+        raise ValueError(
+            "nnx.make_jaxpr does not support graph_updates=True.\nPass "
+            "graph_updates=False, or leave it unset."
+        )
+    if static_argnums:
+        raise NotImplementedError(
+            "nnx.make_jaxpr(static_argnums=...) is not supported by lens.nnx; close "
+            "over static values instead."
+        )
+    if f is None:
+        return functools.partial(make_jaxpr)
+
+    @api_boundary
+    def run(*args: Any) -> Any:
+        pure, entries, _ = _pure_state_fn(f, args, "make_jaxpr")
+        return jax.make_jaxpr(pure)([e.value for e in entries])
+
+    return run
+
+
+def checkify(
+    f: Callable[..., Any],
+    errors: Any = None,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> Callable[..., Any]:
+    """``jax.experimental.checkify.checkify`` for functions of objects: returns
+    ``(error, output)``; the objects' updates come back."""
+    from jax.experimental import checkify as ck  # loaded on first use
+
+    transform_mode("checkify", f, graph, graph_updates)
+    errors = ck.user_checks if errors is None else errors
+
+    @functools.wraps(f)
+    @api_boundary
+    def run(*args: Any) -> Any:
+        pure, entries, walker = _pure_state_fn(f, args, "checkify")
+        err, (out_c, new_graph) = ck.checkify(pure, errors=errors)(
+            [e.value for e in entries]
+        )
+        write_back(entries, new_graph)
+        return err, merge_outputs(out_c, walker.nodes)
+
+    return run
