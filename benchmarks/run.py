@@ -21,6 +21,7 @@ from benchmarks import (
     compile_cache,
     core_mlp,
     displays,
+    first_use,
     live_overhead,
     nn_mlp,
     nnx_mlp,
@@ -283,6 +284,7 @@ def main(argv: list[str] | None = None) -> str:
         rows += nnx_mlp.run(repeats=1, depths=(16,), number=2)
         rows += live_overhead.run(steps=30, repeats=1)
         rows += recompiles.cost(repeats=1, number=5, dispatches=20)
+        first = first_use.run(quick=True)
         shown = displays.run()
         tabulated = tabulate_cost.run(repeats=1, peer=False)
         cached = compile_cache.run(repeats=1, blocks=1, fill_is_cold=True)
@@ -290,6 +292,7 @@ def main(argv: list[str] | None = None) -> str:
         rows = core_mlp.run() + nn_mlp.run() + suite.run() + nnx_mlp.run()
         rows += live_overhead.run()
         rows += recompiles.cost()
+        first = first_use.run()  # issue 44's table: rows of its own (units vary)
         shown = displays.run()
         tabulated = tabulate_cost.run()
         cached = compile_cache.run()
@@ -311,6 +314,7 @@ def main(argv: list[str] | None = None) -> str:
     ]
     body, verdicts = table(rows)
     lines += issue_table(rows, verdicts, cached, shown)
+    lines += first_use.lines(first)
     lines += ["", "## Every benchmark", ""]
     lines += body
     lines += ["", "## Targets", ""]

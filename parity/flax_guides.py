@@ -112,7 +112,7 @@ def __getattr__(name):
 
 _LENS_SETUP = (
     "import lens\nlens.alias_flax()\nimport flax\n"
-    "assert flax.__name__ == 'lens', flax.__name__\n"
+    "import flax.nnx\nassert flax.nnx.__name__ == 'lens.nnx', flax.nnx.__name__\n"
 )
 _FLAX_SETUP = "pass\n"
 
