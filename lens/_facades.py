@@ -20,6 +20,10 @@ a name under Flax's spelling; an entry that is a string is another facade's tabl
 
 from __future__ import annotations
 
+import functools
+import sys
+import types
+
 FACADES: dict[str, dict[str, str] | str] = {
     "lens.core.axes_scan": {
         "lens.core.lift._axes_scan": "build_shaped_array scan ScanAxis",
@@ -413,6 +417,101 @@ FACADES: dict[str, dict[str, str] | str] = {
 }
 
 
+# Where each home's classes and functions say they live (their ``__module__``): the
+# Flax path Flax defines them at, so ``repr(nnx.Param)`` reads
+# ``<class 'lens.nnx.variablelib.Param'>`` as flax's reads ``flax.nnx.variablelib``,
+# and a pickle names a path that lasts. Per home, then per name where Flax defines
+# one of a home's names elsewhere (lens/nnx's own helpers keep their home).
+SHOWN_AT: dict[str, str] = {
+    "lens.nnx._graph.defs": "lens.nnx.graphlib",
+    "lens.nnx._graph.graph_state": "lens.nnx.graphlib",
+    "lens.nnx._graph.mode": "lens.nnx.graphlib",
+    "lens.nnx._graph.ops": "lens.nnx.graphlib",
+    "lens.nnx._graph.registry": "lens.nnx.graphlib",
+    "lens.nnx._graph.update": "lens.nnx.graphlib",
+    "lens.nnx._graph.vars": "lens.nnx.graphlib",
+    "lens.nnx._graph.walk": "lens.nnx.graphlib",
+    "lens.nnx._mirror.contexts": "lens.nnx.graphlib",
+    "lens.nnx._mirror.extract_prefix": "lens.nnx.extract",
+    "lens.nnx._mirror.extract_tree": "lens.nnx.extract",
+    "lens.nnx._mirror.extract_updates": "lens.nnx.extract",
+    "lens.nnx._mirror.graph_context": "lens.nnx.graphlib",
+    "lens.nnx._mirror.split_merge": "lens.nnx.transforms.general",
+    "lens.nnx._mirror.tree_states": "lens.nnx.extract",
+    "lens.nnx._objects.containers": "lens.nnx.helpers",
+    "lens.nnx._objects.module": "lens.nnx.module",
+    "lens.nnx._objects.object": "lens.nnx.pytreelib",
+    "lens.nnx._objects.repr": "lens.nnx.pytreelib",
+    "lens.nnx._objects.rng_types": "lens.nnx.rnglib",
+    "lens.nnx._objects.rngs": "lens.nnx.rnglib",
+    "lens.nnx._objects.state": "lens.nnx.pytreelib",
+    "lens.nnx._transforms.autodiff": "lens.nnx.transforms.autodiff",
+    "lens.nnx._transforms.branches": "lens.nnx.transforms.transforms",
+    "lens.nnx._transforms.custom_gradients": "lens.nnx.transforms.autodiff",
+    "lens.nnx._transforms.iteration": "lens.nnx.transforms.iteration",
+    "lens.nnx._transforms.jit": "lens.nnx.transforms.compilation",
+    "lens.nnx._transforms.jit_stages": "lens.nnx.transforms.compilation",
+    "lens.nnx._transforms.lifted": "lens.nnx.transforms.transforms",
+    "lens.nnx._transforms.loops": "lens.nnx.transforms.iteration",
+    "lens.nnx._transforms.modes": "lens.nnx.transforms.transforms",
+    "lens.nnx._transforms.scan_step": "lens.nnx.transforms.iteration",
+    "lens.nnx._transforms.sharding": "lens.nnx.transforms.compilation",
+    "lens.nnx._transforms.signatures": "lens.nnx.transforms.iteration",
+    "lens.nnx._transforms.specs": "lens.nnx.transforms.autodiff",
+    "lens.nnx._variables.defaults": "lens.nnx.variablelib",
+    "lens.nnx._variables.filters": "lens.nnx.filterlib",
+    "lens.nnx._variables.hijax": "lens.nnx.variablelib",
+    "lens.nnx._variables.hooks": "lens.nnx.variablelib",
+    "lens.nnx._variables.names": "lens.nnx.variablelib",
+    "lens.nnx._variables.refs": "lens.nnx.variablelib",
+    "lens.nnx._variables.state": "lens.nnx.statelib",
+    "lens.nnx._variables.variable": "lens.nnx.variablelib",
+}
+SHOWN_AT_NAME: dict[str, str] = {
+    "lens.nnx._transforms.lifted.Broadcasted": "lens.nnx.transforms.iteration",
+    "lens.nnx._transforms.signatures.BwdFn": "lens.nnx.transforms.autodiff",
+    "lens.nnx._transforms.signatures.CheckifyFn": "lens.nnx.transforms.transforms",
+    "lens.nnx._transforms.signatures.FwdFn": "lens.nnx.transforms.autodiff",
+    "lens.nnx._transforms.signatures.GradFn": "lens.nnx.transforms.autodiff",
+    "lens.nnx._transforms.signatures.JitFn": "lens.nnx.transforms.compilation",
+    "lens.nnx._transforms.signatures.ShardMapFn": "lens.nnx.transforms.compilation",
+    "lens.nnx._transforms.signatures.SimpleBwdFn": "lens.nnx.transforms.autodiff",
+    "lens.nnx._transforms.signatures.SimpleCheckifyFn": "lens.nnx.transforms.transforms",
+    "lens.nnx._transforms.signatures.SimpleCondFn": "lens.nnx.transforms.transforms",
+    "lens.nnx._transforms.signatures.SimpleCustomVjpFn": "lens.nnx.transforms.autodiff",
+    "lens.nnx._transforms.signatures.SimpleEvalShapeFn": "lens.nnx.transforms.transforms",
+    "lens.nnx._transforms.signatures.SimpleFwdFn": "lens.nnx.transforms.autodiff",
+    "lens.nnx._transforms.signatures.SimpleGradFn": "lens.nnx.transforms.autodiff",
+    "lens.nnx._transforms.signatures.SimpleJitFn": "lens.nnx.transforms.compilation",
+    "lens.nnx._transforms.signatures.SimpleJitPartialFn": "lens.nnx.transforms.compilation",
+    "lens.nnx._transforms.signatures.SimpleJvpFn": "lens.nnx.transforms.autodiff",
+    "lens.nnx._transforms.signatures.SimpleMakeJaxprFn": "lens.nnx.transforms.transforms",
+    "lens.nnx._transforms.signatures.SimpleRematFn": "lens.nnx.transforms.autodiff",
+    "lens.nnx._transforms.signatures.SimpleShardMapFn": "lens.nnx.transforms.compilation",
+    "lens.nnx._transforms.signatures.SimpleVjpFn": "lens.nnx.transforms.autodiff",
+    "lens.nnx._transforms.specs.StateAxes": "lens.nnx.transforms.iteration",
+    "lens.nnx._variables.variable.RngCount": "lens.nnx.rnglib",
+    "lens.nnx._variables.variable.RngKey": "lens.nnx.rnglib",
+    "lens.nnx._variables.variable.RngState": "lens.nnx.rnglib",
+}
+
+
+def show_at_flax_paths(home: str) -> None:
+    """Gives the classes and functions defined in ``home`` (a module being
+    imported) the path Flax shows them at, where a facade serves them under
+    their own name (numpy's and JAX's ``__module__`` practice)."""
+    namespace = sys.modules[home].__dict__
+    for name, value in list(namespace.items()):
+        if not isinstance(value, (type, types.FunctionType)):
+            continue
+        if value.__module__ != home or value.__qualname__ != name:
+            continue
+        facade = SHOWN_AT_NAME.get(f"{home}.{name}") or SHOWN_AT.get(home)
+        if facade is not None and exports_of(facade).get(name) == (home, name):
+            value.__module__ = facade
+
+
+@functools.cache
 def exports_of(facade: str) -> dict[str, tuple[str, str]]:
     """``{name: (home module, attribute)}`` for ``facade``.
 

@@ -59,6 +59,10 @@ def test_every_name_loads_from_the_module_that_defines_it(facade):
         value = getattr(importlib.import_module(home), attr)
         assert getattr(module, name) is value, f"{facade}.{name}"
         defined_in = getattr(value, "__module__", None)
+        if defined_in in FACADES and isinstance(value, (type, types.FunctionType)):
+            # shown at Flax's path, and served there from its home
+            assert exports_of(defined_in).get(attr) == (home, attr), f"{facade}.{name}"
+            continue
         if (
             isinstance(value, (type, types.FunctionType))
             and isinstance(defined_in, str)
@@ -167,3 +171,29 @@ def test_a_facade_loads_nothing_until_a_name_is_used():
         "g.split; assert 'lens.nnx._graph.ops' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_classes_and_functions_show_flaxs_path_and_are_found_there():
+    import pickle
+
+    from lens import nnx
+
+    assert repr(nnx.Param) == "<class 'lens.nnx.variablelib.Param'>"
+    assert repr(nnx.OfType(nnx.Param)) == "OfType(<class 'lens.nnx.variablelib.Param'>)"
+    assert nnx.StateAxes.__module__ == "lens.nnx.transforms.iteration"  # as flax's
+    assert nnx.split.__module__ == "lens.nnx.graphlib"
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    state = pickle.loads(pickle.dumps(nnx.state(model)))
+    assert type(state).__module__ == "lens.nnx.statelib"
+    assert type(state["kernel"]) is nnx.Param
+    # every object shown at a facade is served there, so a pickle finds it again
+    from lens._facades import SHOWN_AT
+
+    for home in SHOWN_AT:
+        for name, value in vars(importlib.import_module(home)).items():
+            shown = getattr(value, "__module__", None)
+            if isinstance(value, (type, types.FunctionType)) and shown in FACADES:
+                facade = importlib.import_module(shown)
+                assert getattr(facade, value.__qualname__) is value, (
+                    f"{home}.{name} says it lives in {shown}"
+                )

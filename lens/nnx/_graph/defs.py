@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 
 import jax
 
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.registry import (
     GRAPH_REGISTRY,
     PYTREE_REGISTRY,
@@ -491,3 +492,6 @@ def _rebuild_graphdef(node: Any, paths: tuple) -> GraphDef:
 # A GraphDef is static: a pytree with no leaves, so it can sit in a jitted
 # function's arguments (a TrainState's field) as flax.nnx's does.
 jax.tree_util.register_pytree_node(GraphDef, lambda g: ((), g), lambda g, _: g)
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar
 
 import jax
 
+from lens._facades import show_at_flax_paths
 from lens.nnx import reprlib
 from lens.nnx._graph.defs import GraphDef
 from lens.nnx._variables.state import State, state_flatten
@@ -81,3 +82,6 @@ def _unflatten(aux: Any, children: Any) -> GraphState:
 
 
 jax.tree_util.register_pytree_with_keys(GraphState, _flatten_with_keys, _unflatten)
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 
+from lens._facades import show_at_flax_paths
 from lens.typing import BaseConfigContext
 
 _MODE_STACKS: contextvars.ContextVar[dict[str, list[bool]] | None] = (
@@ -56,3 +57,6 @@ class set_graph_updates(BaseConfigContext):  # noqa: N801 - Flax's name
     def get_stack(cls) -> list:
         """This context's stack of values."""
         return _mode_stack("graph_updates")
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from lens import _strict, errors
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.defs import GraphDef, TreeNodeDef
 from lens.nnx._graph.graph_state import GraphState
 from lens.nnx._graph.mode import set_graph_mode, set_graph_updates
@@ -632,3 +633,6 @@ def unflatten(
     return merge(
         graphdef, state, copy=copy_variables, recreate_variables=recreate_variables
     )
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -43,6 +43,7 @@ import numpy as np
 # under flax.nnx's name: `type(x) in JAX_PYTREE_REGISTRY` says x is a pytree node.
 from jax._src.tree_util import _registry as JAX_PYTREE_REGISTRY
 
+from lens._facades import show_at_flax_paths
 from lens.nnx._objects.object import Object
 from lens.nnx._variables.variable import Variable
 from lens.typing import Key, PathParts, is_key_like
@@ -422,3 +423,6 @@ def custom_impl(x: Any) -> NodeImpl[Any, Any, Any] | None:
     if type(x) in _BUILTIN:
         return None
     return PYTREE_REGISTRY.get(type(x))
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -16,6 +16,7 @@ from typing import Any
 import jax
 
 from lens import _strict, errors
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.graph_state import GraphState
 from lens.nnx._graph.mode import set_graph_mode
 from lens.nnx._graph.registry import (
@@ -306,3 +307,6 @@ def _children(
         )
         items = [(jax_to_nnx_path(p[:1])[0], child) for p, child in flat]
     return iter([(key, child) for key, child in items if keep(child)])
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import jax
 
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.ops import find_duplicates
 from lens.nnx._graph.ops import map as graph_map
 from lens.nnx._variables import filters as filterlib
@@ -96,3 +97,6 @@ def as_pure(tree: A) -> A:
 
 vars_as = deprecated(with_vars)
 pure = deprecated(as_pure)
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

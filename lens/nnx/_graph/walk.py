@@ -28,6 +28,7 @@ import jax
 import numpy as np
 
 from lens import errors
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.defs import (
     ArrayDef,
     ArrayRefDef,
@@ -583,3 +584,6 @@ def check_graph_modes(
             "place.\nLeave graph and graph_updates unset (or True); lens's cached "
             "graph walk makes the default as fast as Flax's tree mode."
         )
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

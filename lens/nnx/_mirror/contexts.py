@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import jax
 import numpy as np
 
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.defs import (
     NO_UPDATE,
     ArrayRefDef,
@@ -527,3 +528,6 @@ def merge_context(
             current_update_context(ctxtag).unflatten_end(merge_ctx.index_ref, inner)
         del merge_ctx.index_ref
         del merge_ctx.ctxtag
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

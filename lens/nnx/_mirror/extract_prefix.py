@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import jax
 
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.walk import is_graph_node
 from lens.nnx._transforms.specs import StateAxes
 from lens.nnx._variables.variable import Variable
@@ -294,3 +295,6 @@ def filter_kwargs(f: Callable[..., Any], **kwargs: Any) -> dict[str, Any]:
     )
     names = {p.name for p in params if p.kind in by_keyword}
     return {k: v for k, v in kwargs.items() if k in names}
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

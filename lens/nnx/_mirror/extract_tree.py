@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar, cast
 import jax
 
 from lens import struct
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.defs import GraphDef
 from lens.nnx._graph.mode import set_graph_mode
 from lens.nnx._graph.ops import (
@@ -443,3 +444,6 @@ def prefix(
 
     is_leaf = lambda x: is_graph_node(x) or is_variable(x)  # noqa: E731
     return jax.tree.map_with_path(leaf, node, is_leaf=is_leaf)
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import jax
 
 from lens import errors
+from lens._facades import show_at_flax_paths
 from lens.nnx._mirror.extract_prefix import Mask, broadcast_prefix_map, labeled
 from lens.nnx._variables.variable import Variable
 
@@ -292,3 +293,6 @@ def update_carry_variables(init_val: Any, val_out: Any) -> Any:
         return out_leaf
 
     return jax.tree.map(update, init_val, val_out, is_leaf=_is_variable)
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

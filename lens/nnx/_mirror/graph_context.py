@@ -13,6 +13,7 @@ import contextlib
 from collections.abc import Iterator, MutableMapping
 from typing import Any, NamedTuple
 
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.defs import GraphDef
 from lens.nnx._graph.mode import set_graph_mode, set_graph_updates
 from lens.nnx._mirror.contexts import (
@@ -173,3 +174,6 @@ def static_cache(
             "consumed it.\nOpen an nnx.update_context(tag) (a transform opens "
             "one) inside nnx.graphlib.static_cache(...)."
         )
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -16,6 +16,7 @@ from typing import Any
 
 import jax
 
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.walk import Walker
 from lens.nnx._transforms.recipe import (
     merge_outputs,
@@ -99,3 +100,6 @@ def merge_inputs(
         return args_out, split_outputs(out, None, Walker(transform="merge_inputs"))
 
     return wrapper
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

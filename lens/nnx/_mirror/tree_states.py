@@ -17,6 +17,7 @@ from typing import Any
 
 import jax
 
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.defs import GraphDef
 from lens.nnx._graph.ops import iter_graph
 from lens.nnx._graph.walk import is_graph_node, path_str
@@ -227,3 +228,6 @@ def from_tree(
 def clear_non_graph_nodes(tree: Any) -> Any:
     """``tree`` with every leaf that is not an object or Variable set to None."""
     return jax.tree.map(lambda x: x if _is_node(x) else None, tree, is_leaf=_is_node)
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -17,6 +17,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 import jax.numpy as jnp
 
 from lens import struct
+from lens._facades import show_at_flax_paths
 from lens.nnx import reprlib
 from lens.nnx._objects.module import Module
 from lens.nnx._objects.object import (
@@ -275,3 +276,6 @@ class TrainState(struct.PyTreeNode, Generic[M]):
         return self.replace(
             params=params, opt_state=opt_state, step=self.step + 1, **kwargs
         )
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

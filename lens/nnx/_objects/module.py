@@ -18,6 +18,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 import jax
 import jax.numpy as jnp
 
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph import update as graphupdate
 from lens.nnx._graph.ops import clone, iter_graph
 from lens.nnx._graph.walk import Path
@@ -504,3 +505,6 @@ def with_attributes(
             f"{sorted(missing)}\nNo module of {type(node).__name__} has them."
         )
     return out
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

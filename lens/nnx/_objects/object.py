@@ -20,6 +20,7 @@ import jax
 import numpy as np
 
 from lens import errors
+from lens._facades import show_at_flax_paths
 from lens._views import Displayable
 from lens.configurations import config
 from lens.nnx import reprlib
@@ -594,3 +595,6 @@ def _declare(value: Any, kind: str, kwargs: dict[str, Any]) -> Any:
 
 
 # Objects display through lens.display (registered there; loaded on first display).
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

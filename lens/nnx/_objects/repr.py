@@ -17,6 +17,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from lens._facades import show_at_flax_paths
 from lens.nnx import reprlib
 from lens.nnx._variables.variable import RngState, Variable
 from lens.typing import SizeBytes
@@ -225,3 +226,6 @@ def object_nnx_repr(obj: Any) -> Iterator[reprlib.Object | reprlib.Attr]:
             ctx.seen_modules_repr = None
         if clear_stats:
             ctx.node_stats = None
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -10,6 +10,7 @@ from typing import Any, ParamSpec, Protocol, TypeAlias, Union, runtime_checkable
 
 import jax
 
+from lens._facades import show_at_flax_paths
 from lens.nnx._variables import filters as filterlib
 from lens.nnx._variables.variable import RngKey, RngState
 
@@ -40,3 +41,6 @@ class KeylessInitializer(Protocol):
         dtype: Any | None = None,
         out_sharding: OutShardingType = None,
     ) -> jax.Array: ...
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from lens import errors
+from lens._facades import show_at_flax_paths
 from lens.core import is_key
 from lens.nnx._graph.mode import set_graph_mode, set_graph_updates
 from lens.nnx._graph.ops import iter_graph, recursive_map
@@ -561,3 +562,6 @@ def _shape_rules(spec: Any) -> list[tuple[Any, Any, Any]]:
         return []
     items = spec.items() if isinstance(spec, Mapping) else [(..., spec)]
     return [(f, to_predicate(f), n) for f, n in items]
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -8,6 +8,7 @@ from typing import Any
 
 import jax
 
+from lens._facades import show_at_flax_paths
 from lens.nnx import reprlib
 from lens.nnx.tracers import TraceState
 
@@ -67,3 +68,6 @@ jax.tree_util.register_pytree_node(
     lambda s: ((), (s.initializing, s.is_setup)),
     lambda flags, _: PytreeState(*flags),
 )
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from lens._argnums import argnums, combine, out_of_range, partition
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.ops import graphdef, merge
 from lens.nnx._graph.walk import Walker, path_str
 from lens.nnx._objects.object import Object
@@ -490,3 +491,6 @@ def _jvp(f: Callable[..., Any], primals: tuple, tangents: tuple, has_aux: bool) 
     if has_aux:
         return out, out_t, merge_outputs(aux, walker.nodes)
     return out, out_t
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -12,6 +12,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.walk import Walker
 from lens.nnx._transforms.modes import (
     active_mode,
@@ -181,3 +182,6 @@ def checkify(
         return err, merge_outputs(out_c, walker.nodes)
 
     return run
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

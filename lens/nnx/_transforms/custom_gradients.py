@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 import jax
 
 from lens._argnums import combine, partition
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.walk import Walker
 from lens.nnx._objects.object import Object
 from lens.nnx._transforms.cotangents import (
@@ -319,3 +320,6 @@ class SimpleCustomVjp(CustomVjp[A]):
     ):
         super().__init__(fun, tuple(nondiff_argnums), simple=True)
         self.graph = graph
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -14,6 +14,7 @@ from typing import Any
 import jax
 
 from lens import _strict
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.walk import Walker, path_str
 from lens.nnx._transforms.axes import (
     NO_AXIS_METADATA,
@@ -429,3 +430,6 @@ def transform_metadata(
         return out
 
     return with_calling_conventions(mode, f, wrapper)
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

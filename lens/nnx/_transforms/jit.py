@@ -15,6 +15,7 @@ from typing import Any, Generic, ParamSpec, TypeVar
 import jax
 
 from lens._argnums import out_of_range
+from lens._facades import show_at_flax_paths
 from lens.core import pack_trace as _trace
 from lens.nnx._graph.walk import Walker
 from lens.nnx._transforms.branches import eval_shape
@@ -560,3 +561,6 @@ JitPartial = SimpleJitPartialWrapped  # lens's earlier name
 # flax.nnx's tree-mode stages: lens has one stage of each kind for every mode
 SimpleLowered = SimplePartialLowered = Lowered
 SimpleCompiled = SimplePartialCompiled = Compiled
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

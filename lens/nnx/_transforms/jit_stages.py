@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from lens._facades import show_at_flax_paths
+
 
 class Stage:
     """What the stages of an ``nnx.jit`` function have in common (flax.nnx's
@@ -124,3 +126,6 @@ class SimplePartialTraced(Traced):
     """flax.nnx's ``SimplePartialTraced(traced, jit_wrapped)`` (a
     ``jit_partial``'s trace): a :class:`Traced` whose compiled form takes the
     arguments after the bound ones."""
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

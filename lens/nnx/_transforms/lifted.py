@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 import jax
 
 from lens import struct
+from lens._facades import show_at_flax_paths
 from lens.nnx._objects.module import Module
 from lens.nnx._variables.variable import Variable
 from lens.nnx.proxy_caller import CallableProxy, DelayedAccessor
@@ -100,3 +101,6 @@ class LiftedModule(Generic[M], Module):
             proxy = proxy.call
             inner = inner._submodule
         return proxy
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -14,6 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.walk import Walker, path_str
 from lens.nnx._transforms.axes import NO_AXIS_METADATA, AxisNames
 from lens.nnx._transforms.lifted import Broadcasted
@@ -497,3 +498,6 @@ def _kinds_and_length(
             )
         )
     return kinds, sizes.pop()
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -17,6 +17,7 @@ from typing import Any
 import jax
 
 from lens import errors
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph import mode as graph_mode
 from lens.nnx._graph.walk import Walker, is_graph_node, path_str
 from lens.nnx._objects.object import node_items
@@ -300,3 +301,6 @@ def with_calling_conventions(
         return out
 
     return call
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from lens import errors
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.walk import Walker
 from lens.nnx._transforms.axes import AxisNames
 from lens.nnx._transforms.lifted import Broadcasted
@@ -232,3 +233,6 @@ class ScanSteps:
                 self.steps.clear()
             step = self.steps[plan] = ScanStep(self.f, self.axis_names, plan)
         return step
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

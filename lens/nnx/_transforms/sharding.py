@@ -15,6 +15,7 @@ from typing import Any
 
 import jax
 
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.walk import Walker
 from lens.nnx._transforms.iteration import StructureChanged, mapped_body, per_argument
 from lens.nnx._transforms.modes import transform_mode, with_calling_conventions
@@ -107,3 +108,6 @@ def shard_map(
         return merge_outputs(outs, walker.nodes)
 
     return with_calling_conventions(mode, f, wrapper)
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Protocol
 
+from lens._facades import show_at_flax_paths
+
 AxisName = Hashable
 Index = int
 Leaves = list[Any]
@@ -222,3 +224,6 @@ class SimpleMakeJaxprFn(Protocol):
     """A function as ``transforms.transforms`` takes or returns it (flax.nnx's ``SimpleMakeJaxprFn``)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, cast
 
 import jax
 
+from lens._facades import show_at_flax_paths
 from lens.nnx._graph.walk import Leaf, is_graph_node, path_str
 from lens.nnx._variables.filters import to_predicate
 from lens.nnx._variables.static import StaticValue
@@ -227,3 +228,6 @@ class DiffSpec:
 
     def __repr__(self) -> str:
         return f"a gradient (filter {_filter_name(self.filter)})"
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from lens._facades import show_at_flax_paths
 from lens.configurations import config
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -256,3 +257,6 @@ def _store_flags(metadata: dict[str, Any], flags: Mapping[str, Any]) -> None:
         metadata.pop(flag, None)
         if flag in flags and bool(flags[flag]) != _FLAG_DEFAULTS[flag]:
             metadata[flag] = bool(flags[flag])
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

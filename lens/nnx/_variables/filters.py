@@ -16,6 +16,8 @@ import types
 import typing
 from collections.abc import Callable
 
+from lens._facades import show_at_flax_paths
+
 Path = tuple[typing.Any, ...]
 
 
@@ -227,3 +229,6 @@ class Not(_Filter):
 
     def __repr__(self) -> str:
         return f"Not({self.predicate!r})"
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -29,6 +29,7 @@ from jax.core import Tracer
 from jax.experimental import hijax as hjx
 from jax.extend.core import Effect
 
+from lens._facades import show_at_flax_paths
 from lens.nnx._variables.refs import is_array_ref
 
 A = TypeVar("A")
@@ -547,3 +548,6 @@ for _name in ("value", "type", "var_type", "metadata", "_raw_value", "_lens_fram
 AbstractVariable.__jax_array__ = hjx.aval_method(_method("__jax_array__"))  # type: ignore[attr-defined,call-arg]
 for _name in _OPERATORS:  # a tracer calls aval._add(tracer, other) for tracer + other
     setattr(AbstractVariable, "_" + _name.strip("_"), _tracer_method(_name))
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

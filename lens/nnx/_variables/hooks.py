@@ -23,6 +23,8 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
+from lens._facades import show_at_flax_paths
+
 A = TypeVar("A")
 F = TypeVar("F", bound=Callable[..., Any])
 V = TypeVar("V")  # a Variable (this module sits below variablelib: no import)
@@ -164,3 +166,6 @@ def run_axis_hooks(
     if hooks:
         for hook in hooks if isinstance(hooks, tuple) else (hooks,):
             hook(variable, index, axis)
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from lens._facades import show_at_flax_paths
+
 _MISSING: Any = object()
 Variable = Any  # this module sits below variablelib (which sets ``base``'s default)
 
@@ -51,7 +53,10 @@ def variable_type_from_name(
             raise TypeError(
                 "variable_type_from_name: base must be a Variable type, got None."
             )
-        VariableTypeCache[name] = type(name, (base,), {})
+        # made here, shown where Flax makes it: flax.nnx.variablelib.<name>
+        VariableTypeCache[name] = type(
+            name, (base,), {"__module__": "lens.nnx.variablelib"}
+        )
     return VariableTypeCache[name]
 
 
@@ -75,3 +80,6 @@ def variable_name_from_type(
         )
     register_variable_name(name, typ)
     return name
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -17,6 +17,8 @@ import numpy as np
 from jax.core import Tracer
 from jax.ref import AbstractRef
 
+from lens._facades import show_at_flax_paths
+
 Ref = jax.Ref
 
 
@@ -76,3 +78,6 @@ def replaces(old: Any, new: Any) -> bool:
         return getattr(new, "sharding", None) == getattr(old, "sharding", None)
     except Exception:  # noqa: BLE001 - a tracer without a readable sharding
         return True
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 import jax
 
 from lens import errors
+from lens._facades import show_at_flax_paths
 from lens._views import Displayable
 from lens.nnx import reprlib
 from lens.nnx._graph.walk import Path, path_str
@@ -438,3 +439,6 @@ def create_path_filters(state: State) -> dict[PathIn, Any]:
         value = value.value if isinstance(value, Variable) else value
         groups.setdefault(value, set()).add(path)
     return {PathIn(*paths): value for value, paths in groups.items()}
+
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)

@@ -657,3 +657,8 @@ for _n, _t in (
 
 
 VariableState = Variable  # flax.nnx's former name for a detached variable
+
+
+from lens._facades import show_at_flax_paths  # noqa: E402
+
+show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)
