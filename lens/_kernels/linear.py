@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 from jax import lax
 
+from lens._hot_jit import hot_jit
 from lens._kernels.dtypes import promote_dtype
 from lens._kernels.intercept import intercepted
 from lens.typing import LaxPadding, PaddingLike
@@ -82,8 +82,8 @@ def dense_general(
 
 
 # Static arguments by position: a call with keywords takes JAX's slower path.
-_dense_jit = jax.jit(dense, static_argnums=(3, 4))
-_dense_general_jit = jax.jit(
+_dense_jit = hot_jit(dense, static_argnums=(3, 4))
+_dense_general_jit = hot_jit(
     dense_general, static_argnames=("axis", "batch_dims", "dtype", "precision")
 )
 

@@ -9,10 +9,10 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 from jax import lax
 
+from lens._hot_jit import hot_jit
 from lens._kernels.dtypes import canonicalize_dtype
 
 Array = Any
@@ -223,12 +223,12 @@ def group_norm(
 # instead of a dozen dispatches. Collectives over ``axis_name`` stay un-jitted.
 DT = ("dtype", "stats_dtype", "params_dtype")
 STATIC = ("reduction", "feature_axes", "use_mean", "epsilon", "fast_variance") + DT
-layer_norm_jit = jax.jit(layer_norm, static_argnames=STATIC)
-group_norm_jit = jax.jit(
+layer_norm_jit = hot_jit(layer_norm, static_argnames=STATIC)
+group_norm_jit = hot_jit(
     group_norm,
     static_argnames=("num_groups", "reduction", "epsilon", "fast_variance") + DT,
 )
-normalize_jit = jax.jit(
+normalize_jit = hot_jit(
     normalize,
     static_argnames=("reduction", "feature_axes", "dtype", "epsilon", "params_dtype"),
 )

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lens import struct
+from lens._hot_jit import hot_jit
 from lens.configurations import config
 
 
@@ -51,8 +52,8 @@ def path_hash(data: tuple[str | int, ...]) -> int:
 
 
 # One compiled dispatch instead of several eager primitives: ~10x cheaper per
-# make_rng outside jit, and the same bits.
-_fold_in = jax.jit(jax.random.fold_in)
+# make_rng outside jit, and the same bits; eager for a first model's few calls.
+_fold_in = hot_jit(jax.random.fold_in)
 
 
 def fold_path(key: Any, data: tuple[str | int, ...]) -> Any:

@@ -8,7 +8,6 @@ by one cached compiled call: ~10x cheaper than JAX's eager ``zeros`` in an un-ji
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import jax
@@ -32,12 +31,17 @@ from jax.nn.initializers import variance_scaling as variance_scaling
 from jax.nn.initializers import xavier_normal as xavier_normal
 from jax.nn.initializers import xavier_uniform as xavier_uniform
 
+from lens._hot_jit import hot_jit
+
 Initializer = Any
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _filled(value: int, shape: tuple[int, ...], dtype: Any) -> Any:
+def _fill(value: int, shape: tuple[int, ...], dtype: Any) -> Any:
     return jnp.full(shape, value, dtype)
+
+
+# One compiled call per shape instead of eager jnp.full (~10x cheaper), once hot.
+_filled = hot_jit(_fill, static_argnums=(0, 1, 2))
 
 
 def _constant_init(value: int, jax_init: Any) -> Any:
