@@ -14,9 +14,12 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax, random
 
 from lens._kernels.dtypes import merge_param, promote_dtype
+from lens._kernels.intercept import intercepted
+from lens._kernels.linear import static
 from lens.core.nn import initializers
 from lens.core.nn.initializers import default_kernel_init
 from lens.nn._hyperparameters import RATE, SIZE
@@ -163,6 +166,19 @@ def dot_product_attention(
         "q, k, v num_heads must match."
     )
     assert key.shape[-3] == value.shape[-3], "k, v lengths must match."
+    if _plain(
+        bias,
+        mask,
+        dropout=not deterministic and dropout_rate > 0.0,
+        custom=module is not None
+        or einsum_dot_general is not None
+        or qk_attn_weights_einsum is not None,
+        precision=precision,
+    ):
+        return _plain_attention_jit(
+            query, key, value, bias, mask, dtype, static(precision),
+            force_fp32_for_softmax,
+        )  # fmt: skip
     weights = dot_product_attention_weights(
         query,
         key,
@@ -182,6 +198,58 @@ def dot_product_attention(
     if not attn_weights_value_einsum:
         attn_weights_value_einsum = _default_einsum(precision, einsum_dot_general)
     return attn_weights_value_einsum("...hqk,...khd->...qhd", weights, value)
+
+
+def _plain_attention(
+    query: Array,
+    key: Array,
+    value: Array,
+    bias: Array | None,
+    mask: Array | None,
+    dtype: Any,
+    precision: PrecisionLike,
+    force_fp32_for_softmax: bool,
+) -> Array:
+    """:func:`dot_product_attention` without dropout, sowing or custom einsums."""
+    weights = dot_product_attention_weights(
+        query,
+        key,
+        bias,
+        mask,
+        deterministic=True,
+        dtype=dtype,
+        precision=precision,
+        force_fp32_for_softmax=force_fp32_for_softmax,
+    )
+    return _default_einsum(precision, None)("...hqk,...khd->...qhd", weights, value)
+
+
+# The common case as one jitted function (as Dense's and LayerNorm's arithmetic,
+# lens/_kernels): traced once per shape, so every further attention layer of a
+# model, and its derivatives, come from JAX's caches instead of being traced,
+# linearized and transposed op by op again. Inside an outer jit XLA inlines it:
+# same program. Static arguments by position (a keyword call is slower).
+_plain_attention_jit = jax.jit(_plain_attention, static_argnums=(5, 6, 7))
+
+
+def _plain(
+    bias: Any, mask: Any, *, dropout: bool, custom: bool, precision: Any
+) -> bool:
+    """Whether :func:`dot_product_attention` can run as ``_plain_attention_jit``:
+    no dropout (it draws from a key), nothing sown or swapped in (each must run in
+    the caller's trace, every call), array (or no) bias and mask, a hashable
+    precision, and no library patching what the kernel calls (``intercepted``)."""
+    if dropout or custom:
+        return False
+    if not all(
+        x is None or isinstance(x, jax.Array | np.ndarray) for x in (bias, mask)
+    ):
+        return False
+    try:
+        hash(static(precision))
+    except TypeError:
+        return False
+    return not intercepted()
 
 
 def make_attention_mask(

@@ -13,6 +13,7 @@ dispatching op by op. Inside an outer ``jit`` XLA inlines it: same program.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,6 +50,45 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------- dense
+
+
+@dataclasses.dataclass(frozen=True)
+class _FlatInit:
+    """DenseGeneral's initializer wrapper: calls ``init`` with the flattened shape
+    (``(batch * in, batch * out)`` for a kernel, ``(batch * out,)`` for a bias, as
+    Flax does, so the same key gives the same values) and reshapes the result.
+
+    A value, not a closure made per call: two layers with the same initializer and
+    rank split compare equal, so the expected-shape check of a stored parameter
+    (``lens.core._variable.expected_shapes``, an ``eval_shape`` per parameter per
+    apply) is traced once per (wrapper, shape), not once per layer per trace.
+    """
+
+    init: Any
+    n_batch: int
+    n_axis: int | None  # None: the bias, whose flat shape has no input axes
+    n_feat: int
+
+    def __call__(self, rng: Any, shape: tuple, dtype: Any = jnp.float32) -> Array:
+        n_batch, n_feat = self.n_batch, self.n_feat
+        if self.n_axis is None:
+            flat: tuple[int, ...] = (
+                int(np.prod(shape[:n_batch]) * np.prod(shape[-n_feat:])),
+            )
+        else:
+            flat = (
+                int(
+                    np.prod(shape[:n_batch])
+                    * np.prod(shape[n_batch : n_batch + self.n_axis])
+                ),
+                int(np.prod(shape[-n_feat:])),
+            )
+        k = self.init(rng, flat, dtype)
+        if isinstance(k, _meta.AxisMetadata):
+            # The box's names describe the final shape: reshape the raw value
+            # (unboxing would constrain the flat value to them).
+            return _meta.replace_boxed(k, jnp.reshape(_meta.raw_value(k), shape))
+        return jnp.reshape(k, shape)
 
 
 class DenseGeneral(Module):
@@ -113,38 +153,13 @@ class DenseGeneral(Module):
         batch_shape = tuple(inputs.shape[a] for a in batch_dims)
         kernel_shape = batch_shape + tuple(inputs.shape[a] for a in axis) + features
 
-        def kernel_init_wrap(rng: Any, shape: tuple, dtype: Any = jnp.float32) -> Array:
-            flat = (
-                int(
-                    np.prod(shape[:n_batch])
-                    * np.prod(shape[n_batch : n_batch + n_axis])
-                ),
-                int(np.prod(shape[-n_feat:])),
-            )
-            k = self.kernel_init(rng, flat, dtype)
-            if isinstance(k, _meta.AxisMetadata):
-                # The box's names describe the final shape: reshape the raw value
-                # (unboxing would constrain the flat value to them).
-                return _meta.replace_boxed(k, jnp.reshape(_meta.raw_value(k), shape))
-            return jnp.reshape(k, shape)
-
-        kernel = self.param("kernel", kernel_init_wrap, kernel_shape, self.param_dtype)
+        kernel_init = _FlatInit(self.kernel_init, n_batch, n_axis, n_feat)
+        kernel = self.param("kernel", kernel_init, kernel_shape, self.param_dtype)
         bias = None
         if self.use_bias:
-
-            def bias_init_wrap(
-                rng: Any, shape: tuple, dtype: Any = jnp.float32
-            ) -> Array:
-                flat = (int(np.prod(shape[:n_batch]) * np.prod(shape[-n_feat:])),)
-                b = self.bias_init(rng, flat, dtype)
-                if isinstance(b, _meta.AxisMetadata):
-                    return _meta.replace_boxed(
-                        b, jnp.reshape(_meta.raw_value(b), shape)
-                    )
-                return jnp.reshape(b, shape)
-
+            bias_init = _FlatInit(self.bias_init, n_batch, None, n_feat)
             bias = self.param(
-                "bias", bias_init_wrap, batch_shape + features, self.param_dtype
+                "bias", bias_init, batch_shape + features, self.param_dtype
             )
         dot_general = ops.pick_op(
             self, "dot_general", "dot_general_cls", lax.dot_general

@@ -104,6 +104,27 @@ def test_scan_over_layers_class():
     np.testing.assert_allclose(Stack().apply(v, x), h, rtol=1e-5)
 
 
+def test_scan_first_pass_leaves_nothing_in_the_enclosing_trace():
+    # The body's first pass (invariant checks, broadcast variables) is traced on
+    # its own; with nothing to create, none of its ops (nor the first slice)
+    # belong in the caller's program: the apply is the one scan.
+    class Stack(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            S = nn.scan(
+                Block,
+                variable_axes={"params": 0},
+                split_rngs={"params": True},
+                length=6,
+            )
+            return S()(x, None)[0]
+
+    x = jax.random.normal(KEY, (2, 3))
+    v = Stack().init(KEY, x)
+    jaxpr = jax.make_jaxpr(Stack().apply)(v, x).jaxpr
+    assert [e.primitive.name for e in jaxpr.eqns] == ["scan"]
+
+
 def test_remat_equals_no_remat_with_static_argnums():
     class Drop(nn.Module):
         @nn.compact

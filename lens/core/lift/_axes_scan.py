@@ -229,13 +229,18 @@ def scan(
         scanned = ScannedArgs.split(in_axes, args)
         n = _scan_length(scanned.xs, length)
 
-        def invariants(carry: Any, x_slice: tuple) -> Any:
-            b, _, y = fn(broadcast_in, carry, *scanned.merge(x_slice))
+        # The first iteration's slice is taken inside the traced body, so that
+        # first_run drops it with the rest of the body when nothing needs it.
+        def invariants(carry: Any, xs: tuple) -> Any:
+            x0 = first_slice(xs, options.first_index(n), n)
+            b, _, y = fn(broadcast_in, carry, *scanned.merge(x0))
             return b, broadcast_outputs(out_axes, y)
 
-        x0 = first_slice(scanned.xs, options.first_index(n), n)
         broadcast_out, y_bc = first_run(
-            invariants, (init, x0), "axes_scan", check=check_constancy_invariants
+            invariants,
+            (init, scanned.xs),
+            "axes_scan",
+            check=check_constancy_invariants,
         )
 
         def body(carry: Any, x_slice: tuple) -> Any:

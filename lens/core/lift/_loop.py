@@ -33,6 +33,27 @@ def dependent_outputs(jaxpr: Any) -> list[bool]:
     return [not _is_literal(v) and v in dep for v in jaxpr.outvars]
 
 
+def live_part(jaxpr: Any) -> Any:
+    """``jaxpr`` without the equations its outputs do not need (effects kept).
+
+    ``first_run`` traces the whole body but returns only what it created in a
+    broadcast or carry collection and the broadcast outputs: usually nothing. Run
+    in full, the body's forward pass (a scanned layer's matmuls) would be evaluated
+    into the enclosing trace only to be dropped when it is lowered, costing trace
+    and lower time there on every call.
+    """
+    live = {v for v in jaxpr.outvars if not _is_literal(v)}
+    kept = []
+    for eqn in reversed(jaxpr.eqns):
+        if eqn.effects or any(v in live for v in eqn.outvars):
+            kept.append(eqn)
+            live.update(v for v in eqn.invars if not _is_literal(v))
+    if len(kept) == len(jaxpr.eqns):
+        return jaxpr
+    kept.reverse()
+    return jaxpr.replace(eqns=kept)
+
+
 def first_run(
     body: Callable[..., Any], inputs: Sequence[Any], transform: str, check: bool = True
 ) -> Any:
@@ -62,7 +83,8 @@ def first_run(
         )
     flat = jax.tree_util.tree_leaves(inputs)
     out = [
-        jnp.asarray(x) for x in jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat)
+        jnp.asarray(x)
+        for x in jax.core.eval_jaxpr(live_part(closed.jaxpr), closed.consts, *flat)
     ]
     return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(shapes), out)
 

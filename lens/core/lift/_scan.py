@@ -157,16 +157,20 @@ def _first_pass(
     bcast_vars, carry_vars = groups
     spec = call.spec
     i0 = spec.options.first_index(n)
-    x0 = first_slice(call.args.xs, i0, n)
-    scan0 = first_slice(scan_front, i0, n)
-    # The iteration's split keys (with no iterations, any key will do: the values
-    # built from it are checked not to depend on it).
-    rng0 = tuple(
-        ((first_slice(sx, i0, n) if n else g) if s else None)
+
+    # The iteration's split keys come from the split ones (with no iterations, any
+    # key will do: the values built from it are checked not to depend on it).
+    rngs = tuple(
+        ((sx if n else g) if s else None)
         for sx, s, g in zip(split_xs, spec.rng_splits, call.rng_groups)
     )
 
-    def body0(init: Any, x0: tuple, scan0: tuple, rng0: tuple) -> Any:
+    # The first iteration's slices are taken inside the traced body, so that
+    # first_run drops them with the rest of the body when nothing needs them.
+    def body0(init: Any, xs: tuple, scan_front: tuple, rngs: tuple) -> Any:
+        x0 = first_slice(xs, i0, n)
+        scan0 = first_slice(scan_front, i0, n)
+        rng0 = tuple(first_slice(r, i0, n) if n else r for r in rngs)
         scope = call.scope((bcast_vars, carry_vars) + tuple(scan0), rng0)
         shared = record_created(call.scope_fn)
         _, y, out = call.step(scope, init, x0)
@@ -174,7 +178,7 @@ def _first_pass(
         return out[0], tuple(created), broadcast_outputs(spec.out_axes, y)
 
     bcast_new, created, bcast_outs = first_run(
-        body0, (init, x0, scan0, rng0), "scan", check=spec.check
+        body0, (init, call.args.xs, scan_front, rngs), "scan", check=spec.check
     )
     bcast_vars = tuple(merged(o, b) for o, b in zip(bcast_vars, bcast_new))
     carry_vars = tuple(merged(o, c) for o, c in zip(carry_vars, created))
