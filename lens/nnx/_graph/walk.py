@@ -526,7 +526,10 @@ class Builder:
                 object.__setattr__(obj, "_pytree__state", PytreeState(*d.flags))
             self.nodes[d.index] = obj
             for k, sub in d.attributes:
-                obj._graph_set(k, self.build(sub))
+                # Static attributes (most of them) read in place: every builder's
+                # build() hands a StaticDef to this class's, which returns its value.
+                value = sub.value.value if type(sub) is StaticDef else self.build(sub)
+                obj._graph_set(k, value)
             return obj
         if isinstance(d, Ref):
             return self.nodes[d.index]
