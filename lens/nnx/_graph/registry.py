@@ -77,6 +77,11 @@ class NodeImplBase(Generic[Node, Leaf, AuxData]):
 
     def node_dict(self, node: Any) -> dict[Key, Any]:
         """``{key: child}`` of ``node`` (Data/Static markers removed)."""
+        if self.flatten is _object_flatten:
+            # An Object's flatten marks each attribute data or static (a pytree
+            # walk of every value) only for the marks to be dropped here: read
+            # the same items directly (nnx.update asks this of every object).
+            return dict(node._graph_items())
         items, _ = self.flatten(node)
         return {
             key: value.value if isinstance(value, DataElem | StaticElem) else value

@@ -21,6 +21,7 @@ a transform cannot be mutated inside it (:class:`lens.errors.TraceContextError`)
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Iterator
 from typing import Any, NamedTuple, cast
 
@@ -51,7 +52,7 @@ from lens.nnx._graph.registry import (
     custom_impl,
     get_node_impl,
 )
-from lens.nnx._objects.object import Object, node_items
+from lens.nnx._objects.object import Object, declared_kind, node_items
 from lens.nnx._objects.object import declared as declared_kinds
 from lens.nnx._objects.state import PytreeState
 from lens.nnx._variables.refs import is_array_ref
@@ -60,6 +61,21 @@ from lens.nnx._variables.variable import Variable, new_variable
 from lens.nnx.tracers import Frame, structure_changed
 
 Path = tuple[Any, ...]
+
+
+# Exact types that are never a graph node, array, ref, container or pytree (see
+# ``pytree_children``): the walk's fast path for static attributes. Functions
+# (a layer's ``dot_general``) are leaves to JAX too; classes (a ``param_dtype``
+# such as ``jnp.float32``) are tested with ``isinstance(v, type)``.
+_SCALAR_TYPES = frozenset(
+    {type(None), bool, int, float, str, types.FunctionType, types.BuiltinFunctionType}
+)
+
+
+def _plain_static(v: Any) -> bool:
+    """Whether ``v`` is a value the walk keeps static without looking further:
+    no node, array, ref, container or pytree (nor a type a user registered)."""
+    return (type(v) in _SCALAR_TYPES or isinstance(v, type)) and custom_impl(v) is None
 
 
 def _is_array(x: Any) -> bool:
@@ -254,11 +270,19 @@ class Walker:
             if i is not None:
                 return Ref(i)
             i = self._register(x, spec, path)
-            attrs = tuple(
-                (k, self.node(v, path + (k,), spec, x, k)) for k, v in node_items(x)
-            )
+            data = _declared_data_keys(x)
+            attrs = []
+            for k, v in node_items(x):
+                if k not in data and _plain_static(v):
+                    # Most attributes are sizes, flags, names, dtypes, functions
+                    # and None, not declared data: static, what the chain of
+                    # checks below would conclude (metaclass instance checks, a
+                    # pytree flatten) at a fraction of the cost.
+                    attrs.append((k, StaticDef(StaticValue(v))))
+                else:
+                    attrs.append((k, self.node(v, path + (k,), spec, x, k)))
             return ObjectDef(
-                type(x), i, attrs, self.outer_index.get(id(x)), _state_flags(x)
+                type(x), i, tuple(attrs), self.outer_index.get(id(x)), _state_flags(x)
             )
         if isinstance(x, Variable):
             vspec = self._resolve(spec, path, x)
@@ -429,7 +453,15 @@ def _declared_data(owner: Object, key: Any) -> bool:
     """Whether ``owner`` (a pytree object) declares attribute ``key`` data."""
     if not type(owner)._lens_pytree or not isinstance(key, str):
         return False
-    return declared_kinds(owner).get(key) == "data"
+    return declared_kind(owner, key) == "data"
+
+
+def _declared_data_keys(obj: Object) -> Any:
+    """The attributes of ``obj`` (a pytree object) declared data: those of its
+    keys for which ``_declared_data`` holds."""
+    if not type(obj)._lens_pytree:
+        return ()
+    return [k for k, kind in declared_kinds(obj).items() if kind == "data"]
 
 
 def _key_of(entry: Any) -> Any:
@@ -495,7 +527,10 @@ class Builder:
                 object.__setattr__(obj, "_pytree__state", PytreeState(*d.flags))
             self.nodes[d.index] = obj
             for k, sub in d.attributes:
-                obj._graph_set(k, self.build(sub))
+                # Static attributes (most of them) read in place: every builder's
+                # build() hands a StaticDef to this class's, which returns its value.
+                value = sub.value.value if type(sub) is StaticDef else self.build(sub)
+                obj._graph_set(k, value)
             return obj
         if isinstance(d, Ref):
             return self.nodes[d.index]

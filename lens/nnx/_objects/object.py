@@ -396,11 +396,17 @@ def declared(obj: Object) -> dict[str, str]:
     return {**_class_marks(type(obj)), **(obj.__dict__.get("_lens_marks") or {})}
 
 
-def _is_static(obj: Object, name: str) -> bool:
+def declared_kind(obj: Object, name: str) -> str | None:
+    """``declared(obj).get(name)`` without building the merged dict (the graph
+    walk asks this of every static attribute)."""
     marks = obj.__dict__.get("_lens_marks")
     if marks and name in marks:
-        return marks[name] == "static"
-    return _class_marks(type(obj)).get(name) == "static"
+        return marks[name]
+    return _class_marks(type(obj)).get(name)
+
+
+def _is_static(obj: Object, name: str) -> bool:
+    return declared_kind(obj, name) == "static"
 
 
 def _stays_data(obj: Object, name: str, value: Any) -> bool:
