@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax, random
 
+from lens._hot_jit import hot_jit
 from lens._kernels.dtypes import merge_param, promote_dtype
 from lens._kernels.intercept import intercepted
 from lens._kernels.linear import static
@@ -229,7 +230,7 @@ def _plain_attention(
 # model, and its derivatives, come from JAX's caches instead of being traced,
 # linearized and transposed op by op again. Inside an outer jit XLA inlines it:
 # same program. Static arguments by position (a keyword call is slower).
-_plain_attention_jit = jax.jit(_plain_attention, static_argnums=(5, 6, 7))
+_plain_attention_jit = hot_jit(_plain_attention, static_argnums=(5, 6, 7))
 
 
 def _plain(

@@ -18,9 +18,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.core import Tracer
 
 from lens import errors
 from lens._facades import show_at_flax_paths
+from lens._hot_jit import hot_jit
 from lens.core import is_key
 from lens.nnx._graph.mode import set_graph_mode, set_graph_updates
 from lens.nnx._graph.ops import iter_graph, recursive_map
@@ -102,8 +104,7 @@ def _seed_to_key(seed: Any, tag: str) -> jax.Array:
     return jax.random.key(seed)
 
 
-@jax.jit
-def _next_key(key: jax.Array, count: jax.Array) -> tuple[jax.Array, jax.Array]:
+def _fold_and_count(key: jax.Array, count: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``(fold_in(key, count), count + 1)``, the same ops compiled as one call.
 
     Eagerly (each layer's ``rngs.params()`` in a notebook) this is one dispatch
@@ -113,10 +114,13 @@ def _next_key(key: jax.Array, count: jax.Array) -> tuple[jax.Array, jax.Array]:
     return jax.random.fold_in(key, count), count + 1
 
 
+_next_key = hot_jit(_fold_and_count)  # compiled once hot (lens/_hot_jit.py)
+
+
 def _is_concrete(x: Any) -> bool:
     """An eager JAX array: under a trace (or for numpy values) the stream keeps
     the plain ops, so jaxprs and stored types are as they were."""
-    return isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
+    return isinstance(x, jax.Array) and not isinstance(x, Tracer)
 
 
 class RngStream(Object, _Sampling):
