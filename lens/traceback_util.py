@@ -18,8 +18,10 @@ import pathlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+# jax.extend's module, from its home: importing the jax.extend package loads
+# Pallas (~12 ms of every first model).
+from jax._src import source_info_util
 from jax._src import traceback_util as _jax_tb
-from jax.extend import source_info_util
 
 from lens.configurations import config
 

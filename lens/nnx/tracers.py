@@ -17,7 +17,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import jax
-import jax.extend
+
+# jax.extend.core's function, from its home: importing the jax.extend package
+# loads Pallas (~12 ms of a first model).
+try:
+    from jax._src.core import get_opaque_trace_state
+except ImportError:  # pragma: no cover - a JAX that moved it
+    from jax.extend.core import get_opaque_trace_state
 
 from lens import errors
 from lens.nnx import reprlib
@@ -99,7 +105,7 @@ def current_jax_trace() -> Any:
     """The JAX trace running now, as an opaque token that compares equal only to
     a token of the same trace (``jax.jit``, ``jax.grad``, ``jax.vmap`` each open
     a new one)."""
-    return jax.extend.core.get_opaque_trace_state(convention="nnx")
+    return get_opaque_trace_state(convention="nnx")
 
 
 class TraceState(reprlib.Representable):

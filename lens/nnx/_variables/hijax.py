@@ -27,7 +27,13 @@ from typing import Any, Generic, TypeVar
 import jax
 from jax.core import Tracer
 from jax.experimental import hijax as hjx
-from jax.extend.core import Effect
+
+# jax.extend.core's class, from its home: importing the jax.extend package loads
+# Pallas (~12 ms of a first model).
+try:
+    from jax._src.effects import Effect
+except ImportError:  # pragma: no cover - a JAX that moved it
+    from jax.extend.core import Effect
 
 from lens._facades import show_at_flax_paths
 from lens.nnx._variables.refs import is_array_ref

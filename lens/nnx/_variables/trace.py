@@ -7,16 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
-import jax.extend
-
 from lens import errors
 from lens.nnx.tracers import check_mutable
-
-
-def jax_trace() -> Any:
-    """The JAX trace running now (an opaque token, equal only within one trace)."""
-    return jax.extend.core.get_opaque_trace_state(convention="nnx")
 
 
 def check_update(v: Any, what: str, structural: bool = True) -> None:
