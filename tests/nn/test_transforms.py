@@ -80,20 +80,23 @@ def test_returning_a_module_from_a_transformed_method_is_an_error():
         Ret().init(KEY, jnp.ones((2, 3)))
 
 
-def test_scan_over_layers_class():
-    class Stack(nn.Module):
-        @nn.compact
-        def __call__(self, x):
-            S = nn.scan(
-                Block,
-                variable_axes={"params": 0},
-                split_rngs={"params": True},
-                length=6,
-            )
-            return S()(x, None)[0]
+class ScannedStack(nn.Module):
+    """Six Blocks as one nn.scan over their params."""
 
+    @nn.compact
+    def __call__(self, x):
+        S = nn.scan(
+            Block,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            length=6,
+        )
+        return S()(x, None)[0]
+
+
+def test_scan_over_layers_class():
     x = jax.random.normal(KEY, (2, 3))
-    v = Stack().init(KEY, x)
+    v = ScannedStack().init(KEY, x)
     assert shapes(v["params"]) == {
         "ScanBlock_0": {"Dense_0": {"bias": (6, 3), "kernel": (6, 3, 3)}}
     }
@@ -101,27 +104,16 @@ def test_scan_over_layers_class():
     h = x
     for i in range(6):
         h = jnp.tanh(h @ p["kernel"][i] + p["bias"][i])
-    np.testing.assert_allclose(Stack().apply(v, x), h, rtol=1e-5)
+    np.testing.assert_allclose(ScannedStack().apply(v, x), h, rtol=1e-5)
 
 
 def test_scan_first_pass_leaves_nothing_in_the_enclosing_trace():
     # The body's first pass (invariant checks, broadcast variables) is traced on
     # its own; with nothing to create, none of its ops (nor the first slice)
     # belong in the caller's program: the apply is the one scan.
-    class Stack(nn.Module):
-        @nn.compact
-        def __call__(self, x):
-            S = nn.scan(
-                Block,
-                variable_axes={"params": 0},
-                split_rngs={"params": True},
-                length=6,
-            )
-            return S()(x, None)[0]
-
     x = jax.random.normal(KEY, (2, 3))
-    v = Stack().init(KEY, x)
-    jaxpr = jax.make_jaxpr(Stack().apply)(v, x).jaxpr
+    v = ScannedStack().init(KEY, x)
+    jaxpr = jax.make_jaxpr(ScannedStack().apply)(v, x).jaxpr
     assert [e.primitive.name for e in jaxpr.eqns] == ["scan"]
 
 
