@@ -178,6 +178,7 @@ def start_browser(lab, folder: pathlib.Path) -> browser.BrowserRun:
         folder,
         LAB_URL=url,
         KINDS=json.dumps(KINDS),
+        WIDGETS=json.dumps(WIDGETS),
     )
 
 
