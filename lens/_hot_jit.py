@@ -25,8 +25,17 @@ from jax.core import Tracer
 EAGER_CALLS = 16
 
 
-def hot_jit(fn: Callable[..., Any], *, after: int = EAGER_CALLS, **jit_kwargs: Any):
+def hot_jit(
+    fn: Callable[..., Any],
+    *,
+    after: int = EAGER_CALLS,
+    eager: Callable[..., Any] | None = None,
+    **jit_kwargs: Any,
+):
     """``fn`` eagerly for its first ``after`` calls, then ``jax.jit(fn, **jit_kwargs)``.
+
+    ``eager``, when given, is what the eager calls run instead of ``fn``: the same
+    results, by ops that compile nothing new (a host-side increment, say).
 
     Example:
         >>> import jax.numpy as jnp
@@ -37,6 +46,7 @@ def hot_jit(fn: Callable[..., Any], *, after: int = EAGER_CALLS, **jit_kwargs: A
         0
     """
     jitted = jax.jit(fn, **jit_kwargs)
+    run_eagerly = fn if eager is None else eager
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -45,7 +55,7 @@ def hot_jit(fn: Callable[..., Any], *, after: int = EAGER_CALLS, **jit_kwargs: A
         # A plain counter: a race between threads only moves the switch by a call.
         if call.calls_left > 0 and not any(isinstance(a, Tracer) for a in args):  # type: ignore[attr-defined]
             call.calls_left -= 1  # type: ignore[attr-defined]
-            return fn(*args, **kwargs)
+            return run_eagerly(*args, **kwargs)
         return jitted(*args, **kwargs)
 
     call.calls_left = after  # type: ignore[attr-defined]

@@ -44,6 +44,17 @@ def dense(
     promote: Callable[..., Any] = promote_dtype,
 ) -> Array:
     inputs, kernel, bias = promote(inputs, kernel, bias, dtype=dtype)
+    if dot_general is lax.dot_general and jnp.ndim(kernel) == 2:
+        # ``x @ kernel + bias`` through jnp, as a user's own JAX code writes it: run
+        # eagerly, these are the per-op programs that code has already compiled
+        # (lax.dot_general and a reshaped bias would compile three more). The same
+        # contraction and add, so the same floats.
+        y = (
+            jnp.matmul(inputs, kernel)  # a keyword would be another program
+            if precision is None
+            else jnp.matmul(inputs, kernel, precision=precision)
+        )
+        return y if bias is None else y + bias
     y = dot_general(
         inputs, kernel, (((inputs.ndim - 1,), (0,)), ((), ())), precision=precision
     )

@@ -18,6 +18,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.core import Tracer
 
 from lens import errors
@@ -114,7 +115,22 @@ def _fold_and_count(key: jax.Array, count: jax.Array) -> tuple[jax.Array, jax.Ar
     return jax.random.fold_in(key, count), count + 1
 
 
-_next_key = hot_jit(_fold_and_count)  # compiled once hot (lens/_hot_jit.py)
+def _fold_and_count_eagerly(
+    key: jax.Array, count: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """:func:`_fold_and_count` for a stream's first eager calls: the count goes up
+    on the host (the same uint32 bits, back where the count was), so a first model
+    does not compile an eager ``uint32 + 1`` (~20 ms) that pure JAX, counting in
+    Python, never needs."""
+    up = np.asarray(count) + np.uint32(1)
+    # a count placed by the user stays where it was; else it stays uncommitted
+    # (a committed one would be another cache key for every program it meets)
+    placed = jax.device_put(up, count.sharding if count.committed else None)
+    return jax.random.fold_in(key, count), placed
+
+
+# compiled once hot (lens/_hot_jit.py)
+_next_key = hot_jit(_fold_and_count, eager=_fold_and_count_eagerly)
 
 
 def _is_concrete(x: Any) -> bool:
