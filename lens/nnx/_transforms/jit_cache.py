@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +25,7 @@ from lens.nnx._transforms.recipe import merge_outputs
 from lens.nnx._transforms.specs import Entry, Skeleton, StaticSlot
 from lens.nnx._variables.static import StaticValue
 from lens.nnx._variables.variable import Variable
-from lens.nnx.tracers import structure_epoch
+from lens.nnx.tracers import _EPOCH, structure_epoch
 from lens.traceback_util import api_boundary
 
 _set = object.__setattr__
@@ -72,7 +74,9 @@ class CachedWalk:
     # per argument: its Variables (read directly), or its leaves (None: the argument)
     plan: list[tuple[bool, list[Any]]] = dataclasses.field(default_factory=list)
     # the last write-back: (the ``same`` it was for, the Variables or Leaves to write)
-    writes: tuple[Any, list[Any], bool] | None = None
+    writes: tuple[Any, list[Any], bool, bool] | None = None
+    plain: bool = False
+    kept_args: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         self.reads = [(e.arg, e.leaf) for e in self.entries]
@@ -86,12 +90,35 @@ class CachedWalk:
             else (False, leaves)
             for leaves in by_arg
         ]
+        # A plain call (no keywords, no static arguments) may take :meth:`quick`.
+        self.plain = not self.static and self.signature == _NO_KEYWORDS
+        self.kept_args = tuple(
+            i for i in range(len(self.kinds)) if i not in self.donated_args
+        )
+
+    def quick(self, args: tuple[Any, ...]) -> bool:
+        """Whether a plain call's ``args`` may reuse this walk: the structure epoch,
+        the same objects in the same places, arrays where arrays were, and the
+        plain lists and dicts met still holding the same items (every cached
+        call's check, so in one place and without calls)."""
+        if _EPOCH[0] != self.epoch or len(args) != len(self.kinds):
+            return False
+        for a, k in zip(args, self.kinds):
+            if k is _ARRAY:
+                if not isinstance(a, jax.Array | np.ndarray):
+                    return False
+            elif a is not k:
+                return False
+        for c, snap in self.containers:
+            if _snapshot(c) != snap:
+                return False
+        return True
 
     def read_args(self, args: tuple[Any, ...]) -> list[list[Any]]:
         """Per argument, the current values of its leaves (a Variable's ``_value``
         read directly: this is the hot path of every cached call)."""
         return [
-            [v._raw_value for v in items]
+            list(map(_RAW, items))
             if direct
             else [args[i] if x is None else x.read() for x in items]
             for i, (direct, items) in enumerate(self.plan)
@@ -107,14 +134,28 @@ class CachedWalk:
             ]
             direct = all(leaf.variable is not None for leaf in changed)
             targets = [leaf.variable for leaf in changed] if direct else changed
-            self.writes = (same, targets, direct)
-        _, targets, direct = self.writes
-        if direct:
+            # Variables whose value is Variable's own slot are written by the
+            # slot's setter in one C loop (an optimizer step writes ~100).
+            slotted = direct and all(
+                getattr(type(v), "_raw_value", None) is _RAW_SLOT for v in targets
+            )
+            self.writes = (same, targets, direct, slotted)
+        _, targets, direct, slotted = self.writes
+        if len(targets) != len(new_values):
+            raise ValueError("nnx.jit: the write-back lost count; please report this.")
+        if slotted:
+            deque(map(_RAW_SLOT.__set__, targets, new_values), maxlen=0)
+        elif direct:
             for v, value in zip(targets, new_values, strict=True):
                 _set(v, "_raw_value", value)
         else:
             for leaf, value in zip(targets, new_values, strict=True):
                 leaf.write(value)
+
+
+_ARRAY = "array"  # a kind: an array argument (compared by identity)
+_RAW = operator.attrgetter("_raw_value")
+_RAW_SLOT = Variable.__dict__["_raw_value"]  # the slot's descriptor
 
 
 def _snapshot(container: Any) -> Any:
@@ -133,7 +174,7 @@ def _arg_kinds(args: tuple[Any, ...], static: frozenset[int]) -> tuple[Any, ...]
         elif isinstance(a, Object | Variable):
             kinds.append(a)
         elif isinstance(a, jax.Array | np.ndarray):
-            kinds.append("array")
+            kinds.append(_ARRAY)
         else:
             return None
     return tuple(kinds)
@@ -201,17 +242,21 @@ def cached_walk(
 
 def call_cached(hit: CachedWalk, args: tuple[Any, ...], jitted: Any) -> Any:
     per_arg = hit.read_args(args)
-    donated = [per_arg[i] for i in hit.donated_args]
-    kept = [per_arg[i] for i in range(len(args)) if i not in hit.donated_args]
+    if hit.donated_args:
+        donated = [per_arg[i] for i in hit.donated_args]
+        kept = [per_arg[i] for i in hit.kept_args]
+    else:
+        donated, kept = [], per_arg
     result = jitted(hit.key, donated, kept)
     new_values, outs = result.values
-    if not isinstance(result.aux, Unchanged):  # pragma: no cover - cached unchanged
+    aux = result.aux
+    if type(aux) is not Unchanged:  # pragma: no cover - cached unchanged
         raise errors.GraphStructureError(
             "nnx.jit: the structure changed on a cached call; please report this."
         )
     if new_values:  # a forward pass changes nothing: no write-back at all
-        hit.write_back(result.aux.same, new_values)
-    if result.aux.refs:
+        hit.write_back(aux.same, new_values)
+    if aux.refs:
         outs = unmark_refs(outs, [v for vs in per_arg for v in vs])
     return merge_outputs(outs, hit.nodes)
 
@@ -247,12 +292,18 @@ def with_fast_path(call: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(call)
     def fast(self: Any, *args: Any, **kwargs: Any) -> Any:
-        plain = self.__dict__.get("_plain")
-        if plain is None:
-            plain = self.__dict__["_plain"] = _plain_calls(self)
-        if plain and not kwargs and not _trace.active():
-            hit = cached_walk(self._cache, args, _NO_STATIC, _NO_KEYWORDS)
-            if hit is not None:
+        hit = self._cache.get("last")
+        if (
+            hit is not None
+            and hit.plain
+            and not kwargs
+            and hit.quick(args)
+            and _trace.active() is False
+        ):
+            plain = self.__dict__.get("_plain")
+            if plain is None:
+                plain = self.__dict__["_plain"] = _plain_calls(self)
+            if plain:
                 return call_cached(hit, args, self.jitted_fn)
         return call(self, *args, **kwargs)
 
