@@ -44,23 +44,31 @@ def dense(
     promote: Callable[..., Any] = promote_dtype,
 ) -> Array:
     inputs, kernel, bias = promote(inputs, kernel, bias, dtype=dtype)
-    if dot_general is lax.dot_general and jnp.ndim(kernel) == 2:
-        # ``x @ kernel + bias`` through jnp, as a user's own JAX code writes it: run
-        # eagerly, these are the per-op programs that code has already compiled
-        # (lax.dot_general and a reshaped bias would compile three more). The same
-        # contraction and add, so the same floats.
-        y = (
-            jnp.matmul(inputs, kernel)  # a keyword would be another program
-            if precision is None
-            else jnp.matmul(inputs, kernel, precision=precision)
-        )
-        return y if bias is None else y + bias
     y = dot_general(
         inputs, kernel, (((inputs.ndim - 1,), (0,)), ((), ())), precision=precision
     )
     if bias is not None:
         y += jnp.reshape(bias, (1,) * (y.ndim - 1) + (-1,))
     return y
+
+
+def _dense_plain(
+    inputs: Array, kernel: Array, bias: Array | None, dtype: Any, precision: Any
+) -> Array:
+    """:func:`dense` with JAX's own functions, as ``x @ kernel + bias`` through
+    jnp, as a user's own JAX code writes it: run eagerly (a hot_jit's first
+    calls), these are the per-op programs that code has already compiled, where
+    lax.dot_general and a reshaped bias would compile three more. The same
+    contraction and add, so the same floats."""
+    inputs, kernel, bias = promote_dtype(inputs, kernel, bias, dtype=dtype)
+    if jnp.ndim(kernel) != 2:
+        return dense(inputs, kernel, bias, None, precision)
+    y = (
+        jnp.matmul(inputs, kernel)  # a keyword would be another program
+        if precision is None
+        else jnp.matmul(inputs, kernel, precision=precision)
+    )
+    return y if bias is None else y + bias
 
 
 def dense_general(
@@ -93,7 +101,7 @@ def dense_general(
 
 
 # Static arguments by position: a call with keywords takes JAX's slower path.
-_dense_jit = hot_jit(dense, static_argnums=(3, 4))
+_dense_jit = hot_jit(_dense_plain, static_argnums=(3, 4))
 _dense_general_jit = hot_jit(
     dense_general, static_argnames=("axis", "batch_dims", "dtype", "precision")
 )

@@ -13,6 +13,7 @@ both; either one builds it (``GraphDef(nodes, attributes, num_leaves)``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator
 from typing import Any, Generic, TypeVar
 
@@ -49,6 +50,17 @@ class ObjectDef(Generic[N]):
     outer_index: int | None = None
     flags: tuple[bool, bool] | None = None
 
+    @functools.cached_property
+    def build_plan(self) -> tuple[tuple[Any, ...], tuple[tuple[Any, Any], ...]]:
+        """For the Builder, worked out once per def: the attribute names, and per
+        attribute (its static value, None) or (None, the def to build)."""
+        keys = tuple(k for k, _ in self.attributes)
+        plan = tuple(
+            (sub.value.value, None) if type(sub) is StaticDef else (None, sub)
+            for _, sub in self.attributes
+        )
+        return keys, plan
+
 
 @dataclasses.dataclass(frozen=True)
 class RegisteredDef(Generic[N]):
@@ -73,6 +85,12 @@ class VariableDef(Generic[N]):
     outer_index: int | None
     metadata: tuple[tuple[str, Any], ...]
     array_refdef: Any = None
+
+    @functools.cached_property
+    def metadata_dict(self) -> dict[str, Any]:
+        """The metadata as a dict, worked out once per def (each Variable built
+        from it gets a copy)."""
+        return {k: s.value for k, s in self.metadata}
 
 
 @dataclasses.dataclass(frozen=True)

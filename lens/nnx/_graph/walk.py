@@ -58,7 +58,7 @@ from lens.nnx._objects.state import PytreeState
 from lens.nnx._variables.refs import is_array_ref
 from lens.nnx._variables.static import StaticValue, freeze_metadata
 from lens.nnx._variables.variable import Variable, new_variable
-from lens.nnx.tracers import Frame, structure_changed
+from lens.nnx.tracers import Frame, TraceState, structure_changed
 
 Path = tuple[Any, ...]
 
@@ -516,12 +516,23 @@ class Builder:
     def __init__(self, values: Iterator[Any], nodes: dict[int, Any] | None = None):
         self.values = values
         self.nodes = dict(nodes or {})
+        self._trace_state: TraceState | None = None
+
+    @property
+    def trace_state(self) -> TraceState:
+        """The trace state of everything this builder makes: one, as all of it is
+        made here and now (a TraceState is never changed once made)."""
+        if self._trace_state is None:
+            self._trace_state = TraceState()
+        return self._trace_state
 
     def build(self, d: Any) -> Any:
         if type(d) is StaticDef:  # the most common def: checked first
             return d.value.value
         if isinstance(d, ObjectDef):
             cls: Any = d.type
+            if cls.__new__ is Object.__new__ and cls._graph_set is Object._graph_set:
+                return self._build_plain_object(d, cls)
             obj = cls.__new__(cls)
             if d.flags is not None:  # initializing / set up, as the original
                 object.__setattr__(obj, "_pytree__state", PytreeState(*d.flags))
@@ -536,7 +547,14 @@ class Builder:
             return self.nodes[d.index]
         if isinstance(d, VariableDef):
             value = next(self.values)
-            v = new_variable(d.type, value, {k: s.value for k, s in d.metadata})
+            meta = dict(d.metadata_dict)
+            if meta.get("hijax"):
+                v = new_variable(d.type, value, meta)
+            else:  # Variable._new, with this builder's trace state
+                v = object.__new__(d.type)
+                object.__setattr__(v, "_trace_state", self.trace_state)
+                object.__setattr__(v, "_var_metadata", meta)
+                object.__setattr__(v, "_raw_value", value)
             self.variable_built(d, v, value)
             return v
         if isinstance(d, ArrayDef):
@@ -563,6 +581,23 @@ class Builder:
             ]
             return PYTREE_REGISTRY[d.type].unflatten(children, d.metadata)
         return d.value.value
+
+    def _build_plain_object(self, d: ObjectDef, cls: Any) -> Any:
+        """An object of a class that neither makes itself (``__new__``) nor sets its
+        children (``_graph_set``) its own way: its attributes go into its
+        ``__dict__`` at once, the walk's inverse (it read them from there)."""
+        obj = object.__new__(cls)
+        flags = d.flags or (False, False)
+        state = PytreeState.__new__(PytreeState)
+        state._trace_state = self.trace_state
+        state._initializing, state._is_setup = flags
+        self.nodes[d.index] = obj
+        keys, plan = d.build_plan
+        values = [v if sub is None else self.build(sub) for v, sub in plan]
+        attrs = vars(obj)
+        attrs["_pytree__state"] = state
+        attrs.update(zip(keys, values))
+        return obj
 
     def variable_built(self, d: VariableDef, v: Any, raw: Any) -> None:
         """Records Variable ``v`` (and ``raw``, its value, when ``d`` numbers a
