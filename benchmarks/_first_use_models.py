@@ -158,6 +158,7 @@ MODULES = {
     ("nn", "flax"): "flax.linen",
     ("nnx", "lens"): "lens.nnx",
     ("nnx", "flax"): "flax.nnx",
+    ("nnx", "equinox"): "equinox",
 }
 
 
@@ -170,8 +171,33 @@ def first_model(api: str, lib: str) -> Any:
         model = linen_mlp(mod, FIRST_DEPTH)
         variables = model.init(jax.random.key(0), x)
         return model.apply(variables, x)
+    if lib == "equinox":
+        return eqx_mlp(mod, FIRST_DEPTH)(jax.random.key(0))(x)
     model = nnx_mlp(mod, FIRST_DEPTH)(mod.Rngs(0))
     return model(x)
+
+
+# -- Equinox: the nnx MLP's shapes as an ``eqx.Module`` (its own initialisers and
+# key splitting: other numbers, the same arithmetic per call)
+
+
+def eqx_mlp(eqx: Any, depth: int) -> Any:
+    """An Equinox MLP class of ``depth`` ``eqx.nn.Linear(WIDTH, WIDTH)`` layers in a
+    list, relu after each; built from one key, split per layer."""
+
+    class MLP(eqx.Module):
+        layers: list
+
+        def __init__(self, key: Any):
+            keys = jax.random.split(key, depth)
+            self.layers = [eqx.nn.Linear(WIDTH, WIDTH, key=k) for k in keys]
+
+        def __call__(self, x: Any) -> Any:
+            for layer in self.layers:
+                x = jax.nn.relu(x @ layer.weight.T + layer.bias)
+            return x
+
+    return MLP
 
 
 def check_same_numbers(flax_nn: Any, flax_nnx: Any, depth: int = 3) -> None:

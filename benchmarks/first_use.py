@@ -39,8 +39,12 @@ flax's very numbers):
    and back-to-back steps with one wait at the end; then ``nnx.jit`` forward at
    depth 4, 16, 64, 256 (<= 1.05x pure ``jax.jit``).
 
-Equinox would be a fourth column, but it is not installed in this venv (it is no
-dependency of lens or of the bench extra), so it is left out.
+Equinox is the fourth column where it fits (the bench extra installs it): the nnx
+rows' MLP as an ``eqx.Module`` (``eqx.nn.Linear`` layers called as
+``relu(x @ weight.T + bias)``, the same batched arithmetic; its own initialisers
+and key splits), ``eqx.filter_jit`` for the jitted rows and
+``eqx.filter_value_and_grad`` + optax for the step (its op count is not shown:
+Equinox's compiled object gives no HLO text).
 
 In-process rows alternate the libraries within each repeat (the first one rotating),
 keep each repeat's ratio, and show min / median; fresh-process rows do the same over
@@ -70,7 +74,17 @@ DEPTH = 16  # rows 2, 3, 5 and the jitted steps
 MANY = 64  # row 4's layers: 128 Variables
 FORWARD_DEPTHS = (4, 16, 64, 256)
 NNX_BATCH, NN_BATCH = 8, 32  # nnx_mlp's and nn_mlp's batches
-LIBS = ("lens", "flax", "pure jax")
+LIBS = ("lens", "flax", "equinox", "pure jax")
+
+
+def _equinox() -> Any:
+    """Equinox, the fourth column, when installed (the bench extra has it)."""
+    try:
+        import equinox
+    except ImportError:
+        return None
+    return equinox
+
 
 # Each item runs in a child forked from an interpreter that imported jax and the
 # models' module (which imports neither lens nor flax): a fresh ``python -c``.
@@ -177,12 +191,16 @@ def fresh_rows(repeats: int = 5) -> list[dict]:
         os.environ,
         PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
     )
+    eqx_libs = ("equinox",) if _equinox() is not None else ()
     plan = [
         (api, lib, warm)
         for r in range(repeats)
         for warm in (True, False)
         for api in ("nn", "nnx")
-        for lib in (("lens", "flax") if r % 2 else ("flax", "lens"))
+        for lib in (
+            (("lens", "flax") if r % 2 else ("flax", "lens"))
+            + (eqx_libs if api == "nnx" else ())
+        )
     ]
     got: dict[tuple[str, str, bool], list[dict]] = {}
     for item, out in zip(plan, forked(FRESH_JOB, plan, env), strict=True):
@@ -193,7 +211,8 @@ def fresh_rows(repeats: int = 5) -> list[dict]:
         ("nn", "Linen (lens.nn / flax.linen)"),
         ("nnx", "nnx (lens.nnx / flax.nnx)"),
     ):
-        warm = {lib: got[(api, lib, True)] for lib in ("lens", "flax")}
+        libs = [lib for lib in ("lens", "flax", "equinox") if (api, lib, True) in got]
+        warm = {lib: got[(api, lib, True)] for lib in libs}
         both = warm["lens"] + warm["flax"]
         added = {
             lib: [(o["library"] - o["pure jax"]) * ms for o in outs]
@@ -235,7 +254,7 @@ def fresh_rows(repeats: int = 5) -> list[dict]:
                         got[(api, lib, False)][i]["library"] * ms
                         for i in range(repeats)
                     ]
-                    for lib in ("lens", "flax")
+                    for lib in libs
                 },
                 den="flax",
                 verdict="informational",
@@ -271,6 +290,10 @@ def eager_rows(repeats: int = 15) -> list[dict]:
     }
     fns["pure jax"] = lambda: M.nnx_params(DEPTH)
     fns["device counter"] = lambda: M.nnx_params(DEPTH, device_count=True)
+    eqx = _equinox()
+    if eqx is not None:
+        eqx_cls = M.eqx_mlp(eqx, DEPTH)
+        fns["equinox"] = lambda: jax.tree.leaves(eqx_cls(jax.random.key(0)))
     s = _interleaved(fns, repeats, 3)
     rows.append(
         _row(
@@ -285,7 +308,10 @@ def eager_rows(repeats: int = 15) -> list[dict]:
             "2. the same; pure jax column: pure JAX with nnx's counter on the "
             "device (a count + 1 per key)",
             "ms",
-            {"lens": s["lens"], "flax": s["flax"], "pure jax": s["device counter"]},
+            {
+                **{k: v for k, v in s.items() if k in ("lens", "flax", "equinox")},
+                "pure jax": s["device counter"],
+            },
             verdict="informational",
         )
     )
@@ -296,6 +322,8 @@ def eager_rows(repeats: int = 15) -> list[dict]:
     params = M.nnx_params(DEPTH)
     fns = {lib: (lambda m=m: m(x)) for lib, m in models.items()}
     fns["pure jax"] = lambda: M.pure_forward(params, x)
+    if eqx is not None:
+        fns["equinox"] = lambda m=eqx_cls(jax.random.key(0)): m(x)
     rows.append(
         _row(
             f"3. eager nnx forward, depth {DEPTH}, batch {NNX_BATCH} (un-jitted)",
@@ -469,6 +497,24 @@ def _nnx_steps(x: Any) -> tuple[dict, dict]:
         calls[lib] = lambda s=step, m=model, o=opt: s(m, o, x)
         ops[lib] = _ops(step, model, opt, x)
 
+    eqx = _equinox()
+    if eqx is not None:
+        model = M.eqx_mlp(eqx, DEPTH)(jax.random.key(0))
+        etx = optax.adam(1e-3)
+        ebox = [model, etx.init(eqx.filter(model, eqx.is_array))]
+
+        @eqx.filter_jit
+        def eqx_step(model: Any, opt_state: Any, x: Any) -> Any:
+            loss, g = eqx.filter_value_and_grad(lambda m: jnp.mean(m(x) ** 2))(model)
+            updates, opt_state = etx.update(g, opt_state, model)
+            return eqx.apply_updates(model, updates), opt_state, loss
+
+        def eqx_call() -> Any:
+            ebox[0], ebox[1], loss = eqx_step(ebox[0], ebox[1], x)
+            return loss
+
+        calls["equinox"] = eqx_call
+
     tx = optax.adam(1e-3)
     params = M.nnx_params(DEPTH)
 
@@ -535,6 +581,11 @@ def jitted_rows(
         params = M.nnx_params(depth)
         pure = jax.jit(M.pure_forward)
         fns["pure jax"] = lambda f=pure, p=params: f(p, x)
+        eqx = _equinox()
+        if eqx is not None:
+            efwd = eqx.filter_jit(lambda m, x: m(x))
+            em = M.eqx_mlp(eqx, depth)(jax.random.key(0))
+            fns["equinox"] = lambda f=efwd, m=em: f(m, x)
         n = max(10, 2000 // depth)
         rows.append(
             _row(
@@ -598,14 +649,16 @@ def lines(rows: list[dict]) -> list[str]:
         "",
         "## Issue 44's table",
         "",
-        "First use and eager use (benchmarks/first_use.py; Equinox is not installed, "
-        "so no column). Cells are min / median over interleaved repeats; the ratio "
-        "is the target's (lens over the named reference), min / median of each "
-        "repeat's ratio.",
+        "First use and eager use (benchmarks/first_use.py). Cells are min / median "
+        "over interleaved repeats; the ratio is the target's (lens over the named "
+        "reference), min / median of each repeat's ratio. Equinox (when installed) "
+        "runs the nnx rows' model as an `eqx.Module` with the same batched "
+        "arithmetic (`relu(x @ weight.T + bias)`), its own initialisers and key "
+        "splits, jitted with `eqx.filter_jit`.",
         "",
-        "| metric | unit | lens | flax | pure jax | ratio (min / median) | target "
-        "| verdict |",
-        "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |",
+        "| metric | unit | lens | flax | equinox | pure jax | ratio (min / median) "
+        "| target | verdict |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
     ]
     for r in rows:
         ratios = r["ratios"]
