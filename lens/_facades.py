@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import sys
 import types
+from typing import Any
 
 FACADES: dict[str, dict[str, str] | str] = {
     "lens.core.axes_scan": {
@@ -508,7 +509,29 @@ def show_at_flax_paths(home: str) -> None:
             continue
         facade = SHOWN_AT_NAME.get(f"{home}.{name}") or SHOWN_AT.get(home)
         if facade is not None and exports_of(facade).get(name) == (home, name):
+            if isinstance(value, type):
+                _resolve_annotations(value, namespace)
             value.__module__ = facade
+
+
+def _resolve_annotations(cls: type, namespace: dict[str, Any]) -> None:
+    """Evaluates ``cls``'s own string annotations in its home's namespace.
+
+    ``typing.get_type_hints(cls)`` evaluates them in the namespace of the module
+    ``cls.__module__`` names; once that is a facade (whose names load on first
+    use, not into its ``__dict__``) they would not resolve. Evaluated now, where
+    they were written, they read as Flax's do (objects, not strings). A name that
+    does not resolve yet (a forward reference) stays a string.
+    """
+    own = cls.__dict__.get("__annotations__")
+    if not own:
+        return
+    for key, hint in list(own.items()):
+        if isinstance(hint, str):
+            try:
+                own[key] = eval(hint, namespace, dict(vars(cls)))  # noqa: S307
+            except Exception:
+                continue
 
 
 @functools.cache

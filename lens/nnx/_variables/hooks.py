@@ -35,8 +35,8 @@ SetValueHook = Callable[[Any, A], A]
 CreateValueHook = Callable[[Any, A], A]
 AxisName = str
 AxisIndex = int
-AddAxisHook = Callable[[V, AxisIndex, "AxisName | None"], None]
-RemoveAxisHook = Callable[[V, AxisIndex, "AxisName | None"], None]
+AddAxisHook = Callable[[V, AxisIndex, AxisName | None], None]
+RemoveAxisHook = Callable[[V, AxisIndex, AxisName | None], None]
 
 HOOK_NAMES = (
     "on_set_value",
