@@ -136,3 +136,17 @@ def test_a_streams_first_counts_go_up_on_the_host_with_the_same_bits():
     count = eager.params.count[...]
     assert count.dtype == jnp.uint32 and int(count) == 3
     assert not count.committed  # a committed count would be a new cache key
+
+
+def test_a_placed_count_stays_where_it_was_placed(monkeypatch):
+    from lens import nnx
+
+    _cold(monkeypatch)  # the host-side count of the first eager draws
+    rngs = nnx.Rngs(5)
+    device = jax.devices()[-1]  # the last of the test's CPU devices
+    rngs.params.count[...] = jax.device_put(rngs.params.count[...], device)
+    rngs.params.key[...] = jax.device_put(rngs.params.key[...], device)
+    before = rngs.params.count[...].sharding
+    rngs.params()
+    count = rngs.params.count[...]
+    assert count.committed and count.sharding == before and int(count) == 1

@@ -122,6 +122,8 @@ def _fold_and_count_eagerly(
     on the host (the same uint32 bits, back where the count was), so a first model
     does not compile an eager ``uint32 + 1`` (~20 ms) that pure JAX, counting in
     Python, never needs."""
+    if not count.is_fully_addressable:  # spread over processes: count on devices
+        return _fold_and_count(key, count)
     up = np.asarray(count) + np.uint32(1)
     # a count placed by the user stays where it was; else it stays uncommitted
     # (a committed one would be another cache key for every program it meets)
