@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 
 import jax
 
+from lens._facades import show_at_flax_paths
+
 
 class FrozenKeysView(collections.abc.KeysView):
     """The keys of a FrozenDict (repr ``frozen_dict_keys([...])``)."""
@@ -207,3 +209,6 @@ def pretty_repr(x: Any, num_spaces: int = 4) -> str:
     if not isinstance(x, Mapping):
         return repr(x)
     return _pretty(x, num_spaces, 0)
+
+
+show_at_flax_paths(__name__)

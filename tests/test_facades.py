@@ -182,6 +182,18 @@ def test_classes_and_functions_show_flaxs_path_and_are_found_there():
     assert repr(nnx.OfType(nnx.Param)) == "OfType(<class 'lens.nnx.variablelib.Param'>)"
     assert nnx.StateAxes.__module__ == "lens.nnx.transforms.iteration"  # as flax's
     assert nnx.split.__module__ == "lens.nnx.graphlib"
+    # Linen's and lens.core's too, as flax.linen.linear.Dense and flax.core.meta
+    import lens.core
+    import lens.nn
+
+    assert repr(lens.nn.Dense) == "<class 'lens.nn.linear.Dense'>"
+    assert lens.nn.Conv.__module__ == "lens.nn.linear"  # flax defines Conv there
+    assert lens.nn.scan.__module__ == "lens.nn.transforms"
+    assert lens.nn.Partitioned.__module__ == "lens.core.meta"
+    assert lens.core.FrozenDict.__module__ == "lens.core.frozen_dict"
+    assert pickle.loads(pickle.dumps(lens.nn.Dense)) is lens.nn.Dense
+    frozen = pickle.loads(pickle.dumps(lens.core.freeze({"a": 1})))
+    assert type(frozen) is lens.core.FrozenDict and frozen["a"] == 1
     model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
     state = pickle.loads(pickle.dumps(nnx.state(model)))
     assert type(state).__module__ == "lens.nnx.statelib"

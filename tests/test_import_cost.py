@@ -66,7 +66,7 @@ def test_star_import_and_flax_alias_see_every_name():
         "nnx.Pytree is nnx.Object, type(nnx.bridge).__name__]))"
     )
     assert _fresh(code) == [
-        "lens.nn._linear",
+        "lens.nn.linear",  # flax's path (the class lives in lens.nn._linear)
         "lens.nnx.nn.linear",
         True,
         "module",

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lens import errors
+from lens._facades import show_at_flax_paths
 from lens._frozen_dict import FrozenDict, unfreeze
 from lens.core._filters import Filter, in_filter, is_filter_empty
 from lens.core._rng import is_valid_rng
@@ -186,3 +187,6 @@ def lazy_init(
     return partial_lazy_init(
         lambda *args, **kwargs: init(fn, mutable, flags)(*args, **kwargs)[1]
     )
+
+
+show_at_flax_paths(__name__)

@@ -13,6 +13,7 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, Union
 
+from lens._facades import show_at_flax_paths
 from lens.errors import InvalidFilterError
 
 Filter = Union[bool, str, typing.Collection[str], "DenyList"]
@@ -219,3 +220,6 @@ def group_collections(
                 groups[i][key] = value
                 break
     return tuple(groups)
+
+
+show_at_flax_paths(__name__)

@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 
 import jax
 
+from lens._facades import show_at_flax_paths
 from lens._views import Displayable
 
 A = TypeVar("A")
@@ -174,3 +175,6 @@ def get_global_mesh() -> Any:
 def global_mesh_defined() -> bool:
     """Whether a mesh is in effect (``jax.set_mesh``)."""
     return get_global_mesh() is not None
+
+
+show_at_flax_paths(__name__)

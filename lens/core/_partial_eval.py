@@ -17,6 +17,7 @@ import jax
 from jax.extend import core as jex_core
 
 from lens import errors
+from lens._facades import show_at_flax_paths
 
 
 def _read(env: dict[Any, Any], v: Any) -> Any:
@@ -84,3 +85,6 @@ def lazy_init(fn: Callable[..., Any]) -> Callable[..., Any]:
         )
 
     return wrapper
+
+
+show_at_flax_paths(__name__)

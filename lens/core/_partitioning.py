@@ -10,6 +10,7 @@ import jax.core
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from lens import errors
+from lens._facades import show_at_flax_paths
 from lens.core._meta import AxisMetadata
 from lens.struct import PyTreeNode, field
 
@@ -175,3 +176,6 @@ def current_mesh() -> Mesh | None:
     except Exception:  # noqa: BLE001
         pass
     return None
+
+
+show_at_flax_paths(__name__)

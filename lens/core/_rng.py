@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lens import struct
+from lens._facades import show_at_flax_paths
 from lens._hot_jit import hot_jit
 from lens.configurations import config
 
@@ -145,3 +146,6 @@ class RngCounters:
         self.counts = dict(counts)
         for name, sub in children:
             self.child(name).restore(sub)
+
+
+show_at_flax_paths(__name__)

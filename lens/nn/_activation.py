@@ -30,6 +30,7 @@ from jax.nn import standardize as standardize
 from jax.nn import swish as swish
 from jax.numpy import tanh as tanh
 
+from lens._facades import show_at_flax_paths
 from lens.nn._module import Module
 from lens.nn._module_support import compact
 
@@ -50,3 +51,6 @@ class PReLU(Module):
             lambda k: jnp.asarray(self.negative_slope_init, self.param_dtype),
         )
         return jnp.where(inputs >= 0, inputs, jnp.asarray(slope, inputs.dtype) * inputs)
+
+
+show_at_flax_paths(__name__)

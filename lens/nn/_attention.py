@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax, random
 
+from lens._facades import show_at_flax_paths
 from lens._hot_jit import hot_jit
 from lens._kernels.dtypes import merge_param, promote_dtype
 from lens._kernels.intercept import intercepted
@@ -614,3 +615,6 @@ class SelfAttention(MultiHeadDotProductAttention):
             dropout_rng=dropout_rng,
             sow_weights=sow_weights,
         )
+
+
+show_at_flax_paths(__name__)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from lens._facades import show_at_flax_paths
 from lens.nn._module import Module
 from lens.nn._module_support import compact
 
@@ -54,3 +55,6 @@ class Sequential(Module):
             else:
                 out = layer(out)
         return out
+
+
+show_at_flax_paths(__name__)

@@ -14,6 +14,8 @@ import contextvars
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from lens._facades import show_at_flax_paths
+
 _module_stack: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar(
     "lens_module_stack", default=(None,)
 )
@@ -111,3 +113,5 @@ class _ContextView:
 
 flax_context = _ContextView()
 """What ``flax.linen.module._context`` is in Flax (``lens.nn.module._context``)."""
+
+show_at_flax_paths(__name__)

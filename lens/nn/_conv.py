@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from lens._facades import show_at_flax_paths
 from lens._kernels import conv as kconv
 from lens._kernels import linear as ops
 from lens._kernels.dtypes import promote_dtype
@@ -344,3 +345,5 @@ class ConvTranspose(Module):
 
 
 # ------------------------------------------------------------------------- embed
+
+show_at_flax_paths(__name__)

@@ -23,6 +23,7 @@ from typing import Any
 import jax
 
 from lens import errors, struct
+from lens._facades import show_at_flax_paths
 from lens.core import LazyRng, Scope, Variable
 from lens.nn._module import Module
 from lens.nn._module_hash import _HashableProxy
@@ -561,3 +562,6 @@ def module_class_lift_transform_cached(
     return module_class_lift_transform(
         transform, module_class, methods=methods, cached=True, **trafo_kwargs
     )
+
+
+show_at_flax_paths(__name__)

@@ -22,6 +22,7 @@ import numpy as np
 from jax import lax
 from opt_einsum.parser import parse_einsum_input
 
+from lens._facades import show_at_flax_paths
 from lens._kernels import linear as ops
 from lens._kernels.dtypes import merge_param, promote_dtype
 from lens.core import meta as _meta
@@ -405,3 +406,6 @@ class Embed(Module):
         """``query @ embedding.T``: logits over the vocabulary (weight tying)."""
         query, embedding = self.promote_dtype(query, self.embedding, dtype=self.dtype)
         return jnp.dot(query, embedding.T)
+
+
+show_at_flax_paths(__name__)

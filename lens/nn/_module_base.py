@@ -15,6 +15,8 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from lens._facades import show_at_flax_paths
+
 
 def module_field(*, kw_only: bool = False, default: Any = ...) -> Any:
     """The field type of Module subclasses, for static analyzers (no runtime use)."""
@@ -42,3 +44,6 @@ class ModuleBase:
         def _call_wrapped_method(
             self, fun: Callable[..., Any], args: tuple, kwargs: dict
         ) -> Any: ...
+
+
+show_at_flax_paths(__name__)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from lens import errors
+from lens._facades import show_at_flax_paths
 from lens._views import Displayable
 from lens.core import DenyList, Filter, union_filters
 from lens.core import apply as core_apply
@@ -399,3 +400,5 @@ class ModuleEntryPoints(Displayable, ModuleBase):
 
 # Modules display through lens.display (registered there; loaded when shown);
 # each protocol is guarded: an error becomes a DisplayWarning and the plain repr.
+
+show_at_flax_paths(__name__)

@@ -10,6 +10,7 @@ import weakref
 from typing import Any
 
 from lens import serialization
+from lens._facades import show_at_flax_paths
 from lens.core import DenyList
 from lens.nn._module import Module
 
@@ -118,3 +119,6 @@ def _fingerprint(obj: Any, path: tuple[str, ...], seen: dict[Any, int]) -> Any:
         return tuple(sub(str(i), v) for i, v in enumerate(obj))
     _check_hashable(path, obj)
     return obj
+
+
+show_at_flax_paths(__name__)

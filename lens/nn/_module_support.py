@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from lens import errors
+from lens._facades import show_at_flax_paths
 from lens.ids import ModuleId as ModuleId
 from lens.ids import uuid as uuid
 from lens.nn import _context
@@ -416,3 +417,6 @@ class Descriptor(typing.Protocol):
     """The descriptor protocol (properties and the like on a Module)."""
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any: ...
+
+
+show_at_flax_paths(__name__)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from lens import serialization, traverse_util
+from lens._facades import show_at_flax_paths
 from lens._frozen_dict import FrozenDict
 from lens.nn._module_base import ModuleBase
 
@@ -132,3 +133,6 @@ def module_repr(module: Any, num_spaces: int = 4, depth: int | None = None) -> s
     if rep:
         return f"{cls.__name__}(\n{_indent(rep, num_spaces)})"
     return f"{cls.__name__}()"
+
+
+show_at_flax_paths(__name__)

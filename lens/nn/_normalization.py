@@ -12,6 +12,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from lens._facades import show_at_flax_paths
 from lens._kernels import norm
 from lens._kernels.dtypes import merge_param
 from lens.core.nn import initializers
@@ -468,3 +469,6 @@ class InstanceNorm(Module):
             axis_index_groups=self.axis_index_groups,
         )
         return norm.apply_layer_norm(x, scale, bias, mask, spec)
+
+
+show_at_flax_paths(__name__)

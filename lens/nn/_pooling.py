@@ -9,6 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from lens._facades import show_at_flax_paths
+
 Array = Any
 
 
@@ -76,3 +78,6 @@ def min_pool(
 ) -> Array:
     """Min pooling over ``window_shape``."""
     return pool(inputs, jnp.inf, lax.min, window_shape, strides, padding)
+
+
+show_at_flax_paths(__name__)

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import random
 
+from lens._facades import show_at_flax_paths
 from lens._kernels.dtypes import promote_dtype
 from lens.core.nn import initializers
 from lens.core.nn.initializers import default_kernel_init
@@ -510,3 +511,6 @@ class ConvLSTMCell(RNNCellBase):
     @property
     def num_feature_axes(self) -> int:
         return len(self.kernel_size) + 1
+
+
+show_at_flax_paths(__name__)

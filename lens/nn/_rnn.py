@@ -11,6 +11,7 @@ from typing import Any, Protocol, TypeVar
 import jax
 from jax import random
 
+from lens._facades import show_at_flax_paths
 from lens._frozen_dict import FrozenDict
 from lens._kernels import sequences as seq
 from lens.core import CollectionFilter, PRNGSequenceFilter
@@ -219,3 +220,6 @@ class Bidirectional(Module):
             dict(common, init_key=key_fwd),
             dict(common, init_key=key_bwd),
         )
+
+
+show_at_flax_paths(__name__)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from lens import errors
+from lens._facades import show_at_flax_paths
 from lens.core import Scope
 from lens.nn._module_base import ModuleBase
 
@@ -41,3 +42,6 @@ def share_scope(module: ModuleBase, other: ModuleBase, /) -> None:
             if isinstance(m.scope.name, str):
                 new_scope.reserve(m.scope.name)
             m.scope.parent = new_scope
+
+
+show_at_flax_paths(__name__)

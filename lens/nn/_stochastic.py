@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from lens._facades import show_at_flax_paths
 from lens._kernels.dtypes import merge_param
 from lens.nn._hyperparameters import RATE
 from lens.nn._module import Module
@@ -48,3 +49,6 @@ class Dropout(Module):
         mask = jax.random.bernoulli(rng, p=keep, shape=shape)
         mask = jnp.broadcast_to(mask, jnp.shape(inputs))
         return lax.select(mask, inputs / keep, jnp.zeros_like(inputs))
+
+
+show_at_flax_paths(__name__)

@@ -17,6 +17,7 @@ from typing import Any
 
 import jax
 
+from lens._facades import show_at_flax_paths
 from lens._frozen_dict import unfreeze
 from lens._instruments import call_cost
 from lens._instruments.call_cost import CallCost, Lowerings, Options
@@ -486,3 +487,6 @@ def _process_inputs(args: tuple, kwargs: dict) -> Any:
     if kwargs:
         return kwargs
     return ()
+
+
+show_at_flax_paths(__name__)

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lens._facades import show_at_flax_paths
 from lens._instruments.call_cost import CAPTION as COST_CAPTION
 from lens._instruments.call_cost import RICH_COLUMN, Column, fit_rich
 from lens.core import Partitioned
@@ -414,3 +415,6 @@ def _html_table(
     if note:
         out += f"<div style='opacity:.72;max-width:60em'>{html.escape(note)}</div>"
     return out + "</div>"
+
+
+show_at_flax_paths(__name__)

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import jax
 
 from lens._argnums import argnums
+from lens._facades import show_at_flax_paths
 from lens._frozen_dict import FrozenDict
 from lens.core import Filter, lift
 from lens.core import meta as _meta
@@ -572,3 +573,6 @@ def add_metadata_axis(
 def fold_rngs(target: Target, variables: Filter = True, rngs: Filter = True) -> Target:
     """Runs a module with fresh rng streams from ``make_rng`` (as ``nn.jit`` does)."""
     return lift_transform_cached(lift.fold_rngs, target, variables=variables, rngs=rngs)
+
+
+show_at_flax_paths(__name__)

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from lens._facades import show_at_flax_paths
 from lens._kernels import norm
 from lens._kernels.dtypes import canonicalize_dtype
 from lens.core.nn import initializers
@@ -239,3 +240,6 @@ class WeightNorm(Module):
             value_bar *= scale
             args.append(scale)
         return jnp.asarray(value_bar, canonicalize_dtype(*args, dtype=self.dtype))
+
+
+show_at_flax_paths(__name__)

@@ -63,20 +63,21 @@ def frame(name: str) -> Iterator[Frame]:
 # The structure epoch: bumped by every change that can alter an object graph's
 # structure (an attribute set or deleted, a container item, variable metadata). A
 # transform that cached a graph walk reuses it while the epoch is unchanged. This is
-# a cache-invalidation counter (not per-call context), shared by all threads.
-_EPOCH = [0]
+# a cache-invalidation counter (not per-call context), shared by all threads; a hot
+# path may read ``STRUCTURE_EPOCH[0]`` directly.
+STRUCTURE_EPOCH = [0]
 
 
 _EPOCH_LOCK = threading.Lock()
 
 
 def structure_epoch() -> int:
-    return _EPOCH[0]
+    return STRUCTURE_EPOCH[0]
 
 
 def structure_changed() -> None:
     with _EPOCH_LOCK:
-        _EPOCH[0] += 1
+        STRUCTURE_EPOCH[0] += 1
 
 
 def frame_of(x: Any) -> Any:

@@ -23,6 +23,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from lens._facades import show_at_flax_paths
 from lens.core.lift._loop import first_run
 from lens.core.lift._util import broadcast, prefix_map
 
@@ -251,3 +252,6 @@ def scan(
         return broadcast_out, carry, stack_outputs(out_axes, ys, y_bc)
 
     return scan_fn
+
+
+show_at_flax_paths(__name__)

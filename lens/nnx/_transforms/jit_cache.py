@@ -25,7 +25,7 @@ from lens.nnx._transforms.recipe import merge_outputs
 from lens.nnx._transforms.specs import Entry, Skeleton, StaticSlot
 from lens.nnx._variables.static import StaticValue
 from lens.nnx._variables.variable import Variable
-from lens.nnx.tracers import _EPOCH, structure_epoch
+from lens.nnx.tracers import STRUCTURE_EPOCH, structure_epoch
 from lens.traceback_util import api_boundary
 
 _set = object.__setattr__
@@ -101,7 +101,7 @@ class CachedWalk:
         the same objects in the same places, arrays where arrays were, and the
         plain lists and dicts met still holding the same items (every cached
         call's check, so in one place and without calls)."""
-        if _EPOCH[0] != self.epoch or len(args) != len(self.kinds):
+        if STRUCTURE_EPOCH[0] != self.epoch or len(args) != len(self.kinds):
             return False
         for a, k in zip(args, self.kinds):
             if k is _ARRAY:
