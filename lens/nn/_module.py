@@ -222,7 +222,7 @@ class Module(_DataclassModule):
 
     def __init_subclass__(cls, kw_only: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        make_dataclass(cls, kw_only)
+        make_dataclass(cls, kw_only, Module.__setattr__)
         cls._compact_name_scope_methods = compact_name_scope_methods(cls)
         wrap_module_attributes(cls)
         cls._state = _uninitialized_module_internal_state  # type: ignore[assignment]
