@@ -476,6 +476,13 @@ class Module(_DataclassModule):
         """
         if info.direct:
             d = self.__dict__
+            try:  # the common case, all plain leaves, checked in one C loop
+                if _PLAIN_LEAVES.issuperset(
+                    map(type, map(d.__getitem__, info.init_fields))
+                ):
+                    return
+            except KeyError:  # a field not in __dict__ (a class with its own __init__)
+                pass
             for name in info.init_fields:
                 val = d.get(name, _MISSING)
                 if type(val) in _PLAIN_LEAVES:
@@ -656,7 +663,7 @@ class Module(_DataclassModule):
                 return hit
 
             for k, v in attrs.items():
-                if k != "parent":
+                if k != "parent" and type(v) not in _PLAIN_LEAVES:  # else: v itself
                     attrs[k] = _map_submodules(clone_fn, v)
         return type(self)(**attrs)
 
