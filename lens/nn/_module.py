@@ -379,7 +379,7 @@ class Module(_DataclassModule):
             object.__setattr__(self, "parent", parent)  # ParentDescriptor
         if parent is None:
             # Top level (or orphaned until adopted): bound later by init/apply/bind.
-            if _is_declared(cls):
+            if cls.declare is not _MODULE_DECLARE:  # type: ignore[attr-defined] # _is_declared
                 self._run_declare()
             return
         if isinstance(parent, Module):
@@ -418,16 +418,17 @@ class Module(_DataclassModule):
                 ):
                     check_single_compact_owner(parent, name)  # raises
             reuse = in_setup and pstate.setup_called == SetupState.TRANSFORMED
-            if parent._name_taken(name, reuse_scopes=reuse):
+            pscope = parent.scope
+            assert pscope is not None  # what parent._name_taken asserts
+            if not reuse and pscope.name_reserved(name, None):  # parent._name_taken
                 raise errors.NameInUseError(
                     "submodule",
                     name,
                     type(parent).__name__,
-                    path=parent.scope.debug_path,  # type: ignore[union-attr]
+                    path=pscope.debug_path,
                 )
             pstate.children[name] = self
-            assert parent.scope is not None
-            object.__setattr__(self, "scope", parent.scope.push(name, reuse=reuse))
+            object.__setattr__(self, "scope", pscope.push(name, reuse=reuse))
         elif isinstance(parent, Scope):
             object.__setattr__(self, "scope", parent)
         else:
@@ -553,7 +554,7 @@ class Module(_DataclassModule):
             info = _class_info(cls)
             self._register_fields(info)
             if not shallow:
-                if _is_declared(cls):
+                if cls.declare is not _MODULE_DECLARE:  # type: ignore[attr-defined] # _is_declared
                     cls.declare(self)  # type: ignore[attr-defined]
                 self.setup()
                 # Adopted like attributes assigned in setup, named after the method.
