@@ -4,6 +4,7 @@ the checks of what a user passes them (variables, rngs, mutable)."""
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -17,7 +18,11 @@ from lens.core._unused import Usage, warn_unused
 
 
 def _is_valid_collection(col: Any) -> bool:
-    return isinstance(col, dict | FrozenDict) and all(isinstance(k, str) for k in col)
+    # all(isinstance(k, str) for k in col), in one C loop
+    return isinstance(col, dict | FrozenDict) and all(map(isinstance, col, _STRS))
+
+
+_STRS = itertools.repeat(str)
 
 
 def _is_valid_variables(variables: Any) -> bool:

@@ -37,6 +37,7 @@ from lens.core._variable import (
     Variable,
     expected_shapes,
     leaf_shape,
+    plain_array_types,
     put_variable,
     unbox_value,
 )
@@ -160,9 +161,21 @@ class Scope:
 
     def _copy(self) -> Scope:
         s = object.__new__(type(self))
-        for slot in Scope.__slots__:
-            if slot != "__weakref__":
-                object.__setattr__(s, slot, getattr(self, slot))
+        s._variables = self._variables
+        s._rng_roots = self._rng_roots
+        s._rng_depth = self._rng_depth
+        s.name = self.name
+        s.parent = self.parent
+        s.path = self.path
+        s.debug_path = self.debug_path
+        s.mutable = self.mutable
+        s.flags = self.flags
+        s._root = self._root
+        s._counters = self._counters
+        s.reservations = self.reservations
+        s._invalid = self._invalid
+        s._shared = self._shared
+        s._mut = self._mut
         return s
 
     # ------------------------------------------------------------------ basics
@@ -287,9 +300,13 @@ class Scope:
                 f'The type of scope "{name}" should be string but it is {type(name)}\n'
                 f"Names of children and variables in {self.path_text} must be str."
             )
-        if self.name_reserved(name, col):
+        used = self.reservations.get(name)
+        if used is None:
+            self.reservations[name] = {col}
+        elif None in used or col is None or col in used:  # name_reserved
             raise DuplicateScopeNameError(name, self.debug_path)
-        self.reservations.setdefault(name, set()).add(col)
+        else:
+            used.add(col)
         usage = self._shared.usage
         if usage is not None:
             usage.declare(self.path, name, col)
@@ -309,7 +326,8 @@ class Scope:
         With ``reuse=True`` the name may already be claimed (a child called again);
         the child keeps its rng counters across pushes either way.
         """
-        self._check_valid()
+        if self._invalid or not self._shared.alive:  # _check_valid
+            raise errors.InvalidScopeError(self.name, path=self.debug_path)
         if name is None:
             name = self.default_name(prefix)
         if not reuse or name not in self.reservations:
@@ -359,7 +377,8 @@ class Scope:
         Args:
           rewind_rngs: also restart the rng counters (the same keys again).
         """
-        self._check_valid()
+        if self._invalid or not self._shared.alive:  # _check_valid
+            raise errors.InvalidScopeError(self.name, path=self.debug_path)
         s = self._copy()
         s.reservations = {}
         if rewind_rngs:
@@ -488,7 +507,11 @@ class Scope:
                 value = unbox_value(value)
             if init_fn is not None:
                 expected = expected_shapes(init_fn, init_args, init_kwargs)
-                leaves = jax.tree_util.tree_leaves(value)
+                leaves = (
+                    (value,)
+                    if type(value) in plain_array_types
+                    else jax.tree_util.tree_leaves(value)
+                )
                 for leaf, shape in zip(leaves, expected):
                     actual = leaf_shape(leaf)
                     if actual != shape:

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lens import _strict, errors
+from lens.core._variable import plain_array_types
 
 Path = tuple[str, ...]
 
@@ -99,15 +100,20 @@ class Usage:
                 missed.append(path)
             return
         read_here = (col, path) in self.variables
+        declared = self.declared
         for name, value in tree.items():
-            sub = (*path, str(name))
-            if str(name) not in names:
+            key = name if type(name) is str else str(name)
+            if key not in names:
+                sub = (*path, key)
                 if read_here and not isinstance(value, Mapping):
                     found.append(sub)
                 elif missed is not None:
                     missed.append(sub)
-            elif isinstance(value, Mapping) and sub in self.declared:
-                self._walk(col, value, sub, found, missed)
+            elif type(value) not in plain_array_types and isinstance(value, Mapping):
+                # (an array, the common leaf, is no Mapping: no ABC check for it)
+                sub = (*path, key)
+                if sub in declared:
+                    self._walk(col, value, sub, found, missed)
 
 
 def warn_unused(usage: Usage, variables: Mapping[str, Any]) -> None:

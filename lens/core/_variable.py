@@ -43,15 +43,13 @@ def leaf_shape(x: Any) -> tuple[int, ...]:
 
 
 def expected_shapes(init_fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    key: Any = (init_fn, args, tuple(sorted(kwargs.items())) if kwargs else ())
     try:
-        key: Any = (init_fn, args, tuple(sorted(kwargs.items())) if kwargs else ())
-        hash(key)
+        hit = _SHAPE_CACHE.get(key)  # hashes the key once
     except TypeError:
-        key = None
-    if key is not None:
-        hit = _SHAPE_CACHE.get(key)
-        if hit is not None:
-            return hit
+        key = hit = None
+    if hit is not None:
+        return hit
     abstract = jax.eval_shape(lambda: init_fn(jax.random.key(0), *args, **kwargs))
     shapes = tuple(leaf_shape(x) for x in jax.tree_util.tree_leaves(abstract))
     if key is not None:
@@ -61,9 +59,19 @@ def expected_shapes(init_fn: Callable[..., Any], args: tuple, kwargs: dict) -> A
     return shapes
 
 
+# The types seen to be arrays (``jax.Array`` or ``np.ndarray``; a type's
+# instances all are or all are not): one set lookup instead of isinstance's
+# Python-level ``jax.Array.__instancecheck__``. A cache of facts about types,
+# filled as they are met.
+plain_array_types: set[type] = set()
+
+
 def unbox_value(v: Any) -> Any:
     """``meta.unbox`` with a fast path for the common case (a plain array)."""
+    if type(v) in plain_array_types:
+        return v
     if isinstance(v, jax.Array | np.ndarray):
+        plain_array_types.add(type(v))
         return v
     return _meta.unbox(v)
 

@@ -40,6 +40,7 @@ _WANTED = {
     RATE: "a number in [0, 1]",
     NON_NEGATIVE: "a number >= 0",
 }
+_INT_KINDS = (SIZE, SIZES)
 _EXAMPLE = {SIZE: "16", SIZES: "(3, 3)", RATE: "0.1", NON_NEGATIVE: "1e-6"}
 _FIELD_EXAMPLE = {
     "strides": "1",
@@ -51,18 +52,36 @@ _FIELD_EXAMPLE = {
 }
 
 
-def check_hyperparameters(module: Any) -> None:
+def class_rules(cls: type) -> tuple[dict[str, str], ...]:
+    """The non-empty ``_hyperparameters`` dicts of ``cls`` and its bases, in MRO
+    order."""
+    return tuple(
+        rules
+        for klass in cls.__mro__
+        if (rules := klass.__dict__.get("_hyperparameters"))
+    )
+
+
+def check_hyperparameters(
+    module: Any, rules_by_class: tuple[dict[str, str], ...] | None = None
+) -> None:
     """Raises if a field of ``module`` breaks a rule its class (or a base) declares.
+
+    Args:
+      module: the module.
+      rules_by_class: ``class_rules(type(module))``, if the caller has it.
 
     Raises:
       InvalidHyperparameterError: naming the class, the field and the value.
     """
-    for klass in type(module).__mro__:
-        rules = klass.__dict__.get("_hyperparameters")
-        if not rules:
-            continue
+    if rules_by_class is None:
+        rules_by_class = class_rules(type(module))
+    for rules in rules_by_class:
         for field, kind in rules.items():
             value = getattr(module, field, None)
+            if type(value) is int and kind in _INT_KINDS:
+                if value > 0:
+                    continue  # the common case, as _valid decides it
             if value is not None and not _valid(kind, value):
                 raise errors.InvalidHyperparameterError(
                     type(module).__name__,

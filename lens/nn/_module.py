@@ -28,12 +28,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from lens import _strict, errors
+from lens._frozen_dict import FrozenDict
 from lens._instruments import module_scopes
 from lens.configurations import config
 from lens.core import Scope
 from lens.nn import _context, kw_only_dataclasses
 from lens.nn import _module_strict as module_strict
-from lens.nn._hyperparameters import check_hyperparameters
+from lens.nn._hyperparameters import check_hyperparameters, class_rules
 from lens.nn._module_class import (
     check_single_compact_owner,
     compact_name_scope_methods,
@@ -115,11 +116,66 @@ _PLAIN_LEAVES = frozenset(
 
 
 def _is_declared(cls: type) -> bool:
-    return any(
-        "declare" in k.__dict__
-        for k in cls.__mro__
-        if k is not Module and k is not object
-    )
+    # Module.declare itself is never wrapped; a subclass's (or a mixin's) is
+    # another function: the class attribute tells without walking the MRO.
+    return cls.declare is not _MODULE_DECLARE  # type: ignore[attr-defined]
+
+
+def _strict_on() -> bool:
+    """``_strict.enabled()``, inlined into the hot paths below."""
+    override = _strict_override.get()
+    return bool(config._values["lens_strict"]) if override is None else override
+
+
+_strict_override = _strict._override
+
+
+class _ClassInfo:
+    """What every instance of one Module class shares, computed once per class
+    (and again if its dataclass fields are rebuilt): the construction fields to
+    register, whether their values can be read from ``__dict__`` directly, and
+    the hyperparameter rules of the class and its bases."""
+
+    __slots__ = ("cls", "fields", "init_fields", "direct", "hyper")
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        self.fields = cls.__dict__.get("__dataclass_fields__")
+        self.init_fields = tuple(
+            f.name
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+            if f.name not in ("parent", "name") and f.init
+        )
+        # Reading a field from the instance __dict__ is what getattr does unless
+        # a data descriptor or __getattribute__ intervenes; writing it back
+        # unchanged is a no-op unless __setattr__ is overridden.
+        self.direct = (
+            cls.__getattribute__ is object.__getattribute__  # type: ignore[comparison-overlap]
+            and cls.__setattr__ is Module.__setattr__  # type: ignore[comparison-overlap]
+            and not any(_data_descriptor(cls, n) for n in self.init_fields)
+        )
+        self.hyper = class_rules(cls)
+
+
+def _data_descriptor(cls: type, name: str) -> bool:
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            kind = type(klass.__dict__[name])
+            return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
+    return False
+
+
+def _class_info(cls: type) -> _ClassInfo:
+    info = cls.__dict__.get("_lens_class_info")
+    if info is None or info.fields is not cls.__dict__.get("__dataclass_fields__"):
+        info = _ClassInfo(cls)
+        type.__setattr__(cls, "_lens_class_info", info)
+    return info
+
+
+_MISSING = object()
+# What setup stores for a class without @compact_name_scope methods (immutable).
+_EMPTY_SCOPES = FrozenDict()
 
 
 @typing.dataclass_transform(field_specifiers=(kw_only_dataclasses.field,))
@@ -166,7 +222,7 @@ class Module(_DataclassModule):
 
     def __init_subclass__(cls, kw_only: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        make_dataclass(cls, kw_only)
+        make_dataclass(cls, kw_only, Module.__setattr__)
         cls._compact_name_scope_methods = compact_name_scope_methods(cls)
         wrap_module_attributes(cls)
         cls._state = _uninitialized_module_internal_state  # type: ignore[assignment]
@@ -180,21 +236,29 @@ class Module(_DataclassModule):
         self, fun: Callable[..., Any], args: tuple, kwargs: dict
     ) -> Any:
         is_compact = hasattr(fun, "compact")
-        fun_name = _get_fn_name(fun)
+        fun_name = (
+            fun.__name__ if type(fun) is types.FunctionType else _get_fn_name(fun)
+        )
         is_setup = fun_name == "setup"
         call_info = _context._call_info.get()
         add_call_info = not is_setup and bool(call_info)
         state = self._state
+        scope = self.scope
         is_recurrent = False
         if is_setup:
-            if self.scope is None:
+            if scope is None:
                 raise errors.CallSetupUnboundModuleError()
             is_recurrent = state.in_setup
             state.in_setup = True
-        else:
+        elif (
+            scope is not None
+            and not state.in_setup
+            and state.setup_called != SetupState.DONE
+        ):  # what _try_setup checks first
             self._try_setup()
+            scope = self.scope
         if is_compact:
-            if self.scope is None:
+            if scope is None:
                 raise errors.CallCompactUnboundModuleError(
                     type(self).__name__, fun_name
                 )
@@ -202,7 +266,8 @@ class Module(_DataclassModule):
             state.in_compact_method = True
             if not is_recurrent:
                 state.compact_method = fun_name
-        token = _context.push(_context._module_stack, self)
+        stack = _context._module_stack
+        token = stack.set(stack.get() + (self,))
         index = 0
         try:
             if add_call_info:
@@ -214,7 +279,10 @@ class Module(_DataclassModule):
             )
             # lens.compile_time names the module's path (module_scopes.TRACING)
             marked = module_scopes.TRACING.get() and self.scope is not None
-            if marked or _context.use_named_call():
+            named = _context._named_call.get()
+            if named is None:  # _context.use_named_call()
+                named = config._values["flax_profile"]
+            if marked or named:
                 with jax.named_scope(
                     module_scopes.nn_scope(self.scope.path)  # type: ignore[union-attr]
                     if marked
@@ -234,7 +302,7 @@ class Module(_DataclassModule):
                 record_call(call_info[-1], index, self, fun, args, kwargs, y)
             return y
         finally:
-            _context.pop(_context._module_stack, token)
+            stack.reset(token)
             if is_compact:
                 object.__setattr__(self, "scope", self.scope.rewound())  # type: ignore[union-attr]
             if (is_compact or is_setup) and not is_recurrent:
@@ -245,12 +313,19 @@ class Module(_DataclassModule):
     def __setattr__(self, name: str, val: Any) -> None:
         """Assigning in ``setup`` names submodules after the attribute."""
         state = self._state
+        if state is _uninitialized_module_internal_state:
+            # The dataclass __init__ (before __post_init__ gives the module a
+            # state): the branch below, without its flag reads.
+            if _strict_on() and not name.startswith("__"):
+                module_strict.check_unbound_setattr(self, name, val)
+            object.__setattr__(self, name, val)
+            return
         if state.in_declare:
             object.__setattr__(self, name, val)
             return
         if not state.in_setup:
             if not state.is_initialized or name.startswith("__"):
-                if _strict.enabled() and not name.startswith("__"):
+                if _strict_on() and not name.startswith("__"):
                     module_strict.check_unbound_setattr(self, name, val)
                 object.__setattr__(self, name, val)
                 return
@@ -259,7 +334,7 @@ class Module(_DataclassModule):
         if name in fields and fields[name].init:
             raise errors.SetAttributeInModuleSetupError()
         self._register_submodules(name, val)
-        if _strict.enabled():
+        if _strict_on():
             module_strict.note_setup_submodule(self, name, val)
 
     def __getattr__(self, name: str) -> Any:
@@ -291,67 +366,79 @@ class Module(_DataclassModule):
     # -------------------------------------------------------------- creation
 
     def __post_init__(self) -> None:
-        check_hyperparameters(self)
+        cls = type(self)
+        info = _class_info(cls)
+        if info.hyper:
+            check_hyperparameters(self, info.hyper)
         object.__setattr__(self, "_id", uuid())
-        object.__setattr__(self, "_state", _ModuleInternalState())
-        if self.parent is _unspecified_parent:
-            object.__setattr__(self, "parent", _context.current_module())
-        if self.parent is None:
+        state = _ModuleInternalState()
+        object.__setattr__(self, "_state", state)
+        parent = self.parent
+        if parent is _unspecified_parent:
+            parent = _context._module_stack.get()[-1]
+            object.__setattr__(self, "parent", parent)  # ParentDescriptor
+        if parent is None:
             # Top level (or orphaned until adopted): bound later by init/apply/bind.
-            if _is_declared(type(self)):
+            if cls.declare is not _MODULE_DECLARE:  # type: ignore[attr-defined] # _is_declared
                 self._run_declare()
             return
-        parent = self.parent
         if isinstance(parent, Module):
-            if parent._state.in_declare:
+            pstate = parent._state
+            if pstate.in_declare:
                 # Created in an unbound parent's declare(): stays unbound until the
                 # parent is bound (then declare() runs again as part of setup).
                 object.__setattr__(self, "parent", None)
                 return
-            if parent._state.in_setup and self.name is None:
+            in_setup = pstate.in_setup
+            if in_setup and self.name is None:
                 return  # named when assigned to an attribute in setup
-            if not parent._initialization_allowed:
+            if not (
+                not pstate.is_initialized or in_setup or pstate.in_compact_method
+            ):  # parent._initialization_allowed
                 raise errors.AssignSubModuleError(
-                    type(self).__name__, parent=type(parent).__name__
+                    cls.__name__, parent=type(parent).__name__
                 )
-            if (
-                parent._state.in_compact_method
-                and not parent._state.in_setup
-                and _strict.enabled()
-            ):
+            if pstate.in_compact_method and not in_setup and _strict_on():
                 module_strict.check_compact_child(parent, self)
-            if self.name is None:
-                prefix = type(self).__name__
-                cursor = parent._state.autoname_cursor.get(prefix, 0)
-                self.name = f"{prefix}_{cursor}"
-                parent._state.autoname_cursor[prefix] = cursor + 1
-                check_single_compact_owner(parent, self.name)
-            reuse = (
-                parent._state.in_setup
-                and parent._state.setup_called == SetupState.TRANSFORMED
-            )
-            if parent._name_taken(self.name, reuse_scopes=reuse):
+            name = self.name
+            if name is None:
+                prefix = cls.__name__
+                cursor = pstate.autoname_cursor.get(prefix, 0)
+                name = f"{prefix}_{cursor}"
+                if info.direct:  # what __setattr__ does here (strict: a no-op)
+                    object.__setattr__(self, "name", name)
+                else:
+                    self.name = name
+                    name = self.name
+                pstate.autoname_cursor[prefix] = cursor + 1
+                method = pstate.compact_method
+                if (
+                    method is not None
+                    and pstate.autoname_owner.setdefault(name, method) != method
+                ):
+                    check_single_compact_owner(parent, name)  # raises
+            reuse = in_setup and pstate.setup_called == SetupState.TRANSFORMED
+            pscope = parent.scope
+            assert pscope is not None  # what parent._name_taken asserts
+            if not reuse and pscope.name_reserved(name, None):  # parent._name_taken
                 raise errors.NameInUseError(
                     "submodule",
-                    self.name,
+                    name,
                     type(parent).__name__,
-                    path=parent.scope.debug_path,  # type: ignore[union-attr]
+                    path=pscope.debug_path,
                 )
-            parent._state.children[self.name] = self
-            assert parent.scope is not None
-            object.__setattr__(self, "scope", parent.scope.push(self.name, reuse=reuse))
+            pstate.children[name] = self
+            object.__setattr__(self, "scope", pscope.push(name, reuse=reuse))
         elif isinstance(parent, Scope):
             object.__setattr__(self, "scope", parent)
         else:
             raise ValueError(
                 f"parent must be None, Module or Scope, got {type(parent).__name__}.\n"
-                f"Pass parent=None (a top-level {type(self).__name__}) or leave it out."
+                f"Pass parent=None (a top-level {cls.__name__}) or leave it out."
             )
         if self.scope is not None:
-            for f in dataclasses.fields(self):  # type: ignore[arg-type]
-                if f.name not in ("parent", "name") and f.init:
-                    self._register_submodules(f.name, getattr(self, f.name))
-        self._state.is_initialized = True
+            self._register_fields(info)
+        state.is_initialized = True
 
     def __repr__(self) -> str:
         return module_repr(self, depth=config.flax_max_repr_depth)
@@ -381,6 +468,30 @@ class Module(_DataclassModule):
         finally:
             _context.pop(_context._module_stack, token)
             state.in_declare = False
+
+    def _register_fields(self, info: _ClassInfo) -> None:
+        """``_register_submodules`` for each construction field.
+
+        A plain leaf (see ``_PLAIN_LEAVES``) already in ``__dict__`` is skipped:
+        registering it would write the same value back.
+        """
+        if info.direct:
+            d = self.__dict__
+            try:  # the common case, all plain leaves, checked in one C loop
+                if _PLAIN_LEAVES.issuperset(
+                    map(type, map(d.__getitem__, info.init_fields))
+                ):
+                    return
+            except KeyError:  # a field not in __dict__ (a class with its own __init__)
+                pass
+            for name in info.init_fields:
+                val = d.get(name, _MISSING)
+                if type(val) in _PLAIN_LEAVES:
+                    continue
+                self._register_submodules(name, getattr(self, name))
+        else:
+            for name in info.init_fields:
+                self._register_submodules(name, getattr(self, name))
 
     def _register_submodules(self, name: str, val: Any) -> None:
         """Binds the modules in ``val`` as children named after ``name``."""
@@ -437,25 +548,35 @@ class Module(_DataclassModule):
             or state.setup_called == SetupState.DONE
         ):
             return
+        cls = type(self)
         try:
             state.in_setup = True
-            for f in dataclasses.fields(self):  # type: ignore[arg-type]
-                if f.name not in ("parent", "name") and f.init:
-                    self._register_submodules(f.name, getattr(self, f.name))
+            info = _class_info(cls)
+            self._register_fields(info)
             if not shallow:
-                if _is_declared(type(self)):
-                    type(self).declare(self)
+                if cls.declare is not _MODULE_DECLARE:  # type: ignore[attr-defined] # _is_declared
+                    cls.declare(self)  # type: ignore[attr-defined]
                 self.setup()
                 # Adopted like attributes assigned in setup, named after the method.
-                self._compact_name_scope_modules = {
-                    name: CompactNameScope(
-                        getattr(type(self), name).inner_fun,
-                        _module_ref(self),
-                        parent=None,
-                        name=name,
+                methods = self._compact_name_scope_methods  # type: ignore[attr-defined]
+                if (
+                    methods
+                    or not info.direct
+                    or "_compact_name_scope_modules" in info.fields  # type: ignore[operator]
+                ):
+                    self._compact_name_scope_modules = {
+                        name: CompactNameScope(
+                            getattr(cls, name).inner_fun,
+                            _module_ref(self),
+                            parent=None,
+                            name=name,
+                        )
+                        for name in methods
+                    }
+                else:  # what assigning {} in setup stores, without the tree walk
+                    object.__setattr__(
+                        self, "_compact_name_scope_modules", _EMPTY_SCOPES
                     )
-                    for name in self._compact_name_scope_methods  # type: ignore[attr-defined]
-                }
             elif state.setup_called == SetupState.NEW:
                 # Before a transform: check setup abstractly for naming errors.
                 self._validate_setup()
@@ -543,7 +664,7 @@ class Module(_DataclassModule):
                 return hit
 
             for k, v in attrs.items():
-                if k != "parent":
+                if k != "parent" and type(v) not in _PLAIN_LEAVES:  # else: v itself
                     attrs[k] = _map_submodules(clone_fn, v)
         return type(self)(**attrs)
 
@@ -571,6 +692,9 @@ class Module(_DataclassModule):
         overridden = type(self).__post_init__ is not Module.__post_init__
         if overridden and "_id" not in self.__dict__:
             raise errors.IncorrectPostInitOverrideError()
+
+
+_MODULE_DECLARE = Module.declare
 
 
 def _profiling_name(module: Module, fn: Any) -> str:

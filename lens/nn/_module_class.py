@@ -6,6 +6,7 @@ method, its ``@compact_name_scope`` methods found and its methods wrapped.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import typing
 from typing import Any
 
@@ -20,8 +21,13 @@ from lens.nn._module_support import (
 from lens.nn._module_tree import _get_local_descriptor_names, _get_local_method_names
 
 
-def make_dataclass(cls: type, kw_only: bool) -> None:
-    """Makes ``cls`` a dataclass with Flax's keyword-only ``parent`` and ``name``."""
+def make_dataclass(cls: type, kw_only: bool, module_setattr: Any = None) -> None:
+    """Makes ``cls`` a dataclass with Flax's keyword-only ``parent`` and ``name``.
+
+    With ``module_setattr`` (``Module.__setattr__``), the ``__init__`` then stores
+    the fields as :func:`direct_init` says.
+    """
+    own_init = "__init__" in cls.__dict__
     annotations = dict(cls.__dict__.get("__annotations__", {}))
     if "parent" in annotations or annotations.get("name", str) not in (
         "str",
@@ -71,6 +77,73 @@ def make_dataclass(cls: type, kw_only: bool) -> None:
             extra_fields=extra_fields,
         )
     cls.__hash__ = _wrap_hash(cls.__hash__)  # type: ignore[method-assign]
+    if module_setattr is not None and not own_init:
+        direct_init(cls, module_setattr)
+
+
+def direct_init(cls: type, module_setattr: Any) -> None:
+    """Gives ``cls`` the ``__init__`` dataclasses writes for a frozen dataclass:
+    the same signature and body, storing each field with ``object.__setattr__``.
+
+    The generated ``__init__`` of a (non-frozen) dataclass assigns ``self.x = x``,
+    a call of ``Module.__setattr__`` per field; during ``__init__`` the module has
+    no state yet and that call stores the value with ``object.__setattr__`` (in
+    strict mode after a check that returns at once inside ``__init__``). Kept as
+    dataclasses made it: a class with its own ``__setattr__``, ``InitVar`` or
+    ``ClassVar`` pseudo-fields or a field named ``self``, or where the new
+    signature differs from the old one in any way.
+    """
+    if cls.__setattr__ is not module_setattr:  # type: ignore[comparison-overlap]
+        return
+    old = cls.__dict__.get("__init__")
+    all_fields = cls.__dict__.get("__dataclass_fields__", {})
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    if old is None or len(fields) != len(all_fields) or "self" in all_fields:
+        return
+    specs = [
+        (
+            f.name,
+            f.type,
+            dataclasses.field(  # type: ignore[call-overload]
+                default=f.default,
+                default_factory=f.default_factory,
+                init=f.init,
+                repr=False,
+                hash=None,
+                compare=False,
+                metadata=f.metadata,
+                kw_only=f.kw_only,
+            ),
+        )
+        for f in fields
+    ]
+    try:
+        shadow = dataclasses.make_dataclass(
+            cls.__name__,
+            specs,
+            namespace={
+                "__module__": cls.__module__,
+                "__post_init__": _post_init_marker,
+            },
+            repr=False,
+            eq=False,
+            frozen=True,
+            match_args=False,
+        )
+        new = shadow.__dict__["__init__"]
+        new.__qualname__ = old.__qualname__
+        new.__module__ = old.__module__
+        new.__annotations__ = dict(old.__annotations__)
+        if inspect.signature(new) != inspect.signature(old):
+            return
+    except Exception:  # noqa: BLE001 - keep the __init__ dataclasses made
+        return
+    type.__setattr__(cls, "__init__", new)
+
+
+def _post_init_marker(self: Any) -> None:
+    """Tells dataclasses that the shadow class has a ``__post_init__`` (the
+    generated ``__init__`` calls ``self.__post_init__()``, the module's own)."""
 
 
 def check_single_compact_owner(parent: Any, name: str) -> None:

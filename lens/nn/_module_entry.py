@@ -260,12 +260,23 @@ class ModuleEntryPoints(Displayable, ModuleBase):
         _module_checks(self)
         rngs = _check_rngs(self, rngs)
         fn = _resolve_method(self, method, for_apply=True)
-        return apply(
-            fn,
-            self,
-            mutable=mutable,
-            capture_intermediates=capture_intermediates,  # type: ignore[arg-type]
-        )(variables, *args, **kwargs, rngs=rngs)
+        # apply(fn, self, mutable, capture_intermediates)(...) without its
+        # api_boundary (this method has one) and _scope_fn's functools.wraps
+        capture = _capture_filter(capture_intermediates)
+        if capture:
+            mutable = union_filters(mutable, "intermediates")
+        module = self
+
+        def scope_fn(scope: Any, *args: Any, **kwargs: Any) -> Any:
+            token = _context.push(_context._capture_stack, capture)
+            try:
+                return fn(module.clone(parent=scope, _deep_clone=True), *args, **kwargs)
+            finally:
+                _context.pop(_context._capture_stack, token)
+
+        return core_apply(scope_fn, mutable=mutable)(
+            variables, *args, **kwargs, rngs=rngs
+        )
 
     @api_boundary
     def init_with_output(

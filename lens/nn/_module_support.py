@@ -11,6 +11,7 @@ import enum
 import functools
 import inspect
 import threading
+import types
 import typing
 import weakref
 from collections.abc import Callable, Iterator
@@ -238,6 +239,12 @@ def _get_unbound_fn(method_or_fn: Any) -> Callable[..., Any]:
         method_or_fn = method_or_fn.__func__
     if not callable(method_or_fn):
         raise errors.ApplyModuleInvalidMethodError(method_or_fn)
+    if type(method_or_fn) is types.FunctionType:
+        if method_or_fn in _TAKES_MODULE:
+            return method_or_fn
+        checked = method_or_fn
+    else:
+        checked = None
     try:
         params = inspect.signature(method_or_fn).parameters
     except (TypeError, ValueError):
@@ -248,7 +255,14 @@ def _get_unbound_fn(method_or_fn: Any) -> Callable[..., Any]:
             detail="The function takes no arguments; it must take the module first, "
             "e.g. lambda module, x: module.encode(x).",
         )
+    if checked is not None:
+        _TAKES_MODULE.add(checked)
     return method_or_fn
+
+
+# The functions whose signature takes an argument (the module): inspect.signature
+# once per function, not once per apply.
+_TAKES_MODULE: weakref.WeakSet[Callable[..., Any]] = weakref.WeakSet()
 
 
 # ----------------------------------------------------------------- decorators

@@ -87,21 +87,25 @@ class ModuleVariables(ModuleBase):
           ValueError: outside ``setup`` and compact methods.
           NameInUseError: if the name is taken in this module.
         """
-        if not self._initialization_allowed:
+        state = self._state
+        if not (
+            not state.is_initialized or state.in_setup or state.in_compact_method
+        ):  # self._initialization_allowed
             raise ValueError(
                 "Parameters must be initialized in `setup()` or in a method wrapped in "
                 f'`@compact` (param "{name}" of {type(self).__name__}).'
             )
-        if self._name_taken(name, collection="params"):
+        scope = self.scope
+        assert scope is not None  # what self._name_taken asserts
+        if scope.name_reserved(name, "params"):  # self._name_taken
             raise errors.NameInUseError(
                 "param",
                 name,
                 type(self).__name__,
-                path=self.scope.debug_path,  # type: ignore[union-attr]
+                path=scope.debug_path,
             )
-        assert self.scope is not None
-        v = self.scope.param(name, init_fn, *init_args, unbox=unbox, **init_kwargs)
-        self._state.children[name] = "params"
+        v = scope.param(name, init_fn, *init_args, unbox=unbox, **init_kwargs)
+        state.children[name] = "params"
         return v
 
     def _require(self, what: str) -> Scope:
