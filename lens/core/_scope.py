@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import jax
 
 from lens import errors
+from lens._facades import show_at_flax_paths
 from lens._frozen_dict import FrozenDict, freeze
 from lens.configurations import config
 from lens.core._filters import Filter, in_filter
@@ -580,3 +581,6 @@ class Scope:
         c = counts.get(name, 0) + 1
         counts[name] = c
         return fold_path(lazy.rng, lazy.suffix + self.path[self._rng_depth :] + (c,))
+
+
+show_at_flax_paths(__name__)

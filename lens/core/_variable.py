@@ -11,6 +11,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import jax
 import numpy as np
 
+from lens._facades import show_at_flax_paths
 from lens.core import _meta
 
 T = TypeVar("T")
@@ -130,3 +131,6 @@ class Variable(Generic[T]):
             f"Variable(collection={self.collection!r}, name={self.name!r}, "
             f"path={self.scope.path_text!r})"
         )
+
+
+show_at_flax_paths(__name__)

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lens import _strict, errors
+from lens._facades import show_at_flax_paths
 from lens._frozen_dict import FrozenDict
 from lens._instruments import module_scopes
 from lens.configurations import config
@@ -725,3 +726,6 @@ class CompactNameScope(Module):
     @compact
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(self.module_fn(), *args, **kwargs)
+
+
+show_at_flax_paths(__name__)
