@@ -594,7 +594,7 @@ def _cell(samples: list[float] | None) -> str:
 def lines(rows: list[dict]) -> list[str]:
     """The markdown section: a row per metric, min / median of each library's
     samples and of the per-repeat ratio, the target and the verdict."""
-    out = [
+    return [
         "",
         "## Issue 44's table",
         "",
@@ -603,6 +603,13 @@ def lines(rows: list[dict]) -> list[str]:
         "is the target's (lens over the named reference), min / median of each "
         "repeat's ratio.",
         "",
+        *row_lines(rows),
+    ]
+
+
+def row_lines(rows: list[dict]) -> list[str]:
+    """The markdown table of ``_row`` rows (benchmarks/flax_repo.py's too)."""
+    out = [
         "| metric | unit | lens | flax | pure jax | ratio (min / median) | target "
         "| verdict |",
         "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |",
