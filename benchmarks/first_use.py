@@ -645,7 +645,7 @@ def _cell(samples: list[float] | None) -> str:
 def lines(rows: list[dict]) -> list[str]:
     """The markdown section: a row per metric, min / median of each library's
     samples and of the per-repeat ratio, the target and the verdict."""
-    out = [
+    return [
         "",
         "## Issue 44's table",
         "",
@@ -656,6 +656,13 @@ def lines(rows: list[dict]) -> list[str]:
         "arithmetic (`relu(x @ weight.T + bias)`), its own initialisers and key "
         "splits, jitted with `eqx.filter_jit`.",
         "",
+        *row_lines(rows),
+    ]
+
+
+def row_lines(rows: list[dict]) -> list[str]:
+    """The markdown table of ``_row`` rows (benchmarks/flax_repo.py's too)."""
+    out = [
         "| metric | unit | lens | flax | equinox | pure jax | ratio (min / median) "
         "| target | verdict |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",

@@ -22,6 +22,7 @@ from benchmarks import (
     core_mlp,
     displays,
     first_use,
+    flax_repo,
     live_overhead,
     nn_mlp,
     nnx_mlp,
@@ -285,6 +286,7 @@ def main(argv: list[str] | None = None) -> str:
         rows += live_overhead.run(steps=30, repeats=1)
         rows += recompiles.cost(repeats=1, number=5, dispatches=20)
         first = first_use.run(quick=True)
+        repo = flax_repo.run(quick=True)
         shown = displays.run()
         tabulated = tabulate_cost.run(repeats=1, peer=False)
         cached = compile_cache.run(repeats=1, blocks=1, fill_is_cold=True)
@@ -293,6 +295,7 @@ def main(argv: list[str] | None = None) -> str:
         rows += live_overhead.run()
         rows += recompiles.cost()
         first = first_use.run()  # issue 44's table: rows of its own (units vary)
+        repo = flax_repo.run()  # issue 44: the flax repository's own benchmarks
         shown = displays.run()
         tabulated = tabulate_cost.run()
         cached = compile_cache.run()
@@ -315,6 +318,7 @@ def main(argv: list[str] | None = None) -> str:
     body, verdicts = table(rows)
     lines += issue_table(rows, verdicts, cached, shown)
     lines += first_use.lines(first)
+    lines += flax_repo.lines(repo)
     lines += ["", "## Every benchmark", ""]
     lines += body
     lines += ["", "## Targets", ""]

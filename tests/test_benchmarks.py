@@ -51,6 +51,19 @@ def test_quick_run_reports_every_target(tmp_path):
         line = next(x for x in issue.splitlines() if x.startswith(f"| {label}"))
         assert line.rstrip().endswith(("| met |", "| MISSED |")), line
     assert "same XLA ops as pure JAX's (bitcasts aside): True" in text
+    # Issue 44: the flax repository's own scripts ran with flax and with lens
+    # (benchmarks/flax_repo.py's quick run: nnx_graph_overhead and tracing/mnist).
+    repo = text.split("## The flax repository's own benchmarks")[1].split("\n## ")[0]
+    for metric in (
+        "nnx_graph_overhead --mode=nnx: nnx.jit step",
+        "nnx_graph_overhead --mode=jit_partial",
+        "nnx_graph_overhead --mode=jax",
+        "tracing/mnist.py: train step, trace |",
+        "tracing/mnist.py: train step, trace + lower |",
+    ):
+        line = next(x for x in repo.splitlines() if x.startswith(f"| {metric}"))
+        assert "FAILED" not in line, line
+        assert line.rstrip().endswith(("| met |", "| MISSED |", "| informational |"))
     assert "1,000-leaf collection, HTML" in text
     assert "## tabulate with costs (issue 42)" in text
 

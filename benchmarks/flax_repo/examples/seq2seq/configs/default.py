@@ -1,0 +1,32 @@
+# Copyright 2025 The Flax Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Default Hyperparameter configuration."""
+
+import ml_collections
+
+
+def get_config():
+  """Get the default hyperparameter configuration."""
+  config = ml_collections.ConfigDict()
+
+  config.workdir = '/tmp/seq2seq'
+  config.learning_rate = 0.003
+  config.batch_size = 128
+  config.hidden_size = 512
+  config.num_train_steps = 10000
+  config.decode_frequency = 200
+  config.max_len_query_digit = 3
+
+  return config
