@@ -397,6 +397,49 @@ def test_jit_reuses_its_graph_walk_but_sees_every_structure_change():
     np.testing.assert_allclose(f(m, x), [12, 12])
 
 
+def test_jit_reuses_its_walk_for_a_batch_tuple_or_dict_of_arrays():
+    # flax's nnx_simple_training passes its batch as a tuple: each call walked the
+    # arguments again. A plain tuple, list or dict of arrays is now part of the
+    # cached walk; another structure, or a Variable inside, walks.
+    from lens.nnx._transforms.jit_cache import TreeSlot
+
+    m = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
+    traces = []
+
+    @nnx.jit
+    def loss(m, batch):
+        traces.append(1)
+        x, y = batch["x"], batch["y"]
+        return ((m(x) - y) ** 2).mean()
+
+    x, y = jnp.ones((4, 3)), jnp.zeros((4, 2))
+    for shift in (0.0, 1.0, 2.0):
+        got = loss(m, {"x": x + shift, "y": y})
+        want = ((m(x + shift) - y) ** 2).mean()  # eager, as the check
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    hit = loss._cache["last"]
+    assert isinstance(hit.kinds[1], TreeSlot) and len(traces) == 1
+    assert hit.quick((m, {"x": x, "y": y}))
+    assert not hit.quick((m, {"x": x}))  # another structure: walked again
+    assert not hit.quick((m, (x, y)))
+    np.testing.assert_allclose(  # another structure: walked, and right too
+        loss(m, {"x": x, "y": y, "z": y}), ((m(x) - y) ** 2).mean(), rtol=1e-6
+    )
+
+    @nnx.jit
+    def bump(pair):
+        pair[0].value += 1  # a Variable in a tuple: its update comes back
+        return pair[1] * 2
+
+    v = nnx.BatchStat(jnp.zeros(()))
+    for i in range(3):
+        np.testing.assert_allclose(bump((v, jnp.ones(2))), [2, 2])
+        assert float(v.value) == i + 1
+    assert "last" not in bump._cache or not isinstance(
+        bump._cache["last"].kinds[0], TreeSlot
+    )
+
+
 def test_jit_writes_back_only_what_changed_and_updates_stay_visible():
     class Counter(nnx.Module):
         def __init__(self):

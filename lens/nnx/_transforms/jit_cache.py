@@ -15,6 +15,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax.core import Tracer
 
 from lens import errors
 from lens.core import pack_trace as _trace
@@ -71,8 +72,9 @@ class CachedWalk:
     # derived once: per entry (argument, leaf or None), and the graph leaves
     reads: list[tuple[int, Any]] = dataclasses.field(default_factory=list)
     leaves: list[Any] = dataclasses.field(default_factory=list)
-    # per argument: its Variables (read directly), or its leaves (None: the argument)
-    plan: list[tuple[bool, list[Any]]] = dataclasses.field(default_factory=list)
+    # per argument: its Variables (read directly), its leaves (None: the argument),
+    # or _TREE: a plain tuple, list or dict of arrays, flattened again
+    plan: list[tuple[int, list[Any]]] = dataclasses.field(default_factory=list)
     # the last write-back: (the ``same`` it was for, the Variables or Leaves to write)
     writes: tuple[Any, list[Any], bool, bool] | None = None
     plain: bool = False
@@ -85,10 +87,12 @@ class CachedWalk:
         for e in self.entries:
             by_arg[e.arg].append(e.leaf)
         self.plan = [
-            (True, [leaf.variable for leaf in leaves])
+            (_TREE, leaves)
+            if type(kind) is TreeSlot
+            else (_VARIABLES, [leaf.variable for leaf in leaves])
             if leaves and all(x is not None and x.variable is not None for x in leaves)
-            else (False, leaves)
-            for leaves in by_arg
+            else (_LEAVES, leaves)
+            for kind, leaves in zip(self.kinds, by_arg, strict=True)
         ]
         # A plain call (no keywords, no static arguments) may take :meth:`quick`.
         self.plain = not self.static and self.signature == _NO_KEYWORDS
@@ -107,6 +111,9 @@ class CachedWalk:
             if k is _ARRAY:
                 if not isinstance(a, jax.Array | np.ndarray):
                     return False
+            elif type(k) is TreeSlot:
+                if k != _tree_slot(a):
+                    return False
             elif a is not k:
                 return False
         for c, snap in self.containers:
@@ -119,9 +126,11 @@ class CachedWalk:
         read directly: this is the hot path of every cached call)."""
         return [
             list(map(_RAW, items))
-            if direct
+            if mode is _VARIABLES
+            else jax.tree_util.tree_leaves(args[i])
+            if mode is _TREE
             else [args[i] if x is None else x.read() for x in items]
-            for i, (direct, items) in enumerate(self.plan)
+            for i, (mode, items) in enumerate(self.plan)
         ]
 
     def write_back(self, same: tuple[bool, ...], new_values: list[Any]) -> None:
@@ -154,6 +163,33 @@ class CachedWalk:
 
 
 _ARRAY = "array"  # a kind: an array argument (compared by identity)
+_VARIABLES, _LEAVES, _TREE = 0, 1, 2  # how an argument's values are read
+
+
+@dataclasses.dataclass(frozen=True)
+class TreeSlot:
+    """A kind: a plain pytree of arrays (a batch ``(x, y)``, a dict of arrays) with
+    this structure; no Objects or Variables in it."""
+
+    treedef: Any
+
+
+def _is_node(x: Any) -> bool:
+    return isinstance(x, Object | Variable)
+
+
+def _tree_slot(a: Any) -> TreeSlot | None:
+    """``a``'s TreeSlot when it is a tuple, list or dict of arrays (at any depth;
+    None where a leaf is anything else, so the walk decides)."""
+    if type(a) not in (tuple, list, dict):
+        return None
+    leaves, treedef = jax.tree_util.tree_flatten(a, is_leaf=_is_node)
+    for leaf in leaves:
+        if not isinstance(leaf, jax.Array | np.ndarray) or isinstance(leaf, Tracer):
+            return None
+    return TreeSlot(treedef)
+
+
 _RAW = operator.attrgetter("_raw_value")
 _RAW_SLOT = Variable.__dict__["_raw_value"]  # the slot's descriptor
 
@@ -176,7 +212,10 @@ def _arg_kinds(args: tuple[Any, ...], static: frozenset[int]) -> tuple[Any, ...]
         elif isinstance(a, jax.Array | np.ndarray):
             kinds.append(_ARRAY)
         else:
-            return None
+            tree = _tree_slot(a)
+            if tree is None:
+                return None
+            kinds.append(tree)
     return tuple(kinds)
 
 
@@ -184,8 +223,8 @@ def _same_kinds(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):
-        if isinstance(x, StaticSlot):
-            if not (isinstance(y, StaticSlot) and x == y):
+        if isinstance(x, StaticSlot | TreeSlot):
+            if not (type(y) is type(x) and x == y):
                 return False
         elif x is not y:
             return False
@@ -204,7 +243,11 @@ def store_walk(
     donated_args: tuple[int, ...],
 ) -> None:
     kinds = _arg_kinds(args, static)
-    if kinds is None or structure_epoch() != epoch:
+    if (
+        kinds is None
+        or structure_epoch() != epoch
+        or not _trees_read_back(kinds, args, entries)
+    ):
         cache.pop("last", None)  # the call changed structure: walk again next time
         return
     cache["last"] = CachedWalk(
@@ -218,6 +261,22 @@ def store_walk(
         key,
         donated_args,
     )
+
+
+def _trees_read_back(
+    kinds: tuple[Any, ...], args: tuple[Any, ...], entries: list[Entry]
+) -> bool:
+    """Whether each tree argument's leaves, flattened, are the walk's values of
+    it in the walk's order (what a cached call passes in their place)."""
+    for i, kind in enumerate(kinds):
+        if type(kind) is TreeSlot:
+            walked = [e.value for e in entries if e.arg == i]
+            leaves = jax.tree_util.tree_leaves(args[i])
+            if len(walked) != len(leaves) or any(
+                a is not b for a, b in zip(walked, leaves, strict=True)
+            ):
+                return False
+    return True
 
 
 def cached_walk(
