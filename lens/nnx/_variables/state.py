@@ -279,16 +279,61 @@ def partition_flat(
     return parts
 
 
+def _sorted_keys(mapping: dict[Any, Any]) -> tuple[Any, ...]:
+    """The keys in pytree order: sorted by type name, then value (keys of one
+    type, the common case, sort directly)."""
+    if len({type(k) for k in mapping}) <= 1:
+        return tuple(sorted(mapping))
+    return tuple(sorted(mapping, key=lambda k: (str(type(k)), k)))
+
+
 def state_flatten(s: State) -> Any:
-    keys = tuple(sorted(s._mapping, key=lambda k: (str(type(k)), k)))
+    keys = _sorted_keys(s._mapping)
     return [(jax.tree_util.DictKey(k), s._mapping[k]) for k in keys], keys
 
 
-def _register_state_pytree(cls: type[State]) -> None:
-    def unflatten(keys: tuple[Any, ...], children: Any) -> State:
-        return cls(dict(zip(keys, children, strict=True)))
+def _state_flatten_fast(s: State) -> Any:
+    """:func:`state_flatten` without the keys: what ``jit`` calls per argument."""
+    mapping = s._mapping
+    keys = _sorted_keys(mapping)
+    return [mapping[k] for k in keys], keys
 
-    jax.tree_util.register_pytree_with_keys(cls, state_flatten, unflatten)
+
+# Per type met as a child: whether it is a Mapping other than a State (which
+# unflattening makes a State, as ``State.__init__`` does). A cache, like
+# functools.cache: the answer for a type never changes.
+_PLAIN_MAPPING: dict[type, bool] = {}
+
+
+def _is_plain_mapping(v: Any) -> bool:
+    t = type(v)
+    known = _PLAIN_MAPPING.get(t)
+    if known is None:
+        known = _PLAIN_MAPPING[t] = issubclass(t, Mapping) and not issubclass(t, State)
+    return known
+
+
+def _register_state_pytree(cls: type[State]) -> None:
+    if cls is State:
+
+        def unflatten(keys: tuple[Any, ...], children: Any) -> State:
+            # State.__init__'s result without its copy and per-item ABC checks
+            mapping = dict(zip(keys, children, strict=True))
+            for k, v in mapping.items():
+                if _is_plain_mapping(v):
+                    mapping[k] = State(v)
+            obj = object.__new__(State)
+            object.__setattr__(obj, "_mapping", mapping)
+            return obj
+
+    else:  # a subclass may construct itself its own way
+
+        def unflatten(keys: tuple[Any, ...], children: Any) -> State:
+            return cls(dict(zip(keys, children, strict=True)))
+
+    jax.tree_util.register_pytree_with_keys(
+        cls, state_flatten, unflatten, _state_flatten_fast
+    )
 
 
 _register_state_pytree(State)

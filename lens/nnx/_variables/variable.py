@@ -590,12 +590,32 @@ def _flatten_variable(v: Variable) -> Any:
     )
 
 
+def _flatten_variable_fast(v: Variable) -> Any:
+    """:func:`_flatten_variable` without the key: what ``jit`` calls per leaf."""
+    meta = v._var_metadata
+    return (v._raw_value,), (type(v), freeze_metadata(meta) if meta else ())
+
+
 def _unflatten_variable(aux: Any, children: Any) -> Variable:
-    return _plain_variable(aux[0], children[0], {k: s.value for k, s in aux[1]})
+    cls, frozen = aux
+    meta = {k: s.value for k, s in frozen} if frozen else {}
+    if cls._new.__func__ is not _VARIABLE_NEW:  # a subclass makes its own
+        return cls._new(children[0], meta)
+    obj = object.__new__(cls)  # Variable._new, inlined: one per leaf per call
+    _set(obj, "_trace_state", TraceState())
+    _set(obj, "_var_metadata", meta)
+    _set(obj, "_raw_value", children[0])
+    return obj
+
+
+_VARIABLE_NEW = Variable._new.__func__  # type: ignore[attr-defined]
+_set = object.__setattr__
 
 
 def _register_variable_type(cls: type) -> None:
-    jax.tree_util.register_pytree_with_keys(cls, _flatten_variable, _unflatten_variable)
+    jax.tree_util.register_pytree_with_keys(
+        cls, _flatten_variable, _unflatten_variable, _flatten_variable_fast
+    )
 
 
 _register_variable_type(Variable)
