@@ -440,6 +440,35 @@ def test_jit_reuses_its_walk_for_a_batch_tuple_or_dict_of_arrays():
     )
 
 
+def test_tree_mode_jit_partial_takes_the_cached_call_and_still_checks_aliases():
+    # flax's nnx_graph_overhead.py: jit_partial(step, model, optimizer,
+    # graph=False) checked every Variable for sharing on every call (3-11x
+    # flax's time); a cached call's inputs are the checked ones.
+    import optax
+
+    m = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
+    opt = nnx.Optimizer(m, optax.sgd(0.1), wrt=nnx.Param)
+
+    def step(m, opt, x):
+        loss, g = nnx.value_and_grad(lambda m: (m(x) ** 2).mean())(m)
+        opt.update(m, g)
+        return loss
+
+    f = nnx.jit_partial(step, m, opt, graph=False)
+    x = jnp.ones((4, 3))
+    losses = [float(f(x)) for _ in range(3)]
+    assert losses[0] > losses[1] > losses[2]  # the updates came back each call
+    assert f._cache["last"].quick((m, opt, x))
+    m.alias = m.kernel  # a Variable reached twice: tree mode refuses it
+    with pytest.raises(ValueError, match="Duplicate"):
+        f(x)
+    del m.alias
+    g = nnx.jit(lambda m: m.kernel, graph=False)  # an input Variable returned
+    for _ in range(2):  # on the cached call too
+        with pytest.raises(ValueError, match="Duplicate"):
+            g(m)
+
+
 def test_jit_writes_back_only_what_changed_and_updates_stay_visible():
     class Counter(nnx.Module):
         def __init__(self):

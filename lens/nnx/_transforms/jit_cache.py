@@ -338,16 +338,30 @@ def _plain_calls(wrapped: Any) -> bool:
     return not (
         specs.static
         or specs.static_names
-        or wrapped.mode.simple
         or options["in_shardings"] is not None
         or options["out_shardings"] is not None
+    )
+
+
+def _plain_output(out: Any) -> bool:
+    """Whether ``out`` holds only arrays (no Object or Variable): then a simple
+    mode's output check (an input Variable returned) has nothing to find."""
+    if isinstance(out, jax.Array) or out is None:
+        return True
+    return all(
+        isinstance(x, jax.Array | np.ndarray)
+        for x in jax.tree_util.tree_leaves(out, is_leaf=_is_node)
     )
 
 
 def with_fast_path(call: Callable[..., Any]) -> Callable[..., Any]:
     """``JitWrapped.__call__`` behind JAX's ``api_boundary``, trying the cached walk
     first: a call with no keyword arguments to a plain jit (see
-    :func:`_plain_calls`) outside a pack trace skips the argument bookkeeping."""
+    :func:`_plain_calls`) outside a pack trace skips the argument bookkeeping.
+
+    In a simple mode (``graph=False``, ``jit_partial``), the inputs' check is the
+    cached call's (same objects, same structure: the same answer), and the
+    outputs are checked only when they hold more than arrays."""
 
     @functools.wraps(call)
     def fast(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -363,7 +377,10 @@ def with_fast_path(call: Callable[..., Any]) -> Callable[..., Any]:
             if plain is None:
                 plain = self.__dict__["_plain"] = _plain_calls(self)
             if plain:
-                return call_cached(hit, args, self.jitted_fn)
+                out = call_cached(hit, args, self.jitted_fn)
+                if self.mode.simple and not _plain_output(out):
+                    self.mode.check_outputs((args, {}), out)
+                return out
         return call(self, *args, **kwargs)
 
     return api_boundary(fast)
