@@ -16,6 +16,7 @@ they store holds on other CPUs.
 from __future__ import annotations
 
 import contextlib
+import doctest
 import os
 from collections.abc import Iterator
 
@@ -54,3 +55,22 @@ def pytest_runtest_setup(item: pytest.Item):
         return (yield)
     with other_cpu_environment():
         return (yield)
+
+
+# lens's classes and functions show the Flax path a facade serves them at
+# (``__module__``; lens/_facades.py), where doctest would look for their examples:
+# in the facade, whose globals hold only what was loaded by then, and whose file
+# has no source for them. They keep their home (``__lens_home__``), so their
+# examples run there, once, with the home's globals and line numbers.
+_from_module = doctest.DocTestFinder._from_module
+
+
+def _from_home(self, module, object):  # noqa: A002 - doctest's own signature
+    # its own (a subclass defined elsewhere inherits the attribute, not the home)
+    home = vars(object).get("__lens_home__") if hasattr(object, "__dict__") else None
+    if home is not None and module is not None:
+        return module.__name__ == home
+    return _from_module(self, module, object)
+
+
+doctest.DocTestFinder._from_module = _from_home

@@ -25,6 +25,8 @@ class Partitioned(PyTreeNode, AxisMetadata[A]):
 
     Example:
         >>> import jax.numpy as jnp
+        >>> from jax.sharding import PartitionSpec
+        >>> from lens.core.meta import PARTITION_NAME, Partitioned
         >>> p = Partitioned(jnp.ones((4, 8)), (None, "data"))
         >>> p.get_partition_spec() == PartitionSpec(None, "data")
         True
