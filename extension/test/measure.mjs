@@ -101,14 +101,19 @@ export function brokenText(root) {
 export async function openInLab(page, base, workspace, notebook) {
   for (let attempt = 1; ; attempt++) {
     try {
-      await page.goto(`${base}/lab/workspaces/${workspace}/tree/${notebook}`, { timeout: 60000 });
+      // not 'load': under load a page's last resource can take minutes, and the
+      // app's own readiness is what is waited for next
+      await page.goto(`${base}/lab/workspaces/${workspace}/tree/${notebook}`, {
+        timeout: 60000,
+        waitUntil: 'domcontentloaded'
+      });
       await page.waitForFunction(
         nb => {
           const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
           return w && w.context && w.context.path === nb && w.context.isReady;
         },
         notebook,
-        { timeout: 60000 }
+        { timeout: 120000 }
       );
       return;
     } catch (error) {
