@@ -546,7 +546,8 @@ def show_at_flax_paths(home: str) -> None:
         if facade is not None and exports_of(facade).get(name) == (home, name):
             if isinstance(value, type):
                 _resolve_annotations(value, namespace)
-            value.__lens_home__ = home  # where its source and doctests are
+            # where its source and doctests are (conftest.py's doctest finder)
+            value.__lens_home__ = home  # pyright: ignore[reportFunctionMemberAccess]
             value.__module__ = facade
 
 
