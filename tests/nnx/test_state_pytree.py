@@ -51,3 +51,24 @@ def test_a_variable_with_metadata_round_trips_through_jit():
     out = jax.jit(lambda v: v)(v)
     assert type(out) is nnx.Param and out.metadata == v.metadata
     assert out.note == "kept"
+
+
+def test_a_subclass_new_is_called_by_merge_and_unflatten():
+    # frameworks subclass Variable; its _new runs where Variables are rebuilt
+    made = []
+
+    class Tracked(nnx.Param):
+        @classmethod
+        def _new(cls, value, metadata):
+            made.append(cls)
+            return super()._new(value, metadata)
+
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    model.extra = Tracked(jnp.ones(3))
+    graphdef, state = nnx.split(model)
+    made.clear()
+    merged = nnx.merge(graphdef, nnx.to_pure_dict(state))  # arrays: new Variables
+    assert type(merged.extra) is Tracked and made.count(Tracked) == 1
+    made.clear()
+    again = jax.tree.map(lambda x: x, Tracked(jnp.zeros(2)))
+    assert type(again) is Tracked and made == [Tracked]

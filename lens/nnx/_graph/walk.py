@@ -57,7 +57,7 @@ from lens.nnx._objects.object import declared as declared_kinds
 from lens.nnx._objects.state import PytreeState
 from lens.nnx._variables.refs import is_array_ref
 from lens.nnx._variables.static import StaticValue, freeze_metadata
-from lens.nnx._variables.variable import Variable, new_variable
+from lens.nnx._variables.variable import Variable, made_variable, new_variable
 from lens.nnx.tracers import Frame, TraceState, structure_changed
 
 Path = tuple[Any, ...]
@@ -550,11 +550,8 @@ class Builder:
             meta = dict(d.metadata_dict)
             if meta.get("hijax"):
                 v = new_variable(d.type, value, meta)
-            else:  # Variable._new, with this builder's trace state
-                v = object.__new__(d.type)
-                object.__setattr__(v, "_trace_state", self.trace_state)
-                object.__setattr__(v, "_var_metadata", meta)
-                object.__setattr__(v, "_raw_value", value)
+            else:  # with this builder's trace state
+                v = made_variable(d.type, value, meta, self.trace_state)
             self.variable_built(d, v, value)
             return v
         if isinstance(d, ArrayDef):

@@ -596,16 +596,28 @@ def _flatten_variable_fast(v: Variable) -> Any:
     return (v._raw_value,), (type(v), freeze_metadata(meta) if meta else ())
 
 
+def made_variable(
+    cls: type[Variable],
+    value: Any,
+    metadata: dict[str, Any],
+    trace_state: TraceState | None = None,
+) -> Any:
+    """``cls._new(value, metadata)`` on the hot paths (a pytree unflatten, a
+    merge): inlined for Variable's own ``_new``, with ``trace_state`` when the
+    caller makes many Variables in one trace; a subclass's ``_new`` is called."""
+    if cls._new.__func__ is not _VARIABLE_NEW:  # type: ignore[attr-defined]
+        return cls._new(value, metadata)
+    obj = object.__new__(cls)
+    _set(obj, "_trace_state", TraceState() if trace_state is None else trace_state)
+    _set(obj, "_var_metadata", metadata)
+    _set(obj, "_raw_value", value)
+    return obj
+
+
 def _unflatten_variable(aux: Any, children: Any) -> Variable:
     cls, frozen = aux
     meta = {k: s.value for k, s in frozen} if frozen else {}
-    if cls._new.__func__ is not _VARIABLE_NEW:  # a subclass makes its own
-        return cls._new(children[0], meta)
-    obj = object.__new__(cls)  # Variable._new, inlined: one per leaf per call
-    _set(obj, "_trace_state", TraceState())
-    _set(obj, "_var_metadata", meta)
-    _set(obj, "_raw_value", children[0])
-    return obj
+    return made_variable(cls, children[0], meta)
 
 
 _VARIABLE_NEW = Variable._new.__func__  # type: ignore[attr-defined]
