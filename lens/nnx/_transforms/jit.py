@@ -23,10 +23,12 @@ from lens.nnx._transforms.jit_args import NOT_PASSED, ArgSpecs, JitCall, check_s
 from lens.nnx._transforms.jit_cache import (
     CachedWalk,
     JitSkeleton,
+    Tag,
     Unchanged,
     cached_walk,
     call_cached,
     store_walk,
+    tagged,
     with_fast_path,
     write_changed,
 )
@@ -59,7 +61,6 @@ from lens.nnx._transforms.recipe import (
     split_args,
     split_outputs,
 )
-from lens.nnx._transforms.specs import Carrier
 from lens.nnx._variables.static import StaticValue
 from lens.nnx.tracers import frame, structure_epoch
 
@@ -195,7 +196,8 @@ class JitWrapped(Generic[P, R]):
         else:
             hit = cached_walk(self._cache, call.all_args, call.stat, call.signature)
             if hit is not None:
-                out = call_cached(hit, call.all_args, self.jitted_fn)
+                per_arg = hit.read_args(call.all_args)
+                out = call_cached(hit, per_arg, self.jitted_fn)
             else:
                 with active_mode(self.mode):  # the outputs are checked as traced
                     out = self._slow_call(call, self.jitted_fn)
@@ -243,10 +245,10 @@ class JitWrapped(Generic[P, R]):
 
     def _pure(
         self, statics: StaticValue, donated: list[list[Any]], kept: list[list[Any]]
-    ) -> Carrier:
+    ) -> dict[Tag, list[Any]]:
         """The function jax.jit compiles. Arguments travel as plain lists of leaves
-        (JAX flattens those in C++; a custom pytree node would cost a Python call
-        per argument per call)."""
+        and the result as a :func:`tagged` dict (JAX flattens and rebuilds those in
+        C++; a custom pytree node would cost a Python call per argument per call)."""
         skel, static_kw, kw_names, donated_args = statics.value
         by_arg = dict(zip(donated_args, donated, strict=True))
         rest = iter(kept)
@@ -272,7 +274,7 @@ class JitWrapped(Generic[P, R]):
             # refs leave as RefOuts: the arguments' (in a new structure) too
             graph_values = [e.value for e in entries if e.leaf is not None]
             marked, _ = mark_refs([graph_values, outs], values)
-            return Carrier(marked, changed)
+            return tagged(marked, changed)
         # refs returned, or held by objects made inside (their carriers)
         outs, refs = mark_refs(outs, values)
         # Only the state the function changed leaves the compiled program: an
@@ -282,7 +284,7 @@ class JitWrapped(Generic[P, R]):
         pairs = [(e, v) for e, v in zip(entries, values, strict=True) if e.leaf]
         same = tuple(e.value is v and e.arg not in gone for e, v in pairs)
         graph_values = [e.value for (e, _), s in zip(pairs, same) if not s]
-        return Carrier([graph_values, outs], Unchanged(same, refs))
+        return tagged([graph_values, outs], Unchanged(same, refs))
 
     def __lens_describe_trace__(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -358,22 +360,22 @@ class JitWrapped(Generic[P, R]):
         walker, entries, key, donated, kept, donated_args = self._inputs(call)
         if picture is not None:
             picture.inputs(entries, ["all"] * len(entries), lambda e, v: v)
-        result = jitted(key, donated, kept)
-        new_values, outs = result.values
-        if not isinstance(result.aux, Unchanged):
+        [(tag, (new_values, outs))] = jitted(key, donated, kept).items()
+        aux = tag.aux
+        if not isinstance(aux, Unchanged):
             inputs = [e.value for e in entries]
             new_values, outs = unmark_refs([new_values, outs], inputs)
-        elif result.aux.refs:
+        elif aux.refs:
             outs = unmark_refs(outs, [e.value for e in entries])
-        if not isinstance(result.aux, Unchanged):
-            nodes = apply_graph_updates([], new_values, result.aux, walker.nodes)
+        if not isinstance(aux, Unchanged):
+            nodes = apply_graph_updates([], new_values, aux, walker.nodes)
             return merge_outputs(outs, nodes)
-        write_changed(entries, result.aux.same, new_values)
+        write_changed(entries, aux.same, new_values)
         if picture is not None:
             it = iter(new_values)
             olds = [e.value for e in entries if e.leaf is not None]
             picture.outputs(
-                [o if same else next(it) for o, same in zip(olds, result.aux.same)]
+                [o if same else next(it) for o, same in zip(olds, aux.same)]
             )
         if cache:
             store_walk(

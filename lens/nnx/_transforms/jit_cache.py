@@ -15,6 +15,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax._src.array import ArrayImpl
 from jax.core import Tracer
 
 from lens import errors
@@ -39,6 +40,29 @@ class Unchanged:
 
     same: tuple[bool, ...]
     refs: bool = False  # the outputs hold jax.Refs (jit_refs)
+
+
+class Tag:
+    """The static half of a jit result (:class:`Unchanged`, or the changed
+    structure), carried as the one key of the result dict (:func:`tagged`).
+
+    JAX rebuilds a dict in C++ on every call, the key taken from the traced
+    output's treedef; a custom pytree node (``specs.Carrier``) would cost a Python
+    unflatten per call. A Tag hashes and compares by identity (in C, too): two
+    traces give two tags, and nothing compares the treedefs of jit's outputs."""
+
+    __slots__ = ("aux",)
+
+    def __init__(self, aux: Any):
+        self.aux = aux
+
+    def __repr__(self) -> str:
+        return f"Tag({self.aux!r})"
+
+
+def tagged(values: list[Any], aux: Any) -> dict[Tag, list[Any]]:
+    """``{Tag(aux): values}``: what the function ``nnx.jit`` compiles returns."""
+    return {Tag(aux): values}
 
 
 def write_changed(
@@ -79,6 +103,8 @@ class CachedWalk:
     writes: tuple[Any, list[Any], bool, bool] | None = None
     plain: bool = False
     kept_args: tuple[int, ...] = ()
+    # per argument: (its kind, how its values are read, what they are read from)
+    hot: list[tuple[Any, int, list[Any]]] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.reads = [(e.arg, e.leaf) for e in self.entries]
@@ -94,36 +120,55 @@ class CachedWalk:
             else (_LEAVES, leaves)
             for kind, leaves in zip(self.kinds, by_arg, strict=True)
         ]
-        # A plain call (no keywords, no static arguments) may take :meth:`quick`.
+        self.hot = [
+            (kind, mode, items)
+            for kind, (mode, items) in zip(self.kinds, self.plan, strict=True)
+        ]
+        # A plain call (no keywords, no static arguments) may take :meth:`inputs`.
         self.plain = not self.static and self.signature == _NO_KEYWORDS
         self.kept_args = tuple(
             i for i in range(len(self.kinds)) if i not in self.donated_args
         )
 
     def quick(self, args: tuple[Any, ...]) -> bool:
-        """Whether a plain call's ``args`` may reuse this walk: the structure epoch,
-        the same objects in the same places, arrays where arrays were, and the
-        plain lists and dicts met still holding the same items (every cached
-        call's check, so in one place and without calls)."""
+        """Whether a plain call's ``args`` may reuse this walk (see :meth:`inputs`)."""
+        return self.inputs(args) is not None
+
+    def inputs(self, args: tuple[Any, ...]) -> list[list[Any]] | None:
+        """Per argument, the current values of its leaves, when a plain call's
+        ``args`` may reuse this walk: the structure epoch, the same objects in the
+        same places, arrays where arrays were, and the plain lists and dicts met
+        still holding the same items; else None. Every cached call runs this, so
+        it checks and reads in one pass, a Variable's value read through its slot
+        in a C loop."""
         if STRUCTURE_EPOCH[0] != self.epoch or len(args) != len(self.kinds):
-            return False
-        for a, k in zip(args, self.kinds):
-            if k is _ARRAY:
-                if not isinstance(a, jax.Array | np.ndarray):
-                    return False
-            elif type(k) is TreeSlot:
-                if k != _tree_slot(a):
-                    return False
-            elif a is not k:
-                return False
+            return None
+        per_arg = []
+        for a, (kind, mode, items) in zip(args, self.hot):
+            if mode is _VARIABLES:
+                if a is not kind:
+                    return None
+                per_arg.append(list(map(_RAW, items)))
+            elif kind is _ARRAY:
+                if type(a) is not _ARRAY_IMPL and not isinstance(a, _ARRAYS):
+                    return None
+                per_arg.append([a])
+            elif mode is _TREE:
+                if kind != _tree_slot(a):
+                    return None
+                per_arg.append(jax.tree_util.tree_leaves(a))
+            else:
+                if a is not kind:
+                    return None
+                per_arg.append([a if x is None else x.read() for x in items])
         for c, snap in self.containers:
             if _snapshot(c) != snap:
-                return False
-        return True
+                return None
+        return per_arg
 
     def read_args(self, args: tuple[Any, ...]) -> list[list[Any]]:
         """Per argument, the current values of its leaves (a Variable's ``_value``
-        read directly: this is the hot path of every cached call)."""
+        read directly), for ``args`` :meth:`inputs` accepts."""
         return [
             list(map(_RAW, items))
             if mode is _VARIABLES
@@ -191,6 +236,8 @@ def _tree_slot(a: Any) -> TreeSlot | None:
 
 
 _RAW = operator.attrgetter("_raw_value")
+_ARRAYS = (jax.Array, np.ndarray)
+_ARRAY_IMPL = ArrayImpl  # jax.Array's concrete class, checked before isinstance
 _RAW_SLOT = Variable.__dict__["_raw_value"]  # the slot's descriptor
 
 
@@ -299,16 +346,16 @@ def cached_walk(
     return hit
 
 
-def call_cached(hit: CachedWalk, args: tuple[Any, ...], jitted: Any) -> Any:
-    per_arg = hit.read_args(args)
+def call_cached(hit: CachedWalk, per_arg: list[list[Any]], jitted: Any) -> Any:
+    """A cached call: ``per_arg`` (:meth:`CachedWalk.inputs`) into the compiled
+    program, the state it changed written back, the outputs rebuilt."""
     if hit.donated_args:
         donated = [per_arg[i] for i in hit.donated_args]
         kept = [per_arg[i] for i in hit.kept_args]
     else:
         donated, kept = [], per_arg
-    result = jitted(hit.key, donated, kept)
-    new_values, outs = result.values
-    aux = result.aux
+    [(tag, (new_values, outs))] = jitted(hit.key, donated, kept).items()
+    aux = tag.aux
     if type(aux) is not Unchanged:  # pragma: no cover - cached unchanged
         raise errors.GraphStructureError(
             "nnx.jit: the structure changed on a cached call; please report this."
@@ -366,21 +413,28 @@ def with_fast_path(call: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(call)
     def fast(self: Any, *args: Any, **kwargs: Any) -> Any:
         hit = self._cache.get("last")
-        if (
-            hit is not None
-            and hit.plain
-            and not kwargs
-            and hit.quick(args)
-            and _trace.active() is False
-        ):
-            plain = self.__dict__.get("_plain")
-            if plain is None:
-                plain = self.__dict__["_plain"] = _plain_calls(self)
-            if plain:
-                out = call_cached(hit, args, self.jitted_fn)
-                if self.mode.simple and not _plain_output(out):
-                    self.mode.check_outputs((args, {}), out)
-                return out
+        if hit is not None and hit.plain and not kwargs and not _trace.active():
+            per_arg = hit.inputs(args)
+            if per_arg is not None:
+                how = self.__dict__.get("_fast")
+                if how is None:
+                    how = self.__dict__["_fast"] = _fast_calls(self)
+                if how is not _SLOW:
+                    out = call_cached(hit, per_arg, self.jitted_fn)
+                    if how is _CHECKED and not _plain_output(out):
+                        self.mode.check_outputs((args, {}), out)
+                    return out
         return call(self, *args, **kwargs)
 
     return api_boundary(fast)
+
+
+_SLOW, _DIRECT, _CHECKED = "slow", "direct", "checked"  # how a cached call runs
+
+
+def _fast_calls(wrapped: Any) -> str:
+    """How ``wrapped``'s cached calls run: not on the fast path (static arguments,
+    shardings to place), straight, or with a simple mode's output check."""
+    if not _plain_calls(wrapped):
+        return _SLOW
+    return _CHECKED if wrapped.mode.simple else _DIRECT
