@@ -350,6 +350,36 @@ def test_data_registry_annotations_and_has_data():
         lnnx.data(metadata={"static": True})
 
 
+def test_registering_a_type_after_its_values_were_seen_makes_them_data():
+    """is_data answers per type from a cache: a registration must reach it."""
+
+    class Late:
+        pass
+
+    class Node:
+        pass
+
+    class Holder(lnnx.Module):
+        def __init__(self):
+            self.late, self.node = Late(), Node()
+            self.size, self.shape, self.name = 3, (3, 3), "x"
+
+    h = Holder()
+    assert jax.tree.leaves(h) == [] and not pytreelib.is_data(Late())
+    pytreelib.register_data_type(Late)
+    assert jax.tree.leaves(h) == [h.late]
+    lnnx.graph.register_graph_node_type(
+        Node,
+        flatten=lambda n: ((), None),
+        set_key=lambda n, k, v: None,
+        pop_key=lambda n, k: None,
+        create_empty=lambda t: Node(),
+        clear=lambda n: None,
+        init=lambda n, items: None,
+    )
+    assert pytreelib.is_data(Node()) and len(jax.tree.leaves(h)) == 2
+
+
 def test_list_items_declared_data_or_static():
     ls = lnnx.List([lnnx.data(10), lnnx.static("hello"), lnnx.data(20)])
     leaves, treedef = jax.tree.flatten(ls)

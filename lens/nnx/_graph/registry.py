@@ -44,7 +44,7 @@ import numpy as np
 from jax._src.tree_util import _registry as JAX_PYTREE_REGISTRY
 
 from lens._facades import show_at_flax_paths
-from lens.nnx._objects.object import Object
+from lens.nnx._objects.object import Object, forget_data_types
 from lens.nnx._variables.variable import Variable
 from lens.typing import Key, PathParts, is_key_like
 
@@ -213,6 +213,7 @@ def register_graph_node_type(
         clear=clear,
         init=init,
     )
+    forget_data_types()  # values of ``type`` are data now
 
 
 def register_pytree_node_type(

@@ -220,7 +220,7 @@ def _object_parts(obj: Object) -> tuple[list[tuple[Any, Any]], Any]:
     marks = declared(obj)
     for k, v in obj._graph_items():
         keys.append(k)
-        held = marks[k] == "data" if k in marks else bool(has_data(v))
+        held = marks[k] == "data" if k in marks else holds_data(v)
         is_data_key.append(held)
         if held:
             children.append((k, v))
@@ -495,7 +495,7 @@ def attribute_is_data(obj: Object, name: str, value: Any) -> bool:
     """Whether attribute ``name`` (holding ``value``) is data: as declared
     (``nnx.data``/``nnx.static``, annotations), else whether it holds data."""
     marks = declared(obj)
-    return marks[name] == "data" if name in marks else bool(has_data(value))
+    return marks[name] == "data" if name in marks else holds_data(value)
 
 
 A = TypeVar("A")
@@ -518,6 +518,7 @@ def register_data_type(type_: type[A], /) -> type[A]:
     """Treat values of ``type_`` as state (data) in objects; returns ``type_``,
     so it also works as a class decorator."""
     DATA_REGISTRY.add(type_)
+    forget_data_types()
     return type_
 
 
@@ -526,12 +527,51 @@ def is_data(value: Any, /) -> bool:
     graph node (an object, or a type registered as one), or a value of a type
     :func:`register_data_type` registered. A list of arrays is not (see
     :func:`has_data`)."""
+    t = type(value)
+    known = _DATA_TYPES.get(t)
+    if known is None:
+        if len(_DATA_TYPES) > 4096:  # classes redefined cell after cell
+            _DATA_TYPES.clear()
+        known = _DATA_TYPES[t] = _is_data_type(value)
+    return known
+
+
+def _is_data_type(value: Any) -> bool:
+    """:func:`is_data`'s answer, which depends on ``type(value)`` alone (a JAX
+    tracer is an array, a hijax Variable a Variable)."""
     if isinstance(value, jax.Array | np.ndarray | Variable | Object):
         return True
     if type(value) in DATA_REGISTRY:
         return True
     registry = sys.modules.get("lens.nnx._graph.registry")  # loaded by graph code
     return registry is not None and type(value) in registry.GRAPH_REGISTRY
+
+
+# is_data per type, asked on every attribute of every object a pytree flatten
+# meets; forgotten when a type is registered as data or as a graph node.
+_DATA_TYPES: dict[type, bool] = {}
+
+
+def forget_data_types() -> None:
+    """Drops :func:`is_data`'s per-type answers (a registration changed them)."""
+    _DATA_TYPES.clear()
+
+
+_SCALARS = frozenset({int, float, complex, bool, str, bytes, type(None)})
+
+
+def holds_data(value: Any, /) -> bool:
+    """``bool(has_data(value))``, answered without a tree walk for the values an
+    object's attributes mostly hold: a scalar, string or None (unless its type
+    was registered as data), or itself data (an array, Variable or object)."""
+    t = type(value)
+    if t in _SCALARS:
+        return t in DATA_REGISTRY
+    if is_data(value):
+        return True
+    if (t is tuple or t is list) and all(type(x) in _SCALARS for x in value):
+        return False  # kernel_size=(3, 3), a list of names: unless registered
+    return bool(has_data(value))
 
 
 def has_data(value: Any, /) -> list[Any]:
