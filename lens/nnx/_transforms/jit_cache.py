@@ -15,7 +15,6 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax._src.array import ArrayImpl
 from jax.core import Tracer
 
 from lens import errors
@@ -237,7 +236,10 @@ def _tree_slot(a: Any) -> TreeSlot | None:
 
 _RAW = operator.attrgetter("_raw_value")
 _ARRAYS = (jax.Array, np.ndarray)
-_ARRAY_IMPL = ArrayImpl  # jax.Array's concrete class, checked before isinstance
+try:  # jax.Array's concrete class, checked before isinstance
+    from jax._src.array import ArrayImpl as _ARRAY_IMPL
+except ImportError:  # pragma: no cover - another JAX layout: isinstance alone
+    _ARRAY_IMPL = jax.Array
 _RAW_SLOT = Variable.__dict__["_raw_value"]  # the slot's descriptor
 
 
