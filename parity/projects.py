@@ -48,6 +48,7 @@ from parity.flax_tests import _commit as lens_commit  # pyright: ignore[reportPr
 
 PROJECTS_CACHE = CACHE / "projects"
 DEPS = PROJECTS_CACHE / "deps"
+STARTUP = pathlib.Path(__file__).resolve().with_name("startup")  # sitecustomize.py
 DOC = REPO / "docs" / "porting.md"
 BEGIN, END = "<!-- projects:begin -->", "<!-- projects:end -->"
 # Where `fetch`-style bare mirrors live (``owner+name/repo``); git clone otherwise.
@@ -68,6 +69,10 @@ class Project:
     paths: tuple[str, ...] = ()  # the part of the tree to unpack (all when empty)
     pythonpath: tuple[str, ...] = ()  # folders of the tree to import from (its root)
     devices: int = 0  # CPU devices its tests need (XLA_FLAGS), 0: JAX's default
+    # files its build step would write (a setuptools-scm ``_version.py``): (path, text)
+    generated: tuple[tuple[str, str], ...] = ()
+    # its pytest settings import flax before ``-p`` plugins load (parity/startup)
+    alias_at_startup: bool = False
 
 
 PROJECTS: tuple[Project, ...] = (
@@ -217,6 +222,41 @@ PROJECTS: tuple[Project, ...] = (
         paths=("src", "tests", "pyproject.toml"),
         pythonpath=("src",),
     ),
+    Project(
+        # variational quantum states: Linen and NNX models, checks flax.__version__
+        name="netket",
+        repo="netket/netket",
+        commit="3b9e1c2865290d08d5df170661128a6b6c8d3939",
+        api="Linen+NNX",
+        tests=(
+            "test/nn",
+            "test/utils/test_frameworks.py",
+            "test/models/test_mlp.py",
+            "test/models/test_nn.py",
+            "test/models/test_rbm.py",
+            "test/variational/test_apply_operator.py",
+        ),
+        deps=(
+            "numba==0.68.1",
+            "llvmlite==0.50.0",
+            "igraph==1.0.0",
+            "texttable==1.7.2",
+            "plum-dispatch==2.10.1",
+            "beartype==0.23.1",
+            "sparse==0.19.3",
+            "orjson==3.13.0",
+            "tqdm==4.70.1",
+            "einops==0.8.2",
+            "equinox==0.13.8",
+            "jaxtyping==0.3.11",
+            "wadler_lindig==0.1.8",
+        ),
+        paths=("netket", "test", "pyproject.toml"),
+        generated=(
+            ("netket/_version.py", 'version = __version__ = "0.0.0"\n'),
+        ),
+        alias_at_startup=True,  # its filterwarnings name netket.errors classes
+    ),
 )
 
 
@@ -246,6 +286,8 @@ def source(project: Project) -> pathlib.Path:
                 ["git", "-C", str(work), "checkout", "--quiet", project.commit],
                 check=True,
             )
+        for path, text in project.generated:
+            (work / path).write_text(text)
         root.parent.mkdir(parents=True, exist_ok=True)
         work.rename(root)
     return root
@@ -298,9 +340,10 @@ def run_tests(project: Project, backend: str, timeout: float) -> pathlib.Path:
     out.unlink(missing_ok=True)
     extra = ["-W", "ignore", *project.args, "--rootdir", str(root), *_own_config(root)]
     cmd = pytest_command(project.tests, out, backend, tb="short", extra=extra)
+    startup = [str(STARTUP)] if backend == "lens" and project.alias_at_startup else []
     env = pytest_env(
         backend,
-        first=[str(root / folder) for folder in project.pythonpath or (".",)],
+        first=[*startup, *(str(root / f) for f in project.pythonpath or (".",))],
         last=[str(deps_dir(project))],
     )
     if project.devices:
