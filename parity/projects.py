@@ -252,9 +252,7 @@ PROJECTS: tuple[Project, ...] = (
             "wadler_lindig==0.1.8",
         ),
         paths=("netket", "test", "pyproject.toml"),
-        generated=(
-            ("netket/_version.py", 'version = __version__ = "0.0.0"\n'),
-        ),
+        generated=(("netket/_version.py", 'version = __version__ = "0.0.0"\n'),),
         alias_at_startup=True,  # its filterwarnings name netket.errors classes
     ),
 )
