@@ -73,6 +73,8 @@ class Project:
     generated: tuple[tuple[str, str], ...] = ()
     # its pytest settings import flax before ``-p`` plugins load (parity/startup)
     alias_at_startup: bool = False
+    # environment its tests need, "{root}" standing for the unpacked tree
+    env: tuple[tuple[str, str], ...] = ()
 
 
 PROJECTS: tuple[Project, ...] = (
@@ -255,6 +257,38 @@ PROJECTS: tuple[Project, ...] = (
         generated=(("netket/_version.py", 'version = __version__ = "0.0.0"\n'),),
         alias_at_startup=True,  # its filterwarnings name netket.errors classes
     ),
+    Project(
+        # Keras 3 on its JAX backend with NNX on: Keras variables are nnx.Variable
+        # subclasses with their own value property, layers are nnx objects
+        name="keras",
+        repo="keras-team/keras",
+        commit="250b42181ce9f37df68319d8f4753ec89a349a43",  # v3.15.1
+        api="NNX",
+        tests=(
+            "keras/src/backend/jax",
+            "keras/src/layers/core",
+            "keras/src/models",
+            "keras/src/trainers",
+            "keras/src/saving",
+        ),
+        args=("-o", "addopts=", "-n", "2", "--dist", "loadfile"),
+        deps=(
+            "namex==0.1.0",
+            "h5py==3.16.0",
+            "optree==0.20.0",
+            "dm-tree==0.1.10",
+            "pandas==3.1.1",
+            "pillow==13.0.0",
+            "PyYAML==6.0.4",
+        ),
+        paths=("keras", "conftest.py", "pyproject.toml"),
+        alias_at_startup=True,  # `import keras` imports flax.nnx (conftest)
+        env=(
+            ("KERAS_BACKEND", "jax"),
+            ("KERAS_NNX_ENABLED", "true"),
+            ("KERAS_HOME", "{root}/.keras_home"),
+        ),
+    ),
 )
 
 
@@ -344,6 +378,7 @@ def run_tests(project: Project, backend: str, timeout: float) -> pathlib.Path:
         first=[*startup, *(str(root / f) for f in project.pythonpath or (".",))],
         last=[str(deps_dir(project))],
     )
+    env.update((k, v.format(root=root)) for k, v in project.env)
     if project.devices:
         env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={project.devices}"
     print(f"[projects] {project.name} under {backend}", flush=True)
