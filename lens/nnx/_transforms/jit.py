@@ -195,8 +195,8 @@ class JitWrapped(Generic[P, R]):
                 out = self._traced_call(call)
         else:
             hit = cached_walk(self._cache, call.all_args, call.stat, call.signature)
-            if hit is not None:
-                per_arg = hit.read_args(call.all_args)
+            per_arg = None if hit is None else hit.inputs(call.all_args)
+            if hit is not None and per_arg is not None:
                 out = call_cached(hit, per_arg, self.jitted_fn)
             else:
                 with active_mode(self.mode):  # the outputs are checked as traced

@@ -102,8 +102,6 @@ class CachedWalk:
     writes: tuple[Any, list[Any], bool, bool] | None = None
     plain: bool = False
     kept_args: tuple[int, ...] = ()
-    # per argument: (its kind, how its values are read, what they are read from)
-    hot: list[tuple[Any, int, list[Any]]] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.reads = [(e.arg, e.leaf) for e in self.entries]
@@ -118,10 +116,6 @@ class CachedWalk:
             if leaves and all(x is not None and x.variable is not None for x in leaves)
             else (_LEAVES, leaves)
             for kind, leaves in zip(self.kinds, by_arg, strict=True)
-        ]
-        self.hot = [
-            (kind, mode, items)
-            for kind, (mode, items) in zip(self.kinds, self.plan, strict=True)
         ]
         # A plain call (no keywords, no static arguments) may take :meth:`inputs`.
         self.plain = not self.static and self.signature == _NO_KEYWORDS
@@ -143,7 +137,7 @@ class CachedWalk:
         if STRUCTURE_EPOCH[0] != self.epoch or len(args) != len(self.kinds):
             return None
         per_arg = []
-        for a, (kind, mode, items) in zip(args, self.hot):
+        for a, kind, (mode, items) in zip(args, self.kinds, self.plan):
             if mode is _VARIABLES:
                 if a is not kind:
                     return None
@@ -164,18 +158,6 @@ class CachedWalk:
             if _snapshot(c) != snap:
                 return None
         return per_arg
-
-    def read_args(self, args: tuple[Any, ...]) -> list[list[Any]]:
-        """Per argument, the current values of its leaves (a Variable's ``_value``
-        read directly), for ``args`` :meth:`inputs` accepts."""
-        return [
-            list(map(_RAW, items))
-            if mode is _VARIABLES
-            else jax.tree_util.tree_leaves(args[i])
-            if mode is _TREE
-            else [args[i] if x is None else x.read() for x in items]
-            for i, (mode, items) in enumerate(self.plan)
-        ]
 
     def write_back(self, same: tuple[bool, ...], new_values: list[Any]) -> None:
         """Writes ``new_values`` into the leaves the program changed."""
