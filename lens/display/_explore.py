@@ -44,16 +44,21 @@ def _histogram_html(leaf: Leaf, bins: int = 20) -> str:
 
 def leaf_details_html(leaf: Leaf) -> str:
     """Stats and histogram of one leaf (HTML, every style inline)."""
-    stats = ""
+    stats = leaf.values or ""  # a small array's values, a Python value's text
     if leaf.stats is not None:
         m, s, lo, hi = leaf.stats
         stats = f"mean {fmt_num(m)} · std {fmt_num(s)} · min {fmt_num(lo)} · max {fmt_num(hi)}"
+    size = (
+        ""
+        if leaf.python
+        else f" · {human_count(leaf.count)} values ({human_bytes(leaf.nbytes)})"
+    )
     stack = ""
     if leaf.stack is not None:
         stack = f"<div>{_stacked.spark_html(leaf.stack)}</div>"
     return wrap(
         f"<div class='c'>{e(leaf.collection)}:/{e('/'.join(leaf.path + (leaf.name,)))}</div>"
-        f"<div>{e(leaf.type_str)} {e(leaf.axes_str)} · {human_count(leaf.count)} values ({human_bytes(leaf.nbytes)})</div>"
+        f"<div>{e(leaf.type_str)} {e(leaf.axes_str)}{size}</div>"
         f"<div class='m'>{e(stats)}</div>{stack}{_histogram_html(leaf)}"
     )
 

@@ -15,6 +15,11 @@ from lens.core import meta as _meta
 from lens.display import _placement
 
 STATS_MAX_ELEMENTS = 1 << 22  # beyond this, statistics are skipped (they would be slow)
+SMALL = 8
+"""An array of at most this many values shows them, not their statistics (a loss,
+a step count, a 3-vector: treescope shows such values inline too)."""
+PY_REPR = 60
+"""The longest a Python value's text runs before it is cut with an ellipsis."""
 
 
 @dataclasses.dataclass
@@ -34,10 +39,15 @@ class Leaf:
     stats: tuple[float, float, float, float] | None = None  # mean, std, min, max
     value: Any = None
     stack: Any = None  # per-slice RMS over a stacked axis (see _stacked), or None
+    # the values themselves, as text: a small array's (see SMALL), a Python value's
+    values: str | None = None
+    python: bool = False  # a Python value (an int, a tuple of shapes), not an array
 
     @property
     def type_str(self) -> str:
-        """Compact dtype and shape, e.g. ``f32[8,16]``."""
+        """Compact dtype and shape, e.g. ``f32[8,16]``; a Python value's type."""
+        if self.python:
+            return self.dtype
         return f"{short_dtype(self.dtype)}[{','.join(str(d) for d in self.shape)}]"
 
     @property
@@ -78,10 +88,11 @@ def _sharding_str(x: Any) -> str | None:
     return f"{spec} on {shape} mesh" + (f": {where}" if where else "")
 
 
-def numeric_array(x: Any) -> np.ndarray | None:
-    """``x`` as a float64 NumPy array, or None when it holds no numbers to measure
-    (abstract, a tracer, PRNG keys, a non-numeric dtype, empty, or larger than
-    ``STATS_MAX_ELEMENTS``, which would make a display slow)."""
+def host_numbers(x: Any) -> np.ndarray | None:
+    """``x`` as a NumPy array of its own dtype, or None when it holds no numbers to
+    read (abstract, a tracer, PRNG keys, a non-numeric dtype, empty, larger than
+    ``STATS_MAX_ELEMENTS``, which would make a display slow, or partly on other
+    processes)."""
     dtype = getattr(x, "dtype", None)
     if (
         dtype is None
@@ -108,7 +119,55 @@ def numeric_array(x: Any) -> np.ndarray | None:
         return None
     if a.dtype.kind not in "biuf" and "bfloat16" not in str(a.dtype):
         return None
-    return a.astype(np.float64)
+    return a
+
+
+def numeric_array(x: Any) -> np.ndarray | None:
+    """``x`` as a float64 NumPy array, or None when it holds no numbers to measure
+    (see :func:`host_numbers`)."""
+    a = host_numbers(x)
+    return None if a is None else a.astype(np.float64)
+
+
+def is_array(x: Any) -> bool:
+    """Whether ``x`` is an array (JAX, NumPy, a NumPy scalar, an abstract array): it
+    has a shape and a dtype. A Python number, string or tuple is not."""
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def python_text(x: Any) -> str:
+    """A Python value as a display shows it: its ``repr``, cut at ``PY_REPR``
+    characters with an ellipsis, on one line."""
+    text = printable(" ".join(repr(x).split()))
+    return text if len(text) <= PY_REPR else text[: PY_REPR - 1] + "\u2026"
+
+
+def _num_text(v: Any, kind: str) -> str:
+    if kind == "b":
+        return str(bool(v))
+    if kind in "iu":
+        return str(int(v))
+    return fmt_num(float(v)) if np.isfinite(v) else str(float(v))
+
+
+def values_of(x: Any) -> str | None:
+    """The values of a small array as text (``3``, ``[[-0.43, 0.294]]``,
+    ``True``), numbers as :func:`fmt_num` writes them; None for an array of more
+    than ``SMALL`` values, or one with no values to read (abstract, a tracer, PRNG
+    keys, a non-numeric dtype, or partly on other processes)."""
+    if int(np.prod(getattr(x, "shape", ()))) > SMALL:
+        return None
+    a = host_numbers(x)  # None for what has no numbers to read
+    if a is None:
+        return None
+    kind = a.dtype.kind if a.dtype.kind in "biu" else "f"  # bfloat16 and floats: f
+
+    def text(v: Any) -> str:
+        if v.ndim == 0:
+            return _num_text(v, kind)
+        return "[" + ", ".join(text(r) for r in v) + "]"
+
+    return text(a)
 
 
 def stats_of(x: Any) -> tuple[float, float, float, float] | None:
@@ -146,6 +205,20 @@ def make_leaf(
         n = getattr(value, "names", None)
         names = tuple(n) if n is not None else None
         value = _meta.unbox(value)
+    if not is_array(value):  # a Python value: its text, no array facts
+        return Leaf(
+            collection,
+            path,
+            name,
+            (),
+            type(value).__name__,
+            0,
+            0,
+            box,
+            names,
+            values=python_text(value),
+            python=True,
+        )
     shape = getattr(value, "shape", None)
     shape = tuple(shape) if shape is not None else np.shape(value)
     dtype = getattr(value, "dtype", None)
@@ -157,7 +230,7 @@ def make_leaf(
         except TypeError:  # an unhashable dtype-like
             dtype_name, itemsize = str(dtype), 0
     count = math.prod(shape)
-    return Leaf(
+    leaf = Leaf(
         collection,
         path,
         name,
@@ -168,9 +241,13 @@ def make_leaf(
         box,
         names,
         _sharding_str(value),
-        stats_of(value) if with_stats else None,
+        None,
         value,
     )
+    if with_stats:  # a small array's values, else its statistics
+        leaf.values = values_of(value)
+        leaf.stats = stats_of(value) if leaf.values is None else None
+    return leaf
 
 
 def iter_leaves(

@@ -264,7 +264,9 @@ class BoxView(View):
             fields = _box_fields(self.box)
             if fields:
                 parts.append(", ".join(f"{k}={_short(v)}" for k, v in fields.items()))
-        if _is_variable(self.box):
+        if _is_variable(self.box) and x.values is not None:
+            parts.append(f"= {x.values}")  # a small array or a Python value: itself
+        elif _is_variable(self.box):
             # an nnx Variable: how many values, and their statistics
             parts.append(f"· {human_count(x.count)} value{'s' if x.count != 1 else ''}")
             if x.stats is not None:

@@ -47,12 +47,17 @@ def show(obj: Any) -> Any:
 
     Example:
         >>> import numpy as np, lens
-        >>> view = lens.show({"params": {"w": np.zeros((2, 3), np.float32)}})
-        Variables: 1 collection, 1 arrays, 6 values (24 B)
-        params · 6 (24 B)
-          w  f32[2,3]  6 (24 B)  mean 0 std 0 [0, 0]
-        >>> type(view).__name__, "f32[2,3]" in view.html()
+        >>> w, b = np.zeros((4, 3), np.float32), np.arange(3, dtype=np.float32)
+        >>> view = lens.show({"params": {"w": w, "b": b}})
+        Variables: 1 collection, 2 arrays, 15 values (60 B)
+        params · 15 (60 B)
+          w  f32[4,3]  12 (48 B)  mean 0 std 0 [0, 0]
+          b  f32[3]  3 (12 B)  [0, 1, 2]
+        >>> type(view).__name__, "f32[4,3]" in view.html()
         ('VariablesView', True)
+
+        (An array of at most eight values shows them, a larger one its mean,
+        standard deviation and range.)
     """
     view = view_of(obj)
     try:

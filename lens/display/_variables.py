@@ -15,6 +15,7 @@ from lens.display._leaf import (
     human_bytes,
     human_count,
     stats_of,
+    values_of,
 )
 
 
@@ -50,6 +51,9 @@ def looks_like_variables(obj: Any, budget: int = 10_000) -> bool:
 
 
 def _stats_str(leaf: Leaf) -> str:
+    """The statistics of a leaf, or its values when it shows them (small)."""
+    if leaf.values is not None:
+        return leaf.values
     if leaf.stats is None:
         return ""
     mean, std, lo, hi = leaf.stats
@@ -64,8 +68,14 @@ is read at a glance, as treescope shows it); a larger one opens only the modules
 with a stacked axis (their charts are the point)."""
 
 
-def _size(n: int, nbytes: int) -> str:
-    return f"{human_count(n)} ({human_bytes(nbytes)})"
+def _size(n: int, nbytes: int, py: int = 0) -> str:
+    """``64 (256 B)``; with Python values (which have no bytes): ``2 Python
+    values``, or ``64 (256 B) + 2 Python values``."""
+    arrays = f"{human_count(n)} ({human_bytes(nbytes)})"
+    if not py:
+        return arrays
+    words = f"{human_count(py)} Python value{'s' if py != 1 else ''}"
+    return words if not n else f"{arrays} + {words}"
 
 
 class VariablesView(View):
@@ -99,7 +109,11 @@ class VariablesView(View):
         if stats:  # only for the rows shown: statistics cost a pass over each array
             stacked = _stacked.stacked_leaves(self.leaves)
             for leaf in self.leaves:
-                leaf.stats = stats_of(leaf.value)
+                if leaf.python:
+                    continue  # its text is made with it
+                leaf.values = values_of(leaf.value)  # a small array: the values
+                if leaf.values is None:
+                    leaf.stats = stats_of(leaf.value)
                 if id(leaf) in stacked:
                     leaf.stack = _stacked.profile(leaf.value)
 
@@ -113,12 +127,18 @@ class VariablesView(View):
 
     def _header(self) -> str:
         cols = self.collections
-        return (
-            f"{self.title}: {len(cols)} collection{'s' if len(cols) != 1 else ''}, "
-            f"{human_count(sum(c.n for c in cols))} arrays, "
-            f"{human_count(sum(c.count for c in cols))} values "
-            f"({human_bytes(sum(c.nbytes for c in cols))})"
-        )
+        py = sum(c.py for c in cols)
+        arrays = sum(c.n for c in cols) - py
+        parts = [f"{len(cols)} collection{'s' if len(cols) != 1 else ''}"]
+        if arrays or not py:
+            parts += [
+                f"{human_count(arrays)} array{'s' if arrays != 1 else ''}",
+                f"{human_count(sum(c.count for c in cols))} values "
+                f"({human_bytes(sum(c.nbytes for c in cols))})",
+            ]
+        if py:
+            parts.append(f"{human_count(py)} Python value{'s' if py != 1 else ''}")
+        return f"{self.title}: {', '.join(parts)}"
 
     def _type(self, path: tuple[str, ...]) -> str:
         """`` Conv``: the class of the module at ``path``, when known."""
@@ -129,13 +149,13 @@ class VariablesView(View):
         """Plain text, one line per variable."""
         lines = [self._header()]
         for c in self.collections:
-            lines.append(f"{c.name} · {_size(c.count, c.nbytes)}")
+            lines.append(f"{c.name} · {_size(c.count, c.nbytes, c.py)}")
             for m in c.shown:
                 indent = "  "
                 if m.path:
                     lines.append(
                         f"  /{'/'.join(m.path)}{self._type(m.path)} · "
-                        f"{_size(m.count, m.nbytes)}"
+                        f"{_size(m.count, m.nbytes, m.py)}"
                     )
                     indent = "    "
                 width = max(len(x.name) for x in m.leaves)
@@ -166,7 +186,7 @@ class VariablesView(View):
         for c in self.collections:
             out.append(
                 f"<details open class=top><summary><span class=c>{e(c.name)}</span> "
-                f"<span class=m>· {_size(c.count, c.nbytes)}</span></summary>"
+                f"<span class=m>· {_size(c.count, c.nbytes, c.py)}</span></summary>"
             )
             for m in c.shown:
                 if m.path:
@@ -181,7 +201,8 @@ class VariablesView(View):
                     out.append(
                         f"<details{opened}><summary>{_path_html(m.path)}"
                         + (f" <span class=ty>{e(kind.strip())}</span>" if kind else "")
-                        + f" <span class=m>· {_size(m.count, m.nbytes)}</span></summary>"
+                        + f" <span class=m>· {_size(m.count, m.nbytes, m.py)}</span>"
+                        "</summary>"
                     )
                 # rows directly in a collection start where a module's do
                 out.append("<div class=vars>" if m.path else "<div class='vars flat'>")
@@ -202,7 +223,7 @@ class VariablesView(View):
         tree = Tree(escape(self._header()))
         for c in self.collections:
             node = tree.add(
-                f"[bold]{escape(c.name)}[/] [dim]· {_size(c.count, c.nbytes)}[/]"
+                f"[bold]{escape(c.name)}[/] [dim]· {_size(c.count, c.nbytes, c.py)}[/]"
             )
             for m in c.shown:
                 sub = (
@@ -214,8 +235,10 @@ class VariablesView(View):
                     extra = f" [cyan]{escape(x.axes_str)}[/]" if x.axes_str else ""
                     if x.stack is not None:
                         extra += f" [magenta]{escape(_stacked.describe(x.stack))}[/]"
+                    size = "" if x.python else f"{human_count(x.count)} "
                     sub.add(
-                        f"{escape(x.name)} {x.type_str}{extra} [dim]{human_count(x.count)} {escape(_stats_str(x))}[/]"
+                        f"{escape(x.name)} {escape(x.type_str)}{extra} "
+                        f"[dim]{size}{escape(_stats_str(x))}[/]"
                     )
             if c.hidden_n:
                 node.add(f"[dim]{escape(self._more(c) + '; ' + HOW_TO_SEE_ALL)}[/]")
@@ -248,8 +271,9 @@ def _text_row(x: Leaf, width: int) -> str:
         parts.append(x.axes_str)
     if x.sharding:
         parts.append(f"sharded {x.sharding}")
-    parts.append(f"{human_count(x.count)} ({human_bytes(x.nbytes)})")
-    if x.stats is not None:
+    if not x.python:
+        parts.append(f"{human_count(x.count)} ({human_bytes(x.nbytes)})")
+    if x.values is not None or x.stats is not None:
         parts.append(_stats_str(x))
     if x.stack is not None:
         parts.append(_stacked.describe(x.stack))
@@ -266,6 +290,8 @@ in ``_base.CLASS_STYLE``)."""
 WIDEST = 28
 """The widest a name, type or axis-name column grows (ch); a longer text wraps in
 its cell instead of pushing every row's numbers to the right."""
+VALUES_MAX = 40
+"""The widest (ch) a small array's values make their column; longer ones wrap in it."""
 INDENT = 16
 """A row's second line starts under its type column, or this many ch in when the
 name column is wider (so that the statistics fit beside the indent at 600 px)."""
@@ -279,6 +305,7 @@ class _Cells(NamedTuple):
     axes: str
     size: str
     stats: tuple[str, str, str] | None  # "mean ...", "std ...", "[min, max]"
+    values: str | None  # the values themselves, in place of the statistics
 
 
 def _cells(x: Leaf) -> _Cells:
@@ -290,7 +317,8 @@ def _cells(x: Leaf) -> _Cells:
             f"std {fmt_num(std)}",
             f"[{fmt_num(lo)}, {fmt_num(hi)}]",
         )
-    return _Cells(x.name, x.type_str, x.axes_str, _size(x.count, x.nbytes), stats)
+    size = "" if x.python else _size(x.count, x.nbytes)
+    return _Cells(x.name, x.type_str, x.axes_str, size, stats, x.values)
 
 
 class _Columns(NamedTuple):
@@ -302,10 +330,15 @@ class _Columns(NamedTuple):
     axes: str | None  # axis names, when a variable has them
     size: str
     stats: str | None  # mean, std, range; each gives way in a narrow cell
+    values: str | None  # a small array's values, in the statistics' place
     indent: str  # em: where a row's second line starts
 
     @classmethod
     def of(cls, rows: Iterable[_Cells]) -> _Columns:
+        """The view's columns. The statistics' group and the values' group are
+        one width (``VALUES_MAX`` ch at most past the statistics'), so that both
+        move to a row's second line at the same cell width: their gaps are in
+        their tracks (``column-gap:0``), whose widths then add up exactly."""
         rows = list(rows)
         texts = [(r.name, r.type, r.axes, r.size) for r in rows]
         name, type_, axes, size = (
@@ -313,17 +346,26 @@ class _Columns(NamedTuple):
         )
         name, type_, axes = (min(w, WIDEST) for w in (name, type_, axes))
         measured = [r.stats for r in rows if r.stats is not None]
+        listed = [len(r.values) for r in rows if r.values is not None]
+        widths = (
+            [max(len(s[i]) for s in measured) for i in range(3)] if measured else []
+        )
+        # each statistic but the last followed by a 1 ch gap
+        width = max(
+            sum(widths) + 2 if widths else 0, min(max(listed, default=0), VALUES_MAX)
+        )
         stats = None
-        if measured:
-            stats = " ".join(
-                f"minmax(0,{max(len(s[i]) for s in measured)}ch)" for i in range(3)
-            )
+        if widths:
+            a, b, c = widths
+            last = width - a - b - 2  # the last statistic, and any room left over
+            stats = f"minmax(0,{a + 1}ch) minmax(0,{b + 1}ch) minmax(0,{last}ch)"
         indent = f"{min(name, INDENT) * CH_EM + GAP_EM:.2f}".rstrip("0").rstrip(".")
         return cls(
             f"minmax(0,{name}ch) {type_}ch",
             f"{axes + 1}ch" if axes else None,  # and the highlight's padding
             f"{size}ch",
             stats,
+            f"minmax(0,{width}ch)" if listed else None,
             indent,
         )
 
@@ -352,9 +394,19 @@ def _html_row(x: Leaf, c: _Cells, cols: _Columns, gloss: Gloss) -> str:
         f" <span class='cols m' style='grid-template-columns:{cols.size}'>"
         f"{c.size}</span>"
     )
-    if c.stats is not None and cols.stats is not None:
+    if c.values is not None and cols.values is not None:
+        # where the statistics go, wrapping inside its cell when longer; float
+        # values are marked (fv): their last digits are the CPU's, and a stored
+        # notebook's sanitizer (tests/nbval_sanitize.cfg) leaves them out
+        kind = "cols v fv" if _floating(x) else "cols v"
         out.append(
-            f" <span class='cols m' style='grid-template-columns:{cols.stats}'>"
+            f" <span class='{kind}' style='grid-template-columns:{cols.values}'>"
+            f"<span>{e(c.values)}</span></span>"
+        )
+    elif c.stats is not None and cols.stats is not None:
+        out.append(
+            f" <span class='cols m' style='column-gap:0;"
+            f"grid-template-columns:{cols.stats}'>"
             + " ".join(f"<span>{e(s)}</span>" for s in c.stats)
             + "</span>"
         )
@@ -371,6 +423,12 @@ def _html_row(x: Leaf, c: _Cells, cols: _Columns, gloss: Gloss) -> str:
         )
     out.append("</div>")
     return "".join(out)
+
+
+def _floating(x: Leaf) -> bool:
+    """Whether a leaf's values are floating-point numbers (their last digits
+    differ between CPUs); ints, bools and Python values are exact."""
+    return not x.python and x.dtype.startswith(("float", "bfloat", "complex"))
 
 
 def _sharding_title(text: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from lens.core import meta as _meta
-from lens.display._leaf import Leaf, _dtype_info, make_leaf, printable
+from lens.display._leaf import Leaf, _dtype_info, is_array, make_leaf, printable
 
 getset = type(np.ndarray.size)  # how C types expose attributes
 
@@ -27,13 +27,15 @@ MORE_LISTED = 100
 
 @dataclasses.dataclass
 class Module:
-    """The arrays directly under one path of a collection."""
+    """The arrays directly under one path of a collection (``n`` counts its
+    leaves, ``py`` those of them that are Python values, not arrays)."""
 
     path: tuple[str, ...]
     leaves: list[Leaf] = dataclasses.field(default_factory=list)
     n: int = 0
     count: int = 0
     nbytes: int = 0
+    py: int = 0
 
 
 @dataclasses.dataclass
@@ -45,6 +47,7 @@ class Collection:
     n: int = 0
     count: int = 0
     nbytes: int = 0
+    py: int = 0
     hidden_n: int = 0
     hidden_count: int = 0
     hidden_nbytes: int = 0
@@ -54,9 +57,12 @@ class Collection:
 
 
 def _size(value: Any) -> tuple[int, int]:
-    """``(values, bytes)`` of one stored variable (boxed or not)."""
+    """``(values, bytes)`` of one stored variable (boxed or not); a Python value
+    (not an array) has none: it is counted apart (``py``)."""
     if isinstance(value, _meta.AxisMetadata):
         value = _meta.unbox(value)
+    if not is_array(value):
+        return 0, 0
     shape = getattr(value, "shape", None)
     count = math.prod(shape) if shape is not None else math.prod(np.shape(value))
     dtype = getattr(value, "dtype", None)
@@ -94,9 +100,18 @@ class _Kinds:
             )
         return (int(v.size), int(v.nbytes)) if fast else _size(v)
 
-    def total(self, arrays: list[tuple[Any, Any]]) -> tuple[int, int]:
-        """The values and bytes of ``arrays`` together."""
-        count = nbytes = 0
+    def python(self, v: Any) -> bool:
+        """Whether ``v`` is a Python value, not an array (a boxed one: its value)."""
+        if self.fast.get(type(v)):
+            return False
+        if isinstance(v, _meta.AxisMetadata):
+            v = _meta.unbox(v)
+        return not is_array(v)
+
+    def total(self, arrays: list[tuple[Any, Any]]) -> tuple[int, int, int]:
+        """The values and bytes of ``arrays`` together, and how many of them are
+        Python values (which have neither)."""
+        count = nbytes = py = 0
         fast = self.fast
         for _, v in arrays:
             if fast.get(type(v)):
@@ -106,7 +121,8 @@ class _Kinds:
                 c, b = self.one(v)
                 count += c
                 nbytes += b
-        return int(count), int(nbytes)
+                py += self.python(v)
+        return int(count), int(nbytes), py
 
 
 _Frame = tuple[tuple[Any, ...], Iterator[tuple[Any, Any]], tuple[int, ...], list[bool]]
@@ -171,9 +187,9 @@ def collect(variables: Mapping[str, Any], budget: int | None) -> list[Collection
                 # the array's own byte count where NumPy has no itemsize (PRNG keys)
                 leaf.nbytes = kinds.one(v)[1]
                 mod.leaves.append(leaf)
-            count, nbytes = kinds.total(arrays[:take])
-            _add(mod, take, count, nbytes)
-            _add(c, take, count, nbytes)
+            count, nbytes, py = kinds.total(arrays[:take])
+            _add(mod, take, count, nbytes, py)
+            _add(c, take, count, nbytes, py)
             if left is not None:
                 left -= take
             if take < len(arrays):  # the rest of a module cut by the budget
@@ -184,11 +200,14 @@ def collect(variables: Mapping[str, Any], budget: int | None) -> list[Collection
     return out
 
 
-def _add(into: Module | Collection, n: int, count: int, nbytes: int) -> None:
-    into.n, into.count, into.nbytes = (
+def _add(
+    into: Module | Collection, n: int, count: int, nbytes: int, py: int = 0
+) -> None:
+    into.n, into.count, into.nbytes, into.py = (
         into.n + n,
         into.count + count,
         into.nbytes + nbytes,
+        into.py + py,
     )
 
 
@@ -200,19 +219,21 @@ def _hidden(
 ) -> None:
     """Counts ``dicts`` as hidden modules of ``c`` (naming the first few); a
     module partly shown counts once, at its first hidden array."""
-    n = count = nbytes = modules = 0
+    n = count = nbytes = py = modules = 0
     more, total = c.more, kinds.total
     for raw, arrays, first in dicts:
-        k, b = total(arrays)
-        n, count, nbytes = n + len(arrays), count + k, nbytes + b
+        k, b, p = total(arrays)
+        n, count, nbytes, py = n + len(arrays), count + k, nbytes + b, py + p
         if first:
             modules += 1
             if len(more) < MORE_LISTED:
-                more.append(Module(tuple(map(printable, raw)), [], len(arrays), k, b))
+                more.append(
+                    Module(tuple(map(printable, raw)), [], len(arrays), k, b, p)
+                )
         elif raw in partly_shown and raw not in c.cut:
             modules += 1
             c.cut.add(raw)
-    _add(c, n, count, nbytes)
+    _add(c, n, count, nbytes, py)
     c.hidden_n += n
     c.hidden_count += count
     c.hidden_nbytes += nbytes

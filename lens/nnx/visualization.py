@@ -84,13 +84,17 @@ def render_object_constructor(
 
 def variables_by_type(s: State) -> dict[str, dict[Any, Any]]:
     """``{variable type name: nested dict of arrays}``: a State shown the way lens
-    shows Linen collections (a value that is itself a pytree, like an optimizer
-    state, is spread over sub-paths)."""
+    shows Linen collections (a value that is itself a pytree of arrays, like an
+    optimizer state, is spread over sub-paths; one with no arrays in it, like the
+    shapes of ``jax.tree.map(jnp.shape, state)``, is one row: its Python value)."""
     out: dict[str, dict[Any, Any]] = {}
     for path, v in s._flat_dict().items():
         kind = type(v).__name__ if isinstance(v, Variable) else "array"
         value = v._raw_value if isinstance(v, Variable) else v
-        for sub, leaf in jax.tree_util.tree_leaves_with_path(value):
+        leaves = jax.tree_util.tree_leaves_with_path(value)
+        if not any(hasattr(x, "shape") and hasattr(x, "dtype") for _, x in leaves):
+            leaves = [((), value)]
+        for sub, leaf in leaves:
             full = tuple(str(p) for p in path) + tuple(
                 jax.tree_util.keystr((k,)).strip(".[]'") for k in sub
             )

@@ -43,6 +43,7 @@ def variables():
 
 
 def test_variables_golden_text(variables):
+    # an array of at most eight values shows them; a larger one its statistics
     assert (
         VariablesView(variables).text()
         == """\
@@ -50,17 +51,17 @@ Variables: 2 collections, 8 arrays, 37 values (148 B)
 params · 29 (116 B)
   /Dense_0 · 16 (64 B)
     kernel  f32[3,4]  (None,'model')  12 (48 B)  mean 1 std 0 [1, 1]
-    bias    f32[4]  4 (16 B)  mean 0 std 0 [0, 0]
+    bias    f32[4]  4 (16 B)  [0, 0, 0, 0]
   /BatchNorm_0 · 8 (32 B)
-    scale  f32[4]  4 (16 B)  mean 1 std 0 [1, 1]
-    bias   f32[4]  4 (16 B)  mean 0 std 0 [0, 0]
+    scale  f32[4]  4 (16 B)  [1, 1, 1, 1]
+    bias   f32[4]  4 (16 B)  [0, 0, 0, 0]
   /Dense_1 · 5 (20 B)
-    kernel  f32[4,1]  4 (16 B)  mean 0 std 0 [0, 0]
-    bias    f32[1]  1 (4 B)  mean 0 std 0 [0, 0]
+    kernel  f32[4,1]  4 (16 B)  [[0], [0], [0], [0]]
+    bias    f32[1]  1 (4 B)  [0]
 batch_stats · 8 (32 B)
   /BatchNorm_0 · 8 (32 B)
-    mean  f32[4]  4 (16 B)  mean 0 std 0 [0, 0]
-    var   f32[4]  4 (16 B)  mean 1 std 0 [1, 1]"""
+    mean  f32[4]  4 (16 B)  [0, 0, 0, 0]
+    var   f32[4]  4 (16 B)  [1, 1, 1, 1]"""
     )
 
 

@@ -57,8 +57,10 @@ def test_the_widget_carries_a_table_and_a_sentence_for_where_no_widget_runs():
 def test_where_no_widget_runs_the_explorer_shows_every_variable_and_says_to_run_it():
     model, variables = _explorer()
     html = lens.explore(model, variables)._repr_mimebundle_()["text/html"]
-    # the variables table, one row per variable, with its statistics
-    assert html.count("<div class=var ") == 2 and html.count(">mean ") == 2
+    # the variables table, one row per variable: the kernel's statistics (12
+    # values), the bias's three values themselves
+    assert html.count("<div class=var ") == 2 and html.count(">mean ") == 1
+    assert "<span>[0, 0, 0]</span>" in html
     header, note = re.findall(r"<div>([^<]*)</div><div class=hint[^>]*>([^<]*)<", html)[
         0
     ]

@@ -18,17 +18,29 @@ from lens.display._variables import INDENT, WIDEST
 
 
 def test_a_variable_shows_its_type_shape_count_and_statistics():
-    kernel = nnx.Param(jnp.arange(6, dtype=jnp.float32).reshape(2, 3))
+    kernel = nnx.Param(jnp.arange(12, dtype=jnp.float32).reshape(3, 4))
     view = lens.show(kernel)
     assert isinstance(view, BoxView)
-    assert view.text() == "Param f32[2,3] · 6 values · mean 2.5 std 1.71 [0, 5]"
-    assert "Param f32[2,3] · 6 values" in view.html()
+    assert view.text() == "Param f32[3,4] · 12 values · mean 5.5 std 3.45 [0, 11]"
+    assert "Param f32[3,4] · 12 values" in view.html()
+
+
+def test_a_small_or_python_valued_variable_shows_its_values():
+    # what flax's repr shows (value=...), in place of statistics of a few numbers
+    assert BoxView(nnx.Param(jnp.array([[0.5, -1.0, 2.0]]))).text() == (
+        "Param f32[1,3] = [[0.5, -1, 2]]"
+    )
+    assert (
+        BoxView(nnx.BatchStat(jnp.array(3, jnp.int32))).text() == "BatchStat i32[] = 3"
+    )
+    assert BoxView(nnx.Variable((2, 3))).text() == "Variable tuple = (2, 3)"
+    assert BoxView(nnx.Variable("x" * 100)).text().endswith("xxx\u2026")
 
 
 def test_a_variable_shows_metadata_set_by_the_user_not_the_defaults():
     v = nnx.BatchStat(np.zeros(3, np.float32), note="running mean")
     text = BoxView(v).text()
-    assert text.startswith("BatchStat f32[3] note='running mean' · 3 values")
+    assert text.startswith("BatchStat f32[3] note='running mean' = [0, 0, 0]")
     assert "hijax" not in text and "eager_sharding" not in text
 
 
@@ -83,15 +95,29 @@ def test_every_row_shares_the_column_template_of_its_view():
     assert len(rows) == len(view.leaves) == 6
     # name and type, size, statistics: one template per group across all modules
     # and collections, so every column starts at the same x in every row
-    by_group = [{_groups(r)[i] for r in rows if len(_groups(r)) > i} for i in range(3)]
+    # (a small array's values take the statistics' place, as wide as they are)
+    measured = [r for r in rows if ">mean " in r]
+    by_group = [{_groups(r)[i] for r in rows} for i in range(2)]
+    by_group.append({_groups(r)[2] for r in measured})
     assert all(len(templates) == 1 for templates in by_group), by_group
     head, size, stats = (t.pop() for t in by_group)
+    for x, r in zip(view.leaves, rows, strict=True):
+        if x.values is not None:
+            assert f"<span>{x.values}</span>" in r and ">mean " not in r
     names = [x.name for x in view.leaves]
     types = [x.type_str for x in view.leaves]  # the widest: key<fry>[]
     assert head == f"minmax(0,{max(map(len, names))}ch) {max(map(len, types))}ch"
     assert size == f"{len('256 (1.0 KB)')}ch"
     means = [f"mean {fmt_num(x.stats[0])}" for x in view.leaves if x.stats]
-    assert stats.startswith(f"minmax(0,{max(map(len, means))}ch) ")
+    assert stats.startswith(f"minmax(0,{max(map(len, means)) + 1}ch) ")  # + gap
+    # the values' column is exactly as wide as the statistics' three (their gaps
+    # are in the tracks), so both move to a second line at the same cell width
+    tracks = [int(w) for w in re.findall(r"minmax\(0,(\d+)ch\)", stats)]
+    (values,) = {
+        _groups(r)[2] for r in rows if ">mean " not in r and len(_groups(r)) > 2
+    }
+    assert values == f"minmax(0,{sum(tracks)}ch)"
+    assert all("column-gap:0;" in r for r in measured)
     # the key has no statistics: its row has no statistics group, nothing empty
     key = next(r for r in rows if ">key<" in r)
     assert len(_groups(key)) == 2 and "mean" not in key
@@ -159,15 +185,42 @@ def test_stored_tables_compare_equal_whatever_the_last_digits_of_their_statistic
 
     def stored(value: float) -> str:
         html = VariablesView(
-            {"params": {"dense": {"w": np.full((2, 3), value, np.float32)}}}
+            {"params": {"dense": {"w": np.full((3, 4), value, np.float32)}}}
         ).html()
         for pattern, repl in rules:
             html = re.sub(pattern, repl, html)
         return html
 
     a, b = stored(0.00995), stored(0.0100001)  # 'mean 0.00995', 'mean 0.01'
-    assert a == b and "mean ~" in a and ">w<" in a and "f32[2,3]" in a
+    assert a == b and "mean ~" in a and ">w<" in a and "f32[3,4]" in a
     assert stored(-1.5) == a  # another sign, still the same shape of table
+
+
+def test_stored_small_float_values_compare_equal_and_exact_ones_stay_compared():
+    # a small array shows its values in place of statistics: floats are the CPU's
+    # rounding (sanitized away, text and HTML), ints and Python values are exact
+    cfg = (pathlib.Path(__file__).parents[1] / "nbval_sanitize.cfg").read_text()
+    rules = re.findall(r"regex: (.*)\nreplace: (.*)", cfg)
+
+    def stored(value: float, step: int = 3) -> tuple[str, str]:
+        view = VariablesView(
+            {
+                "params": {"w": np.full((2, 3), value, np.float32)},
+                "stats": {"step": np.int32(step), "shape": (2, step)},
+            }
+        )
+        text, html = view.text(), view.html()
+        for pattern, repl in rules:
+            text, html = re.sub(pattern, repl, text), re.sub(pattern, repl, html)
+        return text, html
+
+    a, b = stored(0.00995), stored(0.0100001)
+    assert a == b and "0.00995" in VariablesView({"w": np.full(2, 0.00995)}).text()
+    text, html = a
+    assert "w  f32[2,3]  6 (24 B)  ~" in text and "step   i32[]  1 (4 B)  3" in text
+    assert "shape  tuple  (2, 3)" in text
+    assert "<span>3</span>" in html and "<span>(2, 3)</span>" in html
+    assert stored(0.5, step=4) != a  # an int that changed is still seen
 
 
 def _opened(html: str) -> dict[str, bool]:

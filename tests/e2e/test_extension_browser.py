@@ -358,6 +358,13 @@ def _lens_html_samples() -> dict[str, str]:
     box = nn.Partitioned(np.ones((4, 8), np.float32), (None, "data"))
     return {
         "variables": lens.display.VariablesView(variables).html(),
+        # small arrays show their values, Python values their text
+        "values": lens.display.VariablesView(
+            {
+                "params": {"w": np.ones((4, 4), np.float32), "b": np.arange(3.0)},
+                "stats": {"step": np.int32(3), "shapes": ((2, 3), (3,))},
+            }
+        ).html(),
         "diff": lens.diff(variables, blown).html(),
         "module": lens.display.ModuleView(bound).html(),
         "box": lens.display.BoxView(box).html(),

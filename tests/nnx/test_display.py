@@ -100,3 +100,29 @@ def test_nnx_display_in_a_notebook_shows_lens_views(monkeypatch):
     ]
     assert shown[0].text().startswith("Net: 4 collections")
     assert shown[1].text().startswith("State: 4 collections")
+
+
+def test_a_state_of_shapes_shows_each_shape_as_its_python_value():
+    # jax.tree.map(jnp.shape, state): flax's repr shows value=(2, 3); a tuple of
+    # Python ints is one row holding that text, not ints counted as 4-byte arrays
+    import jax
+
+    shapes = jax.tree.map(jnp.shape, nnx.state(nnx.Linear(2, 3, rngs=nnx.Rngs(0))))
+    assert shapes._repr_mimebundle_()["text/plain"] == (
+        "State: 1 collection, 2 Python values\n"
+        "Param · 2 Python values\n"
+        "  bias    tuple  (3,)\n"
+        "  kernel  tuple  (2, 3)"
+    )
+
+
+def test_python_values_beside_arrays_are_counted_apart():
+    class M(nnx.Module):
+        def __init__(self):
+            self.count = nnx.Variable(0)
+            self.opt = nnx.Variable({"mu": jnp.ones(3), "n": 1})
+
+    lines = M()._repr_mimebundle_()["text/plain"].splitlines()
+    assert lines[0] == "M: 1 collection, 1 array, 3 values (12 B), 2 Python values"
+    assert lines[1] == "Variable · 3 (12 B) + 2 Python values"
+    assert "  count  int  0" in lines and "    mu  f32[3]  3 (12 B)  [1, 1, 1]" in lines
