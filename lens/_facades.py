@@ -291,7 +291,7 @@ FACADES: dict[str, dict[str, str] | str] = {
             "A attribute_is_data AttributeStatus BUILDING_DOCS check_pytree "
             "check_trace data Data DATA_REGISTRY DataAnnotation dataclass declared "
             "has_data is_data node_items Object ObjectMeta private_attributes "
-            "Pytree=Object PytreeMeta=ObjectMeta register_data_type Static static "
+            "Pytree PytreeMeta=ObjectMeta register_data_type Static static "
             "StaticAnnotation unmark"
         ),
         "lens.nnx._objects.repr": (

@@ -446,7 +446,7 @@ def _roots(
 
 def _is_nnx_object(x: Any) -> bool:
     pytreelib = sys.modules.get("lens.nnx._objects.object")
-    return pytreelib is not None and isinstance(x, pytreelib.Object)
+    return pytreelib is not None and isinstance(x, pytreelib.Pytree)
 
 
 def _argument_names(

@@ -163,7 +163,7 @@ def _as_collections(x: Any) -> Any:
     import sys
 
     nnx = sys.modules.get("lens.nnx")  # loaded if the user has nnx objects
-    if nnx is not None and isinstance(x, nnx.State | nnx.Object):
+    if nnx is not None and isinstance(x, nnx.State | nnx.Pytree):
         from lens.nnx.visualization import variables_by_type
 
         return variables_by_type(x if isinstance(x, nnx.State) else nnx.state(x))

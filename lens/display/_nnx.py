@@ -17,13 +17,13 @@ def module_types(obj: Any) -> dict[tuple[str, ...], str]:
     every nnx object under ``obj`` (not ``obj`` itself); empty for a State."""
     from lens import nnx
 
-    if not isinstance(obj, nnx.Module | nnx.Object) or isinstance(obj, nnx.State):
+    if not isinstance(obj, nnx.Pytree) or isinstance(obj, nnx.State):
         return {}
     out: dict[tuple[str, ...], str] = {}
     for seen, (path, node) in enumerate(nnx.iter_graph(obj)):
         if seen >= MAX_NODES:
             break
-        if path and isinstance(node, nnx.Object):
+        if path and isinstance(node, nnx.Pytree):
             out[tuple(str(p) for p in path)] = type(node).__name__
     return out
 

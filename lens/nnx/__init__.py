@@ -62,8 +62,8 @@ if TYPE_CHECKING:
         view_info, with_attributes,
     )
     from lens.nnx._objects.object import (
-        check_pytree, Data, data, dataclass, has_data, is_data, Object,
-        Object as Pytree, register_data_type, Static, static,
+        check_pytree, Data, data, dataclass, has_data, is_data, Object, Pytree,
+        register_data_type, Static, static,
     )
     from lens.nnx._objects.rngs import (
         fork_rngs, reseed, restore_rngs, Rngs, RngStream, split_rngs, with_rngs,

@@ -31,7 +31,7 @@ from lens._instruments.call_cost import CallCost, Options
 from lens.nnx._graph.defs import Static
 from lens.nnx._graph.ops import clone, merge, split
 from lens.nnx._objects.module import Module
-from lens.nnx._objects.object import Object, node_items
+from lens.nnx._objects.object import Pytree, node_items
 from lens.nnx._objects.rngs import RngStream
 from lens.nnx._variables.variable import Param, RngState, Variable
 from lens.nnx.visualization import in_ipython as in_ipython
@@ -181,7 +181,7 @@ def _add(stats: dict[type, SizeBytes], t: type, size: SizeBytes) -> None:
 
 
 def _children(x: Any) -> Iterator[tuple[Any, Any]]:
-    if isinstance(x, Object):
+    if isinstance(x, Pytree):
         yield from node_items(x)
     elif isinstance(x, dict):
         yield from x.items()
@@ -196,7 +196,7 @@ def _collect_stats(
     each object with its id so the calls of its copies can be traced back."""
     info = ObjectInfo(path, {}, {})
     infos[id(node)] = info
-    if isinstance(node, Object):
+    if isinstance(node, Pytree):
         object.__setattr__(node, _ID, id(node))
     for key, value in list(_children(node)):
         if id(value) in infos:
@@ -206,7 +206,7 @@ def _collect_stats(
             _add(info.stats, t, _size_of(value.value))
             info.variable_groups.setdefault(t, {})[key] = value
             infos[id(value)] = None
-        elif isinstance(value, Object | dict | list | tuple):
+        elif isinstance(value, Pytree | dict | list | tuple):
             _collect_stats((*path, key), value, infos)
             child = infos[id(value)]
             assert child is not None
@@ -217,7 +217,7 @@ def _collect_stats(
 def _object_types(model: Any) -> set[type]:
     from lens.nnx._graph.ops import iter_graph
 
-    return {type(x) for _, x in iter_graph(model, graph=True) if isinstance(x, Object)}
+    return {type(x) for _, x in iter_graph(model, graph=True) if isinstance(x, Pytree)}
 
 
 def _methods(types: set[type]) -> dict[tuple[type, str], Callable[..., Any]]:
@@ -228,7 +228,7 @@ def _methods(types: set[type]) -> dict[tuple[type, str], Callable[..., Any]]:
         for name, fn in inspect.getmembers(t, inspect.isfunction):
             if name.startswith("_") and name != "__call__":
                 continue
-            if getattr(Module, name, None) is fn or getattr(Object, name, None) is fn:
+            if getattr(Module, name, None) is fn or getattr(Pytree, name, None) is fn:
                 continue
             out[(t, name)] = fn
     return out
@@ -461,7 +461,7 @@ def _dummy(x: Any) -> Any:
     """What a call's input or output leaf shows as."""
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return ArrayRepr.from_array(x)
-    if isinstance(x, Object | Variable):
+    if isinstance(x, Pytree | Variable):
         return SimpleObjectRepr(x)
     return x
 

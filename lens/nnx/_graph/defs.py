@@ -26,7 +26,7 @@ from lens.nnx._graph.registry import (
     GenericPytree,
     IndexesPytreeDef,
 )
-from lens.nnx._objects.object import Object
+from lens.nnx._objects.object import Pytree
 from lens.nnx._variables.static import StaticValue
 
 Path = tuple[Any, ...]
@@ -348,7 +348,7 @@ def _def_of(nd: NodeDef, children: list[tuple[Any, Any]]) -> Any:
     kind = nd.type
     keys = tuple(k for k, _ in children)
     items = tuple(d for _, d in children)
-    if isinstance(kind, type) and issubclass(kind, Object):
+    if isinstance(kind, type) and issubclass(kind, Pytree):
         assert nd.index is not None
         return ObjectDef(kind, nd.index, tuple(children), nd.outer_index)
     if kind in (list, tuple):

@@ -33,7 +33,7 @@ from lens.nnx._graph.walk import (
     path_str,
     pytree_children,
 )
-from lens.nnx._objects.object import Object, node_items
+from lens.nnx._objects.object import Pytree, node_items
 from lens.nnx._variables.filters import to_predicate
 from lens.nnx._variables.state import FlatState, State, map_state, partition_flat
 from lens.nnx._variables.variable import Variable
@@ -409,11 +409,11 @@ def iter_graph(
     seen: set[int] = set()
 
     def go(x: Any, path: Path) -> Iterator[tuple[Path, Any]]:
-        if isinstance(x, Object | Variable):
+        if isinstance(x, Pytree | Variable):
             if id(x) in seen:
                 return
             seen.add(id(x))
-            if isinstance(x, Object):
+            if isinstance(x, Pytree):
                 for k, v in node_items(x):
                     yield from go(v, path + (k,))
             yield path, x
@@ -474,11 +474,11 @@ def find_duplicates(node: Any, /, *, only: Any = ...) -> list[list[Path]]:
     paths: dict[int, list[Path]] = {}
 
     def go(x: Any, path: Path) -> None:
-        if isinstance(x, Object | Variable):
+        if isinstance(x, Pytree | Variable):
             first = id(x) not in paths
             if pred(path, x):
                 paths.setdefault(id(x), []).append(path)
-            if first and isinstance(x, Object):
+            if first and isinstance(x, Pytree):
                 for k, v in node_items(x):
                     go(v, path + (k,))
         elif type(x) in (list, tuple):
@@ -503,7 +503,7 @@ def recursive_map(
     done: dict[int, Any] = {}
 
     def go(x: Any, path: Path) -> Any:
-        if isinstance(x, Object):
+        if isinstance(x, Pytree):
             if id(x) in done:
                 return done[id(x)]
             for k, v in node_items(x):

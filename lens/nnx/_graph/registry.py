@@ -44,7 +44,7 @@ import numpy as np
 from jax._src.tree_util import _registry as JAX_PYTREE_REGISTRY
 
 from lens._facades import show_at_flax_paths
-from lens.nnx._objects.object import Object, forget_data_types
+from lens.nnx._objects.object import Pytree, forget_data_types
 from lens.nnx._variables.variable import Variable
 from lens.typing import Key, PathParts, is_key_like
 
@@ -78,7 +78,7 @@ class NodeImplBase(Generic[Node, Leaf, AuxData]):
     def node_dict(self, node: Any) -> dict[Key, Any]:
         """``{key: child}`` of ``node`` (Data/Static markers removed)."""
         if self.flatten is _object_flatten:
-            # An Object's flatten marks each attribute data or static (a pytree
+            # A Pytree's flatten marks each attribute data or static (a pytree
             # walk of every value) only for the marks to be dropped here: read
             # the same items directly (nnx.update asks this of every object).
             return dict(node._graph_items())
@@ -115,7 +115,7 @@ class PytreeNodeImpl(NodeImplBase[Node, Leaf, AuxData]):
 NodeImpl = GraphNodeImpl[Node, Leaf, AuxData] | PytreeNodeImpl[Node, Leaf, AuxData]
 
 
-def _object_flatten(obj: Object) -> tuple[list[tuple[Key, Any]], type]:
+def _object_flatten(obj: Pytree) -> tuple[list[tuple[Key, Any]], type]:
     items = obj._graph_items()
     if type(obj)._lens_pytree:  # data/static as the object's pytree sees them
         nodes = obj._pytree__nodes
@@ -123,17 +123,17 @@ def _object_flatten(obj: Object) -> tuple[list[tuple[Key, Any]], type]:
     return items, type(obj)
 
 
-def _object_set_key(obj: Object, key: Key, value: Any) -> None:
+def _object_set_key(obj: Pytree, key: Key, value: Any) -> None:
     current = dict(obj._graph_items()).get(key)
     if isinstance(current, Variable) and isinstance(value, Variable):
         current.update_from_state(value)
-    elif isinstance(key, str) and type(obj)._graph_set is Object._graph_set:
+    elif isinstance(key, str) and type(obj)._graph_set is Pytree._graph_set:
         setattr(obj, key, value)  # the object's own checks (static, mutability)
     else:
         obj._graph_set(key, value)
 
 
-def _object_pop_key(obj: Object, key: Key) -> Any:
+def _object_pop_key(obj: Pytree, key: Key) -> Any:
     value = dict(obj._graph_items())[key]
     if isinstance(key, str) and key in vars(obj):
         delattr(obj, key)
@@ -142,7 +142,7 @@ def _object_pop_key(obj: Object, key: Key) -> Any:
     return value
 
 
-def _object_init(obj: Object, items: Iterable[tuple[Key, Any]]) -> None:
+def _object_init(obj: Pytree, items: Iterable[tuple[Key, Any]]) -> None:
     for key, value in items:
         obj._graph_set(key, value)
 
@@ -160,11 +160,11 @@ def _object_impl(cls: type) -> GraphNodeImpl:
 
 
 def _is_object_type(t: Any) -> bool:
-    return isinstance(t, type) and issubclass(t, Object)
+    return isinstance(t, type) and issubclass(t, Pytree)
 
 
 class _GraphRegistry(dict):
-    """``GRAPH_REGISTRY``: every Object subclass is in it (its impl is made on
+    """``GRAPH_REGISTRY``: every Pytree subclass is in it (its impl is made on
     first use, as flax.nnx registers each Pytree subclass when it is defined)."""
 
     def __missing__(self, key: Any) -> GraphNodeImpl:
@@ -197,7 +197,7 @@ def register_graph_node_type(
     ``pop`` and the transforms walk into it, number it and keep its sharing.
 
     Raises:
-        ValueError: ``type`` is already registered (every Object subclass is).
+        ValueError: ``type`` is already registered (every Pytree subclass is).
     """
     if type in GRAPH_REGISTRY:
         raise ValueError(
@@ -266,7 +266,7 @@ def is_node(x: Any) -> bool:
 
 def is_graph_node(x: Any) -> bool:
     """Whether ``x`` has identity in a graph: a registered graph node (every
-    Object) or a Variable."""
+    Pytree) or a Variable."""
     return type(x) in GRAPH_REGISTRY or isinstance(x, Variable)
 
 
@@ -421,10 +421,10 @@ def register_builtin_pytree(type_: type, **impl: Any) -> None:
 
 
 def custom_impl(x: Any) -> NodeImpl[Any, Any, Any] | None:
-    """The impl of ``x`` when a user registered its type (not an Object, and
+    """The impl of ``x`` when a user registered its type (not a Pytree, and
     none of the built-in containers the walk handles itself)."""
     impl = dict.get(GRAPH_REGISTRY, type(x))
-    if impl is not None and not isinstance(x, Object):
+    if impl is not None and not isinstance(x, Pytree):
         return impl
     if type(x) in _BUILTIN:
         return None

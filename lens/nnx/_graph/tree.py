@@ -27,7 +27,7 @@ import jax
 
 from lens.nnx._graph.defs import GraphDef, TreeNodeDef, VariableDef
 from lens.nnx._graph.walk import Path, path_str
-from lens.nnx._objects.object import Object
+from lens.nnx._objects.object import Pytree
 from lens.nnx._variables.static import freeze_metadata
 from lens.nnx._variables.variable import Variable
 
@@ -66,7 +66,7 @@ def check_tree(node: Any, /, fn_name: str = "flatten") -> None:
 def check_valid_pytree(node: Any, fn_name: str, path: str = "") -> None:
     """Raises ``ValueError`` when ``node`` is an object made with
     ``pytree=False``: tree mode cannot walk it."""
-    if isinstance(node, Object) and not type(node)._lens_pytree:
+    if isinstance(node, Pytree) and not type(node)._lens_pytree:
         where = f"Found at path: {path}. " if path else ""
         raise ValueError(
             f"Cannot use '{fn_name}' with graph=False on a '{type(node).__name__}' "
@@ -85,7 +85,7 @@ def walk_tree(
 
     def go(x: Any, path: Path) -> Iterator[tuple[Path, Any, bool]]:
         check_valid_pytree(x, fn_name, path_str(path) if path else "")
-        if isinstance(x, Object | Variable) or _is_ref(x):
+        if isinstance(x, Pytree | Variable) or _is_ref(x):
             if id(x) in seen:
                 raise ValueError(
                     f"Duplicate {type(x).__name__} found at paths "

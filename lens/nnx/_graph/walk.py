@@ -52,7 +52,7 @@ from lens.nnx._graph.registry import (
     custom_impl,
     get_node_impl,
 )
-from lens.nnx._objects.object import Object, declared_kind, node_items
+from lens.nnx._objects.object import Pytree, declared_kind, node_items
 from lens.nnx._objects.object import declared as declared_kinds
 from lens.nnx._objects.state import PytreeState
 from lens.nnx._variables.refs import is_array_ref
@@ -83,9 +83,9 @@ def _is_array(x: Any) -> bool:
 
 
 def is_graph_node(x: Any) -> bool:
-    """Whether ``x`` has identity in a graph: an Object, a Variable, or a type
+    """Whether ``x`` has identity in a graph: a Pytree, a Variable, or a type
     given to ``register_graph_node_type``."""
-    return isinstance(x, Object | Variable) or isinstance(custom_impl(x), GraphNodeImpl)
+    return isinstance(x, Pytree | Variable) or isinstance(custom_impl(x), GraphNodeImpl)
 
 
 Ref = NodeRef  # lens's name for flax.nnx's NodeRef
@@ -107,7 +107,7 @@ class Leaf:
         if self.variable is not None:
             return self.variable._raw_value
         owner, key = self.owner, self.key
-        if isinstance(owner, Object):
+        if isinstance(owner, Pytree):
             if isinstance(key, int):  # an nnx.List item
                 return cast(Any, owner)[key]
             return getattr(owner, key)
@@ -120,7 +120,7 @@ class Leaf:
     def write(self, value: Any) -> None:
         if self.variable is not None:
             object.__setattr__(self.variable, "_raw_value", value)
-        elif isinstance(self.owner, Object):
+        elif isinstance(self.owner, Pytree):
             self.owner._graph_set(self.key, value)
         elif isinstance(self.owner, list | dict):
             self.owner[self.key] = value
@@ -135,7 +135,7 @@ def _variables_in(x: Any, seen: set[int]) -> Iterator[tuple[Path, Variable]]:
             seen.add(id(x))
             yield (), x
         return
-    if isinstance(x, Object):
+    if isinstance(x, Pytree):
         if id(x) in seen:
             return
         seen.add(id(x))
@@ -215,7 +215,7 @@ class Walker:
         first_spec = self.specs[i].spec
         if _spec_eq(first_spec, spec):
             return i
-        if isinstance(x, Object):
+        if isinstance(x, Pytree):
             # specs written differently may agree on every variable (0 and
             # StateAxes({...: 0})): flax.nnx compares them per Variable
             for sub, v in _variables_in(x, set()):
@@ -265,7 +265,7 @@ class Walker:
     def node(
         self, x: Any, path: Path, spec: Any = None, owner: Any = None, key: Any = None
     ) -> Any:
-        if isinstance(x, Object):
+        if isinstance(x, Pytree):
             i = self._seen(x, spec, path)
             if i is not None:
                 return Ref(i)
@@ -347,7 +347,7 @@ class Walker:
                 tuple(keys),
             )
         if (
-            isinstance(owner, Object)
+            isinstance(owner, Pytree)
             and _declared_data(owner, key)
             and get_node_impl(x) is None  # None, an empty pytree: no leaf
         ):
@@ -419,7 +419,7 @@ class NodeView:
 def is_node_value(x: Any) -> bool:
     """Whether the walk goes into ``x`` (not a plain leaf value)."""
     return (
-        isinstance(x, Object | Variable)
+        isinstance(x, Pytree | Variable)
         or _is_array(x)
         or is_array_ref(x)
         or type(x) in (list, tuple, dict)
@@ -440,7 +440,7 @@ def _frame_of(x: Any) -> Any:
         return _NO_FRAME
 
 
-def _state_flags(obj: Object) -> tuple[bool, bool] | None:
+def _state_flags(obj: Pytree) -> tuple[bool, bool] | None:
     """``(initializing, is_setup)`` of an object's ``_pytree__state`` when
     either is set (a merge rebuilds them, as flax.nnx's does); else None."""
     st = obj.__dict__.get("_pytree__state")
@@ -449,14 +449,14 @@ def _state_flags(obj: Object) -> tuple[bool, bool] | None:
     return (st.initializing, st.is_setup)
 
 
-def _declared_data(owner: Object, key: Any) -> bool:
+def _declared_data(owner: Pytree, key: Any) -> bool:
     """Whether ``owner`` (a pytree object) declares attribute ``key`` data."""
     if not type(owner)._lens_pytree or not isinstance(key, str):
         return False
     return declared_kind(owner, key) == "data"
 
 
-def _declared_data_keys(obj: Object) -> Any:
+def _declared_data_keys(obj: Pytree) -> Any:
     """The attributes of ``obj`` (a pytree object) declared data: those of its
     keys for which ``_declared_data`` holds."""
     if not type(obj)._lens_pytree:
@@ -472,13 +472,13 @@ def _key_of(entry: Any) -> Any:
 
 
 def _holds_state(x: Any) -> bool:
-    return isinstance(x, Object | Variable) or _is_array(x) or is_array_ref(x)
+    return isinstance(x, Pytree | Variable) or _is_array(x) or is_array_ref(x)
 
 
 def pytree_children(x: Any) -> tuple[list[Any], list[Any], Any] | None:
     """``(keys, children, treedef)`` one level down a pytree that holds state.
 
-    None for leaves, ``None`` itself, and pytrees with no array, Variable or Object
+    None for leaves, ``None`` itself, and pytrees with no array, Variable or Pytree
     inside (those stay static, like any other attribute value).
     """
     if x is None or isinstance(x, str | int | float | bool):
@@ -531,7 +531,7 @@ class Builder:
             return d.value.value
         if isinstance(d, ObjectDef):
             cls: Any = d.type
-            if cls.__new__ is Object.__new__ and cls._graph_set is Object._graph_set:
+            if cls.__new__ is Pytree.__new__ and cls._graph_set is Pytree._graph_set:
                 return self._build_plain_object(d, cls)
             obj = cls.__new__(cls)
             if d.flags is not None:  # initializing / set up, as the original

@@ -22,7 +22,7 @@ from lens._facades import show_at_flax_paths
 from lens.nnx._graph import update as graphupdate
 from lens.nnx._graph.ops import clone, iter_graph
 from lens.nnx._graph.walk import Path
-from lens.nnx._objects.object import Object, ObjectMeta
+from lens.nnx._objects.object import Pytree, ObjectMeta
 from lens.nnx._variables.filters import to_predicate
 from lens.nnx._variables.names import variable_type_from_name
 from lens.nnx._variables.state import State
@@ -75,7 +75,7 @@ def _var_type(t: Any) -> type[Variable]:
     return t
 
 
-class Module(Object, metaclass=ModuleMeta):
+class Module(Pytree, metaclass=ModuleMeta):
     """Base class of eager modules: set attributes in ``__init__``, compute in
     ``__call__``. Submodules, variables and lists of them are found by attribute."""
 
@@ -405,7 +405,7 @@ def view(
     remaining = set(kwargs)
     for path, m in iter_graph(out):
         set_view = getattr(m, "set_view", None)
-        if not isinstance(m, Object) or set_view is None or not predicate(path, m):
+        if not isinstance(m, Pytree) or set_view is None or not predicate(path, m):
             continue
         params = inspect.signature(set_view).parameters.values()
         if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):

@@ -1,5 +1,6 @@
-"""Objects with reference semantics (flax.nnx's ``pytreelib``): :class:`Object`
-(``Pytree``), the base of every ``nnx.Module``, and the attribute markers
+"""Objects with reference semantics (flax.nnx's ``pytreelib``): :class:`Pytree`,
+the base of every ``nnx.Module`` and nnx object (a JAX pytree unless a subclass says
+``pytree=False``), :class:`Object` (one that never is), and the attribute markers
 (``data``/``static``, ``Data``/``Static``, ``nnx.dataclass``) that say which
 attributes hold state.
 """
@@ -78,7 +79,7 @@ class ObjectMeta(abc.ABCMeta):
 PytreeMeta = ObjectMeta
 
 
-class Object(Displayable, reprlib.Representable, metaclass=ObjectMeta):
+class Pytree(Displayable, reprlib.Representable, metaclass=ObjectMeta):
     """A node with reference semantics: attributes hold variables, other objects,
     lists/tuples/dicts of them, arrays and static values."""
 
@@ -215,7 +216,7 @@ class Object(Displayable, reprlib.Representable, metaclass=ObjectMeta):
 # objects, sorted by name as flax.nnx sorts them) are the children; the others,
 # with the order of all keys, are the static aux data (StaticValue: compared by
 # equality when hashable, else by identity, so jit can cache on it).
-def _object_parts(obj: Object) -> tuple[list[tuple[Any, Any]], Any]:
+def _object_parts(obj: Pytree) -> tuple[list[tuple[Any, Any]], Any]:
     keys, is_data_key, statics, children = [], [], [], []
     marks = declared(obj)
     for k, v in obj._graph_items():
@@ -235,19 +236,19 @@ def _key_entry(k: Any) -> Any:
     return jax.tree_util.GetAttrKey(k)
 
 
-def _flatten_object_with_keys(obj: Object) -> tuple[list[tuple[Any, Any]], Any]:
+def _flatten_object_with_keys(obj: Pytree) -> tuple[list[tuple[Any, Any]], Any]:
     children, aux = _object_parts(obj)
     return [(_key_entry(k), v) for k, v in children], aux
 
 
-def _flatten_object(obj: Object) -> tuple[list[Any], Any]:
+def _flatten_object(obj: Pytree) -> tuple[list[Any], Any]:
     children, aux = _object_parts(obj)
     return [v for _, v in children], aux
 
 
-def _unflatten_object(cls: type, aux: Any, children: Any) -> Object:
+def _unflatten_object(cls: type, aux: Any, children: Any) -> Pytree:
     keys, is_data_key, statics = aux
-    obj = Object.__new__(cls)
+    obj = Pytree.__new__(cls)
     data_values, static_values = iter(children), iter(statics)
     items = [
         (k, held, next(data_values) if held else next(static_values).value)
@@ -274,14 +275,14 @@ def private_attributes() -> frozenset[str]:
     return _PRIVATE_ATTRIBUTES
 
 
-def check_trace(obj: Object) -> None:
+def check_trace(obj: Pytree) -> None:
     """An object made outside the JAX trace running now (a ``jax.jit``,
     ``jax.grad``, ...) cannot be mutated in it, as in flax.nnx: asked through the
     object's ``_check_valid_context`` hook, which subclasses may override."""
     obj._check_valid_context(lambda: _trace_message(obj))
 
 
-def _trace_message(obj: Object) -> str:
+def _trace_message(obj: Pytree) -> str:
     return (
         f"Cannot mutate '{type(obj).__name__}' from different trace level: it "
         "was made outside the JAX transform running now and captured by its "
@@ -289,11 +290,6 @@ def _trace_message(obj: Object) -> str:
         "it inside), or use the nnx transform (nnx.jit, nnx.grad, ...), which "
         "carries its updates out."
     )
-
-
-Pytree = Object
-"""flax.nnx's name for the base of objects (``nnx.Pytree``): lens has one base,
-a pytree unless a subclass says ``pytree=False``."""
 
 
 class _Marked:
@@ -313,7 +309,7 @@ def unmark(value: Any) -> Any:
     return value.value if isinstance(value, _Marked) else value
 
 
-def _marks(obj: Object) -> dict[str, str]:
+def _marks(obj: Pytree) -> dict[str, str]:
     """The attributes ``nnx.data``/``nnx.static`` declared on this object."""
     marks = obj.__dict__.get("_lens_marks")
     if marks is None:
@@ -390,13 +386,13 @@ def _class_marks(cls: type) -> dict[str, str]:
     return cached
 
 
-def declared(obj: Object) -> dict[str, str]:
+def declared(obj: Pytree) -> dict[str, str]:
     """Declared data/static attributes: by the class (annotations, fields), then
     those set with ``nnx.data(x)``/``nnx.static(x)``."""
     return {**_class_marks(type(obj)), **(obj.__dict__.get("_lens_marks") or {})}
 
 
-def declared_kind(obj: Object, name: str) -> str | None:
+def declared_kind(obj: Pytree, name: str) -> str | None:
     """``declared(obj).get(name)`` without building the merged dict (the graph
     walk asks this of every static attribute)."""
     marks = obj.__dict__.get("_lens_marks")
@@ -405,11 +401,11 @@ def declared_kind(obj: Object, name: str) -> str | None:
     return _class_marks(type(obj)).get(name)
 
 
-def _is_static(obj: Object, name: str) -> bool:
+def _is_static(obj: Pytree, name: str) -> bool:
     return declared_kind(obj, name) == "static"
 
 
-def _stays_data(obj: Object, name: str, value: Any) -> bool:
+def _stays_data(obj: Pytree, name: str, value: Any) -> bool:
     """An undeclared data attribute stays data when a value without data (a
     string, None) replaces it, as in flax.nnx."""
     d = obj.__dict__
@@ -418,7 +414,7 @@ def _stays_data(obj: Object, name: str, value: Any) -> bool:
     )
 
 
-def _check_static(obj: Object, name: str, value: Any, *, explicit: bool) -> None:
+def _check_static(obj: Pytree, name: str, value: Any, *, explicit: bool) -> None:
     """A static attribute must not hold arrays, Variables or objects."""
     if not has_data(value):
         return
@@ -442,11 +438,11 @@ def _check_static(obj: Object, name: str, value: Any, *, explicit: bool) -> None
     raise ValueError(msg + fix)
 
 
-def _check_no_nested_marks(obj: Object, name: str, value: Any) -> None:
+def _check_no_nested_marks(obj: Pytree, name: str, value: Any) -> None:
     """``nnx.data(...)``/``nnx.static(...)`` are assigned to an attribute
     directly, never inside a list, tuple or dict."""
     leaves = jax.tree.leaves(
-        value, is_leaf=lambda x: isinstance(x, _Marked | Object | Variable)
+        value, is_leaf=lambda x: isinstance(x, _Marked | Pytree | Variable)
     )
     tags = {x.kind for x in leaves if isinstance(x, _Marked)}
     if tags:
@@ -469,7 +465,7 @@ def check_pytree(pytree: Any) -> None:
         TypeError: ``pytree`` is not an nnx object.
         ValueError: an attribute breaks one of the rules (named in the message).
     """
-    if not isinstance(pytree, Object):
+    if not isinstance(pytree, Pytree):
         raise TypeError(
             f"Expected a Pytree, got {type(pytree)}.\ncheck_pytree takes an nnx "
             "object (an nnx.Pytree / nnx.Module instance)."
@@ -487,11 +483,11 @@ def check_pytree(pytree: Any) -> None:
             )
 
 
-def node_items(obj: Object) -> list[tuple[Any, Any]]:
+def node_items(obj: Pytree) -> list[tuple[Any, Any]]:
     return obj._graph_items()
 
 
-def attribute_is_data(obj: Object, name: str, value: Any) -> bool:
+def attribute_is_data(obj: Pytree, name: str, value: Any) -> bool:
     """Whether attribute ``name`` (holding ``value``) is data: as declared
     (``nnx.data``/``nnx.static``, annotations), else whether it holds data."""
     marks = declared(obj)
@@ -539,7 +535,7 @@ def is_data(value: Any, /) -> bool:
 def _is_data_type(value: Any) -> bool:
     """:func:`is_data`'s answer, which depends on ``type(value)`` alone (a JAX
     tracer is an array, a hijax Variable a Variable)."""
-    if isinstance(value, jax.Array | np.ndarray | Variable | Object):
+    if isinstance(value, jax.Array | np.ndarray | Variable | Pytree):
         return True
     if type(value) in DATA_REGISTRY:
         return True
@@ -638,6 +634,27 @@ def _declare(value: Any, kind: str, kwargs: dict[str, Any]) -> Any:
         metadata.update(extra)
     metadata["static"] = kind == "static"
     return dataclasses.field(metadata=metadata, **kwargs)
+
+
+# After the helpers: making the class runs Pytree.__init_subclass__, which uses them.
+class Object(Pytree, pytree=False):
+    """Base class for NNX objects that are not pytrees (flax.nnx's ``Object``).
+
+    A graph node like every nnx object (``nnx.state``, ``nnx.jit`` and the other
+    nnx functions see its attributes), but a leaf to ``jax.tree`` functions, and
+    its attributes take any value: no data/static rules apply. ``class
+    Foo(nnx.Object)`` is ``class Foo(nnx.Pytree, pytree=False)``.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        pytree = kwargs.pop("pytree", False)
+        if pytree is not False:
+            raise ValueError(
+                "Object is not a pytree, but 'pytree' was explicitly set to "
+                f"{pytree!r} for type {cls}.\nSubclass nnx.Pytree for a pytree: "
+                f"class {cls.__name__}(nnx.Pytree)."
+            )
+        super().__init_subclass__(pytree=False, **kwargs)
 
 
 # Objects display through lens.display (registered there; loaded on first display).

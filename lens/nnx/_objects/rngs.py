@@ -27,7 +27,7 @@ from lens._hot_jit import hot_jit
 from lens.core import is_key
 from lens.nnx._graph.mode import set_graph_mode, set_graph_updates
 from lens.nnx._graph.ops import iter_graph, recursive_map
-from lens.nnx._objects.object import Object
+from lens.nnx._objects.object import Pytree
 from lens.nnx._objects.rng_types import (
     StreamBackup,
 )
@@ -141,7 +141,7 @@ def _is_concrete(x: Any) -> bool:
     return isinstance(x, jax.Array) and not isinstance(x, Tracer)
 
 
-class RngStream(Object, _Sampling):
+class RngStream(Pytree, _Sampling):
     """One named stream: ``stream()`` returns a new key."""
 
     def __init__(self, key: Any, *, tag: str):
@@ -182,7 +182,7 @@ class RngStream(Object, _Sampling):
         return RngStream(jnp.broadcast_to(key, shape + key.shape), tag=self.tag)
 
 
-class Rngs(Object, _Sampling):
+class Rngs(Pytree, _Sampling):
     """Named RNG streams: ``Rngs(0)``, ``Rngs(params=0, dropout=1)``.
 
     ``rngs.params()`` (or ``rngs['params']()``) returns a new key of stream
@@ -329,7 +329,7 @@ def split_rngs(
         raise ValueError(f"split_rngs: splits must be a positive int, got {splits!r}.")
     if squeeze and splits != 1:
         raise ValueError("squeeze=True is only supported for splits=1")
-    if node is not None and not callable(node) or isinstance(node, Object):
+    if node is not None and not callable(node) or isinstance(node, Pytree):
         if not in_place:
             return _split_copy(node, splits, only, squeeze, graph)
         return _split([node], splits, only, squeeze)
@@ -344,9 +344,9 @@ def split_rngs(
             nodes = [
                 x
                 for x in jax.tree.leaves(
-                    (args, kwargs), is_leaf=lambda x: isinstance(x, Object)
+                    (args, kwargs), is_leaf=lambda x: isinstance(x, Pytree)
                 )
-                if isinstance(x, Object)
+                if isinstance(x, Pytree)
             ]
             with _split(nodes, splits, only, squeeze):
                 return f(*args, **kwargs)

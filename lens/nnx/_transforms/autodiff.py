@@ -17,7 +17,7 @@ from lens._argnums import argnums, combine, out_of_range, partition
 from lens._facades import show_at_flax_paths
 from lens.nnx._graph.ops import graphdef, merge
 from lens.nnx._graph.walk import Walker, path_str
-from lens.nnx._objects.object import Object
+from lens.nnx._objects.object import Pytree
 from lens.nnx._transforms.cotangents import (
     aval,
     cotangent_like,
@@ -80,7 +80,7 @@ def _normalize_argnums(argnums: Any) -> tuple[list[tuple[int, Any]], bool]:
 
 def _filter_for(f: Any, arg: Any) -> Any:
     if f is _PARAMS_OF_OBJECTS:
-        return Param if isinstance(arg, Object) else ...
+        return Param if isinstance(arg, Pytree) else ...
     return f
 
 
@@ -390,7 +390,7 @@ def vjp(
 def _object_shaped(primal: Any, cotangent: Any) -> Any:
     """An object argument's cotangent as flax.nnx gives it: an object of the
     argument's type whose variables hold the cotangents."""
-    if not isinstance(primal, Object) or not isinstance(cotangent, State):
+    if not isinstance(primal, Pytree) or not isinstance(cotangent, State):
         return cotangent
     try:
         return merge(graphdef(primal), cotangent)

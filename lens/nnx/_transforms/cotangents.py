@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lens.nnx._graph.ops import state
-from lens.nnx._objects.object import Object
+from lens.nnx._objects.object import Pytree
 from lens.nnx._transforms.specs import Entry, Skeleton
 from lens.nnx._variables.state import State
 
@@ -48,7 +48,7 @@ def per_arg_states(
     out: list[Any] = []
     for i, arg in enumerate(args):
         mine = [(e, v) for e, v in zip(entries, values, strict=True) if e.arg == i]
-        if isinstance(arg, Object):
+        if isinstance(arg, Pytree):
             flat = {
                 _rel(e, skel): e.leaf.variable.replace(v)
                 if e.leaf is not None and e.leaf.variable is not None
@@ -70,10 +70,10 @@ def values_from(
     arg: Any, tangent: Any, skel: Skeleton, mine: list[Entry], what: str
 ) -> list[Any]:
     """The per-entry values an argument's tangent (a State for an object) gives."""
-    if isinstance(arg, Object):
+    if isinstance(arg, Pytree):
         if tangent is None:
             return [None] * len(mine)
-        if isinstance(tangent, Object):  # flax's tree mode: an object-shaped tangent
+        if isinstance(tangent, Pytree):  # flax's tree mode: an object-shaped tangent
             tangent = state(tangent)
         if not hasattr(tangent, "flat_state"):
             raise TypeError(

@@ -15,7 +15,7 @@ import jax
 from lens._argnums import combine, partition
 from lens._facades import show_at_flax_paths
 from lens.nnx._graph.walk import Walker
-from lens.nnx._objects.object import Object
+from lens.nnx._objects.object import Pytree
 from lens.nnx._transforms.cotangents import (
     aval,
     cotangent_like,
@@ -195,7 +195,7 @@ class CustomVjp(Generic[A]):
             updates_g = [next(it) if e.leaf else None for e in entries]
             per_arg = per_arg_states(args, skel, entries, updates_g)
             input_updates_g = tuple(
-                per_arg[i] if isinstance(args[i], Object) else None for i in diff_args
+                per_arg[i] if isinstance(args[i], Pytree) else None for i in diff_args
             )
             tangents = bwd_fn(
                 *(args3[i] for i in int_nondiff), res, (input_updates_g, out_g)

@@ -20,7 +20,7 @@ from jax.core import Tracer
 from lens import errors
 from lens.core import pack_trace as _trace
 from lens.nnx._graph.walk import Walker
-from lens.nnx._objects.object import Object
+from lens.nnx._objects.object import Pytree
 from lens.nnx._transforms.jit_refs import unmark_refs
 from lens.nnx._transforms.recipe import merge_outputs
 from lens.nnx._transforms.specs import Entry, Skeleton, StaticSlot
@@ -201,7 +201,7 @@ class TreeSlot:
 
 
 def _is_node(x: Any) -> bool:
-    return isinstance(x, Object | Variable)
+    return isinstance(x, Pytree | Variable)
 
 
 def _tree_slot(a: Any) -> TreeSlot | None:
@@ -238,7 +238,7 @@ def _arg_kinds(args: tuple[Any, ...], static: frozenset[int]) -> tuple[Any, ...]
     for i, a in enumerate(args):
         if i in static:
             kinds.append(StaticSlot(StaticValue(a)))
-        elif isinstance(a, Object | Variable):
+        elif isinstance(a, Pytree | Variable):
             kinds.append(a)
         elif isinstance(a, jax.Array | np.ndarray):
             kinds.append(_ARRAY)
@@ -375,7 +375,7 @@ def _plain_calls(wrapped: Any) -> bool:
 
 
 def _plain_output(out: Any) -> bool:
-    """Whether ``out`` holds only arrays (no Object or Variable): then a simple
+    """Whether ``out`` holds only arrays (no Pytree or Variable): then a simple
     mode's output check (an input Variable returned) has nothing to find."""
     if isinstance(out, jax.Array) or out is None:
         return True

@@ -193,12 +193,12 @@ def axis_label(spec: Any) -> str:
 
 def _objects(out: Any) -> list[tuple[str, Any]]:
     """The objects a transform returned, named ``out`` (or ``out[i]``)."""
-    from lens.nnx._objects.object import Object
+    from lens.nnx._objects.object import Pytree
 
-    if isinstance(out, Object):
+    if isinstance(out, Pytree):
         return [("out", out)]
     if isinstance(out, tuple | list):
-        return [(f"out[{i}]", x) for i, x in enumerate(out) if isinstance(x, Object)]
+        return [(f"out[{i}]", x) for i, x in enumerate(out) if isinstance(x, Pytree)]
     return []
 
 

@@ -31,7 +31,7 @@ from lens._frozen_dict import FrozenDict
 from lens.core import AxisMetadata
 from lens.nnx._graph.ops import clone, iter_graph, state
 from lens.nnx._objects import module as nnx_module
-from lens.nnx._objects.object import Object, register_data_type
+from lens.nnx._objects.object import Pytree, register_data_type
 from lens.nnx._objects.rngs import Rngs
 from lens.nnx._variables.hooks import VariableMetadata
 from lens.nnx._variables.names import variable_name_from_type, variable_type_from_name
@@ -62,7 +62,7 @@ class ModuleState(State):
 register_data_type(ModuleState)  # a pytree by State.__init_subclass__
 
 
-class Scope(Object):
+class Scope(Pytree):
     """What a bound module uses during ``init``/``apply``: the rng streams, the
     mutable collections, and whether it is initializing."""
 
@@ -531,7 +531,7 @@ _MISSING: Any = object()
 
 
 def _is_node(x: Any) -> bool:
-    return isinstance(x, Object | Variable)
+    return isinstance(x, Pytree | Variable)
 
 
 def compact(f: F) -> F:

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from lens.nnx._graph import ops as graph_ops
-from lens.nnx._objects.object import Object, data
+from lens.nnx._objects.object import Pytree, data
 from lens.nnx._variables import state as statelib
 from lens.nnx._variables.variable import Variable
 
@@ -34,7 +34,7 @@ def _shadow(path: Any, leaf: Any) -> Variable:
     return type(leaf)(jnp.copy(leaf.get_value()), **leaf.get_metadata())
 
 
-class EMA(Object):
+class EMA(Pytree):
     """Exponential moving average of the Variables of ``params`` that ``only``
     selects: ``update(new)`` sets each ``ema = decay * ema + (1 - decay) * new``.
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from lens import struct
 from lens.nnx._graph import ops as graph_ops
-from lens.nnx._objects.object import Object
+from lens.nnx._objects.object import Pytree
 from lens.nnx._variables import state as statelib
 from lens.nnx._variables.variable import Variable
 
@@ -28,7 +28,7 @@ class MetricState(Variable):
     """The state of a metric (totals, counts, running moments)."""
 
 
-class Metric(Object):
+class Metric(Pytree):
     """Base class: subclasses define ``reset``, ``update`` and ``compute``."""
 
     def reset(self) -> None:

@@ -14,7 +14,7 @@ from lens import _strict, errors
 from lens.nnx._graph.graph_state import GraphState
 from lens.nnx._graph.ops import state
 from lens.nnx._graph.update import update
-from lens.nnx._objects.object import Object
+from lens.nnx._objects.object import Pytree
 from lens.nnx._variables.state import State
 from lens.nnx._variables.variable import OptState, Param, Variable
 
@@ -58,7 +58,7 @@ MISSING = _Missing()
 """An argument that was not passed (flax.nnx's sentinel for ``grads`` and ``wrt``)."""
 
 
-class Optimizer(Object, Generic[M]):
+class Optimizer(Pytree, Generic[M]):
     """An optax optimizer over a model's ``wrt`` variables (``Param`` by default).
 
     ``optimizer.update(model, grads)`` applies one step in place: the model's
@@ -68,7 +68,7 @@ class Optimizer(Object, Generic[M]):
     raises before anything is written.
     """
 
-    def __init__(self, model: Object, tx: Any, *, wrt: Any = Param, graph: Any = None):
+    def __init__(self, model: Pytree, tx: Any, *, wrt: Any = Param, graph: Any = None):
         self.tx = tx
         self.wrt = wrt
         self.step = OptState(jnp.zeros((), jnp.uint32))
@@ -124,7 +124,7 @@ def _wrt_part(grads: Any, wrt: Any) -> Any:
     gives for ``nnx.unpack``'s parts) counts as its State."""
     if isinstance(grads, GraphState):
         grads = grads._state
-    if isinstance(grads, State | Object):
+    if isinstance(grads, State | Pytree):
         return state(grads, wrt)
     return grads
 
@@ -135,9 +135,9 @@ def _check_grad_paths(model: Any, grads: Any, wrt: Any) -> None:
     does not select (a BatchStat's gradient) warns."""
     if isinstance(grads, GraphState):
         grads = grads._state
-    if not isinstance(grads, State | Object):
+    if not isinstance(grads, State | Pytree):
         return  # a plain pytree must match the parameters exactly (checked below)
-    grad_paths = set(_flat(state(grads) if isinstance(grads, Object) else grads))
+    grad_paths = set(_flat(state(grads) if isinstance(grads, Pytree) else grads))
     model_paths = set(_flat(state(model)))
     kept = set(_flat(_wrt_part(grads, wrt)))
     unknown = sorted(grad_paths - model_paths, key=str)
