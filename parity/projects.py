@@ -49,6 +49,7 @@ from parity.flax_tests import _commit as lens_commit  # pyright: ignore[reportPr
 PROJECTS_CACHE = CACHE / "projects"
 DEPS = PROJECTS_CACHE / "deps"
 STARTUP = pathlib.Path(__file__).resolve().with_name("startup")  # sitecustomize.py
+PLUGINS = pathlib.Path(__file__).resolve().with_name("plugins")  # Project.plugins
 DOC = REPO / "docs" / "porting.md"
 BEGIN, END = "<!-- projects:begin -->", "<!-- projects:end -->"
 # Where `fetch`-style bare mirrors live (``owner+name/repo``); git clone otherwise.
@@ -75,6 +76,8 @@ class Project:
     alias_at_startup: bool = False
     # environment its tests need, "{root}" standing for the unpacked tree
     env: tuple[tuple[str, str], ...] = ()
+    # pytest plugins from parity/plugins, loaded in both runs (``-p``)
+    plugins: tuple[str, ...] = ()
 
 
 PROJECTS: tuple[Project, ...] = (
@@ -289,6 +292,41 @@ PROJECTS: tuple[Project, ...] = (
             ("KERAS_HOME", "{root}/.keras_home"),
         ),
     ),
+    Project(
+        # Orbax's own checkpoint tests that build Flax objects: a TrainState,
+        # flax.struct dataclasses, nnx.eval_shape targets, saved and restored
+        # through the v0 handlers, CheckpointManager and the v1 API
+        name="orbax",
+        repo="google/orbax",
+        commit="3ff7b24aa0e23db4a575f7dc4bc6f815008ac6fd",  # orbax-checkpoint 0.12.4
+        api="Linen+NNX",
+        tests=tuple(
+            f"checkpoint/orbax/checkpoint/{f}"
+            for f in (
+                "_src/handlers/pytree_checkpoint_handler_test.py",
+                "_src/handlers/standard_checkpoint_handler_test.py",
+                "_src/tree/parts_of_test.py",
+                "_src/tree/structure_utils_test.py",
+                "_src/tree/utils_test.py",
+                "checkpoint_manager_test.py",
+                "experimental/v1/_src/handlers/pytree_handler_test.py",
+                "experimental/v1/_src/testing/save_load_test.py",
+                "transform_utils_test.py",
+            )
+        ),
+        args=("-n", "2"),
+        deps=(
+            "chex==0.1.92",
+            "toolz==1.2.0",
+            "portpicker==1.6.0",
+            "grain==0.2.18",
+        ),
+        paths=("checkpoint",),
+        pythonpath=("checkpoint",),  # its source, not the installed orbax
+        devices=8,
+        # its tests are MultiProcessTests: one process of JAX's distributed runtime
+        plugins=("single_process_distributed",),
+    ),
 )
 
 
@@ -371,8 +409,10 @@ def run_tests(project: Project, backend: str, timeout: float) -> pathlib.Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)
     extra = ["-W", "ignore", *project.args, "--rootdir", str(root), *_own_config(root)]
+    extra += [arg for plugin in project.plugins for arg in ("-p", plugin)]
     cmd = pytest_command(project.tests, out, backend, tb="short", extra=extra)
     startup = [str(STARTUP)] if backend == "lens" and project.alias_at_startup else []
+    startup += [str(PLUGINS)] if project.plugins else []
     env = pytest_env(
         backend,
         first=[*startup, *(str(root / f) for f in project.pythonpath or (".",))],

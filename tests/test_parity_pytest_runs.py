@@ -186,3 +186,44 @@ def test_the_projects_include_a_large_nnx_one_and_one_on_a_mesh():
     for p in projects.PROJECTS:
         assert re.fullmatch(r"[0-9a-f]{40}", p.commit), p.name
         assert all("==" in spec for spec in p.deps), p.name  # pinned
+
+
+@pytest.mark.parametrize("backend", ["flax", "lens"])
+def test_a_projects_plugins_load_in_both_runs_from_parity_plugins(
+    monkeypatch, tmp_path, backend
+):
+    calls = _captured(monkeypatch, tmp_path)
+    orbax = next(p for p in projects.PROJECTS if p.name == "orbax")
+    assert orbax.plugins == ("single_process_distributed",)
+    projects.run_tests(orbax, backend, 1.0)
+    ((cmd, env),) = calls
+    assert cmd[cmd.index("single_process_distributed") - 1] == "-p"
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(projects.PLUGINS)
+    assert (projects.PLUGINS / "single_process_distributed.py").is_file()
+
+
+def test_the_single_process_plugin_gives_each_run_its_own_test_tmpdir(monkeypatch):
+    import sys
+
+    import jax
+
+    monkeypatch.syspath_prepend(str(projects.PLUGINS))
+    monkeypatch.delenv("TEST_TMPDIR", raising=False)
+    plugin = __import__("single_process_distributed")
+    started = []
+    monkeypatch.setattr(
+        jax.distributed, "initialize", lambda *a, **k: started.append((a, k))
+    )
+    try:
+        plugin.pytest_configure(None)
+        first = os.environ["TEST_TMPDIR"]
+        plugin.pytest_configure(None)
+        assert os.environ["TEST_TMPDIR"] != first and os.path.isdir(first)
+        (address,), kwargs = started[0]
+        assert address.startswith("localhost:")
+        assert kwargs == {"num_processes": 1, "process_id": 0}
+        plugin.pytest_unconfigure(None)
+        assert not os.path.exists(first)
+    finally:
+        plugin._TMP.clear()
+        sys.modules.pop("single_process_distributed", None)

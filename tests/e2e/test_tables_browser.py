@@ -122,6 +122,10 @@ def _fresh_outputs() -> dict[str, dict]:
     return {
         "sharded": VariablesView(sharded)._repr_mimebundle_(),
         "nnx": CNN(nnx.Rngs(0))._repr_mimebundle_(),
+        # Python values (the shapes of flax's guides' idiom): their text, no size
+        "shapes": jax.tree.map(
+            jnp.shape, nnx.state(CNN(nnx.Rngs(0)))
+        )._repr_mimebundle_(),
         "stacked": VariablesView(deep)._repr_mimebundle_(),
         "module": ModuleView(model.bind(variables))._repr_mimebundle_(),
         "long": VariablesView(long_names)._repr_mimebundle_(),
