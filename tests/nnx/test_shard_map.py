@@ -134,5 +134,4 @@ def test_pmap_builds_and_runs_per_device_models_like_flax():
     np.testing.assert_allclose(ly, fy, rtol=1e-5)
     # every device's mean is the same
     np.testing.assert_allclose(ly, np.broadcast_to(ly[:1], ly.shape), rtol=1e-6)
-    with pytest.raises(NotImplementedError, match="static_broadcasted_argnums"):
-        nnx.pmap(lambda m: m, static_broadcasted_argnums=1)
+    # static_broadcasted_argnums, donate_argnums: tests/nnx/test_pmap_options.py

@@ -22,7 +22,7 @@ from lens._facades import show_at_flax_paths
 from lens.nnx._graph import update as graphupdate
 from lens.nnx._graph.ops import clone, iter_graph
 from lens.nnx._graph.walk import Path
-from lens.nnx._objects.object import Pytree, ObjectMeta
+from lens.nnx._objects.object import ObjectMeta, Pytree
 from lens.nnx._variables.filters import to_predicate
 from lens.nnx._variables.names import variable_type_from_name
 from lens.nnx._variables.state import State

@@ -119,11 +119,13 @@ def _mapped_call(
     axis_names: AxisNames,
     *,
     check_sizes: bool,
+    donate: frozenset[int] = frozenset(),
     **map_kwargs: Any,
 ) -> Callable[..., Any]:
     """``f`` mapped by ``jax_map`` (jax.vmap or jax.pmap) over objects: the
     arguments split per ``in_axes``, the body rebuilt per member, updates written
-    back on their input axes and new objects placed on ``out_axes``."""
+    back on their input axes and new objects placed on ``out_axes``. The values
+    of the arguments at ``donate`` (pmap's ``donate_argnums``) are donated."""
 
     @functools.wraps(f)
     @api_boundary
@@ -148,6 +150,11 @@ def _mapped_call(
                 else [e.spec for e in entries if e.leaf is not None]
             )
             try:
+                if donate:
+                    return _donating(jax_map, body, entries, donate)(
+                        out_axes=(graph_axes, strip_state_axes(out_axes)),
+                        **map_kwargs,
+                    )
                 return jax_map(
                     body,
                     in_axes=(Carrier([e.spec for e in entries], None),),
@@ -183,6 +190,39 @@ def _mapped_call(
         return result
 
     return wrapper
+
+
+def _donating(
+    jax_map: Callable[..., Any],
+    body: Callable[[Carrier], Any],
+    entries: list[Entry],
+    donate: frozenset[int],
+) -> Callable[..., Any]:
+    """``jax_map`` of ``body`` called on the entries' values as two carriers, the
+    values of the donated arguments first (``donate_argnums=0``), the rest after;
+    the body gets them back in the entries' order."""
+    given = [e.arg in donate for e in entries]
+
+    def split(xs: list[Any]) -> tuple[Carrier, Carrier]:
+        return (
+            Carrier([x for x, d in zip(xs, given, strict=True) if d], None),
+            Carrier([x for x, d in zip(xs, given, strict=True) if not d], None),
+        )
+
+    def two(donated: Carrier, kept: Carrier) -> Any:
+        d, k = iter(donated.values), iter(kept.values)
+        return body(Carrier([next(d) if g else next(k) for g in given], None))
+
+    def call(**options: Any) -> Any:
+        mapped = jax_map(
+            two,
+            in_axes=split([e.spec for e in entries]),
+            donate_argnums=(0,),
+            **options,
+        )
+        return mapped(*split([e.value for e in entries]))
+
+    return call
 
 
 def _name_the_state(
@@ -222,45 +262,100 @@ def pmap(
 ) -> Any:
     """``jax.pmap`` for functions of objects, with ``vmap``'s ``in_axes`` rules:
     each object's variables are split over the devices on their axis (``None``:
-    replicated), and updates come back the same way."""
+    replicated), and updates come back the same way. The arguments at
+    ``static_broadcasted_argnums`` are static: hashable Python values given to
+    every device as they are (their ``in_axes`` entries are not used), a new value
+    a new compilation, as in ``jax.pmap``."""
     mode = transform_mode("pmap", f, graph, graph_updates)
     axis_names = AxisNames("pmap", transform_metadata)
     if global_arg_shapes is not None:
         raise TypeError("nnx.pmap: global_arg_shapes was removed from jax.pmap.")
-    if static_broadcasted_argnums or donate_argnums:
-        raise NotImplementedError(
-            "nnx.pmap(static_broadcasted_argnums=..., donate_argnums=...) is not "
-            "supported by lens.nnx.\nClose over static values instead, or use "
-            "nnx.shard_map / nnx.jit with shardings."
-        )
     if f is None:
         return functools.partial(
             pmap,
             axis_name=axis_name,
             in_axes=in_axes,
             out_axes=out_axes,
+            static_broadcasted_argnums=static_broadcasted_argnums,
             devices=devices,
             backend=backend,
             axis_size=axis_size,
+            donate_argnums=donate_argnums,
             transform_metadata=transform_metadata,
             graph=graph,
             graph_updates=graph_updates,
         )
-
-    mapped = _mapped_call(
-        "pmap",
-        jax.pmap,
-        f,
-        in_axes,
-        out_axes,
-        axis_names,
-        check_sizes=False,
-        axis_name=axis_name,
-        devices=devices,
-        backend=backend,
-        axis_size=axis_size,
+    static = (
+        (static_broadcasted_argnums,)
+        if isinstance(static_broadcasted_argnums, int)
+        else tuple(static_broadcasted_argnums)
     )
-    return with_calling_conventions(mode, f, mapped)
+    donated = (donate_argnums,) if isinstance(donate_argnums, int) else donate_argnums
+    options = {
+        "axis_name": axis_name,
+        "devices": devices,
+        "backend": backend,
+        "axis_size": axis_size,
+        "donate": frozenset(donated),
+    }
+    if not static:
+        mapped = _mapped_call(
+            "pmap", jax.pmap, f, in_axes, out_axes, axis_names, check_sizes=False,
+            **options,
+        )  # fmt: skip
+        return with_calling_conventions(mode, f, mapped)
+
+    @functools.wraps(f)
+    def with_statics(*args: Any) -> Any:
+        held = _static_arguments(static, args, f)
+        specs = per_argument("pmap", "in_axes", in_axes, args)
+
+        @functools.wraps(f)
+        def bound(*dynamic: Any) -> Any:
+            return f(*(held[i] if i in held else a for i, a in enumerate(dynamic)))
+
+        # one program per set of static values: the body sees them as constants
+        mapped = _mapped_call(
+            "pmap",
+            jax.pmap,
+            bound,
+            tuple(None if i in held else spec for i, spec in enumerate(specs)),
+            out_axes,
+            axis_names,
+            check_sizes=False,
+            **options,
+        )
+        return mapped(*(None if i in held else a for i, a in enumerate(args)))
+
+    return with_calling_conventions(mode, f, with_statics)
+
+
+def _static_arguments(
+    static: tuple[int, ...], args: tuple, f: Callable[..., Any]
+) -> dict[int, Any]:
+    """``{position: value}`` of the static arguments of a call: each position in
+    range, each value hashable (``jax.pmap``'s rules, and its errors)."""
+    held = {}
+    for i in static:
+        if not -len(args) <= i < len(args):
+            raise ValueError(
+                f"pmapped function has static_broadcasted_argnums={static} but was "
+                f"called with only {len(args)} positional arguments. All static "
+                "broadcasted arguments must be passed positionally."
+            )
+        i %= len(args)
+        try:
+            hash(args[i])
+        except TypeError:
+            raise ValueError(
+                "Non-hashable static arguments are not supported, as this can lead "
+                f"to unexpected cache-misses. Static argument (index {i}) of type "
+                f"{type(args[i])} for function {getattr(f, '__name__', f)} is "
+                "non-hashable.\nnnx.pmap: pass a hashable value (a tuple, not a "
+                "list), or make it a broadcast argument (in_axes None)."
+            ) from None
+        held[i] = args[i]
+    return held
 
 
 def per_argument(name: str, option: str, spec: Any, args: tuple) -> tuple:
