@@ -53,6 +53,23 @@ def _record_path(name: str) -> Iterator[None]:
         _path.reset(token)
 
 
+_saved_shapes_win: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "lens_serialization_saved_shapes_win", default=False
+)
+
+
+@contextlib.contextmanager
+def saved_shapes_win() -> Iterator[None]:
+    """Within it, a saved array whose shape differs from the target's is restored
+    with its own shape (as Flax's ``restore_checkpoint`` does: a target may be a
+    placeholder) instead of raising; its kind of dtype is still checked."""
+    token = _saved_shapes_win.set(True)
+    try:
+        yield
+    finally:
+        _saved_shapes_win.reset(token)
+
+
 def current_path() -> str:
     """The state-dict path being restored (for error messages)."""
     return "/".join(_path.get())
@@ -181,7 +198,7 @@ def _check_array(target: Any, state: Any) -> None:
     if s_dtype is None:  # a Python number: its kind only
         s_dtype = np.result_type(state)
     where = _where()
-    if t_shape != s_shape:
+    if t_shape != s_shape and not _saved_shapes_win.get():
         raise SerializationError(
             f"The state at {where} has shape {list(s_shape)}, but the target there "
             f"has shape {list(t_shape)}.\nRestore into a target with the saved "

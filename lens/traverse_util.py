@@ -341,8 +341,10 @@ class ModelParamTraversal(Traversal):
 
     def __init__(self, filter_fn: Callable[[str, Any], bool]):
         warnings.warn(
-            "ModelParamTraversal is deprecated: use optax.masked or path_aware_map "
-            "on the params dict instead.",
+            # Flax's words first: warning filters written for Flax match them
+            "`flax.traverse_util.Traversal` will be deprecated. If you are using it "
+            "for `flax.optim`, use `optax` instead. For ModelParamTraversal: "
+            "optax.masked or path_aware_map on the params dict.",
             DeprecationWarning,
             stacklevel=2,
         )

@@ -4,6 +4,8 @@ Modules are dataclasses whose ``parent`` and ``name`` fields come after every fi
 a subclass adds, even when the base class gave them defaults. Fields marked
 ``kw_only`` are moved to the end of the field list and made keyword-only in
 ``__init__``, so a subclass may add required fields after a base class's defaults.
+(Flax enforces the same with a wrapper whose ``inspect.signature`` shows them as
+positional; lens's signature says what a call may do: ``*, name=''``.)
 
 Example:
     >>> @dataclass

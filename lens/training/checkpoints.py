@@ -32,6 +32,7 @@ import msgpack
 
 from lens import _strict, errors, serialization
 from lens._frozen_dict import FrozenDict, freeze
+from lens.configurations import config
 
 __all__ = [
     "AsyncManager",
@@ -453,10 +454,13 @@ def restore_checkpoint(
 
     ``ckpt_dir`` may also be a checkpoint file. With ``target=None`` the state
     dict is returned. Without any checkpoint, ``target`` is returned unchanged.
-    Leaves come back as NumPy arrays, except where ``target`` has an array that
-    spans processes or a ``jax.ShapeDtypeStruct`` with a sharding: the value is
-    then laid out by that sharding (on any mesh, whatever the mesh it was saved
-    from), each process building its own shards. Every process may restore
+    Leaves come back as Flax's default (Orbax) restore gives them: JAX arrays with
+    no ``target`` and where ``target`` has a JAX array (on its sharding), NumPy
+    arrays where it has NumPy arrays; with ``config.flax_use_orbax_checkpointing``
+    off, NumPy arrays, as Flax's legacy restore gives. Where ``target`` has an
+    array that spans processes or a ``jax.ShapeDtypeStruct`` with a sharding, the
+    value is laid out by that sharding (on any mesh, whatever the mesh it was
+    saved from), each process building its own shards. Every process may restore
     the same file: after :func:`save_checkpoint_multiprocess`, that is how a
     multi-process run resumes.
     A checksum saved with the file (``save_checkpoint(..., checksum=True)``) is
@@ -469,8 +473,11 @@ def restore_checkpoint(
       CheckpointStepTypeError: in strict mode, if ``step`` is a string.
       CheckpointCorruptedError: if the file does not match its checksum (or has
         none and ``checksum`` is True).
-      SerializationError: if the file is not a checkpoint, or its structure
-        (or an array's shape) differs from ``target``'s.
+      SerializationError: if the file is not a checkpoint, or its structure (or
+        an array's kind of dtype) differs from ``target``'s. A saved array whose
+        shape differs from the target's comes back with its saved shape, as in
+        Flax (the target may be a placeholder); in strict mode
+        (``lens.strict``) that raises too.
     """
     del parallel, gda_manager, allow_partial_mpa_restoration
     ckpt_dir = safe_normpath(os.fspath(ckpt_dir))
@@ -506,9 +513,45 @@ def restore_checkpoint(
         with open(path, "rb") as f:
             data = _checked(f.read(), path, required=bool(checksum))
         restored = serialization.msgpack_restore(data)
+        if config.flax_use_orbax_checkpointing:
+            restored = _as_orbax_gives(target, restored)
     if target is None:
         return restored
-    return _placed(target, serialization.from_state_dict(target, restored))
+    if _strict.enabled():  # a saved shape that differs from the target's raises
+        return _placed(target, serialization.from_state_dict(target, restored))
+    with serialization.saved_shapes_win():  # as Flax: the target is a placeholder
+        return _placed(target, serialization.from_state_dict(target, restored))
+
+
+def _as_orbax_gives(target: Any, restored: Any) -> Any:
+    """The arrays of a restored state dict as an Orbax restore gives them, which is
+    what Flax restores by default (``config.flax_use_orbax_checkpointing``): JAX
+    arrays with no target, and where the target has a JAX array (on its
+    sharding); NumPy arrays where the target has NumPy arrays."""
+    import numpy as np
+
+    if target is None:
+        return jax.tree_util.tree_map(
+            lambda x: jax.device_put(x) if isinstance(x, np.ndarray) else x, restored
+        )
+    wanted = {
+        jax.tree_util.keystr(path): leaf
+        for path, leaf in jax.tree_util.tree_leaves_with_path(
+            serialization.to_state_dict(target)
+        )
+        if isinstance(leaf, jax.Array) and not _spans_processes(leaf)
+    }
+    if not wanted:
+        return restored
+
+    def put(path: Any, x: Any) -> Any:
+        like = wanted.get(jax.tree_util.keystr(path))
+        if like is None or not isinstance(x, np.ndarray):
+            return x
+        # on the target's sharding; a saved array of another shape, on the default
+        return jax.device_put(x, like.sharding if x.shape == like.shape else None)
+
+    return jax.tree_util.tree_map_with_path(put, restored)
 
 
 def _orbax_restore_kwargs(checkpointer: Any, target: Any, transforms: Any) -> dict:

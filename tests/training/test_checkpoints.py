@@ -148,3 +148,50 @@ def test_restore_with_an_extra_or_missing_key_is_an_error(tmp_path):
         checkpoints.restore_checkpoint(tmp_path, {"w": TREE["w"]})
     with pytest.raises(errors.SerializationError, match="target dict contains keys"):
         checkpoints.restore_checkpoint(tmp_path, {**TREE, "new": jnp.zeros(1)})
+
+
+def test_restore_gives_jax_arrays_as_flaxs_default_orbax_restore_does(tmp_path):
+    # flax.training.checkpoints' docstring: restore_checkpoint(dir, None) gives
+    # {'a': Array([1, 2, 3], dtype=int32), ...}: Flax's default (Orbax) restore
+    saved = {"a": np.array([1, 2, 3], np.int32), "b": np.ones(3, np.int32)}
+    checkpoints.save_checkpoint(tmp_path, saved, step=0)
+    got = checkpoints.restore_checkpoint(tmp_path, target=None)
+    assert all(isinstance(x, jax.Array) for x in got.values())
+    assert repr(got["a"]) == "Array([1, 2, 3], dtype=int32)"
+    # with a target: a JAX array where it has one, NumPy where it has NumPy
+    target = {"a": jnp.zeros(3, jnp.int32), "b": np.zeros(3, np.int32)}
+    got = checkpoints.restore_checkpoint(tmp_path, target=target)
+    assert isinstance(got["a"], jax.Array) and type(got["b"]) is np.ndarray
+    assert got["a"].sharding == target["a"].sharding
+
+
+def test_restore_gives_numpy_arrays_with_flaxs_orbax_option_off(tmp_path):
+    from lens import config
+
+    checkpoints.save_checkpoint(tmp_path, {"a": np.arange(3)}, step=0)
+    config.update("flax_use_orbax_checkpointing", False)
+    try:
+        got = checkpoints.restore_checkpoint(tmp_path, target=None)
+    finally:
+        config.update("flax_use_orbax_checkpointing", True)
+    assert type(got["a"]) is np.ndarray  # Flax's legacy restore
+
+
+def test_a_smaller_target_is_a_placeholder_as_in_flax_and_strict_mode_refuses_it(
+    tmp_path,
+):
+    import lens
+
+    # flax's checkpoints_test.test_smaller_target: the saved shape comes back
+    checkpoints.save_checkpoint(tmp_path, {"a": jnp.ones((4, 5))}, step=0)
+    got = checkpoints.restore_checkpoint(tmp_path, {"a": jnp.zeros((2, 3))})
+    assert got["a"].shape == (4, 5)
+    with lens.strict():
+        with pytest.raises(errors.SerializationError, match=r"has shape \[4, 5\]"):
+            checkpoints.restore_checkpoint(tmp_path, {"a": jnp.zeros((2, 3))})
+    # a saved float where the target has an int is still refused
+    with pytest.raises(errors.SerializationError, match="dtype float32"):
+        checkpoints.restore_checkpoint(tmp_path, {"a": jnp.zeros((4, 5), jnp.int32)})
+    # serialization's own restore keeps checking shapes
+    with pytest.raises(errors.SerializationError, match="shape"):
+        serialization.from_state_dict({"a": np.zeros(2)}, {"a": np.zeros(3)})

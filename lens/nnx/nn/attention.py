@@ -5,7 +5,7 @@ flax.nnx's constructor, variable names and key order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -23,6 +23,7 @@ from lens.nnx.nn._parameters import NO_META
 from lens.nnx.nn.dtypes import promote_dtype
 from lens.nnx.nn.linear import LinearGeneral
 from lens.nnx.nn.normalization import LayerNorm
+from lens.typing import Shape
 
 Array = Any
 
@@ -367,7 +368,7 @@ class MultiHeadAttention(Module):
             kernel_metadata=metadata["out_kernel"], bias_metadata=metadata["out_bias"],
         )  # fmt: skip
 
-    def init_cache(self, input_shape: Sequence[int], dtype: Any = jnp.float32) -> None:
+    def init_cache(self, input_shape: Shape, dtype: Any = jnp.float32) -> None:
         """Creates the decode cache for inputs of ``input_shape`` (batch..., length,
         features): ``cached_key``/``cached_value`` and ``cache_index``."""
         shape = (*input_shape[:-1], self.num_kv_heads, self.head_dim)
@@ -379,7 +380,7 @@ class MultiHeadAttention(Module):
         self,
         deterministic: bool | None = None,
         decode: bool | None = None,
-        batch_size: int | Sequence[int] | None = None,
+        batch_size: int | Shape | None = None,
         max_length: int | None = None,
     ) -> None:
         """Class method used by ``nnx.view``.
