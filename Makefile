@@ -17,7 +17,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # side (each recipe still runs alone: `test` and `lab` are one recipe each).
 MAKEFLAGS += --jobs=2
 
-.PHONY: lab test install lint bench notebooks docs clean flax-tests flax-guides api-diff projects
+.PHONY: lab test install lint bench notebooks docs clean flax-tests flax-guides flax-docstrings api-diff projects
 
 # The editable install builds lens with the venv's own build backend (pyproject's
 # [build-system], less JupyterLab, which the lab extra brings, and with hatchling's
@@ -110,14 +110,16 @@ lint: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(PY) -m benchmarks.run
 
-## Flax's own tests (tests/nnx by default) on real flax and on lens: writes docs/flax-tests.md.
-## SUITES="nnx linen core" for more; the flax (oracle) run is cached in parity/.cache.
-SUITES ?= nnx
+## Flax's own tests (tests/nnx and the files directly in tests/ by default) on real flax
+## and on lens: writes docs/flax-tests.md.
+## SUITES="nnx top linen core" for more; the flax (oracle) run is cached in parity/.cache.
+SUITES ?= nnx top
 flax-tests: $(VENV)/.installed
 	$(PY) -m parity.flax_tests -n 2 $(foreach s,$(SUITES),--suite $(s))
 
-## Real projects built on Flax (qwix, numpyro, CLU, RecurrentGemma, tunix, bonsai, ott): their own test
-## suites on real flax and on lens; writes the table in docs/porting.md.
+## Real projects built on Flax (qwix, numpyro, CLU, RecurrentGemma, tunix, bonsai, ott,
+## netket, keras, orbax): their own test suites on real flax and on lens; writes the
+## table in docs/porting.md.
 ## PROJECTS="qwix" for some of them; the flax (oracle) runs are cached in parity/.cache.
 PROJECTS ?=
 projects: $(VENV)/.installed
@@ -127,6 +129,11 @@ projects: $(VENV)/.installed
 ## each page in a fresh kernel on CPU: writes docs/flax-guides.md.
 flax-guides: $(VENV)/.installed
 	JAX_PLATFORMS=cpu $(PY) -m parity.flax_guides
+
+## Flax's docstring examples (what its CI runs with --doctest-modules) on real flax and
+## on lens, each module in a fresh process: writes docs/flax-docstrings.md.
+flax-docstrings: $(VENV)/.installed
+	JAX_PLATFORMS=cpu $(PY) -m parity.flax_docstrings --out docs/flax-docstrings.md
 
 ## Flax's public modules and names that lens lacks (the table tests/test_flax_surface.py checks).
 api-diff: $(VENV)/.installed

@@ -29,7 +29,16 @@ FLAX_VERSION = "0.12.8"
 REPO = pathlib.Path(__file__).resolve().parent.parent
 CACHE = REPO / "parity" / ".cache"
 DEFAULT_OUT = REPO / "docs" / "flax-tests.md"
-SUITES = {"nnx": "tests/nnx", "linen": "tests/linen", "core": "tests/core"}
+SUITES = {
+    "nnx": "tests/nnx",
+    "linen": "tests/linen",
+    "core": "tests/core",
+    "top": "tests",  # the files directly in tests/: checkpoints, serialization, ...
+}
+# What a suite's pytest run leaves out (``top`` is tests/ without its three folders).
+SUITE_ARGS = {
+    "top": ("--ignore=tests/nnx", "--ignore=tests/linen", "--ignore=tests/core")
+}
 BACKENDS = ("flax", "lens")
 
 
@@ -138,6 +147,7 @@ def run_suite(
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)
     extra = ["-n", str(workers)] if workers > 1 else []
+    extra += SUITE_ARGS.get(suite, ())
     cmd = pytest_command([SUITES[suite]], out, backend, tb="line", extra=extra)
     env = pytest_env(backend)
     # Flax's CI runs its tests with 4 host devices (tests/run_all_tests.sh).
@@ -158,7 +168,25 @@ _LENIENT_CONTAINERS = (
     "Modules or arrays is state on lens, as in flax.nnx before 0.12; flax.nnx "
     "0.12 raises 'Found data on value of type list'."
 )
+_MSGPACK_CHECKPOINTS = (
+    "msgpack checkpoints (docs/porting.md): lens's restore gives what Flax's "
+    "default Orbax path gives, but it writes Flax's legacy format, which also "
+    "saves {what}; Flax's Orbax path refuses that with a ValueError."
+)
 ON_PURPOSE: dict[str, str] = {
+    "tests/checkpoints_test.py::CheckpointsTest::"
+    "test_save_restore_checkpoints_target_empty0": _MSGPACK_CHECKPOINTS.format(
+        what="an empty tree"
+    ),
+    "tests/checkpoints_test.py::CheckpointsTest::"
+    "test_save_restore_checkpoints_target_singular0": _MSGPACK_CHECKPOINTS.format(
+        what="a single array"
+    ),
+    "tests/pickle_test.py::ErrorrsTest::test_exception_can_be_pickled": (
+        "error messages (docs/errors.md): after Flax's first sentence a lens error "
+        "points to lens's docs (help(lens.errors.X), docs/errors.md), not to the "
+        "Flax page URL this test looks for; the error pickles and keeps its text."
+    ),
     "tests/nnx/module_test.py::PytreeTest::test_assing_pytree_with_data": (
         _LENIENT_CONTAINERS
     ),

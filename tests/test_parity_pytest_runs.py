@@ -227,3 +227,15 @@ def test_the_single_process_plugin_gives_each_run_its_own_test_tmpdir(monkeypatc
     finally:
         plugin._TMP.clear()
         sys.modules.pop("single_process_distributed", None)
+
+
+def test_the_top_suite_runs_the_files_directly_in_tests(monkeypatch, tmp_path):
+    calls = _captured(monkeypatch, tmp_path)
+    flax_tests.run_suite(tmp_path, "top", "lens", 2, 1.0)
+    ((cmd, _),) = calls
+    assert "tests" in cmd
+    for folder in ("nnx", "linen", "core"):
+        assert f"--ignore=tests/{folder}" in cmd
+    assert "tests/checkpoints_test.py::CheckpointsTest::" in "".join(
+        flax_tests.ON_PURPOSE
+    )
