@@ -113,19 +113,23 @@ tree = ast.parse(text)
 package = module if source.endswith("__init__.py") else module.rpartition(".")[0]
 base = {"__name__": module}
 problems = []
-for node in tree.body:  # the module's own imports, under this backend
-    if isinstance(node, ast.Import | ast.ImportFrom):
-        if isinstance(node, ast.ImportFrom) and node.level:
+for node in tree.body:  # the module's own imports, under this backend, a name each
+    if isinstance(node, ast.Import):
+        singles = [ast.Import(names=[a]) for a in node.names]
+    elif isinstance(node, ast.ImportFrom):
+        name = node.module
+        if node.level:
             parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-            node = ast.ImportFrom(
-                module=f"{parent}.{node.module}" if node.module else parent,
-                names=node.names, level=0,
-            )
-        code = compile(ast.Module([node], []), source, "exec")
+            name = f"{parent}.{node.module}" if node.module else parent
+        singles = [ast.ImportFrom(module=name, names=[a], level=0) for a in node.names]
+    else:
+        continue
+    for single in singles:
+        tree_one = ast.fix_missing_locations(ast.Module([single], []))
         try:
-            exec(code, base)
-        except Exception as e:
-            problems.append(f"{ast.unparse(node)}: {type(e).__name__}: {e}")
+            exec(compile(tree_one, source, "exec"), base)
+        except Exception as e:  # a private name lens lacks: the others still come
+            problems.append(f"{ast.unparse(single)}: {type(e).__name__}: {e}")
 try:
     mod = importlib.import_module(module)
 except Exception as e:

@@ -99,3 +99,25 @@ def test_the_page_lists_failures_on_purpose_apart_from_the_ones_to_fix():
     assert f"- `{name}`: {fd.ON_PURPOSE[name]}" in purpose
     assert "### `flax.x.f`" in to_fix and "Expected: b" in to_fix
     assert name not in to_fix
+
+
+def test_a_missing_name_in_an_import_keeps_the_others(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helpers.py").write_text("def double(x):\n    return 2 * x\n")
+    (pkg / "m.py").write_text(
+        "from .helpers import double, _missing\n\n"
+        'def f():\n    """Doubles.\n\n    >>> double(2)\n    4\n    """\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", fd.CHILD, "flax", "pkg.m", str(pkg / "m.py")],
+        capture_output=True,
+        text=True,
+        cwd=fd.REPO,
+        env={"PYTHONPATH": f"{fd.REPO}:{tmp_path}", "JAX_PLATFORMS": "cpu"},
+        timeout=120,
+    )
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert [r["failed"] for r in got["results"]] == [0]  # double was imported
+    assert any("_missing" in p for p in got["problems"])

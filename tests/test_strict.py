@@ -617,6 +617,30 @@ def test_string_step_default(tmp_path):
     np.testing.assert_array_equal(restored["w"], TREE["w"])
 
 
+# ------------------------------------ 12. restore_checkpoint into other shapes
+
+
+def test_restore_into_other_shapes_strict(tmp_path):
+    checkpoints.save_checkpoint(tmp_path, {"w": np.ones((4, 5), np.float32)}, step=0)
+    with lens.strict():
+        with pytest.raises(errors.SerializationError, match=r"/w has shape \[4, 5\]"):
+            checkpoints.restore_checkpoint(
+                tmp_path, {"w": np.zeros((2, 3), np.float32)}
+            )
+
+
+def test_restore_into_other_shapes_default(tmp_path):
+    # Flax's checkpoints_test.test_smaller_target: the target is a placeholder
+    ours, theirs = tmp_path / "lens", tmp_path / "flax"
+    saved = {"w": np.ones((4, 5), np.float32)}
+    checkpoints.save_checkpoint(ours, saved, step=0)
+    with flax.config.temp_flip_flag("use_orbax_checkpointing", False):
+        fckpt.save_checkpoint(str(theirs), saved, step=0)
+        flax_got = fckpt.restore_checkpoint(str(theirs), {"w": np.zeros((2, 3))})
+    got = checkpoints.restore_checkpoint(ours, {"w": np.zeros((2, 3), np.float32)})
+    assert got["w"].shape == flax_got["w"].shape == (4, 5)
+
+
 # ------------------------------------------------------------------ the docs
 
 
