@@ -60,14 +60,25 @@ _saved_shapes_win: contextvars.ContextVar[bool] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def saved_shapes_win() -> Iterator[None]:
-    """Within it, a saved array whose shape differs from the target's is restored
-    with its own shape (as Flax's ``restore_checkpoint`` does: a target may be a
-    placeholder) instead of raising; its kind of dtype is still checked."""
+    """Within it, a saved array whose shape differs from a concrete target array's
+    is restored with its own shape (as Flax's ``restore_checkpoint`` does: such a
+    target is a placeholder) instead of raising; its kind of dtype is still
+    checked, and an abstract or multi-process target's shape too."""
     token = _saved_shapes_win.set(True)
     try:
         yield
     finally:
         _saved_shapes_win.reset(token)
+
+
+def _placeholder(target: Any) -> bool:
+    """Whether a target array may stand for a saved one of another shape (inside
+    :func:`saved_shapes_win`): a concrete array this process holds whole; not an
+    abstract one (``jax.ShapeDtypeStruct``: it describes what to build) nor one
+    spread over processes (its shards are laid out for its shape)."""
+    if isinstance(target, jax.ShapeDtypeStruct):
+        return False
+    return getattr(target, "is_fully_addressable", True)
 
 
 def current_path() -> str:
@@ -198,7 +209,7 @@ def _check_array(target: Any, state: Any) -> None:
     if s_dtype is None:  # a Python number: its kind only
         s_dtype = np.result_type(state)
     where = _where()
-    if t_shape != s_shape and not _saved_shapes_win.get():
+    if t_shape != s_shape and not (_saved_shapes_win.get() and _placeholder(target)):
         raise SerializationError(
             f"The state at {where} has shape {list(s_shape)}, but the target there "
             f"has shape {list(t_shape)}.\nRestore into a target with the saved "

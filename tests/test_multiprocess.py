@@ -308,9 +308,11 @@ def test_restore_places_leaves_by_an_abstract_target(tmp_path):
     assert restored["w"].sharding == sharding
     np.testing.assert_array_equal(restored["w"], value)
     assert restored["n"] == 1
-    # a target array on one process comes back as NumPy, as in Flax
+    # a target JAX array on one process: a JAX array on its sharding, as Flax's
+    # default (Orbax) restore gives
     plain = checkpoints.restore_checkpoint(tmp_path, target={"w": array, "n": 0})
-    assert isinstance(plain["w"], np.ndarray)
+    assert isinstance(plain["w"], jax.Array) and plain["w"].sharding == array.sharding
+    np.testing.assert_array_equal(plain["w"], value)
 
 
 def test_restore_into_a_target_of_another_shape_says_where(tmp_path):

@@ -475,9 +475,10 @@ def restore_checkpoint(
         none and ``checksum`` is True).
       SerializationError: if the file is not a checkpoint, or its structure (or
         an array's kind of dtype) differs from ``target``'s. A saved array whose
-        shape differs from the target's comes back with its saved shape, as in
-        Flax (the target may be a placeholder); in strict mode
-        (``lens.strict``) that raises too.
+        shape differs from a concrete target array's comes back with its saved
+        shape, as in Flax (the target is a placeholder); in strict mode
+        (``lens.strict``) that raises too, as it always does for an abstract
+        (``jax.ShapeDtypeStruct``) or multi-process target array.
     """
     del parallel, gda_manager, allow_partial_mpa_restoration
     ckpt_dir = safe_normpath(os.fspath(ckpt_dir))
