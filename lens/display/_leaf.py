@@ -244,10 +244,18 @@ def make_leaf(
         None,
         value,
     )
-    if with_stats:  # a small array's values, else its statistics
-        leaf.values = values_of(value)
-        leaf.stats = stats_of(value) if leaf.values is None else None
+    if with_stats:
+        measure(leaf)
     return leaf
+
+
+def measure(leaf: Leaf) -> None:
+    """Sets a leaf's values (a small array's) or else its statistics; a Python
+    value's text is made with its leaf."""
+    if leaf.python:
+        return
+    leaf.values = values_of(leaf.value)
+    leaf.stats = stats_of(leaf.value) if leaf.values is None else None
 
 
 def iter_leaves(

@@ -14,8 +14,7 @@ from lens.display._leaf import (
     fmt_num,
     human_bytes,
     human_count,
-    stats_of,
-    values_of,
+    measure,
 )
 
 
@@ -109,11 +108,7 @@ class VariablesView(View):
         if stats:  # only for the rows shown: statistics cost a pass over each array
             stacked = _stacked.stacked_leaves(self.leaves)
             for leaf in self.leaves:
-                if leaf.python:
-                    continue  # its text is made with it
-                leaf.values = values_of(leaf.value)  # a small array: the values
-                if leaf.values is None:
-                    leaf.stats = stats_of(leaf.value)
+                measure(leaf)  # a small array's values, else its statistics
                 if id(leaf) in stacked:
                     leaf.stack = _stacked.profile(leaf.value)
 

@@ -14,6 +14,7 @@ from typing import Any
 import jax
 
 from lens import _strict
+from lens._argnums import argnums, out_of_range
 from lens._facades import show_at_flax_paths
 from lens.nnx._graph.walk import Walker, path_str
 from lens.nnx._transforms.axes import (
@@ -285,12 +286,8 @@ def pmap(
             graph=graph,
             graph_updates=graph_updates,
         )
-    static = (
-        (static_broadcasted_argnums,)
-        if isinstance(static_broadcasted_argnums, int)
-        else tuple(static_broadcasted_argnums)
-    )
-    donated = (donate_argnums,) if isinstance(donate_argnums, int) else donate_argnums
+    static = argnums(static_broadcasted_argnums, "nnx.pmap: static_broadcasted_argnums")
+    donated = argnums(donate_argnums, "nnx.pmap: donate_argnums")
     options = {
         "axis_name": axis_name,
         "devices": devices,
@@ -336,13 +333,13 @@ def _static_arguments(
     """``{position: value}`` of the static arguments of a call: each position in
     range, each value hashable (``jax.pmap``'s rules, and its errors)."""
     held = {}
+    if out_of_range(static, len(args)):
+        raise ValueError(
+            f"pmapped function has static_broadcasted_argnums={static} but was "
+            f"called with only {len(args)} positional arguments. All static "
+            "broadcasted arguments must be passed positionally."
+        )
     for i in static:
-        if not -len(args) <= i < len(args):
-            raise ValueError(
-                f"pmapped function has static_broadcasted_argnums={static} but was "
-                f"called with only {len(args)} positional arguments. All static "
-                "broadcasted arguments must be passed positionally."
-            )
         i %= len(args)
         try:
             hash(args[i])
