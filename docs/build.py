@@ -65,6 +65,7 @@ def api_reference() -> str:
 
 def error_reference() -> str:
     import lens.errors as errors
+    from lens.errors import _base as errors_base
 
     out = ["# Error reference", "", inspect.getdoc(errors) or "", ""]
     for name, cls in sorted(vars(errors).items()):
@@ -74,7 +75,11 @@ def error_reference() -> str:
             and cls is not errors.LensError
         ):
             bases = ", ".join(b.__name__ for b in cls.__bases__)
+            anchor = errors_base.doc_anchor(cls)
             out += [
+                # the anchor every message's pointer names (GitHub's own for the
+                # heading is the lowercased name; Flax's classes take Flax's)
+                *([f'<a id="{anchor}"></a>', ""] if anchor != name.lower() else []),
                 f"## `{name}`",
                 "",
                 f"Subclass of {bases}.",

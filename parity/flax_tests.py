@@ -182,11 +182,6 @@ ON_PURPOSE: dict[str, str] = {
     "test_save_restore_checkpoints_target_singular0": _MSGPACK_CHECKPOINTS.format(
         what="a single array"
     ),
-    "tests/pickle_test.py::ErrorrsTest::test_exception_can_be_pickled": (
-        "error messages (docs/errors.md): after Flax's first sentence a lens error "
-        "points to lens's docs (help(lens.errors.X), docs/errors.md), not to the "
-        "Flax page URL this test looks for; the error pickles and keeps its text."
-    ),
     "tests/nnx/module_test.py::PytreeTest::test_assing_pytree_with_data": (
         _LENIENT_CONTAINERS
     ),

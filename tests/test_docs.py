@@ -4,8 +4,11 @@ import importlib.util
 import inspect
 import pathlib
 
+import pytest
+
 import lens.errors as errors
 import lens.nn as nn
+from lens.errors import _base as errors_base
 
 ROOT = pathlib.Path(__file__).parent.parent
 
@@ -85,3 +88,28 @@ def test_the_committed_error_reference_is_current():
         if isinstance(cls, type) and issubclass(cls, errors.LensError):
             if cls is not errors.LensError:
                 assert f"## `{name}`" in page
+                # the anchor the message's pointer names resolves on the page:
+                # Flax's classes by Flax's own (#flax.errors.X), others by the heading
+                anchor = errors_base.doc_anchor(cls)
+                assert f"docs/errors.md#{anchor})" in errors_base.doc_pointer(cls)
+                assert f'<a id="{anchor}">' in page or anchor == name.lower()
+
+
+def test_flax_error_classes_point_to_flax_anchor():
+    """An error Flax also has ends its first line as Flax's does
+    (``#flax.errors.<Name>``), so a pattern written for Flax's message matches; the
+    list of Flax's classes is flax 0.12.8's."""
+    import pickle
+
+    flax_errors = pytest.importorskip("flax.errors")
+    names = {
+        n
+        for n, c in vars(flax_errors).items()
+        if isinstance(c, type) and issubclass(c, Exception) and n != "FlaxError"
+    }
+    assert names == errors_base.FLAX_ERROR_NAMES
+    err = errors.ScopeVariableNotFoundError("varname", "collection", "scope")
+    text = str(pickle.loads(pickle.dumps(err)))
+    assert "#flax.errors.ScopeVariableNotFoundError" in text.splitlines()[0]
+    assert "#flax.errors.FlaxError" not in text
+    assert "docs/errors.md#tracerleakerror)" in str(errors.TracerLeakError("x"))

@@ -118,7 +118,7 @@ def test_errors_start_with_flax_first_sentence_then_lens_lines():
         "generate shape (2, 4), but the existing parameter it received has shape "
         "(3, 4)."
     )
-    assert first.endswith("docs/errors.md#scopeparamshapeerror)")
+    assert first.endswith("docs/errors.md#flax.errors.ScopeParamShapeError)")
     assert rest, "lens adds where and how to fix"
     again = pickle.loads(pickle.dumps(err))
     assert str(again) == str(err)

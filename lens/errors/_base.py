@@ -13,11 +13,38 @@ def path_text(path: Sequence[Any] | str) -> str:
     return "/" + "/".join(str(p) for p in path)
 
 
-def _doc_pointer(cls: type) -> str:
-    return (
-        f"(docs: help(lens.errors.{cls.__name__}), "
-        f"docs/errors.md#{cls.__name__.lower()})"
-    )
+FLAX_ERROR_NAMES = frozenset({
+    "AlreadyExistsError", "ApplyModuleInvalidMethodError",
+    "ApplyScopeInvalidVariablesStructureError", "ApplyScopeInvalidVariablesTypeError",
+    "AssignSubModuleError", "CallCompactUnboundModuleError",
+    "CallSetupUnboundModuleError", "CallShareScopeOnUnboundModuleError",
+    "CallUnbindOnUnboundModuleError", "CursorFindError", "DescriptorAttributeError",
+    "ImmutableVariableError", "IncorrectPostInitOverrideError",
+    "InvalidCheckpointError", "InvalidFilterError", "InvalidInstanceModuleError",
+    "InvalidRngError", "InvalidScopeError", "JaxTransformError", "LazyInitError",
+    "MPACheckpointingRequiredError", "MPARestoreDataCorruptedError",
+    "MPARestoreTargetRequiredError", "ModifyScopeVariableError",
+    "MultipleMethodsCompactError", "NameInUseError", "PartitioningUnspecifiedError",
+    "ReservedModuleAttributeError", "ScopeCollectionNotFound",
+    "ScopeParamNotFoundError", "ScopeParamShapeError", "ScopeVariableNotFoundError",
+    "SetAttributeFrozenModuleError", "SetAttributeInModuleSetupError",
+    "TraceContextError", "TransformTargetError", "TransformedMethodReturnValueError",
+    "TraverseTreeError",
+})  # fmt: skip
+"""The error classes Flax has (``flax.errors``): their docs anchor is Flax's
+``#flax.errors.<Name>``, so a pattern or test written for Flax's pointer matches."""
+
+
+def doc_anchor(cls: type) -> str:
+    """The anchor of ``cls`` in docs/errors.md: ``flax.errors.<Name>`` for an error
+    Flax also has (as Flax's own pointer ends), the lowercased name otherwise."""
+    name = cls.__name__
+    return f"flax.errors.{name}" if name in FLAX_ERROR_NAMES else name.lower()
+
+
+def doc_pointer(cls: type) -> str:
+    """What ends the first line of every message of ``cls``, as Flax's link does."""
+    return f"(docs: help(lens.errors.{cls.__name__}), docs/errors.md#{doc_anchor(cls)})"
 
 
 def _rebuild(
@@ -46,7 +73,7 @@ class LensError(Exception):
         # Like Flax's "<message> (<link>)": the pointer ends the first line, so a
         # pattern written for Flax's first line still matches; lens's lines on
         # where and how to fix follow.
-        pointer = _doc_pointer(type(self))
+        pointer = doc_pointer(type(self))
         if self.flax_literal_message:
             first, _, rest = message.partition("\n")
             super().__init__(first)
