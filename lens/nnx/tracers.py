@@ -89,16 +89,28 @@ def frame_of(x: Any) -> Any:
         return x._lens_frame
 
 
-def check_mutable(owner: Any, what: str, structural: bool = True) -> None:
+def check_mutable(
+    owner: Any, what: str, structural: bool = True, variable: bool = False
+) -> None:
+    """Refuses ``what`` (``"set 'x'"``) on ``owner`` inside an nnx transform other
+    than the one it was made in. The message starts as flax.nnx's for the JAX
+    trace check that catches the same thing there (a Variable's wording differs
+    from an object's), then says which transform and what was tried."""
     if structural:
         structure_changed()
     here = current_frame()
     made = frame_of(owner)
     if here is not None and made is not here:
+        name = type(owner).__name__
+        first = (
+            f"Cannot mutate {name} from a different trace level"
+            if variable
+            else f"Cannot mutate '{name}' from different trace level"
+        )
         raise errors.TraceContextError(
-            f"Cannot {what} of this {type(owner).__name__} inside nnx.{here.name}: it "
-            "was created outside the transform and captured.\nPass it as an argument "
-            "to the transformed function; its updates then come back out."
+            f"{first} (tried to {what} inside nnx.{here.name}): it was created "
+            "outside the transform and captured.\nPass it as an argument to the "
+            "transformed function; its updates then come back out."
         )
 
 

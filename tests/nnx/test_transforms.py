@@ -288,6 +288,45 @@ def test_mutating_a_captured_module_inside_a_transform_is_rejected():
     np.testing.assert_allclose(m.w.value, np.arange(3.0))
 
 
+@pytest.mark.parametrize("what", ["attribute", "variable"])
+def test_a_captured_object_s_error_starts_as_flax_s(what):
+    """Setting a plain attribute of a captured module (Keras's RNN cells set
+    ``_dropout_mask`` so) or a captured Variable's value inside nnx.jit: flax's
+    trace check raises "Cannot mutate 'X' from different trace level" (for a
+    Variable "Cannot mutate X from a different trace level"); lens's message
+    starts with the same words, then names the transform and what was tried."""
+    flax_nnx = pytest.importorskip("flax.nnx")
+
+    def first_line(nnx_mod, errors_mod):
+        class Cell(nnx_mod.Module):
+            def __init__(self):
+                self.w = nnx_mod.Param(jnp.zeros(3))
+                self.mask = None
+
+        cell = Cell()
+
+        @nnx_mod.jit
+        def f(x):
+            if what == "attribute":
+                cell.mask = "dropped"
+            else:
+                cell.w.value = x
+
+        with pytest.raises(errors_mod.TraceContextError) as info:
+            f(jnp.ones(3))
+        assert cell.mask is None
+        np.testing.assert_allclose(cell.w.value, np.zeros(3))
+        return str(info.value).splitlines()[0]
+
+    import flax.errors
+
+    flax_line = first_line(flax_nnx, flax.errors)
+    lens_line = first_line(nnx, errors)
+    flax_sentence = flax_line.split(" (https://")[0]
+    assert lens_line.startswith(flax_sentence), (lens_line, flax_sentence)
+    assert "inside nnx.jit" in lens_line
+
+
 def test_a_module_given_to_grad_and_not_to_grad_is_rejected():
     m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
     f = nnx.grad(lambda a, b: jnp.sum(a(jnp.ones((1, 2)))), argnums=0)

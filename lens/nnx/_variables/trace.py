@@ -15,7 +15,7 @@ def check_update(v: Any, what: str, structural: bool = True) -> None:
     """Refuses to change ``v`` inside a transform other than the one it was made
     in: an nnx transform (see ``check_mutable``) or, as flax.nnx, a JAX trace
     (``jax.jit``, ``jax.grad``, ...). Writes into a ref go around this."""
-    check_mutable(v, what, structural=structural)
+    check_mutable(v, what, structural=structural, variable=True)
     if not object.__getattribute__(v, "_trace_state").is_valid():
         raise errors.TraceContextError(
             f"Cannot mutate {type(v).__name__} from a different trace level (tried "
