@@ -202,6 +202,20 @@ PROJECTS: tuple[Project, ...] = (
         devices=8,
     ),
     Project(
+        # equivariant networks for E(3) (atoms, molecules): its Linen layers take
+        # IrrepsArray pytrees; the rest of its suite is pure JAX, Haiku and Equinox
+        name="e3nn-jax",
+        repo="e3nn/e3nn-jax",
+        commit="04e761c8e9a42c339cc712fb8b9af85ddd618eab",  # 0.21.0
+        api="Linen",
+        tests=(
+            "tests/_src/linear_flax_test.py",
+            "tests/_src/batchnorm/bn_flax_test.py",
+        ),
+        deps=("sympy==1.14.0", "mpmath==1.3.0", "attrs==25.4.0"),
+        paths=("e3nn_jax", "tests", "pyproject.toml"),
+    ),
+    Project(
         name="ott",  # optimal transport: neural OT (ICNNs, Monge gap, flow matching)
         repo="ott-jax/ott",
         commit="6aace50f673b877cc3394d0b53a24da0bbf11308",
