@@ -13,6 +13,7 @@ import subprocess
 import sys
 import types
 import warnings
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -235,3 +236,101 @@ def test_pop_walks_plain_lists_and_dicts_of_submodules():
     assert jnp.array_equal(popped["heads"]["a"]["y"][0], want["heads"]["a"]["y"][0])
     assert nnx.to_pure_dict(nnx.state(model, nnx.Intermediate)) == {}
     assert len(nnx.state(model, nnx.Param)) == 2  # params stay
+
+
+def _written_over(nn_mod, struct_mod, meta_mod, case):
+    """``{"s": {"x": ...}}`` after a Linen variable whose initial value is
+    ``case``'s first tree is written with its second (``v.value = ...``)."""
+    arr = jnp.arange(2.0)
+
+    @struct_mod.dataclass
+    class Pair:  # a pytree dataclass holding boxes, as AQT's Freezer stores
+        a: Any
+        b: Any
+
+    box = lambda x, n="a": meta_mod.Partitioned(x, (n,))  # noqa: E731
+    initial, written = {
+        "box, array": (box(arr), arr + 1),
+        "box, dict": (box(arr), {"k": arr + 1}),
+        "box, None": (box(arr), None),
+        "dataclass of boxes": (
+            Pair(box(arr), [box(arr, "b"), arr]),
+            Pair(arr + 1, [arr + 2, arr + 3]),
+        ),
+        "dict of boxes": ({"w": box(arr), "n": arr}, {"w": arr + 1, "n": arr + 2}),
+        "dict, other keys": ({"w": box(arr)}, {"v": arr + 1}),
+        "plain array": (arr, arr + 1),
+    }[case]
+
+    class M(nn_mod.Module):
+        @nn_mod.compact
+        def __call__(self):
+            v = self.variable("s", "x", lambda: initial)
+            v.value = written
+
+    _, variables = M().init_with_output(jax.random.key(0))
+    is_box = lambda x: isinstance(x, meta_mod.AxisMetadata)  # noqa: E731
+
+    def described(tree):  # [(path, what is there)], boxes opened one level
+        return [
+            (
+                jax.tree_util.keystr(path),
+                ("box", leaf.names, described(leaf.value))
+                if is_box(leaf)
+                else (type(leaf).__name__, jnp.asarray(leaf).tolist()),
+            )
+            for path, leaf in jax.tree_util.tree_flatten_with_path(
+                tree, is_leaf=is_box
+            )[0]
+        ]
+
+    return described(dict(variables["s"]))
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "box, array",
+        "box, dict",
+        "box, None",
+        "dataclass of boxes",
+        "dict of boxes",
+        "dict, other keys",
+        "plain array",
+    ],
+)
+def test_a_variable_written_over_keeps_its_boxes_as_flax(case):
+    """AQT's Freezer keeps a pytree dataclass whose fields are AxisMetadata
+    boxes and writes the raw arrays over it: flax puts each into its box (when the
+    written value has the stored one's structure, boxes counted as leaves) and
+    stores anything else as given; lens only did this for a single box."""
+    flax_linen = pytest.importorskip("flax.linen")
+    import flax.struct
+
+    from lens import nn, struct
+    from lens.core import meta
+
+    ours = _written_over(nn, struct, meta, case)
+    import flax.core.meta
+
+    theirs = _written_over(flax_linen, flax.struct, flax.core.meta, case)
+    assert ours == theirs
+
+
+def test_a_box_written_over_a_box_replaces_it():
+    """Flax puts a box written over a box inside the old one (boxed twice, so
+    ``names`` stacks); lens replaces it (docs/porting.md)."""
+    from lens import nn
+
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self):
+            v = self.variable("s", "x", lambda: nn.Partitioned(jnp.zeros(2), ("a",)))
+            v.value = nn.Partitioned(jnp.ones(2), ("b",))
+            return v.value
+
+    out, variables = M().init_with_output(jax.random.key(0))
+    stored = variables["s"]["x"]
+    assert isinstance(stored, nn.Partitioned) and stored.names == ("b",)
+    assert not isinstance(stored.value, nn.Partitioned)
+    assert out.tolist() == [1.0, 1.0]

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 import jax
+import numpy as np
 
 from lens._facades import show_at_flax_paths
 from lens._views import Displayable
@@ -112,17 +113,52 @@ def raw_value(box: AxisMetadata) -> Any:
 
 
 def replace_boxed(tree: Any, updates: Any) -> Any:
-    """Puts ``updates`` into the boxes of ``tree`` (where ``tree`` is boxed).
+    """Puts ``updates`` into the boxes of ``tree``, box by box: where ``tree`` has
+    a box, the update at that place goes inside it; elsewhere the update replaces
+    what was there. ``updates`` has ``tree``'s structure, boxes counted as leaves
+    (a box that holds a pytree takes that whole pytree).
+
+    A box given as the update replaces the box (Flax would put it inside the old
+    one, boxing twice: docs/porting.md).
 
     Example:
         >>> from lens.core.meta import Partitioned
         >>> replace_boxed(Partitioned(1, ("a",)), 2)
         Partitioned(value=2, names=('a',))
+        >>> replace_boxed({"w": Partitioned(1, ("a",)), "n": 0}, {"w": 2, "n": 3})
+        {'n': 3, 'w': Partitioned(value=2, names=('a',))}
     """
-    if isinstance(tree, AxisMetadata) and not isinstance(updates, AxisMetadata):
-        inner = raw_value(tree)
-        return tree.replace_boxed(replace_boxed(inner, updates))
-    return updates
+
+    def put(box: Any, update: Any) -> Any:
+        if isinstance(box, AxisMetadata) and not isinstance(update, AxisMetadata):
+            return box.replace_boxed(replace_boxed(raw_value(box), update))
+        return update
+
+    if isinstance(tree, AxisMetadata):  # the common case: one box
+        return put(tree, updates)
+    return jax.tree_util.tree_map(put, tree, updates, is_leaf=is_axis_metadata)
+
+
+def boxes_take(tree: Any, value: Any) -> bool:
+    """Whether writing ``value`` over ``tree`` (a Variable's ``value =``) puts it
+    into ``tree``'s boxes, by Flax's rule: ``tree`` holds a box and ``value`` has
+    ``tree``'s structure, boxes counted as leaves. Otherwise ``value`` is stored
+    as given."""
+    if isinstance(tree, AxisMetadata):  # the common case: one box, value a leaf
+        return _structure(value) == _LEAF
+    if isinstance(tree, jax.Array | np.ndarray | int | float) or tree is None:
+        return False  # no box in it
+    leaves, structure = jax.tree_util.tree_flatten(tree, is_leaf=is_axis_metadata)
+    if not any(isinstance(leaf, AxisMetadata) for leaf in leaves):
+        return False
+    return _structure(value) == structure
+
+
+def _structure(x: Any) -> Any:
+    return jax.tree_util.tree_structure(x, is_leaf=is_axis_metadata)
+
+
+_LEAF = jax.tree_util.tree_structure(0)
 
 
 def map_axis_meta(fn: Callable[[AxisMetadata], Any], tree: Any) -> Any:

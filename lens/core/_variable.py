@@ -119,7 +119,8 @@ class Variable(Generic[T]):
     def value(self, value: T) -> None:
         if self.unbox:
             old = self.scope.get_variable(self.collection, self.name)
-            value = _meta.replace_boxed(old, value)
+            if _meta.boxes_take(old, value):
+                value = _meta.replace_boxed(old, value)
         self.scope.put_variable(self.collection, self.name, value)
 
     def is_mutable(self) -> bool:
