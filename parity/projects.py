@@ -202,6 +202,22 @@ PROJECTS: tuple[Project, ...] = (
         devices=8,
     ),
     Project(
+        # Accurate Quantized Training: quantized Linen dot_general/einsum layers,
+        # their quantization state as variables, freezing for serving, and method
+        # interception (the MNIST examples need tensorflow_datasets: not run)
+        name="aqt",
+        repo="google/aqt",
+        commit="9d1667ebde057f474cf8d2c80d4e52c5670d6c8a",
+        api="Linen",
+        tests=(
+            "aqt/jax/v2/flax/aqt_flax_test.py",
+            "aqt/jax/v2/flax/freezer_test.py",
+            "aqt/jax/v2/flax/intercept/aqt_intercept_methods_test.py",
+        ),
+        args=("-n", "2"),
+        paths=("aqt",),
+    ),
+    Project(
         # equivariant networks for E(3) (atoms, molecules): its Linen layers take
         # IrrepsArray pytrees; the rest of its suite is pure JAX, Haiku and Equinox
         name="e3nn-jax",
