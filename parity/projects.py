@@ -202,6 +202,18 @@ PROJECTS: tuple[Project, ...] = (
         devices=8,
     ),
     Project(
+        # Haiku's Flax interop: a Linen module run as a Haiku module (its
+        # variables become Haiku parameters and state) and a Haiku function run
+        # as a Linen module (flax.errors it expects)
+        name="haiku",
+        repo="google-deepmind/dm-haiku",
+        commit="f4d858a5cbb29140855d68f81f5fd625e078a5ae",
+        api="Linen",
+        tests=("haiku/_src/flax",),
+        deps=("jmp==0.0.4", "tabulate==0.9.0"),
+        paths=("haiku",),
+    ),
+    Project(
         # Accurate Quantized Training: quantized Linen dot_general/einsum layers,
         # their quantization state as variables, freezing for serving, and method
         # interception (the MNIST examples need tensorflow_datasets: not run)
