@@ -310,12 +310,12 @@ def test_a_captured_object_s_error_starts_as_flax_s(what):
             if what == "attribute":
                 cell.mask = "dropped"
             else:
-                cell.w.value = x
+                cell.w[...] = x
 
         with pytest.raises(errors_mod.TraceContextError) as info:
             f(jnp.ones(3))
         assert cell.mask is None
-        np.testing.assert_allclose(cell.w.value, np.zeros(3))
+        np.testing.assert_allclose(cell.w[...], np.zeros(3))
         return str(info.value).splitlines()[0]
 
     import flax.errors
