@@ -160,6 +160,27 @@ def test_setting_an_unknown_attribute_on_a_param_says_use_set_metadata(nnx):
 
 
 @BACKENDS
+def test_a_property_whose_getter_misses_an_attribute(nnx):
+    # Python drops the getter's AttributeError and asks __getattr__; both stay
+    # an AttributeError (hasattr answers False), lens's names what was missed
+    class Lazy(nnx.Variable):
+        @property
+        def value(self):
+            return self._not_built_yet.value
+
+    v = Lazy(jnp.ones(2))
+    assert not hasattr(v, "value")
+    with pytest.raises(AttributeError) as info:
+        v.value
+    if nnx is lnnx:
+        assert "Lazy.value's getter raised AttributeError" in str(info.value)
+        assert "'_not_built_yet'" in str(info.value)
+        assert isinstance(info.value.__cause__, AttributeError)
+    with pytest.raises(AttributeError, match="nothing_here"):
+        v.nothing_here
+
+
+@BACKENDS
 def test_framework_variable_pickles_and_copies(nnx):
     FV = FRAMEWORK_VARIABLE[nnx.__name__]
     v = FV(arange_init, (2, 2), name="k", trainable=False)

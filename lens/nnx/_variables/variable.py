@@ -370,9 +370,21 @@ class Variable(Generic[A], metaclass=VariableMeta):
             raw = object.__getattribute__(self, "_raw_value")
             return getattr(variable_refs.read(raw), name)
         except AttributeError:
-            raise AttributeError(
-                f"{type(self).__name__} has no attribute or metadata {name!r}"
-            ) from None
+            pass
+        getter = _class_descriptor(type(self), name)
+        if getter is not None:
+            # A property (``value``, a subclass's own) whose getter raised
+            # AttributeError: Python then asks __getattr__ and drops that error.
+            # Run the getter again so the user sees which attribute it missed.
+            try:
+                return getter.__get__(self, type(self))
+            except AttributeError as e:
+                raise AttributeError(
+                    f"{type(self).__name__}.{name}'s getter raised AttributeError: {e}"
+                ) from e
+        raise AttributeError(
+            f"{type(self).__name__} has no attribute or metadata {name!r}"
+        ) from None
 
     def __setattr__(self, name: str, value: Any) -> None:
         # As flax.nnx: an attribute, not metadata (set_metadata is for that). A
@@ -523,6 +535,15 @@ class Variable(Generic[A], metaclass=VariableMeta):
 
 
 _SLOTS = frozenset(Variable.__slots__)
+
+
+def _class_descriptor(cls: type, name: str) -> Any:
+    """The descriptor ``name`` names on ``cls`` (a property), or None."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            attr = klass.__dict__[name]
+            return attr if hasattr(type(attr), "__get__") else None
+    return None
 
 
 def _built(v: Variable) -> bool:
