@@ -112,7 +112,7 @@ def host_numbers(x: Any) -> np.ndarray | None:
     except Exception:  # noqa: BLE001
         pass
     size = int(np.prod(getattr(x, "shape", ())))
-    if size == 0 or size > STATS_MAX_ELEMENTS:
+    if size == 0 or size > STATS_MAX_ELEMENTS or is_deleted(x):
         return None
     a = _placement.host_value(x)  # None: part of it is on other processes only
     if a is None:
@@ -127,6 +127,19 @@ def numeric_array(x: Any) -> np.ndarray | None:
     (see :func:`host_numbers`)."""
     a = host_numbers(x)
     return None if a is None else a.astype(np.float64)
+
+
+# What a display shows for an array whose buffers are gone
+DELETED = "deleted (donated?)"
+
+
+def is_deleted(x: Any) -> bool:
+    """Whether ``x`` is a JAX array whose buffers were freed: donated to a jitted
+    call (``donate_argnums``) or deleted. Its shape, dtype and sharding remain."""
+    try:
+        return bool(x.is_deleted()) if hasattr(x, "is_deleted") else False
+    except Exception:  # noqa: BLE001 - an odd array-like: treat it as live
+        return False
 
 
 def is_array(x: Any) -> bool:
@@ -253,6 +266,9 @@ def measure(leaf: Leaf) -> None:
     """Sets a leaf's values (a small array's) or else its statistics; a Python
     value's text is made with its leaf."""
     if leaf.python:
+        return
+    if is_deleted(leaf.value):  # donated to a jit, or .delete()d: nothing to read
+        leaf.values = DELETED
         return
     leaf.values = values_of(leaf.value)
     leaf.stats = stats_of(leaf.value) if leaf.values is None else None

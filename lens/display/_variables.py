@@ -98,6 +98,12 @@ class VariablesView(View):
         note: str = "",
         types: Mapping[tuple[str, ...], str] | None = None,
     ):
+        if not isinstance(variables, Mapping):
+            raise TypeError(
+                "VariablesView takes variables as {collection: nested dict} (what "
+                f"init returns), got a {type(variables).__name__}; lens.show(x) "
+                "displays any value"
+            )
         self.variables = variables
         self.title = title
         self.note = note

@@ -439,6 +439,38 @@ def test_a_variable_dict_that_contains_itself_falls_back_and_never_hangs():
         assert lens.display.view_of(loop) is loop
 
 
+def test_donated_arrays_show_as_deleted_in_every_view():
+    # after jax.jit(..., donate_argnums=...) the old state's arrays are deleted:
+    # their shape and dtype remain, reading their values raises in JAX
+    small, large = jnp.ones(3), jnp.ones((40, 40))
+    small.delete()
+    large.delete()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no DisplayWarning: no fallback
+        view = VariablesView({"params": {"a": small, "b": large}})
+        text, bundle = view.text(), _formatted({"params": {"a": small}})
+    assert "a  f32[3]  3 (12 B)  deleted (donated?)" in text
+    assert "b  f32[40,40]  1,600 (6.2 KB)  deleted (donated?)" in text
+    assert "deleted (donated?)" in bundle["text/html"]
+
+    from lens import nnx
+
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    model.kernel[...].delete()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert "kernel  f32[2,3]  6 (24 B)  deleted (donated?)" in (
+            lens.display.view_of(model).text()
+        )
+    # JAX's repr of a deleted array raises; a Variable's repr says so instead
+    assert "value=Array(deleted, shape=(2, 3), dtype=float32)" in repr(model.kernel)
+
+
+def test_variables_view_of_a_non_mapping_is_a_type_error_naming_show():
+    with pytest.raises(TypeError, match=r"got a list; lens.show\(x\) displays any"):
+        VariablesView([np.ones(2)])
+
+
 def test_a_3000_deep_variable_dict_displays_without_recursion():
     tree: dict = {}
     node = tree

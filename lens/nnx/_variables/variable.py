@@ -516,7 +516,7 @@ class Variable(Generic[A], metaclass=VariableMeta):
         return len(_read(self))
 
     def __repr__(self) -> str:
-        attrs = [("value", repr(_read(self)))]
+        attrs = [("value", _value_repr(_read(self)))]
         attrs += [(k, repr(m)) for k, m in self.metadata.items()]
         return reprlib.node_repr(
             type(self).__name__, attrs, comment=reprlib.size_comment(self._raw_value)
@@ -535,6 +535,14 @@ class Variable(Generic[A], metaclass=VariableMeta):
 
 
 _SLOTS = frozenset(Variable.__slots__)
+
+
+def _value_repr(value: Any) -> str:
+    """``repr(value)``; for an array whose buffers were freed (donated to a jitted
+    call, or deleted), which JAX's repr refuses, its shape and dtype."""
+    if isinstance(value, jax.Array) and value.is_deleted():
+        return f"Array(deleted, shape={value.shape}, dtype={value.dtype})"
+    return repr(value)
 
 
 def _class_descriptor(cls: type, name: str) -> Any:
