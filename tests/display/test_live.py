@@ -823,6 +823,27 @@ def test_a_closed_view_refuses_more_and_layers_refuse_tracers():
     assert live.frame().done == 0  # nothing was recorded
 
 
+def test_steps_too_large_for_a_float_to_tell_apart_still_draw():
+    # at 2**62 float64 steps are 1024 apart: the axis limits are one float
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning, no DisplayWarning
+        with lens.display.live("big", sink="none") as live:
+            for i in range(5):
+                live.log(2**62 + i, loss=float(i))
+        html = FrameView(live.frame()).html()
+    assert "polyline points='500,955 500,727 500,500" in html  # one x, 5 heights
+
+
+def test_layers_refuse_donated_params_naming_the_leaf():
+    donated = jnp.ones((2, 2))
+    donated.delete()  # what jax.jit(step, donate_argnums=0) leaves behind
+    with lens.display.live("fit", sink="none", layer_every=1) as live:
+        with pytest.raises(ValueError, match=r"params\['dense'\]\['w'\] is a deleted"):
+            live.layers(0, {"dense": {"w": donated}})
+        live.layers(0, {"dense": {"w": jnp.ones((2, 2))}})  # the refusal took no turn
+    assert len(live.frame().samples) == 1
+
+
 @pytest.mark.parametrize(
     "name, title",
     [

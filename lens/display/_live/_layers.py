@@ -166,6 +166,16 @@ def _check(params: Any, grads: Any) -> Any:
             "jitted or transformed function. Return params and grads from the "
             "step and call live.layers after it."
         )
+    for name, tree in (("params", params), ("grads", grads)):
+        for path, x in jax.tree_util.tree_leaves_with_path(tree):
+            if isinstance(x, jax.Array) and x.is_deleted():
+                raise ValueError(
+                    f"live.layers: {name}{jax.tree_util.keystr(path)} is a "
+                    "deleted array: it was donated to a jitted step "
+                    "(donate_argnums) or deleted. Pass the values the step "
+                    "returned (state = step(state, batch); live.layers(step, "
+                    "state.params))."
+                )
     treedef = jax.tree_util.tree_structure(params)
     if grads is not None and jax.tree_util.tree_structure(grads) != treedef:
         raise ValueError(

@@ -39,6 +39,8 @@ class Axis:
         """Each value's place along the axis, 0 (``lo``) to 1 (``hi``)."""
         with np.errstate(divide="ignore", invalid="ignore"):
             x = np.log10(values) if self.log else np.asarray(values, np.float64)
+            if not self.hi - self.lo > 0:  # limits one float apart (steps near 2**62)
+                return np.where(np.isfinite(x), 0.5, x)
             return (x - self.lo) / (self.hi - self.lo)
 
 
