@@ -87,7 +87,8 @@ class ArrayLayout:
     replicas: int  # copies of each part
     # "placed" (a jax Array), "abstract" (a ShapeDtypeStruct's sharding),
     # "annotated" (as its annotation asks), "default" (no annotation under a
-    # mesh: replicated), "host" (a NumPy array) or "unresolved" (a problem)
+    # mesh: replicated), "host" (a NumPy array), "deleted" (donated to a jitted
+    # call: laid out as it was, its bytes freed) or "unresolved" (a problem)
     state: str
     blocks: tuple[Block, ...] = ()
 
@@ -314,6 +315,8 @@ def array_line(a: ArrayLayout) -> str:
         parts.append(f"replicated on {a.devices} devices")
     elif a.replicas > 1:
         parts.append(f"{a.replicas} copies of each part")
+    if a.state == "deleted":
+        parts.append("deleted (donated?): its bytes are freed")
     return "  ".join(parts)
 
 
@@ -393,7 +396,7 @@ def _layout(
         for device, index in indices.items():  # other processes' devices
             if device not in local:
                 tally.add(device, _index_bytes(index, shape, item))
-    else:
+    elif state != "deleted":  # a deleted (donated) array's bytes are freed
         for device, index in indices.items():
             tally.add(device, _index_bytes(index, shape, item))
     blocks = _blocks(indices, shape)
@@ -579,7 +582,10 @@ def _one(
             if not check.validate(leaf, tuple(spec), plan, its_mesh):
                 return _flat_layout(leaf, "unresolved", names, spec_str(tuple(spec)))
     if has is not None:
-        layout = _layout(leaf, has, "placed" if placed(x) else "abstract", names, tally)
+        state = "abstract"
+        if placed(x):
+            state = "deleted" if x.is_deleted() else "placed"
+        layout = _layout(leaf, has, state, names, tally)
         if intended is not None and not has.is_equivalent_to(intended, len(x.shape)):
             check.mismatch(leaf, names or (), intended, has)
         elif mesh is not None and _outside(has, mesh):

@@ -600,4 +600,11 @@ def mesh_str(mesh: Mesh) -> str:
 
 
 def placed(x: Any) -> bool:
-    return isinstance(x, jax.Array) and hasattr(x, "addressable_shards")
+    """Whether ``x`` is an array on devices (not a tracer or an abstract value).
+    A deleted (donated) array still is: its sharding says where it was."""
+    if not isinstance(x, jax.Array):
+        return False
+    try:
+        return hasattr(x, "addressable_shards")
+    except RuntimeError:  # deleted: JAX refuses to list its shards
+        return True

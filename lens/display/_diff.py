@@ -10,7 +10,7 @@ import numpy as np
 from lens.display import _stacked
 from lens.display._base import View, e
 from lens.display._glossary import Gloss
-from lens.display._leaf import Leaf, fmt_num, iter_leaves
+from lens.display._leaf import Leaf, fmt_num, is_deleted, iter_leaves
 
 RNG_COLLECTIONS = ("RngCount", "RngKey")
 """lens.nnx's rng stream state (by variable type): moves on every draw."""
@@ -30,7 +30,7 @@ class DiffView(View):
             if not isinstance(tree, Mapping):
                 raise TypeError(
                     f"lens.diff compares two variable trees ({{collection: nested "
-                    f"dict}}), but {name} is a {type(tree).__name__}.\nPass what "
+                    f"dict}}), but {name} is of type {type(tree).__name__}.\nPass what "
                     "init/apply returned (or nnx.state(model)) for both."
                 )
         a = {_key(x): x for x in iter_leaves(before, with_stats=False)}
@@ -51,6 +51,14 @@ class DiffView(View):
                     (k, f"{x.type_str} → {y.type_str}", float("nan"), float("nan"))
                 )
                 continue
+            for side, leaf in (("before", x), ("after", y)):
+                if is_deleted(leaf.value):
+                    raise ValueError(
+                        f"lens.diff: {side}'s {k[0]}:/{k[1]} is a deleted array: it "
+                        "was donated to a jitted step (donate_argnums) or deleted, "
+                        "so its values are gone.\nKeep a copy before the step: "
+                        "before = jax.tree.map(jnp.copy, state)."
+                    )
             va, vb = _numbers(x.value), _numbers(y.value)
             # Equal values (inf == inf) and NaN -> NaN are no change; a NaN that
             # appears or goes away is (its difference is NaN, shown as "nan").

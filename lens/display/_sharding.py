@@ -378,6 +378,11 @@ _STATE = {  # an array not placed yet: the word shown, and its hover text
         "default",
         "no annotation: replicated on the mesh, as nn.get_sharding lays it out",
     ),
+    "deleted": (
+        "deleted",
+        "donated to a jitted call (donate_argnums) or deleted: laid out as it "
+        "was, its bytes freed and not counted",
+    ),
 }
 
 

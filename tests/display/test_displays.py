@@ -514,10 +514,16 @@ def test_names_with_control_characters_are_escaped_in_every_form():
 
 
 def test_diff_rejects_non_trees_and_treats_nan_to_nan_as_unchanged():
-    with pytest.raises(TypeError, match="before is a list"):
+    with pytest.raises(TypeError, match="before is of type list"):
         lens.diff([1], {"params": {}})
-    with pytest.raises(TypeError, match="after is a str"):
+    with pytest.raises(TypeError, match="after is of type str"):
         lens.diff({"params": {}}, "a")
+    donated = jnp.ones(3)
+    donated.delete()  # what jax.jit(step, donate_argnums=0) leaves of the old state
+    with pytest.raises(
+        ValueError, match=r"(?s)before's p:/w is a deleted array.*jnp.copy"
+    ):
+        lens.diff({"p": {"w": donated}}, {"p": {"w": jnp.ones(3)}})
     nan = np.array([np.nan, 1.0, np.inf])
     same = lens.diff({"p": {"w": nan}}, {"p": {"w": nan.copy()}})
     assert (len(same.changed), same.unchanged) == (0, 1)

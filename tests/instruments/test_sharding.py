@@ -323,6 +323,20 @@ def test_host_arrays_and_an_empty_tree():
     assert "<script" not in ShardingView(empty).html()
 
 
+def test_a_donated_array_keeps_its_layout_and_frees_its_bytes():
+    m = mesh()
+    kept = jax.device_put(jnp.ones((8, 16)), NamedSharding(m, P("data", "model")))
+    donated = jax.device_put(jnp.ones((8, 16)), NamedSharding(m, P("data", "model")))
+    donated.delete()  # what jax.jit(step, donate_argnums=0) leaves behind
+    report = sharding({"kept": kept, "old": donated})
+    states = {a.path: a.state for a in report.arrays}
+    assert states == {"kept": "placed", "old": "deleted"}
+    assert report.bytes_per_device() == sharding({"kept": kept}).bytes_per_device()
+    assert re.search(r"old +f32\[8,16\]  P\('data', 'model'\)", report.text())
+    assert "deleted (donated?): its bytes are freed" in report.text()
+    assert "donated to a jitted call" in ShardingView(report).html()
+
+
 def test_the_docs_example_prints_what_the_page_shows(capsys):
     """docs/memory.md's sharding example, run as pasted, prints its printed block."""
     import pathlib
