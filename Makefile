@@ -118,7 +118,7 @@ flax-tests: $(VENV)/.installed
 	$(PY) -m parity.flax_tests -n 2 $(foreach s,$(SUITES),--suite $(s))
 
 ## Real projects built on Flax (qwix, numpyro, CLU, RecurrentGemma, tunix, bonsai, ott,
-## haiku, aqt, e3nn-jax, netket, keras, orbax): their own test suites on real flax and on lens; writes the
+## haiku, flaxformer, aqt, e3nn-jax, netket, keras, orbax): their own test suites on real flax and on lens; writes the
 ## table in docs/porting.md.
 ## PROJECTS="qwix" for some of them; the flax (oracle) runs are cached in parity/.cache.
 PROJECTS ?=

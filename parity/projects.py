@@ -214,6 +214,20 @@ PROJECTS: tuple[Project, ...] = (
         paths=("haiku",),
     ),
     Project(
+        # Google's T5-family transformer components in Linen (T5, LongT5, MoE,
+        # BERT, dual encoders, Perceiver AR): params with logical axes for
+        # partitioning, nn.scan'd layer stacks, remat, relative position biases.
+        # Test modules that import TensorFlow, gin or t5x fail to load under both.
+        name="flaxformer",
+        repo="google/flaxformer",
+        commit="399ea3a85e9807ada653fd0de1a9de627eb0acde",
+        api="Linen",
+        tests=("flaxformer",),
+        args=("--ignore=flaxformer/t5x", "-n", "2", "--dist", "loadfile"),
+        deps=("chex==0.1.92", "immutabledict==4.2.1", "toolz==1.2.0", "aqtp==0.8.4"),
+        paths=("flaxformer",),
+    ),
+    Project(
         # Accurate Quantized Training: quantized Linen dot_general/einsum layers,
         # their quantization state as variables, freezing for serving, and method
         # interception (the MNIST examples need tensorflow_datasets: not run)
