@@ -41,14 +41,32 @@ def code_replaced(fn: Any) -> bool:
     return fn.__code__.co_filename != fn.__globals__.get("__file__")
 
 
+# Each original with its code object as lens found it: a function whose code is
+# still that object needs no file comparison (every layer call asks, eagerly).
+_CHECKS = tuple(
+    (module, name, original, original.__code__, code_replaced(original))
+    for module, name, original in ORIGINALS
+)
+_code_seen: dict[tuple[str, str], tuple[Any, bool]] = {}  # CODE_ONLY: code, replaced
+
+
 def intercepted() -> bool:
     """True while any of those functions is swapped or runs foreign code."""
-    for module, name, original in ORIGINALS:
-        current = getattr(module, name)
-        if current is not original or code_replaced(current):
+    for module, name, original, code, replaced in _CHECKS:
+        if getattr(module, name) is not original:
+            return True
+        now = original.__code__
+        if replaced if now is code else code_replaced(original):
             return True
     for module_name, name in CODE_ONLY:
         module = sys.modules.get(module_name)
-        if module is not None and code_replaced(getattr(module, name, None)):
+        if module is None:
+            continue
+        fn = getattr(module, name, None)
+        now = getattr(fn, "__code__", None)
+        seen = _code_seen.get((module_name, name))
+        if seen is None or seen[0] is not now:  # first asked, or its code swapped
+            seen = _code_seen[(module_name, name)] = (now, code_replaced(fn))
+        if seen[1]:
             return True
     return False

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax._src.core import trace_ctx as _trace_ctx
 
 from lens import _strict, errors
 from lens._facades import show_at_flax_paths
@@ -175,6 +176,13 @@ def _class_info(cls: type) -> _ClassInfo:
 
 
 _MISSING = object()
+
+
+def _top_level() -> bool:
+    """No trace is running: calls execute eagerly (``core.trace_ctx``)."""
+    return _trace_ctx.is_top_level()
+
+
 # What setup stores for a class without @compact_name_scope methods (immutable).
 _EMPTY_SCOPES = FrozenDict()
 
@@ -283,6 +291,12 @@ class Module(_DataclassModule):
             named = _context._named_call.get()
             if named is None:  # _context.use_named_call()
                 named = config._values["flax_profile"]
+            # A name scope only names what is staged out (a trace's equations):
+            # outside any trace (an eager notebook call) it would change nothing.
+            # jax.jit resets the name stack when it traces, so a jit called here
+            # eagerly sees none either way.
+            if named and _top_level():
+                named = False
             if marked or named:
                 with jax.named_scope(
                     module_scopes.nn_scope(self.scope.path)  # type: ignore[union-attr]
