@@ -584,6 +584,7 @@ def _one(
     if has is not None:
         state = "abstract"
         if placed(x):
+            assert isinstance(x, jax.Array)  # what placed() checks
             state = "deleted" if x.is_deleted() else "placed"
         layout = _layout(leaf, has, state, names, tally)
         if intended is not None and not has.is_equivalent_to(intended, len(x.shape)):
