@@ -61,7 +61,8 @@ def _dense_plain(
     lax.dot_general and a reshaped bias would compile three more. The same
     contraction and add, so the same floats."""
     inputs, kernel, bias = promote_dtype(inputs, kernel, bias, dtype=dtype)
-    if jnp.ndim(kernel) != 2:
+    if jnp.ndim(kernel) != 2 or jnp.ndim(inputs) == 0:
+        # (a scalar input: dot_general's TypeError, as flax's layers raise)
         return dense(inputs, kernel, bias, None, precision)
     y = (
         jnp.matmul(inputs, kernel)  # a keyword would be another program

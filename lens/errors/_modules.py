@@ -116,7 +116,7 @@ class MultipleMethodsCompactError(LensError, TypeError):
         super().__init__(_join("Only one method per class can be @compact", detail))
 
 
-class InvalidHyperparameterError(LensError, ValueError):
+class InvalidHyperparameterError(LensError, ValueError, TypeError):
     """A layer was built with a hyperparameter that describes no layer.
 
     Wrong::
@@ -128,6 +128,8 @@ class InvalidHyperparameterError(LensError, ValueError):
     Right: ``nn.Dense(features=16)``, ``nn.Dropout(rate=0.1)``,
     ``nn.MultiHeadDotProductAttention(num_heads=4)``. Flax accepts these and
     fails later inside JAX (a negative shape, a division by zero), or never.
+    It is a ``ValueError`` and, as JAX's error for a negative shape, a
+    ``TypeError``.
     """
 
     def __init__(

@@ -390,7 +390,8 @@ def test_vmap_size_mismatch_names_the_module_path_not_a_flat_index():
     layer = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
     with pytest.raises(
         ValueError,
-        match=r"args\[0\]\.bias \(Param\) has size 2 on axis 0, an array in "
+        match=r"(?s)^vmap got inconsistent sizes for array axes to be mapped:.*"
+        r"args\[0\]\.bias \(Param\) has size 2 on axis 0;.*an array in "
         r"args\[1\] has size 3",
     ):
         nnx.vmap(lambda m, x: m(x), in_axes=(0, 0))(layer, jnp.ones((3, 2)))

@@ -77,6 +77,11 @@ def update(node: Any, state: Any, /, *states: Any) -> None:
         write()
 
 
+class _UnsupportedNodeError(ValueError, RuntimeError):
+    """``update`` into what is not a graph node: flax.nnx's RuntimeError (and
+    the ValueError lens raised before)."""
+
+
 def _nested(s: Any) -> Any:
     if isinstance(s, GraphState):
         return s._state
@@ -92,10 +97,11 @@ def _plan(node: Any, state: Any, path: Path, writes: list[Write]) -> None:
         return
     impl = get_node_impl(node)
     if impl is None or not is_node(node):
-        raise ValueError(
-            f"update: {path_str(path)} is a {type(node).__name__}, not a graph "
-            "node, so the state cannot be written into it.\nPass a Module, a "
-            "Variable, or a list/dict/pytree holding them."
+        raise _UnsupportedNodeError(
+            f"Unsupported type: {type(node)}\nupdate: {path_str(path)} is a "
+            f"{type(node).__name__}, not a graph node, so the state cannot be "
+            "written into it. Pass a Module, a Variable, or a list/dict/pytree "
+            "holding them."
         )
     if not isinstance(state, Mapping):
         raise ValueError(

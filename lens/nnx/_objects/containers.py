@@ -106,10 +106,21 @@ class List(reprlib.SequenceReprMixin, Pytree, MutableSequence[A], Generic[A]):
         for key in [k for k in marks if isinstance(k, int)]:
             del marks[key]
 
+    def _index(self, i: Any) -> None:
+        """flax.nnx's IndexError for an int index past either end."""
+        n = len(self._list())
+        if isinstance(i, int) and not -n <= i < n:
+            raise IndexError(
+                f"Index out of bounds: index {i} of an nnx.List of {n} items."
+            )
+
     def __getitem__(self, i: Any) -> Any:
+        self._index(i)
         return self._list()[i]
 
     def __setitem__(self, i: Any, value: Any) -> None:
+        self._index(i)
+
         def edit(pairs: list[Any]) -> None:
             if isinstance(i, slice):
                 pairs[i] = [(unmark(v), _kind(v)) for v in value]
@@ -119,6 +130,8 @@ class List(reprlib.SequenceReprMixin, Pytree, MutableSequence[A], Generic[A]):
         self._edit("set an item", edit)
 
     def __delitem__(self, i: Any) -> None:
+        self._index(i)
+
         def edit(pairs: list[Any]) -> None:
             del pairs[i]
 

@@ -214,7 +214,15 @@ class Rngs(Pytree, _Sampling):
         )
 
     def __getitem__(self, name: str) -> RngStream:
-        return getattr(self, name)
+        # as flax.nnx: a missing stream is a KeyError here, an AttributeError
+        # as an attribute
+        stream = self.__dict__.get(name)
+        if isinstance(stream, RngStream):
+            return stream
+        try:
+            return self.__getattr__(name)
+        except AttributeError as e:
+            raise KeyError(str(e)) from None
 
     def __contains__(self, name: str) -> bool:
         return isinstance(self.__dict__.get(name), RngStream)

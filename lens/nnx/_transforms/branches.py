@@ -43,12 +43,7 @@ def cond(
     """``jax.lax.cond`` with objects among the operands: the branch taken updates
     them. Both branches must return the same structure."""
     transform_mode("cond", None, graph, graph_updates).check_inputs(operands=operands)
-    return _switch(
-        "cond",
-        jnp.asarray(pred, bool).astype(jnp.int32),
-        (false_fun, true_fun),
-        operands,
-    )
+    return _switch("cond", jnp.asarray(pred, bool), (false_fun, true_fun), operands)
 
 
 @api_boundary
@@ -75,15 +70,21 @@ def _switch(
         raise ValueError(f"nnx.{_name} needs at least one branch.")
     skel, entries, walker = lift_args(_name, operands)
     values = [e.value for e in entries]
-    fns = [
-        functools.partial(
-            lambda fn, vals: call_inside(_name, fn, skel, vals, len(operands)), fn
-        )
-        for fn in branches
-    ]
+
+    def branch(fn: Callable[..., Any]) -> Callable[[list[Any]], Any]:
+        def run(vals: list[Any]) -> Any:
+            return call_inside(_name, fn, skel, vals, len(operands))
+
+        run.__wrapped__ = fn  # type: ignore[attr-defined] # JAX's errors name it
+        return run
+
+    fns = [branch(fn) for fn in branches]
     with Picture(_name, {"branches": len(branches)}) as picture:
         picture.whole(entries, "all")
-        new, outs = jax.lax.switch(index, fns, values)
+        if _name == "cond":  # jax.lax.cond's checks and messages (true_fun, ...)
+            new, outs = jax.lax.cond(index, fns[1], fns[0], values)
+        else:
+            new, outs = jax.lax.switch(index, fns, values)
     write_back(entries, new)
     picture.outputs(new)
     return merge_outputs(outs, walker.nodes)

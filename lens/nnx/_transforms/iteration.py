@@ -467,11 +467,11 @@ def _check_sizes(entries: list[Entry]) -> None:
         elif size != first[0]:
             a = first[1]
             raise ValueError(
-                "nnx.vmap got inconsistent sizes for the mapped axes: "
-                f"{_entry_name(a)} has size {first[0]} on axis {a.spec}, "
-                f"{_entry_name(e)} has size {size} on axis {e.spec}.\nMap values "
-                "of one size; give broadcast ones the axis None (in_axes, or a "
-                "StateAxes for a module's variables)."
+                "vmap got inconsistent sizes for array axes to be mapped:\n"
+                f"  * {_entry_name(a)} has size {first[0]} on axis {a.spec};\n"
+                f"  * {_entry_name(e)} has size {size} on axis {e.spec}.\n"
+                "nnx.vmap: map values of one size; give broadcast ones the axis "
+                "None (in_axes, or a StateAxes for a module's variables)."
             )
 
 

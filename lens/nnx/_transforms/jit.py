@@ -9,6 +9,8 @@ the state the function changed.
 from __future__ import annotations
 
 import functools
+import inspect
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, ParamSpec, TypeVar
 
@@ -212,7 +214,7 @@ class JitWrapped(Generic[P, R]):
         specs, n = self.specs, len(args)
         if out_of_range(specs.static - specs.named, n):
             raise ValueError(
-                f"jitted function has static_argnums={tuple(sorted(specs.static))}, "
+                f"Jitted function has static_argnums={tuple(sorted(specs.static))}, "
                 f"but was called with only {n} positional arguments."
             )
         stat = specs.positions(specs.static, n)
@@ -360,7 +362,11 @@ class JitWrapped(Generic[P, R]):
         walker, entries, key, donated, kept, donated_args = self._inputs(call)
         if picture is not None:
             picture.inputs(entries, ["all"] * len(entries), lambda e, v: v)
-        [(tag, (new_values, outs))] = jitted(key, donated, kept).items()
+        try:
+            [(tag, (new_values, outs))] = jitted(key, donated, kept).items()
+        except TypeError as e:
+            _name_the_user_function(e, self.fun)
+            raise
         aux = tag.aux
         if not isinstance(aux, Unchanged):
             inputs = [e.value for e in entries]
@@ -566,3 +572,39 @@ SimpleCompiled = SimplePartialCompiled = Compiled
 
 
 show_at_flax_paths(__name__)  # Flax's paths in reprs and pickles (lens/_facades.py)
+
+
+_OWN_FUNCTION = re.compile(
+    r"function \S+ at " + re.escape(__file__.removesuffix("c")) + r":\d+"
+)
+_OWN_OUTPUT = re.compile(r"at output component \[Tag\(.*?\)\]\[1\]((?:\[[^\]]*\])*)")
+
+
+def _name_the_user_function(error: TypeError, fun: Any) -> None:
+    """JAX's error about what the traced function returned (``function _pure at
+    .../jit.py:246 traced for jit returned a value of type <class 'str'> at output
+    component [Tag(...)][1]``) as about the user's function and its result."""
+    if not error.args or not isinstance(error.args[0], str):
+        return
+    message = error.args[0]
+    if not _OWN_FUNCTION.search(message):
+        return
+    user = fun
+    while isinstance(user, functools.partial):
+        user = user.func
+    user = inspect.unwrap(user)
+    code = getattr(user, "__code__", None)
+    where = (
+        f"function {user.__name__} at {code.co_filename}:{code.co_firstlineno}"
+        if code is not None
+        else f"function {getattr(user, '__qualname__', user)!r}"
+    )
+    message = _OWN_FUNCTION.sub(lambda _: where, message, count=1)
+    message = _OWN_OUTPUT.sub(
+        lambda m: (
+            f"at output component {m.group(1)}" if m.group(1) else "as its result"
+        ),
+        message,
+        count=1,
+    )
+    error.args = (message, *error.args[1:])

@@ -79,18 +79,34 @@ class ArgSpecs:
                         else ("donate_argnums", self.donate)
                     )
                     raise ValueError(
-                        f"jitted function has {what}={tuple(sorted(which))}, but "
-                        f"only accepts {len(positional)} positional arguments "
-                        f"({name!r})."
+                        f"Jitted function has {what}={tuple(sorted(which))}, but "
+                        f"only accepts {len(positional)} positional arguments.\n"
+                        f"nnx.jit of {name!r}: give positions of its parameters."
                     )
-        names = {p.name for p in params}
-        if not any(p.kind is p.VAR_KEYWORD for p in params):
-            for n in self.static_names | self.donate_names:
-                if n not in names:
-                    raise ValueError(
-                        f"jitted function has static_argnames/donate_argnames "
-                        f"{n!r}, but {name!r} has no such parameter."
-                    )
+        # as jax.jit: names of positional-only parameters, then names it lacks
+        only = {p.name for p in params if p.kind is p.POSITIONAL_ONLY}
+        names = {
+            p.name
+            for p in params
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        }
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in params)
+        for what, given in (
+            ("static_argnames", self.static_names),
+            ("donate_argnames", self.donate_names),
+        ):
+            if bad := set(given) & only:
+                raise ValueError(
+                    f"Jitted function has invalid argnames {bad} in {what}. These "
+                    f"are positional-only\nnx.jit of {name!r}: name them by "
+                    "position (static_argnums, donate_argnums) instead."
+                )
+            if not takes_any and (bad := set(given) - names):
+                raise ValueError(
+                    f"Jitted function has invalid argnames {bad} in {what}. "
+                    f"Function does not take these args.\nnx.jit of {name!r}: its "
+                    f"parameters are {sorted(names)}."
+                )
         # as jax.jit does, a position names its parameter and a name its position,
         # so an argument is static (donated) however it is passed, or left out
         keyword = [p.name for p in positional if p.kind is p.POSITIONAL_OR_KEYWORD]

@@ -470,6 +470,7 @@ def _kinds_and_length(
     """Each value's role (carry, broadcast, scan) and the one loop length."""
     kinds = []
     sizes: set[int] = set()
+    scanned: list[int] = []  # each scanned value's length, in order (JAX's message)
     for e in entries:
         kind = value_kind(e.spec, e.leaf is not None, simple)
         kinds.append(kind)
@@ -486,16 +487,24 @@ def _kinds_and_length(
                 "nnx.Carry, or a StateAxes for that object."
             )
         sizes.add(jnp.shape(e.value)[e.spec])
+        scanned.append(jnp.shape(e.value)[e.spec])
+    hint = "\nnnx.scan: scan values of one length along their in_axes"
+    if length is not None and sizes and sizes != {length}:
+        raise ValueError(
+            f"scan got `length` argument of {length} which disagrees with leading "
+            f"axis sizes {scanned}.{hint}, and pass that length (or none)."
+        )
     if length is not None:
         sizes.add(length)
-    if len(sizes) != 1:
+    if len(sizes) > 1:
         raise ValueError(
-            "nnx.scan needs one length: "
-            + (
-                f"the scanned axes have sizes {sorted(sizes)}."
-                if sizes
-                else "nothing is scanned; pass length=."
-            )
+            "scan got values with different leading axis sizes: "
+            f"{', '.join(map(str, scanned))}.{hint}."
+        )
+    if not sizes:
+        raise ValueError(
+            "scan got no values to scan over and `length` not provided.\n"
+            "nnx.scan: pass length=, or scan an argument (in_axes 0)."
         )
     return kinds, sizes.pop()
 

@@ -383,7 +383,8 @@ class Variable(Generic[A], metaclass=VariableMeta):
                     f"{type(self).__name__}.{name}'s getter raised AttributeError: {e}"
                 ) from e
         raise AttributeError(
-            f"{type(self).__name__} has no attribute or metadata {name!r}"
+            f"{type(self).__name__!r} object has no attribute {name!r} (nor "
+            "metadata of that name: set_metadata adds it)"
         ) from None
 
     def __setattr__(self, name: str, value: Any) -> None:

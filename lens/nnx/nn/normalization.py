@@ -26,6 +26,19 @@ from lens.nnx.nn.dtypes import promote_dtype
 Array = Any
 
 
+_NO_USE_RUNNING_AVERAGE = (
+    "No `use_running_average` argument was provided to BatchNorm. Consider one of "
+    "the following options:\n\n"
+    "1. Pass `use_running_average` to the BatchNorm constructor:\n\n"
+    "  self.bn = nnx.BatchNorm(..., use_running_average=True/False)\n\n"
+    "2. Pass `use_running_average` to the BatchNorm __call__:\n\n"
+    "  self.bn(x, use_running_average=True/False)\n\n"
+    "3. Use `nnx.view` to create a view of the model with a specific "
+    "`use_running_average` value:\n\n"
+    "  model_view = nnx.view(model, use_running_average=True/False)\n"
+)
+
+
 def _identity(x: Any) -> Any:
     return x
 
@@ -185,6 +198,8 @@ class BatchNorm(Module):
             if use_running_average is None
             else use_running_average
         )
+        if use_ra is None:
+            raise ValueError(_NO_USE_RUNNING_AVERAGE)
         feature = _axes(x.ndim, self.axis)
         reduction = tuple(i for i in range(x.ndim) if i not in feature)
         if use_ra:
@@ -330,21 +345,29 @@ class GroupNorm(Module):
     ):
         if (num_groups is None) == (group_size is None):
             raise ValueError(
-                "GroupNorm: give exactly one of num_groups and group_size "
-                f"(got num_groups={num_groups}, group_size={group_size})."
+                "Either `num_groups` or `group_size` should be specified. If "
+                "`group_size` is to be specified, pass `num_groups=None` as argument "
+                "to override the default `num_groups` value of 32.\n"
+                f"GroupNorm got num_groups={num_groups}, group_size={group_size}."
             )
         if num_groups is None:
             assert group_size is not None  # exactly one was given
             if num_features % group_size:
                 raise ValueError(
-                    f"GroupNorm: num_features ({num_features}) must be a multiple "
-                    f"of group_size ({group_size})."
+                    f"Number of features ({num_features}) is not multiple of the "
+                    f"group size ({group_size}).\nGroupNorm: give a group_size "
+                    f"that divides num_features."
                 )
             num_groups = num_features // group_size
-        elif num_features % num_groups:
+        elif (
+            not isinstance(num_groups, int)
+            or num_groups <= 0
+            or num_features % num_groups
+        ):
             raise ValueError(
-                f"GroupNorm: num_features ({num_features}) must be a multiple of "
-                f"num_groups ({num_groups})."
+                f"Number of groups ({num_groups}) does not divide the number of "
+                f"channels ({num_features}).\nGroupNorm: give a positive "
+                "num_groups that divides num_features."
             )
         self.num_features = num_features
         self.num_groups = num_groups

@@ -4,6 +4,7 @@ variables, and ``ModelAndOptimizer``.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Generic, TypeVar
 
 import jax
@@ -59,7 +60,8 @@ MISSING = _Missing()
 
 
 class Optimizer(Pytree, Generic[M]):
-    """An optax optimizer over a model's ``wrt`` variables (``Param`` by default).
+    """An optax optimizer over a model's ``wrt`` variables (``wrt`` is required, as
+    in flax.nnx since 0.11; :class:`ModelAndOptimizer` defaults it to ``Param``).
 
     ``optimizer.update(model, grads)`` applies one step in place: the model's
     variables, and the optimizer's ``opt_state`` (optax's state, each array in an
@@ -68,7 +70,16 @@ class Optimizer(Pytree, Generic[M]):
     raises before anything is written.
     """
 
-    def __init__(self, model: Pytree, tx: Any, *, wrt: Any = Param, graph: Any = None):
+    def __init__(
+        self, model: Pytree, tx: Any, *, wrt: Any = MISSING, graph: Any = None
+    ):
+        if wrt is MISSING:
+            raise TypeError(
+                "Missing required argument `wrt`. As of Flax 0.11.0 the `wrt` "
+                "argument is required, if you want to keep the previous use "
+                "nnx.ModelAndOptimizer instead of nnx.Optimizer.\nPass wrt=nnx.Param "
+                "to optimize the model's parameters."
+            )
         self.tx = tx
         self.wrt = wrt
         self.step = OptState(jnp.zeros((), jnp.uint32))
@@ -159,6 +170,20 @@ def _check_grad_paths(model: Any, grads: Any, wrt: Any) -> None:
 
 def _flat(s: Any) -> dict[Any, Any]:
     return s._flat_dict() if isinstance(s, State) else {}
+
+
+def _wrt_required(init: Any) -> None:
+    """Shows ``wrt`` as flax.nnx's signature does: required (no default)."""
+    sig = inspect.signature(init)
+    init.__signature__ = sig.replace(
+        parameters=[
+            p.replace(default=inspect.Parameter.empty) if p.name == "wrt" else p
+            for p in sig.parameters.values()
+        ]
+    )
+
+
+_wrt_required(Optimizer.__init__)
 
 
 class ModelAndOptimizer(Optimizer[M]):
