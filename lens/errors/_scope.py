@@ -425,7 +425,7 @@ class TransformAxisSizeError(LensError, ValueError):
     """
 
 
-class BranchStructureMismatchError(LensError, ValueError):
+class BranchStructureMismatchError(LensError, ValueError, TypeError):
     """The branches of ``cond``/``switch`` create or mutate different variables.
 
     Under ``cond``/``switch`` all branches are traced, and each must return the same
@@ -435,6 +435,9 @@ class BranchStructureMismatchError(LensError, ValueError):
 
     Right: create the variables in every branch (e.g. call each submodule once
     before the cond, or use the same submodules in both branches).
+
+    A ``TypeError`` (and a ``ValueError``), as JAX's error for branches of
+    different output types, which Flax raises here.
     """
 
 

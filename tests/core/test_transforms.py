@@ -280,8 +280,26 @@ def test_cond_branch_mismatch_is_explained():
             x,
         )
 
-    with pytest.raises(errors.BranchStructureMismatchError, match="params:/d/kernel"):
+    with pytest.raises(
+        errors.BranchStructureMismatchError, match="params:/d/kernel"
+    ) as info:
         init(f)(jax.random.key(0), X)
+    # JAX's class and first sentence, which Flax raises here
+    assert isinstance(info.value, TypeError)
+    assert str(info.value).startswith(
+        "cond branches must have equal output types but they differ."
+    )
+
+
+def test_cond_branches_returning_different_outputs_raise_jaxs_error():
+    # the same variables (none): the outputs differ, which JAX's error locates;
+    # lens used to blame the variables ("the variable shapes or dtypes differ")
+    def f(scope, x):
+        return lift.cond(True, lambda s, x: x, lambda s, x: x[0], scope, x)
+
+    with pytest.raises(TypeError, match="cond branches must have equal output") as info:
+        init(f)(jax.random.key(0), X)
+    assert not isinstance(info.value, errors.BranchStructureMismatchError)
 
 
 def test_switch_selects_branch():

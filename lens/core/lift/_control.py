@@ -118,7 +118,10 @@ def _loop_hint(kind: str, name: str) -> str:
 
 def _structure_error(
     transform: str, outs: Sequence[Any]
-) -> errors.BranchStructureMismatchError:
+) -> errors.BranchStructureMismatchError | None:
+    """The variables the branches create or update differently, or None when
+    they agree (the outputs differ: JAX's own error says where)."""
+
     def paths(groups: Any) -> set[str]:
         found = set()
         for group in groups:
@@ -136,8 +139,11 @@ def _structure_error(
             only0 = sorted(base - p)[:3]
             only_i = sorted(p - base)[:3]
             lines.append(f"branch 0 only: {only0}; branch {i} only: {only_i}")
-    detail = "\n".join(lines) or "the variable shapes or dtypes differ"
+    if not lines:
+        return None
+    detail = "\n".join(lines)
     return errors.BranchStructureMismatchError(
+        f"{transform} branches must have equal output types but they differ.\n"
         f"The branches of {transform} create or update different variables:\n{detail}\n"
         "Every branch must create and update the same variables; create them in each "
         "branch (or before the branch)."
@@ -171,7 +177,10 @@ def _branches(
             ):
                 raise
             outs = [jax.eval_shape(w, *operands)[1] for w in wrapped]
-            raise _structure_error(transform, outs) from e
+            error = _structure_error(transform, outs)
+            if error is None:
+                raise
+            raise error from e
 
     return pack(
         inner,
