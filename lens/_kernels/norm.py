@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from lens._hot_jit import hot_jit
@@ -20,7 +21,16 @@ Axes = int | Sequence[int]
 
 
 def axes(axes: Axes, ndim: int) -> tuple[int, ...]:
+    """``axes`` of an array of rank ``ndim``, non-negative and sorted.
+
+    Raises:
+      numpy.exceptions.AxisError: (an IndexError and a ValueError) for an axis
+        past either end, which would otherwise wrap around to another axis.
+    """
     axes = (axes,) if isinstance(axes, int) else tuple(axes)
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(a, ndim)
     return tuple(sorted(a % ndim for a in axes))
 
 

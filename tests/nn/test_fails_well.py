@@ -309,3 +309,23 @@ def test_normalization_edge_values_still_work():
     nn.BatchNorm(momentum=0.0, epsilon=0.0)
     nn.GroupNorm(num_groups=None, group_size=1)
     nn.LayerNorm(epsilon=0.0)
+
+
+# ------------------------------------------------------- an axis past the end
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: nn.LayerNorm(reduction_axes=5),
+        lambda: nn.RMSNorm(reduction_axes=5),
+        lambda: nn.BatchNorm(use_running_average=False, axis=5),
+        lambda: nn.GroupNorm(num_groups=1, reduction_axes=5),
+    ],
+    ids=["LayerNorm", "RMSNorm", "BatchNorm", "GroupNorm"],
+)
+def test_a_norm_axis_past_the_end_is_an_axis_error_not_another_axis(make):
+    # Flax fails inside its layer (an IndexError; GroupNorm a ValueError); lens
+    # used to wrap the axis around (5 % 2 == 1) and normalise the wrong one
+    with pytest.raises(np.exceptions.AxisError, match="axis 5 is out of bounds"):
+        make().init(KEY, jnp.ones((2, 3)))

@@ -123,7 +123,31 @@ CASES = {
         nnx.Linear(2, 3, rngs=_rngs(nnx)), __import__("optax").sgd(0.1)
     ),
     "List index past the end": lambda nnx: nnx.List([1])[3],
+    "merge a state with extra values": lambda nnx: _merge_with_extra(nnx),
+    "switch without branches": lambda nnx: nnx.switch(0, [], 1.0),
+    "vmap with nothing to map": lambda nnx: nnx.vmap(lambda: 1, in_axes=())(),
+    "scan with two carries": lambda nnx: nnx.scan(
+        lambda c, d, x: (c, x), in_axes=(nnx.Carry, nnx.Carry, 0)
+    )(1.0, 1.0, jnp.ones(3)),
+    "remat static_argnums past the arguments": lambda nnx: nnx.remat(
+        lambda x: x, static_argnums=5
+    )(jnp.ones(2)),
+    # an axis past the end: flax's layers fail inside JAX (IndexError, or
+    # dot_general's TypeError); lens's said nothing and wrapped around
+    "BatchNorm axis past the end": (
+        lambda nnx: nnx.BatchNorm(3, axis=5, rngs=_rngs(nnx))(jnp.ones((2, 3))),
+        "",
+    ),
+    "LinearGeneral axis past the end": (
+        lambda nnx: nnx.LinearGeneral(3, 4, axis=5, rngs=_rngs(nnx))(jnp.ones((2, 3))),
+        "",
+    ),
 }
+
+
+def _merge_with_extra(nnx):
+    graphdef, state = nnx.split(nnx.Linear(3, 4, rngs=_rngs(nnx)))
+    return nnx.merge(graphdef, nnx.State({**state, "extra": nnx.Param(jnp.ones(1))}))
 
 
 def _returns_a_str(x):
@@ -212,3 +236,11 @@ def test_jit_and_cond_errors_name_the_users_functions_not_lens():
     assert "true_fun is _ones_2 at" in str(info.value)
     assert "false_fun is _ones_3 at" in str(info.value)
     assert "lens/nnx" not in str(info.value)
+
+
+@pytest.mark.parametrize("nnx", [lnnx, fnnx], ids=["lens", "flax"])
+def test_an_empty_rngs_is_valid_and_says_which_stream_is_missing(nnx):
+    for rngs in (nnx.Rngs(), nnx.Rngs(None)):
+        assert list(rngs.items()) == []
+        with pytest.raises(AttributeError, match="No RngStream named 'params'"):
+            rngs.params()

@@ -237,6 +237,16 @@ def graphdef_leaves(graphdef: GraphDef, states: tuple[Any, ...]) -> list[Any]:
             + ", ".join(path_str(p) for p in missing[:5])
             + ".\nPass every state that split returned."
         )
+    if len(flat) != len(graphdef.paths):  # values the graph has no place for
+        known = set(graphdef.paths)
+        extra = [p for p in flat if p not in known]
+        raise errors.GraphStructureError(
+            f"Incorrect number of leaves, expected {graphdef.num_leaves} leaves, "
+            f"but got {len(flat)}.\nmerge: the states have values that the "
+            "graphdef has no place for: "
+            + ", ".join(path_str(p) for p in extra[:5])
+            + ".\nMerge a graphdef with the states split returned with it."
+        )
     return [flat[p] for p in graphdef.paths]
 
 

@@ -193,8 +193,8 @@ class Rngs(Pytree, _Sampling):
     def __init__(self, default: Any = None, **rngs: Any):
         if default is not None:
             rngs = {"default": default, **rngs}
-        if not rngs:
-            raise ValueError("Rngs needs a seed or key: Rngs(0), Rngs(params=0, ...).")
+        # No streams at all (Rngs(), Rngs(None)) is a valid, empty Rngs, as in
+        # flax.nnx: drawing from it says which stream is missing.
         for name, seed in rngs.items():
             if isinstance(seed, RngStream):  # Rngs(**other.items()): its stream
                 seed = seed.key.value

@@ -337,9 +337,13 @@ def remat(
     @api_boundary
     def wrapper(*args: Any) -> Any:
         if out_of_range(static, len(args)):
-            raise ValueError(
-                f"nnx.remat: static_argnums {tuple(sorted(static))} but the function "
-                f"was called with {len(args)} positional arguments."
+            raise ValueError(  # jax.checkpoint's words, then lens's
+                "the `static_argnums` argument to `jax.checkpoint` / `jax.remat` "
+                "can only take integer values greater than or equal to `-len(args)` "
+                f"and less than `len(args)`, but got {tuple(sorted(static))}, while "
+                f"`len(args)` = {len(args)}\nnnx.remat: the function was called "
+                f"with {len(args)} positional arguments; count static_argnums "
+                "among them."
             )
         stat = frozenset(i % len(args) for i in static)
         skel, entries, walker = lift_args("remat", args, stat)

@@ -67,7 +67,9 @@ def _switch(
 ) -> Any:
     branches = tuple(branches)
     if not branches:
-        raise ValueError(f"nnx.{_name} needs at least one branch.")
+        raise ValueError(
+            f"Empty branch sequence\nnnx.{_name} needs at least one branch."
+        )
     skel, entries, walker = lift_args(_name, operands)
     values = [e.value for e in entries]
 
@@ -112,6 +114,8 @@ def eval_shape(
 
     def pure(values: list[Any]) -> Any:
         return call_inside("eval_shape", call, skel, values, len(args) + 1)
+
+    pure.__wrapped__ = f  # type: ignore[attr-defined] # JAX's errors name it
 
     with active_mode(mode):
         _, outs = jax.eval_shape(pure, [e.value for e in entries])

@@ -164,7 +164,7 @@ def _mapped_call(
                 )(Carrier([e.value for e in entries], None))
             except ValueError as err:
                 paths = [e.leaf.path for e in entries if e.leaf is not None]
-                raise _name_the_state(err, paths, change) from None
+                raise _name_the_state(err, paths, change, args) from None
 
         with Picture(name, options, f) as picture:
             picture.inputs(
@@ -227,11 +227,25 @@ def _donating(
 
 
 def _name_the_state(
-    err: ValueError, paths: list[tuple], change: StructureChanged | None
+    err: ValueError,
+    paths: list[tuple],
+    change: StructureChanged | None,
+    args: tuple[Any, ...] = (),
 ) -> ValueError:
     """JAX's error for a broadcast (axis None) state the function updated with a
-    mapped value, naming that state's path."""
+    mapped value, naming that state's path; JAX's error for nothing to map,
+    showing the user's arguments (not lens's carrier of their state)."""
     msg = str(err)
+    empty = re.search(r"got empty \*args=\(.*\) and \*\*kwargs=\{\}", msg)
+    if empty is not None and "Carrier" in empty.group(0):
+        shown = repr(args)
+        shown = shown if len(shown) <= 200 else shown[:199] + "\u2026"
+        return ValueError(
+            msg[: empty.start()]
+            + f"got empty *args={shown} and **kwargs={{}}"
+            + msg[empty.end() :]
+            + "\nnnx.vmap: give axis_size=, or map an argument holding arrays."
+        )
     found = re.search(r"out_axes\[0\]\[(\d+)\]", msg)
     if change is not None or found is None or "got axis spec None" not in msg:
         return err

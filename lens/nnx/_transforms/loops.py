@@ -240,11 +240,12 @@ def _check_scan_axes(in_axes: Any, out_axes: Any) -> None:
     """flax.nnx's checks of scan's axes, when the function is decorated."""
     ins = in_axes if isinstance(in_axes, tuple) else (in_axes,)
     outs = out_axes if isinstance(out_axes, tuple) else (out_axes,)
-    for axes in (ins, outs):
-        if sum(a is Carry for a in axes) > 1:
+    for name, axes in (("in_axes", ins), ("out_axes", outs)):
+        at = [i for i, a in enumerate(axes) if a is Carry]
+        if len(at) > 1:  # flax.nnx's words, naming the first two
             raise ValueError(
-                f"Found multiple Carry definitions in in_axes={in_axes!r} / "
-                f"out_axes={out_axes!r}.\nnnx.scan has one carry: mark one argument "
+                f"Found multiple Carry definitions at {name}[{at[0]}] and "
+                f"{name}[{at[1]}]\nnnx.scan has one carry: mark one argument "
                 "(and the output in the same place) nnx.Carry."
             )
     if any(a is Carry for a in ins) != any(a is Carry for a in outs):

@@ -15,6 +15,7 @@ from typing import Any
 import jax.numpy as jnp
 from jax import lax
 
+from lens._kernels import norm
 from lens.core.nn import initializers
 from lens.nnx._graph import ops as graph_ops
 from lens.nnx._objects.module import Module
@@ -35,8 +36,7 @@ def l2_normalize(x: Array, axis: Any = None, eps: float = 1e-12) -> Array:
 
 
 def _canonical_axes(ndim: int, axes: Any) -> tuple[int, ...]:
-    axes = (axes,) if isinstance(axes, int) else tuple(axes)
-    return tuple(sorted({a % ndim for a in axes}))
+    return tuple(sorted(set(norm.axes(axes, ndim))))  # AxisError past either end
 
 
 def _params(layer: Module, *filters: Any) -> list[tuple[Path, Any]]:

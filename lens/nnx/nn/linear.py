@@ -262,6 +262,11 @@ def _bias_shape(spec: str, lhs: Array, rhs: Array) -> list[int]:
     return [rhs.shape[kernel_axes[c]] if c in kernel_axes else 1 for c in result]
 
 
+class _AxisError(np.exceptions.AxisError, TypeError):
+    """An axis past either end of the input: NumPy's AxisError, and the TypeError
+    that ``dot_general`` (flax.nnx's LinearGeneral) raises for it."""
+
+
 class LinearGeneral(Module):
     """A linear map over several axes: ``in_features`` (on ``axis``) to
     ``out_features``; ``kernel`` of shape ``batch + in_features + out_features``
@@ -338,6 +343,9 @@ class LinearGeneral(Module):
 
     def __call__(self, inputs: Array, out_sharding: Any = None) -> Array:
         ndim = inputs.ndim
+        for a in (*self.axis, *self.batch_axis.keys()):  # no wrapping around
+            if not -ndim <= a < ndim:
+                raise _AxisError(a, ndim, f"LinearGeneral(axis={self.axis})")
         axis = tuple(a % ndim for a in self.axis)
         batch_axis = tuple(a % ndim for a in self.batch_axis.keys())
         n_batch = len(batch_axis)

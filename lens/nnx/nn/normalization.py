@@ -68,8 +68,7 @@ def _spec(
 
 
 def _axes(ndim: int, axes: int | Sequence[int]) -> tuple[int, ...]:
-    axes = (axes,) if isinstance(axes, int) else axes
-    return tuple(sorted({a % ndim for a in axes}))
+    return tuple(sorted(set(norm.axes(axes, ndim))))  # AxisError past either end
 
 
 class LayerNorm(Module):
