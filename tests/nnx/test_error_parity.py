@@ -126,6 +126,9 @@ CASES = {
     "merge a state with extra values": lambda nnx: _merge_with_extra(nnx),
     "switch without branches": lambda nnx: nnx.switch(0, [], 1.0),
     "vmap with nothing to map": lambda nnx: nnx.vmap(lambda: 1, in_axes=())(),
+    "cell carry without rngs": lambda nnx: nnx.LSTMCell(
+        3, 4, rngs=_rngs(nnx)
+    ).initialize_carry((2, 3)),
     "scan with two carries": lambda nnx: nnx.scan(
         lambda c, d, x: (c, x), in_axes=(nnx.Carry, nnx.Carry, 0)
     )(1.0, 1.0, jnp.ones(3)),

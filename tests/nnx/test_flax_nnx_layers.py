@@ -599,3 +599,30 @@ def test_lstm_in_half_precision_initializes_as_flax():
     theirs = fnnx.LSTMCell(3, 4, param_dtype=jnp.float16, rngs=fnnx.Rngs(0))
     assert ours.hi.kernel.value.dtype == jnp.float16
     np.testing.assert_array_equal(ours.hi.kernel.value, theirs.hi.kernel[...])
+
+
+@pytest.mark.parametrize(
+    "cell", ["LSTMCell", "OptimizedLSTMCell", "GRUCell", "SimpleCell"]
+)
+def test_keep_rngs_stores_a_fork_of_the_carry_stream_as_flax(cell):
+    # the fork draws from the Rngs before the cell's Linears: the layers made
+    # after it get flax's keys, and the cell's state has the stream
+    import warnings
+
+    out = {}
+    for name, nnx in (("lens", lnnx), ("flax", fnnx)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rngs = nnx.Rngs(0)
+            c = getattr(nnx, cell)(3, 4, rngs=rngs, keep_rngs=True)
+            after = nnx.Linear(2, 2, rngs=rngs).kernel[...]
+        assert any("keep_rngs argument is deprecated" in str(w.message) for w in caught)
+        keys = [k for k, _ in nnx.state(c).flat_state()]
+        assert ("rngs", "key") in keys and ("rngs", "count") in keys
+        carry = c.initialize_carry((2, 3))  # from the kept stream
+        plain = getattr(nnx, cell)(3, 4, rngs=nnx.Rngs(0))
+        assert plain.rngs is None
+        out[name] = (after, jax.tree.leaves(carry))
+    np.testing.assert_allclose(out["lens"][0], out["flax"][0], rtol=1e-6)
+    for a, b in zip(out["lens"][1], out["flax"][1], strict=True):
+        np.testing.assert_allclose(a, b)

@@ -37,7 +37,7 @@ class Block(nnx.Module):
         self.cell = nnx.LSTMCell(3, 4, rngs=rngs)
 
     def __call__(self, x: jax.Array) -> jax.Array:
-        carry = self.cell.initialize_carry(x.shape)
+        carry = self.cell.initialize_carry(x.shape, rngs=nnx.Rngs(0))
         _, y = self.cell(carry, self.linear(x))
         return y
 

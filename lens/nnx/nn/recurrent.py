@@ -12,6 +12,7 @@ broadcast stream's draws from step to step).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,6 +23,7 @@ from lens._kernels import sequences as seq
 from lens._kernels.sequences import flip_sequences as flip_sequences
 from lens.core.nn import initializers
 from lens.nnx._objects.module import Module
+from lens.nnx._objects.object import data
 from lens.nnx._objects.rngs import Rngs, RngStream
 from lens.nnx._transforms.scan_step import Carry
 from lens.nnx.nn._parameters import NO_META
@@ -68,11 +70,39 @@ class RNNCellBase(Module):
     def __call__(self, carry: Any, inputs: Array) -> tuple[Any, Any]:
         raise NotImplementedError(f"{type(self).__name__}.__call__")
 
-    def _attributes(self, in_features: int, hidden_features: int, **attrs: Any) -> None:
+    def _attributes(
+        self,
+        in_features: int,
+        hidden_features: int,
+        *,
+        rngs: Rngs,
+        keep_rngs: bool,
+        **attrs: Any,
+    ) -> None:
         self.in_features = in_features
         self.hidden_features = hidden_features
         for k, v in attrs.items():
             setattr(self, k, v)
+        # As flax.nnx's cells (before their Linears, so the same keys follow):
+        # keep_rngs stores a fork of the carry stream for initialize_carry.
+        self.rngs: RngStream | None
+        if keep_rngs:
+            warnings.warn(
+                "keep_rngs argument is deprecated. Please use rngs argument in "
+                "__call__ instead ",
+                stacklevel=3,
+            )
+            self.rngs = rngs.carry.fork()
+        else:
+            self.rngs = data(None)
+        if attrs.get("carry_init"):
+            warnings.warn(
+                "carry_init is provided in __init__. Please, use carry_init argument "
+                "in `initialize_carry` method instead to initialize the carry. "
+                "Otherwise, two instances with same configuration but different "
+                "carry_init functions will have different graphdefs.",
+                stacklevel=3,
+            )
 
     def _fused(
         self,
@@ -117,13 +147,18 @@ class RNNCellBase(Module):
     def _zeros_carry(self, input_shape: tuple[int, ...], rngs: Any, carry_init: Any):
         init = carry_init or self.carry_init or _zeros
         shape = tuple(input_shape[:-1]) + (self.hidden_features,)
+        if rngs is None:
+            rngs = vars(self).get("rngs")  # keep_rngs's stream
         if isinstance(rngs, Rngs):
-            key = rngs.carry()
-        elif rngs is not None:
-            key = rngs()
-        else:
-            key = jax.random.key(0)
-        return init(key, shape, self.param_dtype)
+            rngs = rngs.carry
+        if rngs is None:
+            raise ValueError(
+                "RNGs must be provided to initialize the cell carry.\n"
+                f"{type(self).__name__}.initialize_carry: pass rngs= (an nnx.Rngs "
+                "or a stream), e.g. cell.initialize_carry(shape, rngs=nnx.Rngs(0)); "
+                "nnx.RNN passes its own."
+            )
+        return init(rngs(), shape, self.param_dtype)
 
 
 def _metadata(
@@ -201,6 +236,8 @@ class LSTMCell(RNNCellBase):
         self._attributes(
             in_features,
             hidden_features,
+            rngs=rngs,
+            keep_rngs=keep_rngs,
             gate_fn=gate_fn,
             activation_fn=activation_fn,
             param_dtype=param_dtype,
@@ -283,6 +320,8 @@ class OptimizedLSTMCell(LSTMCell):
         self._attributes(
             in_features,
             hidden_features,
+            rngs=rngs,
+            keep_rngs=keep_rngs,
             gate_fn=gate_fn,
             activation_fn=activation_fn,
             param_dtype=param_dtype,
@@ -343,6 +382,8 @@ class GRUCell(RNNCellBase):
         self._attributes(
             in_features,
             hidden_features,
+            rngs=rngs,
+            keep_rngs=keep_rngs,
             gate_fn=gate_fn,
             activation_fn=activation_fn,
             param_dtype=param_dtype,
@@ -413,6 +454,8 @@ class SimpleCell(RNNCellBase):
         self._attributes(
             in_features,
             hidden_features,
+            rngs=rngs,
+            keep_rngs=keep_rngs,
             param_dtype=param_dtype,
             carry_init=carry_init,
             residual=residual,
