@@ -175,6 +175,11 @@ def scan_in_dim(
     return c, jax.tree_util.tree_map(from_front, ys)
 
 
+class _BatchSizeError(ValueError, AssertionError):
+    """Arguments of different batch sizes: a ValueError, and the AssertionError
+    Flax's ``pad_shard_unpad`` raises."""
+
+
 def pad_shard_unpad(
     wrapped: Callable[..., Any],
     static_argnums: Sequence[int] = (0,),
@@ -201,7 +206,11 @@ def pad_shard_unpad(
             for t in jax.tree_util.tree_leaves(v)
         }
         if len(sizes) != 1:
-            raise ValueError(f"Inconsistent batch-sizes: {sizes}")
+            raise _BatchSizeError(
+                f"Inconsistent batch-sizes: {sizes}\npad_shard_unpad: give every "
+                "batched argument the same leading size (static ones in "
+                "static_argnums / static_argnames)."
+            )
         (b,) = sizes
 
         def pad(x: Any) -> Any:

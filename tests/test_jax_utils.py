@@ -116,5 +116,6 @@ def test_pad_shard_unpad_options():
     )
     assert seen == [(8, 3, 2)]  # padded to 3 per device
     assert out.shape == (8, 2)  # returned as the devices gave it
-    with pytest.raises(ValueError, match="Inconsistent batch-sizes"):
+    with pytest.raises(ValueError, match="Inconsistent batch-sizes") as info:
         jax_utils.pad_shard_unpad(record, static_argnums=())(x, np.ones((4, 2)))
+    assert isinstance(info.value, AssertionError)  # Flax's class (an assert)
