@@ -71,3 +71,47 @@ def test_split_rngs_vmap_ensemble_matches():
 
     a, b = ensemble(nnx), ensemble(fnnx)
     np.testing.assert_array_equal(a.kernel[...], b.kernel[...])
+
+
+def test_iter_graph_visits_each_container_once_and_yields_pytree_nodes_as_flax():
+    # flax.nnx yields every pytree node (a tuple, list, dict, None, namedtuple,
+    # registered dataclass) after its children, once by identity; leaves wherever
+    # they are, the root included. (lens leaves out flax's _pytree__ internals.)
+    import collections
+
+    import flax.struct as fstruct
+
+    from lens import struct as lstruct
+
+    Pair = collections.namedtuple("Pair", "x y")
+    shared = (1, 2)
+
+    def walk(lib, struct):
+        @struct.dataclass
+        class Box:
+            a: int
+            b: object = None
+
+        class Node(lib.Module):
+            pass
+
+        root = Node()
+        root.first, root.again = shared, shared
+        root.none, root.also_none = None, None
+        root.pair = Pair(3, 4)
+        root.box = lib.data(Box(5, lib.Param(jnp.ones(1))))
+        root.seq, root.seq_again = [6], None
+        root.seq_again = root.seq
+        found = [
+            (tuple(map(str, p)), type(x).__name__)
+            for p, x in lib.iter_graph(root)
+            if not any(str(k).startswith("_pytree__") for k in p)
+        ]
+        return found, list(lib.iter_graph(7)), list(lib.iter_graph((8,)))
+
+    assert walk(nnx, lstruct) == walk(fnnx, fstruct)
+    found, root_leaf, _ = walk(nnx, lstruct)
+    paths = [p for p, _ in found]
+    assert (("again",) in paths) + (("first",) in paths) == 1  # the shared tuple once
+    assert (("pair", "x"), "int") in found and (("box",), "Box") in found
+    assert root_leaf == [((), 7)]

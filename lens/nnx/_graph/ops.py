@@ -31,8 +31,8 @@ from lens.nnx._graph.walk import (
     Walker,
     is_graph_node,
     path_str,
-    pytree_children,
 )
+from lens.nnx._graph.walk import _key_of as key_of
 from lens.nnx._objects.object import Pytree, node_items
 from lens.nnx._variables.filters import to_predicate
 from lens.nnx._variables.state import FlatState, State, map_state, partition_flat
@@ -419,6 +419,9 @@ def iter_graph(
     seen: set[int] = set()
 
     def go(x: Any, path: Path) -> Iterator[tuple[Path, Any]]:
+        # As flax.nnx: every node (an object, a Variable, or a pytree container:
+        # a tuple, list, dict, None, a registered dataclass) once, by identity,
+        # after its children; every other value (a leaf) wherever it is.
         if isinstance(x, Pytree | Variable):
             if id(x) in seen:
                 return
@@ -429,19 +432,24 @@ def iter_graph(
             yield path, x
             return
         if type(x) in (list, tuple):
-            for j, e in enumerate(x):
-                yield from go(e, path + (j,))
+            children: Any = enumerate(x)
         elif type(x) is dict:
-            for k, e in x.items():
-                yield from go(e, path + (k,))
+            children = x.items()
+        elif x is None or not jax.tree_util.treedef_is_leaf(
+            jax.tree_util.tree_structure(x)
+        ):
+            flat, _ = jax.tree_util.tree_flatten_with_path(
+                x, is_leaf=lambda y: y is not x
+            )
+            children = [(key_of(p[0]), v) for p, v in flat]
         else:
-            children = pytree_children(x)
-            if children is not None:
-                for k, e in zip(children[0], children[1]):
-                    yield from go(e, path + (k,))
-            elif path:
-                yield path, x
+            yield path, x
             return
+        if id(x) in seen:
+            return
+        seen.add(id(x))
+        for k, e in children:
+            yield from go(e, path + (k,))
         yield path, x
 
     yield from go(node, ())
