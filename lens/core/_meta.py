@@ -124,9 +124,9 @@ def replace_boxed(tree: Any, updates: Any) -> Any:
     Example:
         >>> from lens.core.meta import Partitioned
         >>> replace_boxed(Partitioned(1, ("a",)), 2)
-        Partitioned(value=2, names=('a',))
+        Partitioned(value=2, names=('a',), mesh=None)
         >>> replace_boxed({"w": Partitioned(1, ("a",)), "n": 0}, {"w": 2, "n": 3})
-        {'n': 3, 'w': Partitioned(value=2, names=('a',))}
+        {'n': 3, 'w': Partitioned(value=2, names=('a',), mesh=None)}
     """
 
     def put(box: Any, update: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -55,14 +56,11 @@ class Partitioned(PyTreeNode, AxisMetadata[A]):
         )
 
     def __repr__(self) -> str:
-        extra = "".join(
-            f", {f}={getattr(self, f)!r}"
-            for f in ("mesh", "rules")
-            if getattr(self, f, None) is not None
+        # Flax's (the dataclass's): every field, mesh=None and rules=None included
+        fields = ", ".join(
+            f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
         )
-        return (
-            f"{type(self).__name__}(value={self.value!r}, names={self.names!r}{extra})"
-        )
+        return f"{type(self).__name__}({fields})"
 
     def replace_boxed(self, val: Any) -> Partitioned:
         """Returns this box around ``val``."""

@@ -115,3 +115,35 @@ def test_iter_graph_visits_each_container_once_and_yields_pytree_nodes_as_flax()
     assert (("again",) in paths) + (("first",) in paths) == 1  # the shared tuple once
     assert (("pair", "x"), "int") in found and (("box",), "Box") in found
     assert root_leaf == [((), 7)]
+
+
+def test_reprs_of_flat_state_rngs_optimizer_and_boxes_are_flaxs():
+    import re
+
+    import optax
+
+    import lens.nn as lnn
+
+    flax_linen = pytest.importorskip("flax.linen")
+
+    def reprs(lib, linen):
+        model = lib.Linear(2, 3, rngs=lib.Rngs(0))
+        return [
+            repr(lib.state(model).flat_state()),
+            repr(lib.Rngs(0, dropout=1)),  # default last, as passed to flax
+            repr(lib.Rngs({"params": 0, "dropout": 1})),  # a mapping of streams
+            repr(lib.Optimizer(model, optax.sgd(0.1), wrt=lib.Param)),
+            repr(linen.Partitioned(jnp.ones(2), ("a",))),
+            repr(linen.LogicallyPartitioned(jnp.ones(2), ("a",))),
+        ]
+
+    def same(text):
+        return re.sub(r" at 0x[0-9a-f]+", "", text)
+
+    ours, theirs = reprs(nnx, lnn), reprs(fnnx, flax_linen)
+    for a, b in zip(ours, theirs, strict=True):
+        assert same(a) == same(b)
+    with pytest.raises(AttributeError, match="does not have attribute 'model' since"):
+        nnx.Optimizer(
+            nnx.Linear(1, 1, rngs=nnx.Rngs(0)), optax.sgd(0.1), wrt=nnx.Param
+        ).model

@@ -191,8 +191,11 @@ class Rngs(Pytree, _Sampling):
     """
 
     def __init__(self, default: Any = None, **rngs: Any):
-        if default is not None:
-            rngs = {"default": default, **rngs}
+        if default is not None:  # as flax.nnx: a mapping of streams, or a seed
+            if isinstance(default, Mapping):  # for the default stream, added last
+                rngs = {**default, **rngs}
+            else:
+                rngs["default"] = default
         # No streams at all (Rngs(), Rngs(None)) is a valid, empty Rngs, as in
         # flax.nnx: drawing from it says which stream is missing.
         for name, seed in rngs.items():

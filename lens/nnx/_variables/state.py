@@ -38,7 +38,7 @@ def _path_key(path: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple((0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in path)
 
 
-class FlatState(list, Generic[V]):
+class FlatState(reprlib.SequenceReprMixin, list, Generic[V]):
     """``[(path, variable), ...]`` of a State, in path order (``to_flat_state``,
     ``State.flat_state``). ``paths`` and ``leaves`` give the two halves."""
 

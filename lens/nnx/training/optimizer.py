@@ -80,10 +80,24 @@ class Optimizer(Pytree, Generic[M]):
                 "nnx.ModelAndOptimizer instead of nnx.Optimizer.\nPass wrt=nnx.Param "
                 "to optimize the model's parameters."
             )
-        self.tx = tx
-        self.wrt = wrt
+        # flax.nnx's attributes, in its order (its repr and graph show them so)
+        self.graph = graph
         self.step = OptState(jnp.zeros((), jnp.uint32))
-        self.opt_state = to_opt_state(tx.init(state(model, wrt)))
+        self.tx = tx
+        self.opt_state = to_opt_state(tx.init(state(model, wrt, graph=graph)))
+        self.wrt = wrt
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for a name the optimizer lacks
+        if name == "model":
+            raise AttributeError(
+                f"{type(self).__name__} does not have attribute 'model' since Flax "
+                "0.11.0. To keep the previous behavior, use nnx.ModelAndOptimizer "
+                "instead of nnx.Optimizer."
+            )
+        raise AttributeError(
+            f"{type(self).__name__!r} object has no attribute {name!r}"
+        )
 
     def update(
         self, model: Any = MISSING, grads: Any = MISSING, /, **kwargs: Any
