@@ -626,3 +626,61 @@ def test_keep_rngs_stores_a_fork_of_the_carry_stream_as_flax(cell):
     np.testing.assert_allclose(out["lens"][0], out["flax"][0], rtol=1e-6)
     for a, b in zip(out["lens"][1], out["flax"][1], strict=True):
         np.testing.assert_allclose(a, b)
+
+
+def _layers(nnx):
+    r = lambda: nnx.Rngs(0)  # noqa: E731
+    return {
+        "Linear": nnx.Linear(2, 3, rngs=r()),
+        "LinearGeneral": nnx.LinearGeneral(2, 3, rngs=r()),
+        "Einsum": nnx.Einsum("ab,bc->ac", (2, 3), rngs=r()),
+        "Conv": nnx.Conv(2, 3, (3,), rngs=r()),
+        "ConvTranspose": nnx.ConvTranspose(2, 3, (3,), rngs=r()),
+        "Embed": nnx.Embed(4, 3, rngs=r()),
+        "BatchNorm": nnx.BatchNorm(3, rngs=r()),
+        "LayerNorm": nnx.LayerNorm(3, rngs=r()),
+        "RMSNorm": nnx.RMSNorm(3, rngs=r()),
+        "GroupNorm": nnx.GroupNorm(4, num_groups=2, rngs=r()),
+        "InstanceNorm": nnx.InstanceNorm(4, rngs=r()),
+        "Dropout": nnx.Dropout(0.5, rngs=r()),
+        "MultiHeadAttention": nnx.MultiHeadAttention(2, 4, decode=False, rngs=r()),
+        "LSTMCell": nnx.LSTMCell(2, 3, rngs=r()),
+        "OptimizedLSTMCell": nnx.OptimizedLSTMCell(2, 3, rngs=r()),
+        "GRUCell": nnx.GRUCell(2, 3, rngs=r()),
+        "SimpleCell": nnx.SimpleCell(2, 3, rngs=r()),
+        "RNN": nnx.RNN(nnx.GRUCell(2, 3, rngs=r())),
+        "LoRALinear": nnx.LoRALinear(2, 3, lora_rank=1, rngs=r()),
+        "Optimizer": nnx.Optimizer(
+            nnx.Linear(1, 1, rngs=r()), optax.sgd(0.1), wrt=nnx.Param
+        ),
+    }
+
+
+def test_layers_have_flaxs_attributes_in_flaxs_order():
+    # what vars(layer), its repr and code reading layer.kernel_shape,
+    # layer.group_size or cell.dtype see
+    def public(m):
+        return [k for k in vars(m) if not k.startswith(("_pytree__", "_lens_"))]
+
+    ours, theirs = _layers(lnnx), _layers(fnnx)
+    for name in theirs:
+        assert public(ours[name]) == public(theirs[name]), name
+    assert ours["Conv"].kernel_shape == theirs["Conv"].kernel_shape == (3, 2, 3)
+    assert ours["ConvTranspose"].kernel_shape == (3, 2, 3)
+    gn = ours["GroupNorm"]
+    assert (gn.feature_axis, gn.num_groups, gn.group_size, gn.num_features) == (
+        -1,
+        2,
+        2,
+        4,
+    )
+    assert ours["Embed"].dtype == theirs["Embed"].dtype == jnp.float32
+    for cell in ("LSTMCell", "GRUCell"):
+        assert ours[cell].dtype is None and callable(ours[cell].promote_dtype)
+
+
+def test_rnn_rngs_of_another_kind_is_flaxs_value_error():
+    for nnx in (lnnx, fnnx):
+        with pytest.raises(ValueError, match="Expected rngs to be a jax.Array, int"):
+            nnx.RNN(nnx.GRUCell(2, 3, rngs=nnx.Rngs(0)), rngs="carry")
+        assert nnx.RNN(nnx.GRUCell(2, 3, rngs=nnx.Rngs(0)), rngs=False).rngs is None

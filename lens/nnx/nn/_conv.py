@@ -70,9 +70,23 @@ class Conv(Module):
                 f"Conv: in_features ({in_features}) must be divisible by "
                 f"feature_group_count ({feature_group_count})."
             )
-        self.kernel_size = as_tuple(kernel_size)
+        # flax.nnx's attributes in its order (its repr and vars() show them so)
+        kernel_size = as_tuple(kernel_size)
+        self.kernel_shape = kernel_size + (
+            in_features // feature_group_count,
+            out_features,
+        )
+        self.kernel = make_param(
+            kernel_init, rngs, self.kernel_shape, param_dtype, kernel_metadata
+        )
+        self.bias = (
+            make_param(bias_init, rngs, (out_features,), param_dtype, bias_metadata)
+            if use_bias
+            else None
+        )
         self.in_features = in_features
         self.out_features = out_features
+        self.kernel_size = kernel_size
         self.strides = strides
         self.padding = padding
         self.input_dilation = input_dilation
@@ -86,13 +100,6 @@ class Conv(Module):
         self.conv_general_dilated = conv_general_dilated
         self.promote_dtype = promote_dtype
         self.preferred_element_type = preferred_element_type
-        shape = self.kernel_size + (in_features // feature_group_count, out_features)
-        self.kernel = make_param(kernel_init, rngs, shape, param_dtype, kernel_metadata)
-        self.bias = (
-            make_param(bias_init, rngs, (out_features,), param_dtype, bias_metadata)
-            if use_bias
-            else None
-        )
 
     def __call__(self, inputs: Array, out_sharding: Any = None) -> Array:
         win = kernels.window(
@@ -170,15 +177,17 @@ class ConvTranspose(Module):
         self.param_dtype = param_dtype
         self.precision = precision
         self.transpose_kernel = transpose_kernel
-        self.preferred_element_type = preferred_element_type
         self.promote_dtype = promote_dtype
+        self.preferred_element_type = preferred_element_type
         io = (
             (out_features, in_features)
             if transpose_kernel
             else (in_features, out_features)
         )
-        shape = self.kernel_size + io
-        self.kernel = make_param(kernel_init, rngs, shape, param_dtype, kernel_metadata)
+        self.kernel_shape = self.kernel_size + io
+        self.kernel = make_param(
+            kernel_init, rngs, self.kernel_shape, param_dtype, kernel_metadata
+        )
         self.bias = (
             make_param(bias_init, rngs, (out_features,), param_dtype, bias_metadata)
             if use_bias

@@ -42,13 +42,13 @@ def broadcast_keys(cell: Any, only: Any, steps: int) -> SplitBackups:
 
 
 def scan_cell(
-    state_axes: dict[Any, Any], broadcast_rngs: Any, unroll: int, lengths: Any
+    state_axes: Any, broadcast_rngs: Any, unroll: int, lengths: Any
 ) -> Callable[..., Any]:
     """``step(cell, carry, (xs, t))`` scanned over the time steps (the cell's
     state, rng counts included, comes back updated); past a sequence's end
     (``lengths``) the carry stays."""
     broadcast = All(RngState, broadcast_rngs)
-    axes = StateAxes({broadcast: 0, **state_axes})
+    axes = StateAxes({broadcast: 0, **dict(state_axes.items())})
 
     @scan(in_axes=(axes, Carry, 0), out_axes=(Carry, 0), unroll=unroll)
     def step(cell: Any, carry: Any, x_t: Any) -> Any:

@@ -150,7 +150,7 @@ class Embed(Module):
         )
         self.num_embeddings = num_embeddings
         self.features = features
-        self.dtype = dtype
+        self.dtype = dtype or self.embedding.value.dtype  # as flax.nnx
         self.param_dtype = param_dtype
         self.promote_dtype = promote_dtype
 
@@ -313,9 +313,9 @@ class LinearGeneral(Module):
         self.dtype = dtype
         self.param_dtype = param_dtype
         self.precision = precision
-        self.promote_dtype = promote_dtype
         self.dot_general = dot_general
         self.dot_general_cls = dot_general_cls
+        self.promote_dtype = promote_dtype
         self.preferred_element_type = preferred_element_type
         batch = tuple(self.batch_axis.values())
         n_in = int(np.prod(batch)) * int(np.prod(self.in_features))

@@ -282,6 +282,11 @@ class RMSNorm(Module):
         rngs: Rngs,
         scale_metadata: Mapping[str, Any] = NO_META,
     ):
+        self.scale = (  # first, as flax.nnx's
+            make_param(scale_init, rngs, (num_features,), param_dtype, scale_metadata)
+            if use_scale
+            else None
+        )
         self.num_features = num_features
         self.epsilon = epsilon
         self.dtype = dtype
@@ -293,11 +298,6 @@ class RMSNorm(Module):
         self.axis_index_groups = axis_index_groups
         self.use_fast_variance = use_fast_variance
         self.promote_dtype = promote_dtype
-        self.scale = (
-            make_param(scale_init, rngs, (num_features,), param_dtype, scale_metadata)
-            if use_scale
-            else None
-        )
 
     def __call__(self, x: Array, mask: Array | None = None) -> Array:
         scale = self.scale.value if self.scale is not None else None
@@ -368,8 +368,17 @@ class GroupNorm(Module):
                 f"channels ({num_features}).\nGroupNorm: give a positive "
                 "num_groups that divides num_features."
             )
-        self.num_features = num_features
+        # flax.nnx's attributes in its order (its repr and vars() show them so)
+        self.feature_axis = -1
         self.num_groups = num_groups
+        self.group_size = num_features // num_groups
+        shape = (num_features,)
+        self.scale = make_optional_param(
+            use_scale, scale_init, rngs, shape, param_dtype, scale_metadata
+        )
+        self.bias = make_optional_param(
+            use_bias, bias_init, rngs, shape, param_dtype, bias_metadata
+        )
         self.epsilon = epsilon
         self.dtype = dtype
         self.param_dtype = param_dtype
@@ -380,13 +389,11 @@ class GroupNorm(Module):
         self.axis_index_groups = axis_index_groups
         self.use_fast_variance = use_fast_variance
         self.promote_dtype = promote_dtype
-        shape = (num_features,)
-        self.scale = make_optional_param(
-            use_scale, scale_init, rngs, shape, param_dtype, scale_metadata
-        )
-        self.bias = make_optional_param(
-            use_bias, bias_init, rngs, shape, param_dtype, bias_metadata
-        )
+
+    @property
+    def num_features(self) -> int:
+        """The channels it normalises (``num_groups * group_size``)."""
+        return self.num_groups * self.group_size
 
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
         if np.shape(x)[-1:] != (self.num_features,):

@@ -26,6 +26,7 @@ from lens.nnx._objects.module import Module
 from lens.nnx._objects.object import data
 from lens.nnx._objects.rngs import Rngs, RngStream
 from lens.nnx._transforms.scan_step import Carry
+from lens.nnx._transforms.specs import StateAxes
 from lens.nnx.nn._parameters import NO_META
 from lens.nnx.nn._recurrent_scan import Output as Output
 from lens.nnx.nn._recurrent_scan import RNNBase, broadcast_keys, scan_cell
@@ -66,6 +67,7 @@ class RNNCellBase(Module):
         self, input_shape: tuple[int, ...], rngs: Any = None, carry_init: Any = None
     ) -> Any:
         raise NotImplementedError(f"{type(self).__name__}.initialize_carry")
+        self._set_carry_init(carry_init)
 
     def __call__(self, carry: Any, inputs: Array) -> tuple[Any, Any]:
         raise NotImplementedError(f"{type(self).__name__}.__call__")
@@ -95,7 +97,10 @@ class RNNCellBase(Module):
             self.rngs = rngs.carry.fork()
         else:
             self.rngs = data(None)
-        if attrs.get("carry_init"):
+
+    def _set_carry_init(self, carry_init: Any) -> None:
+        """The last attribute, after the cell's Linears (as flax.nnx's)."""
+        if carry_init:
             warnings.warn(
                 "carry_init is provided in __init__. Please, use carry_init argument "
                 "in `initialize_carry` method instead to initialize the carry. "
@@ -103,6 +108,7 @@ class RNNCellBase(Module):
                 "carry_init functions will have different graphdefs.",
                 stacklevel=3,
             )
+        self.carry_init = carry_init
 
     def _fused(
         self,
@@ -240,8 +246,9 @@ class LSTMCell(RNNCellBase):
             keep_rngs=keep_rngs,
             gate_fn=gate_fn,
             activation_fn=activation_fn,
+            dtype=dtype,
             param_dtype=param_dtype,
-            carry_init=carry_init,
+            promote_dtype=promote_dtype,
         )
         common = {
             "dtype": dtype,
@@ -271,6 +278,7 @@ class LSTMCell(RNNCellBase):
             meta_h,
         ).items():
             setattr(self, n, lin)
+        self._set_carry_init(carry_init)
 
     def __call__(self, carry: tuple[Array, Array], inputs: Array) -> Any:
         c, h = carry
@@ -324,8 +332,9 @@ class OptimizedLSTMCell(LSTMCell):
             keep_rngs=keep_rngs,
             gate_fn=gate_fn,
             activation_fn=activation_fn,
+            dtype=dtype,
             param_dtype=param_dtype,
-            carry_init=carry_init,
+            promote_dtype=promote_dtype,
         )
         common = {
             "dtype": dtype,
@@ -343,6 +352,7 @@ class OptimizedLSTMCell(LSTMCell):
             meta_i=meta_i,
             meta_h=meta_h,
         )
+        self._set_carry_init(carry_init)
 
     def __call__(self, carry: tuple[Array, Array], inputs: Array) -> Any:
         c, h = carry
@@ -386,8 +396,9 @@ class GRUCell(RNNCellBase):
             keep_rngs=keep_rngs,
             gate_fn=gate_fn,
             activation_fn=activation_fn,
+            dtype=dtype,
             param_dtype=param_dtype,
-            carry_init=carry_init,
+            promote_dtype=promote_dtype,
         )
         common = {
             "dtype": dtype,
@@ -405,6 +416,7 @@ class GRUCell(RNNCellBase):
             meta_i=meta_i,
             meta_h=meta_h,
         )
+        self._set_carry_init(carry_init)
 
     def __call__(self, carry: Array, inputs: Array) -> Any:
         h = carry
@@ -456,10 +468,11 @@ class SimpleCell(RNNCellBase):
             hidden_features,
             rngs=rngs,
             keep_rngs=keep_rngs,
+            dtype=dtype,
             param_dtype=param_dtype,
-            carry_init=carry_init,
             residual=residual,
             activation_fn=activation_fn,
+            promote_dtype=promote_dtype,
         )
         common = {
             "dtype": dtype,
@@ -478,6 +491,7 @@ class SimpleCell(RNNCellBase):
             meta_i=meta_i,
             meta_h=meta_h,
         )
+        self._set_carry_init(carry_init)
 
     def __call__(self, carry: Array, inputs: Array) -> Any:
         new_h = self.activation_fn(self.dense_i(inputs) + self.dense_h(carry))
@@ -514,19 +528,26 @@ class RNN(Module):
         self.reverse = reverse
         self.keep_order = keep_order
         self.unroll = unroll
-        # how scan lifts the cell's state: carried through the steps by default;
-        # the broadcast_rngs streams give every step the same key (one per call)
-        self.state_axes = dict(state_axes) if state_axes else {...: Carry}
-        self.broadcast_rngs = broadcast_rngs
         # the stream initialize_carry may draw from (flax.nnx's default: key 0)
+        self.rngs: RngStream | None
         if rngs is True:
             self.rngs = RngStream(0, tag="carry")
         elif isinstance(rngs, Rngs):
             self.rngs = rngs["carry"].fork()
-        elif isinstance(rngs, RngStream):
+        elif isinstance(rngs, RngStream):  # (lens: a stream, forked)
             self.rngs = rngs.fork()
+        elif rngs is False:
+            self.rngs = data(None)
         else:
-            self.rngs = None
+            raise ValueError(
+                "Expected rngs to be a jax.Array, int, Rngs, or bool. "
+                f"Got {type(rngs)}.\nnnx.RNN(rngs=...): pass an nnx.Rngs (its carry "
+                "stream is forked), True (a stream of key 0) or False (none)."
+            )
+        # how scan lifts the cell's state: carried through the steps by default;
+        # the broadcast_rngs streams give every step the same key (one per call)
+        self.state_axes = state_axes or StateAxes({...: Carry})
+        self.broadcast_rngs = broadcast_rngs
 
     def __call__(
         self,
