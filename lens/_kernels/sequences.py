@@ -57,9 +57,13 @@ def flip_sequences(
     return jnp.take_along_axis(inputs, expand_dims_like(idxs, inputs), axis=time_axis)
 
 
-def concatenate(a: Array, b: Array) -> Array:
+def _concatenate(a: Array, b: Array) -> Array:
     """Concatenates two arrays along the last dimension (Bidirectional's merge)."""
     return jnp.concatenate([a, b], axis=-1)
+
+
+# the default merge_fn, named as flax's (Bidirectional's repr shows it)
+concatenate = _concatenate
 
 
 def both_directions(

@@ -156,3 +156,45 @@ def test_tabulate_has_flax_columns():
     header = next(line for line in plain.splitlines() if "path" in line)
     cols = [c.strip() for c in header.strip("┃ ").split("┃")]
     assert cols == ["path", "module", "inputs", "outputs", "params"]
+
+
+def test_layer_reprs_are_flaxs():
+    # what a notebook cell showing an unbound layer prints (fields, defaults and
+    # the names of default functions such as Bidirectional's merge_fn)
+    fnn = pytest.importorskip("flax.linen")
+
+    def layers(nn):
+        return [
+            nn.Dense(3),
+            nn.DenseGeneral(3),
+            nn.Conv(3, (3,)),
+            nn.ConvTranspose(3, (3,)),
+            nn.ConvLocal(3, (3,)),
+            nn.Embed(4, 3),
+            nn.BatchNorm(),
+            nn.LayerNorm(),
+            nn.RMSNorm(),
+            nn.GroupNorm(),
+            nn.InstanceNorm(),
+            nn.Dropout(0.5),
+            nn.MultiHeadDotProductAttention(2),
+            nn.SelfAttention(2),
+            nn.LSTMCell(3),
+            nn.OptimizedLSTMCell(3),
+            nn.GRUCell(3),
+            nn.MGUCell(3),
+            nn.SimpleCell(3),
+            nn.ConvLSTMCell(3, (3, 3)),
+            nn.PReLU(),
+            nn.Einsum((2, 3), "ab,bc->ac"),
+            nn.SpectralNorm(nn.Dense(2)),
+            nn.WeightNorm(nn.Dense(2)),
+            nn.Bidirectional(nn.RNN(nn.LSTMCell(3)), nn.RNN(nn.GRUCell(3))),
+            nn.Sequential([nn.Dense(2), nn.relu]),
+        ]
+
+    def text(m):
+        return re.sub(r" at 0x[0-9a-f]+", "", repr(m))
+
+    for ours, theirs in zip(layers(lnn), layers(fnn), strict=True):
+        assert text(ours) == text(theirs)
