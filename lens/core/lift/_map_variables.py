@@ -6,7 +6,7 @@ encoder kernel), weight normalisation, or quantised views of parameters.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -55,8 +55,8 @@ def map_variables(
             if any(not is_filter_empty(s.mutable) for s in leaves):
                 fn(scopes, *args, **kwargs)
                 target, _ = repack_fn(scopes)
-                target = tuple(map_out_fn(t) for t in target)
-        target = tuple(map_in_fn(unfreeze(t)) for t in target)
+                target = tuple(_mapped(map_out_fn, "map_out_fn", t) for t in target)
+        target = tuple(_mapped(map_in_fn, "map_in_fn", unfreeze(t)) for t in target)
         mutable_filter: Filter = True
         if not writes_target:
             # the mapped collections are read-only inside unless the mapping is
@@ -66,7 +66,7 @@ def map_variables(
         y = fn(scopes, *args, **kwargs)
         out_target, out_other = repack_fn(scopes)
         if writes_target:
-            out_target = tuple(map_out_fn(t) for t in out_target)
+            out_target = tuple(_mapped(map_out_fn, "map_out_fn", t) for t in out_target)
         return y, (out_target, out_other)
 
     in_filters = (mapped_collections, variables)
@@ -93,6 +93,18 @@ def map_variables(
         group_labels=["mapped", "unchanged"],
         rng_labels=["shared"],
     )
+
+
+def _mapped(fn: Callable[[Any], Any], name: str, tree: Any) -> Any:
+    """``fn(tree)``, refused unless it is a ``{collection: tree}`` dict."""
+    out = fn(tree)
+    if not isinstance(out, Mapping):
+        raise TypeError(
+            f"map_variables: {name} returned a value of type {type(out).__name__}, "
+            "not the variables as {collection: nested dict}.\nReturn the "
+            "(mapped) dict it was given, e.g. lambda v: jax.tree.map(f, v)."
+        )
+    return out
 
 
 def swap_collection(
