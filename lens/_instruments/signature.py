@@ -110,9 +110,10 @@ def _nnx_types() -> tuple[Any, Any, Any] | None:
     if "lens.nnx" not in sys.modules:  # no nnx object can exist yet
         return None
     from lens.nnx import graph
+    from lens.nnx._graph.ops import iter_attributes
     from lens.nnx.variablelib import Variable
 
-    return graph.iter_graph, graph.is_graph_node, Variable
+    return iter_attributes, graph.is_graph_node, Variable
 
 
 def _linen_module_type() -> Any:

@@ -49,6 +49,28 @@ def test_each_seeded_cause_is_explained(case):
     assert all(r.cause != "unknown" for r in retraces), log.text()
 
 
+def test_a_new_submodule_is_the_only_change_when_attributes_share_a_value():
+    # every Linear's dtype is the one None object: a walk that visits a shared
+    # value once (flax's iter_graph) would report the later ones "gone"
+    from lens import nnx
+
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(4, 4, rngs=rngs)
+
+        def __call__(self, x):
+            return self.linear(x)
+
+    predict = nnx.jit(lambda m, x: m(x))
+    block = Block(nnx.Rngs(0))
+    with lens.recompiles() as log:
+        predict(block, jnp.ones((1, 4)))
+        block.head = nnx.Linear(1, 1, rngs=nnx.Rngs(1))  # sorts before "linear"
+        predict(block, jnp.ones((1, 4)))
+    [retrace] = log.retraces
+    assert [(c.path, c.cause) for c in retrace.changes] == [("m/head", "new")]
+
+
 def test_loops_are_flagged_with_the_fix():
     with lens.recompiles() as log:
         for _ in range(4):
