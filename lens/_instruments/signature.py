@@ -110,10 +110,61 @@ def _nnx_types() -> tuple[Any, Any, Any] | None:
     if "lens.nnx" not in sys.modules:  # no nnx object can exist yet
         return None
     from lens.nnx import graph
-    from lens.nnx._graph.ops import iter_attributes
     from lens.nnx.variablelib import Variable
 
-    return iter_attributes, graph.is_graph_node, Variable
+    return _attributes_walk(graph), graph.is_graph_node, Variable
+
+
+def _key_name(entry: Any) -> Any:
+    """A pytree key path entry as a path part (an attribute, key or index)."""
+    for attr in ("name", "key", "idx"):
+        if hasattr(entry, attr):
+            return getattr(entry, attr)
+    return str(entry)
+
+
+def _attributes_walk(graph: Any) -> Any:
+    """``walk(node)``: ``(path, x)`` for every attribute value of an nnx graph at
+    its own path. Each object and Variable once, but a value several attributes
+    share (None, a tuple) at each of them: two calls are compared attribute by
+    attribute (flax's ``iter_graph`` visits a shared value once)."""
+
+    def walk(node: Any) -> Any:
+        seen: set[int] = set()
+
+        def go(x: Any, path: tuple) -> Any:
+            if graph.is_graph_node(x):
+                if id(x) in seen:
+                    return
+                seen.add(id(x))
+                impl = graph.get_node_impl(x)
+                if impl is not None and not hasattr(x, "_raw_value"):  # a Variable
+                    for k, v in impl.node_dict(x).items():
+                        yield from go(v, (*path, k))
+                yield path, x
+                return
+            if type(x) in (list, tuple):
+                children: Any = enumerate(x)
+            elif type(x) is dict:
+                children = x.items()
+            elif x is not None and not jax.tree_util.treedef_is_leaf(
+                jax.tree_util.tree_structure(x)
+            ):
+                flat, _ = jax.tree_util.tree_flatten_with_path(
+                    x, is_leaf=lambda y: y is not x
+                )
+                children = [(_key_name(p[0]), v) for p, v in flat]
+            else:
+                if path:
+                    yield path, x
+                return
+            for k, v in children:
+                yield from go(v, (*path, k))
+            yield path, x
+
+        yield from go(node, ())
+
+    return walk
 
 
 def _linen_module_type() -> Any:

@@ -31,7 +31,6 @@ from lens.nnx._graph.walk import (
     Walker,
     is_graph_node,
     path_str,
-    pytree_children,
 )
 from lens.nnx._graph.walk import _key_of as key_of
 from lens.nnx._objects.object import Pytree, node_items
@@ -451,42 +450,6 @@ def iter_graph(
         seen.add(id(x))
         for k, e in children:
             yield from go(e, path + (k,))
-        yield path, x
-
-    yield from go(node, ())
-
-
-def iter_attributes(node: Any, /) -> Iterator[tuple[Path, Any]]:
-    """``(path, x)`` for every attribute value of the graph at its own path: each
-    object and Variable once, but a value several attributes share (None, a
-    tuple) at each of them, and a pytree's leaves rather than the pytree (what
-    lens.recompiles compares between two calls; ``iter_graph`` is flax's walk)."""
-    seen: set[int] = set()
-
-    def go(x: Any, path: Path) -> Iterator[tuple[Path, Any]]:
-        if isinstance(x, Pytree | Variable):
-            if id(x) in seen:
-                return
-            seen.add(id(x))
-            if isinstance(x, Pytree):
-                for k, v in node_items(x):
-                    yield from go(v, path + (k,))
-            yield path, x
-            return
-        if type(x) in (list, tuple):
-            for j, e in enumerate(x):
-                yield from go(e, path + (j,))
-        elif type(x) is dict:
-            for k, e in x.items():
-                yield from go(e, path + (k,))
-        else:
-            children = pytree_children(x)
-            if children is not None:
-                for k, e in zip(children[0], children[1]):
-                    yield from go(e, path + (k,))
-            elif path:
-                yield path, x
-            return
         yield path, x
 
     yield from go(node, ())
