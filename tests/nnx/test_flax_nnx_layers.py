@@ -684,3 +684,19 @@ def test_rnn_rngs_of_another_kind_is_flaxs_value_error():
         with pytest.raises(ValueError, match="Expected rngs to be a jax.Array, int"):
             nnx.RNN(nnx.GRUCell(2, 3, rngs=nnx.Rngs(0)), rngs="carry")
         assert nnx.RNN(nnx.GRUCell(2, 3, rngs=nnx.Rngs(0)), rngs=False).rngs is None
+
+
+@pytest.mark.parametrize("return_carry", [False, True])
+def test_rnn_runs_past_a_sequences_end_as_flax_and_returns_its_last_carry(
+    return_carry,
+):
+    # flax.nnx's RNN computes every step (outputs past seq_lengths are the
+    # cell's) and returns each sequence's carry at its last step; lens used to
+    # freeze the carry there, which changed the outputs after it
+    x = jnp.asarray(np.random.RandomState(0).randn(2, 5, 3), jnp.float32)
+    got = {}
+    for name, nnx in (("lens", lnnx), ("flax", fnnx)):
+        rnn = nnx.RNN(nnx.GRUCell(3, 4, rngs=nnx.Rngs(0)), return_carry=return_carry)
+        got[name] = jax.tree.leaves(rnn(x, seq_lengths=jnp.array([5, 3])))
+    for a, b in zip(got["lens"], got["flax"], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -45,25 +45,28 @@ def scan_cell(
     state_axes: Any, broadcast_rngs: Any, unroll: int, lengths: Any
 ) -> Callable[..., Any]:
     """``step(cell, carry, (xs, t))`` scanned over the time steps (the cell's
-    state, rng counts included, comes back updated); past a sequence's end
-    (``lengths``) the carry stays."""
+    state, rng counts included, comes back updated). With ``lengths`` the carry
+    is ``(running, last)``: the cell runs on past a sequence's end, as flax.nnx's
+    RNN does (its outputs there are the cell's), and ``last`` keeps the carry of
+    each sequence's last step (the carry flax.nnx returns)."""
     broadcast = All(RngState, broadcast_rngs)
     axes = StateAxes({broadcast: 0, **dict(state_axes.items())})
 
     @scan(in_axes=(axes, Carry, 0), out_axes=(Carry, 0), unroll=unroll)
     def step(cell: Any, carry: Any, x_t: Any) -> Any:
         x, t = x_t
-        new, y = cell(carry, x)
-        if lengths is not None:
-            live = t < lengths
+        if lengths is None:
+            return cell(carry, x)
+        running, last = carry
+        new, y = cell(running, x)
+        live = t < lengths
 
-            def keep(n: Array, o: Array) -> Array:
-                return jnp.where(
-                    live.reshape(live.shape + (1,) * (n.ndim - live.ndim)), n, o
-                )
+        def keep(n: Array, o: Array) -> Array:
+            return jnp.where(
+                live.reshape(live.shape + (1,) * (n.ndim - live.ndim)), n, o
+            )
 
-            new = jax.tree.map(keep, new, carry)
-        return new, y
+        return (new, jax.tree.map(keep, new, last)), y
 
     return step
 

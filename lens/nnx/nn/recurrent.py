@@ -582,7 +582,12 @@ class RNN(Module):
         lengths = None if seq_lengths is None else jnp.asarray(seq_lengths)
         scanned = scan_cell(self.state_axes, self.broadcast_rngs, self.unroll, lengths)
         with broadcast_keys(self.cell, self.broadcast_rngs, xs.shape[0]):
-            carry, ys = scanned(self.cell, initial_carry, (xs, steps))
+            if lengths is None:
+                carry, ys = scanned(self.cell, initial_carry, (xs, steps))
+            else:  # (running, last step's): see scan_cell
+                (_, carry), ys = scanned(
+                    self.cell, (initial_carry, initial_carry), (xs, steps)
+                )
         outputs = jnp.moveaxis(ys, 0, time_axis)
         if reverse and keep_order:
             outputs = flip(outputs)
