@@ -189,19 +189,13 @@ def run_nnx(rnd: random.Random, count: int) -> int:
 
     from lens import nnx as lnnx
 
-    bad = 0
-    for kind, kw, build, call in nnx_cases(rnd, count):
-        seen = []
-        for nnx in (fnnx, lnnx):
-            try:
-                m = build(nnx)
-                before = _nnx_state(nnx, m)
-                out = jax.tree.leaves(call(nnx, m))
-                seen.append((before, out, _nnx_state(nnx, m), None))
-            except Exception as e:  # noqa: BLE001 - the error is the outcome
-                seen.append((None, None, None, type(e).__name__))
-        bad += _report(kind, kw, seen)
-    return bad
+    def outcome(nnx: Any, build: Any, call: Any) -> tuple:
+        m = build(nnx)
+        before = _nnx_state(nnx, m)
+        out = jax.tree.leaves(call(nnx, m))
+        return before, out, _nnx_state(nnx, m)
+
+    return _compare((fnnx, lnnx), nnx_cases(rnd, count), outcome)
 
 
 def linen_cases(rnd: random.Random, count: int) -> Iterator[Case]:
@@ -291,13 +285,23 @@ def run_linen(rnd: random.Random, count: int) -> int:
 
     import lens.nn as lnn
 
+    def outcome(nn: Any, build: Any, call: Any) -> tuple:
+        variables, out = call(nn, build(nn))
+        return _flat(variables), jax.tree.leaves(out), {}
+
+    return _compare((fnn, lnn), linen_cases(rnd, count), outcome)
+
+
+def _compare(libs: tuple[Any, Any], cases: Iterator[Case], outcome: Any) -> int:
+    """Runs each case under flax then lens (``outcome(lib, build, call)`` gives
+    its variables, outputs and state after the call) and reports the
+    differences; returns how many cases differ."""
     bad = 0
-    for kind, kw, build, call in linen_cases(rnd, count):
+    for kind, kw, build, call in cases:
         seen = []
-        for nn in (fnn, lnn):
+        for lib in libs:
             try:
-                variables, out = call(nn, build(nn))
-                seen.append((_flat(variables), jax.tree.leaves(out), {}, None))
+                seen.append((*outcome(lib, build, call), None))
             except Exception as e:  # noqa: BLE001 - the error is the outcome
                 seen.append((None, None, None, type(e).__name__))
         bad += _report(kind, kw, seen)

@@ -20,6 +20,7 @@ from lens.nnx.nn._parameters import (
     as_tuple,
     check_size,
     dot_kwargs,
+    make_optional_param,
     make_param,
 )
 from lens.nnx.nn.dtypes import promote_dtype
@@ -79,10 +80,8 @@ class Conv(Module):
         self.kernel = make_param(
             kernel_init, rngs, self.kernel_shape, param_dtype, kernel_metadata
         )
-        self.bias = (
-            make_param(bias_init, rngs, (out_features,), param_dtype, bias_metadata)
-            if use_bias
-            else None
+        self.bias = make_optional_param(
+            use_bias, bias_init, rngs, (out_features,), param_dtype, bias_metadata
         )
         self.in_features = in_features
         self.out_features = out_features
@@ -188,10 +187,8 @@ class ConvTranspose(Module):
         self.kernel = make_param(
             kernel_init, rngs, self.kernel_shape, param_dtype, kernel_metadata
         )
-        self.bias = (
-            make_param(bias_init, rngs, (out_features,), param_dtype, bias_metadata)
-            if use_bias
-            else None
+        self.bias = make_optional_param(
+            use_bias, bias_init, rngs, (out_features,), param_dtype, bias_metadata
         )
 
     def __call__(self, inputs: Array) -> Array:
