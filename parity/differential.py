@@ -11,6 +11,16 @@ RNN cells' ``keep_rngs`` and other differences; the cases it found are tests
     python -m parity.differential --api nnx --seed 0 --count 80
     python -m parity.differential --api linen --seed 1
 
+With ``--mistakes`` each configuration is a mistake instead: one argument
+given a wrong value (0, -1, 2.5, None, a string, a tuple, ...), an unknown
+keyword, ``rngs`` missing or of the wrong kind, or an input of the wrong shape
+or type. Both libraries must agree on whether it raises; when they do, lens's
+error must be of flax's class (or a subclass, or a lens error of the same name)
+and its message must start with flax's first sentence (lens may go on to say
+where and how to fix).
+
+    python -m parity.differential --api nnx --mistakes --seed 0 --count 300
+
 Prints each configuration that differs and exits 1 if any did. Needs flax (the
 ``flax`` extra).
 """
@@ -335,16 +345,445 @@ def _report(kind: str, kw: dict[str, Any], seen: list[tuple]) -> int:
     return int(bool(problems))
 
 
+# -- mistakes: one argument or the input made wrong, compared by error --------
+
+# (kind, valid keyword arguments, input shape); positional names are passed
+# by keyword so that one of them can be replaced.
+NNX_LAYERS: dict[str, tuple[dict[str, Any], tuple[int, ...]]] = {
+    "Linear": (dict(in_features=3, out_features=5), (2, 3)),
+    "LinearGeneral": (dict(in_features=3, out_features=5), (2, 3)),
+    "Einsum": (dict(einsum_str="bi,io->bo", kernel_shape=(3, 5)), (2, 3)),
+    "Conv": (dict(in_features=3, out_features=4, kernel_size=(3,)), (1, 6, 3)),
+    "ConvTranspose": (
+        dict(in_features=3, out_features=4, kernel_size=(3,)),
+        (1, 6, 3),
+    ),
+    "Embed": (dict(num_embeddings=10, features=4), (2, 3)),
+    "LayerNorm": (dict(num_features=3), (2, 3)),
+    "RMSNorm": (dict(num_features=3), (2, 3)),
+    "GroupNorm": (dict(num_features=4, num_groups=2), (2, 5, 4)),
+    "BatchNorm": (dict(num_features=3, use_running_average=False), (4, 3)),
+    "InstanceNorm": (dict(num_features=3), (2, 5, 3)),
+    "Dropout": (dict(rate=0.5), (4, 5)),
+    "MultiHeadAttention": (
+        dict(num_heads=2, in_features=4, decode=False),
+        (2, 3, 4),
+    ),
+    "LSTMCell": (dict(in_features=3, hidden_features=4), (2, 3)),
+    "GRUCell": (dict(in_features=3, hidden_features=4), (2, 3)),
+    "SimpleCell": (dict(in_features=3, hidden_features=4), (2, 3)),
+    "LoRA": (dict(in_features=3, lora_rank=2, out_features=4), (2, 3)),
+    "LoRALinear": (dict(in_features=3, out_features=4, lora_rank=2), (2, 3)),
+}
+
+LINEN_LAYERS: dict[str, tuple[dict[str, Any], tuple[int, ...]]] = {
+    "Dense": (dict(features=5), (2, 3)),
+    "DenseGeneral": (dict(features=5), (2, 3)),
+    "Einsum": (dict(shape=(3, 5), einsum_str="bi,io->bo"), (2, 3)),
+    "Conv": (dict(features=4, kernel_size=(3,)), (1, 6, 3)),
+    "ConvTranspose": (dict(features=4, kernel_size=(3,)), (1, 6, 3)),
+    "Embed": (dict(num_embeddings=10, features=4), (2, 3)),
+    "LayerNorm": (dict(), (2, 3)),
+    "RMSNorm": (dict(), (2, 3)),
+    "GroupNorm": (dict(num_groups=2), (2, 5, 4)),
+    "BatchNorm": (dict(use_running_average=False), (4, 3)),
+    "InstanceNorm": (dict(), (2, 5, 3)),
+    "Dropout": (dict(rate=0.5, deterministic=False), (4, 5)),
+    "MultiHeadDotProductAttention": (dict(num_heads=2), (2, 3, 4)),
+    "LSTMCell": (dict(features=4), (2, 3)),
+    "GRUCell": (dict(features=4), (2, 3)),
+    "SimpleCell": (dict(features=4), (2, 3)),
+}
+
+BAD_VALUES: tuple[Any, ...] = (0, -1, 2.5, None, "a", (), (1, 2), True, 10**6)
+
+# Optional arguments given each bad value too (with ``--optional``).
+OPTIONAL: dict[str, tuple[str, ...]] = {
+    "Linear": ("use_bias", "dtype", "param_dtype", "kernel_init", "precision"),
+    "LinearGeneral": ("axis", "batch_axis", "use_bias"),
+    "Einsum": ("bias_shape",),
+    "Conv": (
+        "strides",
+        "padding",
+        "kernel_dilation",
+        "input_dilation",
+        "feature_group_count",
+        "use_bias",
+    ),
+    "ConvTranspose": ("strides", "padding", "kernel_dilation", "transpose_kernel"),
+    "Embed": ("dtype", "embedding_init"),
+    "LayerNorm": ("epsilon", "reduction_axes", "feature_axes", "use_scale"),
+    "RMSNorm": ("epsilon", "reduction_axes"),
+    "GroupNorm": ("group_size", "epsilon"),
+    "BatchNorm": ("momentum", "epsilon", "axis"),
+    "InstanceNorm": ("epsilon", "feature_axes"),
+    "Dropout": ("broadcast_dims", "rng_collection"),
+    "MultiHeadAttention": ("qkv_features", "out_features", "dropout_rate"),
+    "MultiHeadDotProductAttention": (
+        "qkv_features",
+        "out_features",
+        "dropout_rate",
+        "deterministic",
+    ),
+    "LSTMCell": ("gate_fn", "activation_fn"),
+    "GRUCell": ("gate_fn", "activation_fn"),
+    "SimpleCell": ("activation_fn",),
+    "LoRA": ("base_module",),
+    "LoRALinear": ("lora_param_type",),
+    "Dense": ("use_bias", "dtype", "param_dtype", "kernel_init", "precision"),
+    "DenseGeneral": ("axis", "batch_dims", "use_bias"),
+}
+
+
+def _input(kind: str, shape: tuple[int, ...], how: str) -> Any:
+    """The layer's input, made wrong as ``how`` says ("" leaves it right)."""
+    if how == "one more feature":
+        shape = (*shape[:-1], shape[-1] + 1)
+    elif how == "one less dimension":
+        shape = shape[1:]
+    elif how == "one more dimension":
+        shape = (1, *shape)
+    elif how == "a scalar":
+        shape = ()
+    if kind == "Embed" and how != "floats":
+        return jnp.zeros(shape, jnp.int32)
+    if how == "integers":
+        return jnp.ones(shape, jnp.int32)
+    if how == "booleans":
+        return jnp.ones(shape, bool)
+    if how == "a list":
+        return np.ones(shape).tolist()
+    if how == "None":
+        return None
+    return _x(*shape)
+
+
+INPUT_MISTAKES = (
+    "one more feature",
+    "one less dimension",
+    "one more dimension",
+    "a scalar",
+    "integers",
+    "booleans",
+    "a list",
+    "None",
+    "floats",
+)
+
+
+def mistake_cases(
+    rnd: random.Random, count: int, api: str, optional: bool = False
+) -> Iterator[Case]:
+    """``(kind, mistake, build, call)``, one mistake each, ``count`` of them
+    drawn from every layer crossed with every mistake (all with ``count`` 0):
+    an argument given each wrong value, an unknown keyword, ``rngs`` missing or
+    of a wrong type, the input of a wrong shape or type."""
+    layers = NNX_LAYERS if api == "nnx" else LINEN_LAYERS
+    grid = []
+    for kind, (kw, shape) in sorted(layers.items()):
+        mistakes: list[dict[str, Any]] = [
+            {name: bad} for name in sorted(kw) for bad in BAD_VALUES
+        ]
+        if optional:
+            mistakes += [
+                {name: bad} for name in OPTIONAL.get(kind, ()) for bad in BAD_VALUES
+            ]
+        mistakes += [{"input": how} for how in INPUT_MISTAKES]
+        mistakes += [{"rngs": r} for r in ("none", "int", "key", "other stream")]
+        mistakes.append({"feature": 3})
+        grid += [(kind, kw, shape, m) for m in mistakes]
+    rnd.shuffle(grid)
+    for kind, kw, shape, mistake in grid[: count or None]:
+        args = {
+            **kw,
+            **{k: v for k, v in mistake.items() if k not in ("input", "rngs")},
+        }
+        yield (
+            kind,
+            mistake,
+            lambda lib, k=kind, a=args, m=mistake: _build(lib, api, k, a, m),
+            lambda lib, layer, k=kind, s=shape, m=mistake: _call(api, layer, k, s, m),
+        )
+
+
+def _build(lib: Any, api: str, kind: str, kw: dict, mistake: dict) -> Any:
+    if api == "linen":
+        return getattr(lib, kind)(**kw)
+    rngs: Any = lib.Rngs(0, dropout=1)
+    match mistake.get("rngs"):
+        case "none":
+            rngs = None
+        case "int":
+            rngs = 0
+        case "key":
+            rngs = jax.random.key(0)
+        case "other stream":
+            rngs = lib.Rngs(other=0)
+    return getattr(lib, kind)(**kw, rngs=rngs)
+
+
+def _call(api: str, layer: Any, kind: str, shape: tuple, mistake: dict) -> Any:
+    x = _input(kind, shape, mistake.get("input", ""))
+    cell = kind.endswith("Cell")
+    if api == "nnx":
+        if cell:
+            return layer(layer.initialize_carry(np.shape(x)), x)
+        return layer(x)
+    keys: Any = {"params": jax.random.key(0), "dropout": jax.random.key(1)}
+    match mistake.get("rngs"):  # Linen's rngs are init's, not the layer's
+        case "none":
+            keys = {}
+        case "int":
+            keys = 0
+        case "key":
+            keys = jax.random.key(0)
+        case "other stream":
+            keys = {"other": jax.random.key(0)}
+    if cell:
+        carry = layer.initialize_carry(jax.random.key(2), np.shape(x))
+        return layer.init_with_output(keys, carry, x)
+    return layer.init_with_output(keys, x, mutable=True)
+
+
+def run_mistakes(
+    rnd: random.Random, count: int, api: str, optional: bool = False
+) -> int:
+    """Makes ``count`` random mistakes under flax and lens; returns how many
+    raise differently (a class that is not flax's or a subclass of it, or a
+    message that does not start with flax's first sentence)."""
+    if api == "nnx":
+        from flax import nnx as theirs
+
+        from lens import nnx as ours
+    else:
+        import flax.linen as theirs
+
+        import lens.nn as ours
+    bad, known = 0, {}
+    for kind, mistake, build, call in mistake_cases(rnd, count, api, optional):
+        seen = []
+        for lib in (theirs, ours):
+            try:
+                jax.block_until_ready(call(lib, build(lib)))
+                seen.append(None)
+            except Exception as e:  # noqa: BLE001 - the error is the outcome
+                seen.append(e)
+        if problem := error_differs(*seen, flax_words_only=True):
+            if reason := known_difference(api, kind, mistake):
+                known[reason] = known.get(reason, 0) + 1
+                continue
+            print(f"DIFFERS {kind} {mistake}: {problem}")
+            bad += 1
+    for reason, n in known.items():
+        print(f"known ({n}): {reason}")
+    return bad
+
+
+_ANY = ("nnx", "linen")
+_NORMS = ("LayerNorm", "RMSNorm", "InstanceNorm")
+KNOWN: tuple[tuple[Any, ...], ...] = (
+    # (apis, layers, what the mistake sets (an argument, "input"), its values,
+    # why lens differs)
+    (
+        _ANY,
+        ("Dropout", "MultiHeadDotProductAttention"),
+        ("rate", "dropout_rate"),
+        (-1, 2.5, 10**6),
+        "a dropout rate outside [0, 1]: lens raises InvalidHyperparameterError, "
+        "flax scales by a negative number (docs/porting.md)",
+    ),
+    (
+        ("linen",),
+        ("LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm", "InstanceNorm"),
+        ("epsilon", "momentum"),
+        (-1, 2.5, 10**6),
+        "an epsilon below 0 or a momentum outside [0, 1]: lens raises "
+        "InvalidHyperparameterError, flax computes NaNs or a diverging average",
+    ),
+    (
+        ("linen",),
+        ("Conv",),
+        ("feature_group_count",),
+        (2.5, 10**6),
+        "a feature_group_count that does not divide the features: flax's bare "
+        "assert at the call; lens's error names the features and the count",
+    ),
+    (
+        ("nnx",),
+        _NORMS,
+        ("num_features",),
+        (0,),
+        "num_features=0 against 3 features: flax skips a size-0 scale and bias "
+        "(`if self.scale`) and normalises unscaled; lens raises the shape mismatch",
+    ),
+    (
+        ("nnx",),
+        ("Conv", "ConvTranspose"),
+        ("input",),
+        ("a list",),
+        "a nested list as input: lens takes it as an array, flax reads its .ndim",
+    ),
+    (
+        ("linen",),
+        ("Embed",),
+        ("num_embeddings", "features"),
+        (-1,),
+        "a negative size: flax fails in XLA (MLIRError); lens raises "
+        "InvalidHyperparameterError, a ValueError and a TypeError",
+    ),
+    (
+        ("linen",),
+        ("MultiHeadDotProductAttention",),
+        ("num_heads",),
+        (2.5,),
+        "a non-integer num_heads: flax's bare assert; lens raises "
+        "InvalidHyperparameterError when the layer is built",
+    ),
+    (
+        ("linen",),
+        ("GroupNorm",),
+        ("input",),
+        ("a scalar",),
+        "a scalar into GroupNorm: flax divides by its empty channel count, lens "
+        "fails reading the channel axis (IndexError)",
+    ),
+    (
+        ("linen",),
+        ("MultiHeadDotProductAttention",),
+        ("input",),
+        ("None",),
+        "None as the query: lens asserts the inputs' ranks first (AssertionError); "
+        "flax reads None.shape",
+    ),
+    (
+        ("nnx",),
+        ("BatchNorm",),
+        ("num_features",),
+        (True,),
+        "num_features=True (1) against 3 features: flax fails broadcasting "
+        "(ValueError), lens reshaping (TypeError), each naming the shapes",
+    ),
+    (
+        ("nnx",),
+        ("LinearGeneral", "MultiHeadAttention"),
+        ("out_features",),
+        ((),),
+        "out_features=(): lens gives one output per example, flax fails reshaping",
+    ),
+)
+
+
+def known_difference(api: str, kind: str, mistake: dict[str, Any]) -> str:
+    """Why lens differs from flax on purpose for this mistake ("" if it should
+    not)."""
+    ((what, value),) = mistake.items()
+    for apis, kinds, fields, values, reason in KNOWN:
+        if api in apis and kind in kinds and what in fields:
+            if any(type(value) is type(v) and value == v for v in values):
+                return reason
+    return ""
+
+
+def first_sentence(message: str) -> str:
+    """A message's first sentence, whitespace folded, less a docs link."""
+    first = " ".join(message.split(" (https://")[0].split())
+    for end in (". ", ".\n"):
+        if end in first:
+            first = first[: first.index(end) + 1]
+    return first
+
+
+def _raised_by_flax(e: BaseException) -> bool:
+    """Whether flax raised ``e`` with a message of its own: its innermost frame
+    is flax's and a ``raise`` (not Python's operator or JAX's shape check)."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or "/flax/" not in tb.tb_frame.f_code.co_filename:
+        return False
+    import linecache
+
+    line = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).lstrip()
+    return line.startswith("raise") or (
+        line.startswith("assert") and isinstance(e, AssertionError)
+    )
+
+
+def message(e: BaseException) -> str:
+    """An error's message (its first argument when that is a string)."""
+    return e.args[0] if e.args and isinstance(e.args[0], str) else str(e)
+
+
+def error_differs(
+    theirs: BaseException | None,
+    ours: BaseException | None,
+    *,
+    upto: str | None = None,
+    flax_words_only: bool = False,
+) -> str:
+    """What differs between flax's error and lens's for one mistake ("" when
+    alike; None for a side that did not raise).
+
+    lens's error must be of flax's class: an instance of it, or for a class flax
+    defines (``flax.errors``), one of the same name. Its message must start with
+    flax's first sentence, less the docs link; lens may go on to say where and
+    how to fix. ``upto`` compares the sentence only up to and including that
+    marker, where flax's goes on to name its own internals ("" compares the
+    class only). ``flax_words_only`` compares messages only where flax raised
+    in its own words (a ``raise`` in flax's code; not Python's operator
+    message or JAX's shape check deep inside).
+    """
+    if theirs is None or ours is None:
+        if theirs is ours:
+            return ""
+        e = theirs or ours
+        who = "flax" if theirs else "lens"
+        return f"only {who} raised {type(e).__name__}: {message(e)[:120]}"
+    flax_class = type(theirs)
+    if flax_class.__module__.split(".")[0] == "flax":
+        alike = type(ours).__name__ == flax_class.__name__
+    else:
+        alike = isinstance(ours, flax_class)
+    if not alike:
+        return (
+            f"flax {flax_class.__name__}: {message(theirs)[:100]} | "
+            f"lens {type(ours).__name__}: {message(ours)[:100]}"
+        )
+    if flax_words_only and not _raised_by_flax(theirs):
+        return ""
+    expected = first_sentence(message(theirs))
+    if upto is not None:
+        expected = expected[: expected.index(upto) + len(upto)]
+    expected = expected.rstrip(".")
+    if not " ".join(message(ours).split()).startswith(expected):
+        return f"flax says {expected[:140]!r} | lens {message(ours)[:140]!r}"
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--api", choices=["nnx", "linen"], default="nnx")
+    parser.add_argument(
+        "--mistakes",
+        action="store_true",
+        help="make a random mistake in each configuration and compare the errors",
+    )
+    parser.add_argument(
+        "--optional",
+        action="store_true",
+        help="with --mistakes: also give each optional argument each wrong value",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--count", type=int, default=80)
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")  # both libraries' deprecations
-    run = run_nnx if args.api == "nnx" else run_linen
-    bad = run(random.Random(args.seed), args.count)
-    print(f"{bad} of {args.count} {args.api} configurations differ from flax")
+    rnd = random.Random(args.seed)
+    if args.mistakes:
+        bad = run_mistakes(rnd, args.count, args.api, args.optional)
+    else:
+        bad = (run_nnx if args.api == "nnx" else run_linen)(rnd, args.count)
+    made = args.count or "all"
+    print(f"{bad} of {made} {args.api} configurations differ from flax")
     return 1 if bad else 0
 
 

@@ -34,6 +34,7 @@ from lens.errors._modules import (
     MPARestoreTargetRequiredError, MultipleMethodsCompactError,
     ReservedModuleAttributeError, SerializationError, SetAttributeFrozenModuleError,
     SetAttributeInModuleSetupError, TraceContextError, TraverseTreeError,
+    ZeroSizeHyperparameterError,
 )
 from lens.errors._scope import (
     ApplyScopeInvalidVariablesStructureError, ApplyScopeInvalidVariablesTypeError,

@@ -129,8 +129,16 @@ class InvalidHyperparameterError(LensError, ValueError, TypeError):
     ``nn.MultiHeadDotProductAttention(num_heads=4)``. Flax accepts these and
     fails later inside JAX (a negative shape, a division by zero), or never.
     It is a ``ValueError`` and, as JAX's error for a negative shape, a
-    ``TypeError``.
+    ``TypeError``; for a size of 0, where Flax divides by it (an initializer's
+    fan), also a ``ZeroDivisionError``, so an ``except`` written for Flax's
+    error catches lens's.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        value = args[2] if len(args) > 2 else kwargs.get("value")
+        if cls is InvalidHyperparameterError and _is_zero(value):
+            cls = ZeroSizeHyperparameterError
+        return super().__new__(cls, *args, **kwargs)
 
     def __init__(
         self, layer: str, field: str, value: Any, wanted: str = "", example: str = ""
@@ -143,6 +151,27 @@ class InvalidHyperparameterError(LensError, ValueError, TypeError):
                 else "",
             )
         )
+
+
+def _is_zero(value: Any) -> bool:
+    """Whether ``value`` is a size of 0 (or a tuple with one)."""
+    values = value if isinstance(value, tuple | list) else (value,)
+    return any(type(v) is int and v == 0 for v in values)
+
+
+class ZeroSizeHyperparameterError(InvalidHyperparameterError, ZeroDivisionError):
+    """A layer was built with a size of 0; raised as InvalidHyperparameterError.
+
+    Wrong::
+
+        nn.Dense(features=0)
+        nnx.Linear(0, 16, rngs=rngs)
+        nn.Conv(16, kernel_size=0)
+
+    Right: a positive size, ``nn.Dense(features=16)``. Flax divides by the size
+    in the initializer (a fan of 0) and raises ``ZeroDivisionError``; this error
+    is that class too, so code written against Flax catches it.
+    """
 
 
 class ReservedModuleAttributeError(LensError, TypeError):

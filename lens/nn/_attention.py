@@ -333,12 +333,10 @@ class MultiHeadDotProductAttention(Module):
         the two einsums of the attention.
     """
 
-    _hyperparameters = {
-        "num_heads": SIZE,
-        "qkv_features": SIZE,
-        "out_features": SIZE,
-        "dropout_rate": RATE,
-    }
+    # qkv_features and out_features: 0 or None means the input's features, and
+    # anything else is checked at the call, in Flax's words (the projections'
+    # DenseGeneral checks the sizes)
+    _hyperparameters = {"num_heads": SIZE, "dropout_rate": RATE}
 
     num_heads: int
     dtype: Dtype | None = None

@@ -140,16 +140,17 @@ class DenseGeneral(Module):
         """Applies a linear transformation to the inputs along multiple dimensions."""
         features = ops.canonicalize_tuple(self.features)
         axis = ops.normalize_axes(ops.canonicalize_tuple(self.axis), inputs.ndim)
-        batch_dims = ops.normalize_axes(
-            ops.canonicalize_tuple(self.batch_dims), inputs.ndim
-        )
-        if batch_dims:
+        batch_dims = ops.canonicalize_tuple(self.batch_dims)
+        if batch_dims:  # as given, before negative dims are normalised (Flax's rule)
             max_dim = np.max(batch_dims)
             if set(batch_dims) != set(range(max_dim + 1)):
                 raise ValueError(
-                    f"batch_dims {str(batch_dims)} must be consecutive leading dimensions starting "
-                    "from 0."
+                    f"batch_dims {str(batch_dims)} must be consecutive leading "
+                    "dimensions starting from 0.\nDenseGeneral: list them from 0, "
+                    "e.g. batch_dims=(0,) or (0, 1); negative dims are not batch "
+                    "dims."
                 )
+        batch_dims = ops.normalize_axes(batch_dims, inputs.ndim)
         n_batch, n_axis, n_feat = len(batch_dims), len(axis), len(features)
         batch_shape = tuple(inputs.shape[a] for a in batch_dims)
         kernel_shape = batch_shape + tuple(inputs.shape[a] for a in axis) + features

@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lens._facades import show_at_flax_paths
 from lens._kernels import norm
 from lens._kernels.dtypes import merge_param
 from lens.core.nn import initializers
-from lens.nn._hyperparameters import NON_NEGATIVE, RATE, SIZE
+from lens.nn._hyperparameters import NON_NEGATIVE, RATE
 from lens.nn._module import Module
 from lens.nn._module_support import compact
 
@@ -24,6 +26,15 @@ Array = Any
 Dtype = Any
 Initializer = Callable[..., Array]
 Axes = int | Sequence[int]
+
+
+def _array(x: Any) -> Any:
+    """``x`` as an array, failing as Flax's statistics do on what is not one: a
+    nested list in ``jnp.result_type`` (TypeError), ``None`` in ``jnp.asarray``."""
+    if isinstance(x, jax.Array | np.ndarray):
+        return x
+    jnp.result_type(x)
+    return jnp.asarray(x)
 
 
 def _norm_params(
@@ -90,6 +101,7 @@ class LayerNorm(Module):
     @compact
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
         """Normalizes ``x`` (``mask``: positions that count in the statistics)."""
+        x = _array(x)
         feature_axes = norm.axes(self.feature_axes, x.ndim)
         scale, bias = _norm_params(
             self,
@@ -144,6 +156,7 @@ class RMSNorm(Module):
     @compact
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
         """Normalizes ``x`` by its root mean square."""
+        x = _array(x)
         feature_axes = norm.axes(self.feature_axes, x.ndim)
         scale, _ = _norm_params(
             self,
@@ -308,11 +321,9 @@ class GroupNorm(Module):
       other attributes: as :class:`LayerNorm`.
     """
 
-    _hyperparameters = {
-        "num_groups": SIZE,
-        "group_size": SIZE,
-        "epsilon": NON_NEGATIVE,
-    }
+    # num_groups and group_size are checked at the call, against the channels,
+    # in Flax's words and order
+    _hyperparameters = {"epsilon": NON_NEGATIVE}
 
     num_groups: int | None = 32
     group_size: int | None = None
@@ -360,10 +371,20 @@ class GroupNorm(Module):
         else:
             assert self.num_groups is not None  # exactly one is set (checked above)
             num_groups = self.num_groups
+        if not isinstance(num_groups, int):  # Flax asserts it
+            raise AssertionError(
+                f"GroupNorm: num_groups={num_groups!r} is not an int.\nGive a "
+                "number of groups that divides the channels, e.g. num_groups=32."
+            )
         if num_groups <= 0 or channels % num_groups:
+            divides = max(
+                g for g in range(1, min(channels, 32) + 1) if channels % g == 0
+            )
             raise ValueError(
                 f"Number of groups ({num_groups}) does not divide the number of "
-                f"channels ({channels})."
+                f"channels ({channels}).\nGroupNorm at /{'/'.join(self.path)}: "
+                f"give a num_groups that divides {channels}, e.g. "
+                f"num_groups={divides}, or group_size=... with num_groups=None."
             )
         scale, bias = _norm_params(
             self,

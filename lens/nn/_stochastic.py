@@ -43,11 +43,11 @@ class Dropout(Module):
         keep = 1.0 - self.rate
         if rng is None:
             rng = self.make_rng(self.rng_collection)
-        shape = list(jnp.shape(inputs))
+        shape = list(inputs.shape)  # an array's, as Flax reads it
         for d in self.broadcast_dims:
             shape[d] = 1
         mask = jax.random.bernoulli(rng, p=keep, shape=shape)
-        mask = jnp.broadcast_to(mask, jnp.shape(inputs))
+        mask = jnp.broadcast_to(mask, inputs.shape)
         return lax.select(mask, inputs / keep, jnp.zeros_like(inputs))
 
 

@@ -292,8 +292,6 @@ NORM_BAD = [
     (lambda: nn.BatchNorm(epsilon=-1e-5), "BatchNorm", "epsilon"),
     (lambda: nn.LayerNorm(epsilon=-1.0), "LayerNorm", "epsilon"),
     (lambda: nn.RMSNorm(epsilon=float("nan")), "RMSNorm", "epsilon"),
-    (lambda: nn.GroupNorm(num_groups=0), "GroupNorm", "num_groups"),
-    (lambda: nn.GroupNorm(num_groups=None, group_size=-2), "GroupNorm", "group_size"),
 ]
 
 

@@ -206,26 +206,27 @@ class Rngs(Pytree, _Sampling):
     def __getattr__(self, name: str) -> RngStream:
         if name.startswith("_"):
             raise AttributeError(name)
+        return self._default_for(name, AttributeError)
+
+    def __getitem__(self, name: str) -> RngStream:
+        # as flax.nnx: a missing stream is a KeyError here, an AttributeError
+        # as an attribute; any other name (a number, None) falls back alike
+        stream = self.__dict__.get(name)
+        if isinstance(stream, RngStream):
+            return stream
+        return self._default_for(name, KeyError)
+
+    def _default_for(self, name: Any, error: type[Exception]) -> RngStream:
+        """The default stream, standing in for the missing stream ``name``."""
         d = self.__dict__
         if "default" in d:
             return d["default"]
         names = [k for k, v in d.items() if isinstance(v, RngStream)]
-        raise AttributeError(
+        raise error(
             f"No RngStream named {name!r} found in Rngs. There is no 'default' "
             f"stream to fall back on either (streams: {names}).\nAdd it: "
             f"Rngs({name}=0, ...), or give a default seed: Rngs(0, ...)."
         )
-
-    def __getitem__(self, name: str) -> RngStream:
-        # as flax.nnx: a missing stream is a KeyError here, an AttributeError
-        # as an attribute
-        stream = self.__dict__.get(name)
-        if isinstance(stream, RngStream):
-            return stream
-        try:
-            return self.__getattr__(name)
-        except AttributeError as e:
-            raise KeyError(str(e)) from None
 
     def __contains__(self, name: str) -> bool:
         return isinstance(self.__dict__.get(name), RngStream)

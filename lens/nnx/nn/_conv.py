@@ -66,11 +66,6 @@ class Conv(Module):
             ("feature_group_count", feature_group_count),
         ):
             check_size("Conv", field, value, "3, 16, kernel_size=3")
-        if in_features % feature_group_count:
-            raise ValueError(
-                f"Conv: in_features ({in_features}) must be divisible by "
-                f"feature_group_count ({feature_group_count})."
-            )
         # flax.nnx's attributes in its order (its repr and vars() show them so)
         kernel_size = as_tuple(kernel_size)
         self.kernel_shape = kernel_size + (
@@ -80,6 +75,12 @@ class Conv(Module):
         self.kernel = make_param(
             kernel_init, rngs, self.kernel_shape, param_dtype, kernel_metadata
         )
+        if in_features % feature_group_count:  # after the kernel: a float
+            # size fails first in JAX's shape check, as in flax
+            raise ValueError(
+                f"Conv: in_features ({in_features}) must be divisible by "
+                f"feature_group_count ({feature_group_count})."
+            )
         self.bias = make_optional_param(
             use_bias, bias_init, rngs, (out_features,), param_dtype, bias_metadata
         )

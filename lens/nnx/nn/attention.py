@@ -503,7 +503,15 @@ class MultiHeadAttention(Module):
         """Attends ``inputs_q`` over ``inputs_k``/``inputs_v`` (both default to
         ``inputs_q``: self-attention); ``decode`` steps through the cache."""
         q, k, v = self._project(inputs_q, inputs_k, inputs_v, qkv_sharding)
-        if self.decode if decode is None else decode:
+        decode = self.decode if decode is None else decode
+        if decode is None:
+            raise ValueError(
+                "No `decode` argument was provided to MultiHeadAttention as "
+                "either a __call__ argument, class attribute, or nnx.flag."
+                "\nPass decode=False (or True, after init_cache) to the call or "
+                "the constructor."
+            )
+        if decode:
             k, v, mask = self._decode_step(k, v, mask)
         det, dropout_rng = self._dropout(deterministic, rngs)
         kw: dict[str, Any] = {"module": self} if sow_weights else {}

@@ -59,6 +59,11 @@ class Linear(Module):
             "Linear", "in_features", in_features, "in_features=4, out_features=16"
         )
         check_size("Linear", "out_features", out_features, "4, out_features=16")
+        if use_bias != bool(use_bias):  # flax.nnx asserts it at the first call
+            raise AssertionError(
+                f"Linear: use_bias={use_bias!r} is not a bool.\nBuild the layer "
+                "with use_bias=True or use_bias=False."
+            )
         self.kernel = make_param(
             kernel_init, rngs, (in_features, out_features), param_dtype, kernel_metadata
         )
@@ -299,8 +304,10 @@ class LinearGeneral(Module):
         self.batch_axis = FrozenDict(batch_axis)
         if len(self.axis) != len(self.in_features):
             raise ValueError(
-                f"LinearGeneral: axis {self.axis} and in_features "
-                f"{self.in_features} must have the same length."
+                "in_features and axis must have the same length. "
+                f"Got {self.in_features} and {self.axis}.\nLinearGeneral: give "
+                "one input axis per in_features entry, e.g. in_features=(2, 3), "
+                "axis=(-2, -1)."
             )
         if self.batch_axis:
             dims = tuple(self.batch_axis.keys())

@@ -67,6 +67,12 @@ def _spec(
     )
 
 
+def _array(x: Any) -> Any:
+    """``x`` as an array, as flax's default ``promote_dtype`` makes it first (a
+    nested list works, ``None`` fails in ``jnp.asarray``)."""
+    return x if isinstance(x, jax.Array | np.ndarray) else jnp.asarray(x)
+
+
 def _axes(ndim: int, axes: int | Sequence[int]) -> tuple[int, ...]:
     return tuple(sorted(set(norm.axes(axes, ndim))))  # AxisError past either end
 
@@ -117,6 +123,7 @@ class LayerNorm(Module):
         self.promote_dtype = promote_dtype
 
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
+        x = _array(x)
         scale = self.scale.value if self.scale is not None else None
         bias = self.bias.value if self.bias is not None else None
         if self.promote_dtype is not promote_dtype:
@@ -300,6 +307,7 @@ class RMSNorm(Module):
         self.promote_dtype = promote_dtype
 
     def __call__(self, x: Array, mask: Array | None = None) -> Array:
+        x = _array(x)
         scale = self.scale.value if self.scale is not None else None
         x, scale = promoted(self.promote_dtype, x, scale, dtype=self.dtype)
         return norm.apply_layer_norm(
@@ -434,17 +442,19 @@ class GroupNorm(Module):
         }
 
     def _wrong_features(self, x: Array) -> None:
-        # flax.nnx groups x by num_features first: its error is that reshape's
-        group_shape = (*np.shape(x)[:-1], self.num_groups)
+        # flax.nnx reads x.ndim (None fails there), then groups x by
+        # num_features: its error is that reshape's
+        shape = x.shape if x.ndim else ()
+        group_shape = (*shape[:-1], self.num_groups)
         group_shape += (self.num_features // self.num_groups,)
         try:
             jnp.reshape(x, group_shape)
         except TypeError as e:
+            has = f"has {shape[-1]} features" if shape else "is a scalar"
             raise TypeError(
                 f"{e}\nGroupNorm was built for num_features={self.num_features}, "
-                f"but the input's last axis has {np.shape(x)[-1]} features: build it "
-                f"with GroupNorm({np.shape(x)[-1]}, num_groups=...), or check the "
-                "layer before it."
+                f"but the input {has}: build it with GroupNorm(<features of the "
+                "last axis>, num_groups=...), or check the layer before it."
             ) from None
 
 
