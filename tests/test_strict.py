@@ -652,3 +652,37 @@ def test_the_docs_list_every_case_with_its_tests():
     assert named <= here, named - here  # no stale names
     pairs = {n for n in here if n.endswith(("_strict", "_default"))}
     assert len(pairs) >= 20 and pairs <= named, pairs - named  # every case, both
+
+
+# ------------------------------- 13. nn.jit argnums past the call's arguments
+
+
+class _TakesN(nn.Module):
+    @nn.compact
+    def __call__(self, x, n=2):
+        return nn.Dense(n)(x)
+
+
+def test_jit_argnums_past_the_arguments_strict():
+    with lens.strict():
+        with pytest.raises(
+            errors.JitArgnumsError,
+            match=r"^Jitted function has static_argnums=\(7,\), but only accepts 2",
+        ) as info:
+            nn.jit(_TakesN, static_argnums=(7,))().init(jax.random.key(0), X)
+        assert isinstance(info.value, ValueError)
+        # counted as the user counts: the module is 0, n is 2
+        v = nn.jit(_TakesN, static_argnums=(2,))().init(jax.random.key(0), X, 3)
+        assert v["params"]["Dense_0"]["kernel"].shape == (3, 3)
+
+
+def test_jit_argnums_past_the_arguments_default():
+    class TakesN(fnn.Module):
+        @fnn.compact
+        def __call__(self, x, n=2):
+            return fnn.Dense(n)(x)
+
+    key = jax.random.key(0)
+    ours = nn.jit(_TakesN, static_argnums=(7,), donate_argnums=(5,))().init(key, X)
+    theirs = fnn.jit(TakesN, static_argnums=(7,), donate_argnums=(5,))().init(key, X)
+    assert jax.tree.map(jnp.shape, ours) == jax.tree.map(jnp.shape, theirs)

@@ -29,7 +29,7 @@ from lens.errors._modules import (
     CapturedOutputError, CheckpointCorruptedError, CursorFindError,
     DescriptorAttributeError, GraphStructureError, ImmutableVariableError,
     InconsistentAliasingError, IncorrectPostInitOverrideError, InvalidCheckpointError,
-    InvalidHyperparameterError, InvalidInstanceModuleError,
+    InvalidHyperparameterError, InvalidInstanceModuleError, InvalidStateFilterError,
     MPACheckpointingRequiredError, MPARestoreDataCorruptedError,
     MPARestoreTargetRequiredError, MultipleMethodsCompactError,
     ReservedModuleAttributeError, SerializationError, SetAttributeFrozenModuleError,
@@ -48,7 +48,7 @@ from lens.errors._scope import (
 )
 from lens.errors._strict import (
     BytesCorruptedError, CheckpointNotFoundError, CheckpointStepTypeError,
-    StrictModeWarning, UnusedGradientsError, UnusedVariablesError,
+    JitArgnumsError, StrictModeWarning, UnusedGradientsError, UnusedVariablesError,
 )
 from lens.errors._tabulate import TabulateCostError, TabulateOptionError
 # isort: on

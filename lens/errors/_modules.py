@@ -134,11 +134,12 @@ class InvalidHyperparameterError(LensError, ValueError, TypeError):
     error catches lens's.
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any):
+    def __new__(cls, *args: Any, **kwargs: Any) -> InvalidHyperparameterError:
         value = args[2] if len(args) > 2 else kwargs.get("value")
+        made: type[InvalidHyperparameterError] = cls
         if cls is InvalidHyperparameterError and _is_zero(value):
-            cls = ZeroSizeHyperparameterError
-        return super().__new__(cls, *args, **kwargs)
+            made = ZeroSizeHyperparameterError
+        return Exception.__new__(made, *args, **kwargs)
 
     def __init__(
         self, layer: str, field: str, value: Any, wanted: str = "", example: str = ""
@@ -523,6 +524,27 @@ class TraceContextError(LensError, RuntimeError):
 
     Right: pass the object as an argument, ``f(count, x)``; its changes come back.
     """
+
+
+class InvalidStateFilterError(LensError, TypeError, ValueError):
+    """An ``nnx`` state filter is not one of the supported forms.
+
+    A filter is a Variable type (``nnx.Param``), a tag string, ``...`` or
+    ``True`` (everything), ``False`` or ``None`` (nothing), a tuple of filters,
+    ``nnx.Not``/``All``/``Any`` of filters, or a function ``(path, value) ->
+    bool``. Wrong: ``nnx.state(model, 3)``. Right: ``nnx.state(model,
+    nnx.Param)``. Flax means a ``TypeError`` here and, for a number, raises a
+    ``ValueError`` (its message's format fails); this error is both.
+    """
+
+    def __init__(self, filter_like: Any):
+        super().__init__(
+            _join(
+                f"Invalid collection filter: {filter_like!r}.",
+                "Use a Variable type (nnx.Param), a tag string, ..., a tuple of "
+                "filters, or a function (path, value) -> bool.",
+            )
+        )
 
 
 class GraphStructureError(LensError, ValueError):

@@ -87,6 +87,32 @@ class UnusedGradientsError(LensError, ValueError):
         )
 
 
+class JitArgnumsError(LensError, ValueError):
+    """``nn.jit`` was given ``static_argnums`` or ``donate_argnums`` past the
+    arguments of the call (strict mode; Flax ignores them).
+
+    Wrong::
+
+        nn.jit(Model, static_argnums=(3,))().init(key, x)   # one argument
+
+    Right: count as the call does, the module (or scope) as 0 and its other
+    arguments from 1: ``nn.jit(Model, static_argnums=(2,))`` for
+    ``__call__(self, x, train)``. JAX's ``jax.jit`` raises this ``ValueError``
+    for a function whose signature it can read.
+    """
+
+    def __init__(self, what: str, nums: Sequence[int], count: int):
+        super().__init__(
+            _join(
+                f"Jitted function has {what}={tuple(nums)}, but only accepts "
+                f"{count} positional arguments.",
+                "nn.jit counts the module (or scope) as 0 and its other arguments "
+                "from 1; Flax ignores the ones past the call's.",
+                _STRICT,
+            )
+        )
+
+
 class BytesCorruptedError(LensError, ValueError):
     """Bytes written with a checksum (``to_bytes(..., checksum=True)``) no
     longer match it: a disk, a copy or a network changed them.

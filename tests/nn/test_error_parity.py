@@ -111,6 +111,14 @@ def test_mistake_fuzzer_finds_no_unexplained_difference_in_a_sample(capsys):
     assert found == 0, capsys.readouterr().out
 
 
+def test_transform_and_module_mistakes_raise_as_in_flax(capsys):
+    # vmap/scan axes, jit/grad/cond misuse, filters, merge/update, Rngs, ...;
+    # the differences lens keeps on purpose are listed with their reasons
+    from parity.differential import run_api_mistakes
+
+    assert run_api_mistakes("linen") == 0, capsys.readouterr().out
+
+
 def test_attention_features_of_0_mean_the_inputs_as_in_flax():
     x = jnp.ones((2, 3, 4))
     shapes = []

@@ -332,22 +332,6 @@ def test_a_norm_axis_past_the_end_is_an_axis_error_not_another_axis(make):
 # ------------------------------------------- transform arguments that cannot be
 
 
-def test_jit_static_argnums_past_the_arguments_is_jaxs_value_error():
-    # Flax's nn.jit raises this (JAX checks its body's signature); lens's body
-    # takes *args, so lens checks, counting the module as 0
-    class D(nn.Module):
-        @nn.compact
-        def __call__(self, x, n=2):
-            return nn.Dense(n)(x)
-
-    with pytest.raises(
-        ValueError, match=r"^Jitted function has static_argnums=\(7,\), but only"
-    ):
-        nn.jit(D, static_argnums=(7,))().init(KEY, X)
-    v = nn.jit(D, static_argnums=(2,))().init(KEY, X, 3)  # n, static
-    assert v["params"]["Dense_0"]["kernel"].shape == (3, 3)
-
-
 def test_map_variables_whose_function_returns_no_dict_is_a_type_error():
     class M(nn.Module):
         @nn.compact

@@ -309,3 +309,11 @@ def test_mistake_fuzzer_finds_no_unexplained_difference_in_a_sample(capsys):
 
     found = run_mistakes(random.Random(7), 40, "nnx", optional=True)
     assert found == 0, capsys.readouterr().out
+
+
+def test_transform_and_module_mistakes_raise_as_in_flax(capsys):
+    # vmap/scan axes, jit/grad/cond misuse, filters, merge/update, Rngs, ...;
+    # the differences lens keeps on purpose are listed with their reasons
+    from parity.differential import run_api_mistakes
+
+    assert run_api_mistakes("nnx") == 0, capsys.readouterr().out

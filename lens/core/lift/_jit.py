@@ -19,6 +19,7 @@ from typing import Any
 
 import jax
 
+from lens import _strict, errors
 from lens._argnums import argnames, argnums
 from lens.core import _trace
 from lens.core._filters import Filter, canonical_filter
@@ -238,19 +239,17 @@ def jit(
 
     def call(body: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         # the body takes (hash key, variables, *the user's arguments after the
-        # scope/module): JAX cannot check its *args against the argnums, so
-        # lens does, counting as the user does (the scope/module is 0); a call
-        # with keywords may pass the argument by name
+        # scope/module): JAX cannot check its *args against the argnums, and
+        # Flax ignores argnums past the arguments. Strict mode checks them,
+        # counting as the user does (the scope/module is 0); a call with
+        # keywords may pass the argument by name
         for what, nums in (
             ("static_argnums", static_argnums),
             ("donate_argnums", donate_argnums),
         ):
-            if not kwargs and any(i >= len(args) for i in nums):
-                raise ValueError(
-                    f"Jitted function has {what}={tuple(i - 2 for i in nums)}, but "
-                    f"only accepts {len(args) - 2} positional arguments.\nnn.jit "
-                    "counts the module (or scope) as 0 and its other arguments "
-                    "from 1."
+            if _strict.enabled() and not kwargs and any(i >= len(args) for i in nums):
+                raise errors.JitArgnumsError(
+                    what, tuple(i - 2 for i in nums), len(args) - 2
                 )
         if _trace.active():  # trace again so that nested packs are recorded
             return jax.jit(body, **jit_kwargs)(*args, **kwargs)

@@ -9,6 +9,7 @@ from typing import Any, Generic, TypeVar, cast
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lens import errors
 from lens.core import _meta
@@ -98,7 +99,9 @@ def _check_mapped_leaf(leaf: Any, axis: int, what: str) -> int:
         )
     shape = jnp.shape(cast(Any, leaf))  # not callable: an array or scalar
     if not -len(shape) <= axis < len(shape):
-        raise ValueError(
+        # NumPy's AxisError: a ValueError and, as Flax's (JAX's IndexError), an
+        # IndexError
+        raise np.exceptions.AxisError(
             f"{what}: axis {axis} is out of range for a value of shape {shape}.\n"
             "Use an axis the value has, or None to broadcast it."
         )

@@ -13,6 +13,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lens._facades import show_at_flax_paths
 from lens.nnx._graph.walk import Walker, path_str
@@ -482,7 +483,9 @@ def _kinds_and_length(
         ndim = jnp.ndim(e.value)
         if not -ndim <= e.spec < max(ndim, 1) or ndim == 0:
             where = path_str(e.leaf.path) if e.leaf else f"argument {e.arg}"
-            raise ValueError(
+            # NumPy's AxisError: a ValueError and, as flax's (an IndexError
+            # inside JAX), an IndexError
+            raise np.exceptions.AxisError(
                 f"nnx.scan cannot scan {where} (shape {jnp.shape(e.value)}) "
                 f"over axis {e.spec}.\nGive it in_axes None (broadcast) or "
                 "nnx.Carry, or a StateAxes for that object."

@@ -16,6 +16,7 @@ import types
 import typing
 from collections.abc import Callable
 
+from lens import errors
 from lens._facades import show_at_flax_paths
 
 Path = tuple[typing.Any, ...]
@@ -55,10 +56,7 @@ def to_predicate(filter: typing.Any) -> Predicate:  # noqa: A002 - Flax's name
         return Any(*f)
     if callable(f):
         return typing.cast(Predicate, f)
-    raise TypeError(
-        f"{f!r} is not a state filter: use a Variable type (nnx.Param), a tag string, "
-        "..., a tuple of filters, or a function (path, value) -> bool."
-    )
+    raise errors.InvalidStateFilterError(f)
 
 
 def filters_to_predicates(
