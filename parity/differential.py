@@ -1015,6 +1015,151 @@ def linen_api_mistakes() -> dict[str, Callable[[Any], Any]]:
         "logical rules naming an axis twice": lambda nn: nn.logical_to_mesh_axes(
             ("a", "b"), rules=(("a", "x"), ("a", "y"))
         ),
+        **_linen_module_mistakes(key, x),
+    }
+
+
+def _linen_module_mistakes(key: Any, x: Any) -> dict[str, Callable[[Any], Any]]:
+    """Mistakes inside Linen modules: names, setup, variables, rngs, binding."""
+
+    def module(nn: Any, body: Any, setup: Any = None, fields: Any = None) -> Any:
+        """A Module class from a ``__call__`` body (compact unless there is a
+        ``setup``) and dataclass ``fields`` ({name: (type, default)})."""
+        ns: dict[str, Any] = {"__annotations__": {}}
+        for name, (kind, default) in (fields or {}).items():
+            ns["__annotations__"][name] = kind
+            ns[name] = default
+        if setup is not None:
+            ns["setup"] = setup
+        ns["__call__"] = nn.compact(body) if setup is None else body
+        return type("M", (nn.Module,), ns)
+
+    def run(nn: Any, body: Any, setup: Any = None, **kw: Any) -> Any:
+        m = module(nn, body, setup, kw.pop("fields", None))(**kw)
+        return m.apply(m.init(key, x), x)
+
+    def ones(nn: Any, self: Any, name: str = "w") -> Any:
+        return self.param(name, nn.initializers.ones, (3,))
+
+    def applied(m: Any, variables: Any = None) -> Any:
+        return m.apply(m.init(key, x) if variables is None else variables, x)
+
+    return {
+        "param twice": lambda nn: run(
+            nn, lambda self, x: (ones(nn, self), ones(nn, self))[0]
+        ),
+        "param named as a submodule": lambda nn: run(
+            nn, lambda self, x: (ones(nn, self, "Dense_0"), nn.Dense(2)(x))[1]
+        ),
+        "two submodules of one name": lambda nn: run(
+            nn, lambda self, x: nn.Dense(2, name="a")(nn.Dense(3, name="a")(x))
+        ),
+        "variable named as a param": lambda nn: run(
+            nn,
+            lambda self, x: (
+                ones(nn, self),
+                self.variable("stats", "w", jnp.zeros, (3,)),
+            )[0],
+        ),
+        "param init not callable": lambda nn: run(
+            nn, lambda self, x: self.param("w", 3, (3,))
+        ),
+        "param of another shape at apply": lambda nn: applied(
+            module(nn, lambda self, x: ones(nn, self))(), {"params": {"w": jnp.ones(4)}}
+        ),
+        "variable written when immutable": lambda nn: applied(
+            module(
+                nn,
+                lambda self, x: setattr(
+                    self.variable("stats", "n", jnp.zeros, ()), "value", 1.0
+                ),
+            )()
+        ),
+        "make_rng of a missing stream": lambda nn: run(
+            nn, lambda self, x: self.make_rng("noise")
+        ),
+        "setup assigns a name twice": lambda nn: run(
+            nn,
+            lambda self, x: self.d(x),
+            setup=lambda self: (
+                setattr(self, "d", nn.Dense(2)),
+                setattr(self, "d", nn.Dense(3)),
+            ),
+        ),
+        "submodule in a setup module's call": lambda nn: run(
+            nn, lambda self, x: nn.Dense(2)(x), setup=lambda self: None
+        ),
+        "field set in setup": lambda nn: run(
+            nn,
+            lambda self, x: x,
+            setup=lambda self: setattr(self, "features", 4),
+            fields={"features": (int, 3)},
+        ),
+        "attribute set in a compact call": lambda nn: run(
+            nn, lambda self, x: setattr(self, "y", 1) or x
+        ),
+        "param in a setup module's call": lambda nn: run(
+            nn, lambda self, x: ones(nn, self), setup=lambda self: None
+        ),
+        "top-level module named": lambda nn: nn.Dense(3, name="a").init(key, x),
+        "parent a number": lambda nn: nn.Dense(3, parent=3),
+        "field named name": lambda nn: type(
+            "M", (nn.Module,), {"__annotations__": {"name": int}, "name": 3}
+        ),
+        "submodule outside compact": lambda nn: (
+            lambda M: M().init(key, x, method=M.f)
+        )(type("M", (nn.Module,), {"f": lambda self, x: nn.Dense(2)(x)})),
+        "setup attribute of an unbound module": lambda nn: (
+            type(
+                "M",
+                (nn.Module,),
+                {"setup": lambda self: setattr(self, "d", nn.Dense(2))},
+            )().d
+        ),
+        "sow into a number": lambda nn: run(
+            nn, lambda self, x: self.sow(3, "y", x) or x
+        ),
+        "put_variable when immutable": lambda nn: applied(
+            module(nn, lambda self, x: self.put_variable("params", "w", x))()
+        ),
+        "get_variable missing": lambda nn: run(
+            nn, lambda self, x: self.get_variable("params", "nope") + 1
+        ),
+        "apply without the param": lambda nn: applied(
+            module(nn, lambda self, x: ones(nn, self))(), {"params": {}}
+        ),
+        "apply rngs of a number": lambda nn: nn.Dropout(0.5, deterministic=False).apply(
+            {}, x, rngs={"dropout": 3}
+        ),
+        "init_with_output a missing method": lambda nn: nn.Dense(3).init_with_output(
+            key, x, method="nothing"
+        ),
+        "is_mutable_collection unbound": lambda nn: nn.Dense(3).is_mutable_collection(
+            "params"
+        ),
+        "clone with an unknown field": lambda nn: nn.Dense(3).clone(nope=1),
+        "unbind unbound": lambda nn: nn.Dense(3).unbind(),
+        "variables of an unbound module": lambda nn: nn.Dense(3).variables,
+        "path of an unbound module": lambda nn: nn.Dense(3).path,
+        "lazy_init from a data-dependent param": lambda nn: module(
+            nn, lambda self, x: self.param("w", lambda k: x)
+        )().lazy_init(key, jax.ShapeDtypeStruct((2, 3), jnp.float32)),
+        "intercept_methods of a number": lambda nn: nn.intercept_methods(3).__enter__(),
+        "tabulate a missing method": lambda nn: nn.Dense(3).tabulate(
+            key, x, method="nope"
+        ),
+        "checkpoint of a missing method": lambda nn: nn.checkpoint(
+            nn.Dense, methods=["nope"]
+        )(3).init(key, x),
+        "jit of a missing method": lambda nn: nn.jit(nn.Dense, methods=["nope"])(
+            3
+        ).init(key, x),
+        "Partitioned with too few names": lambda nn: nn.Partitioned(
+            jnp.ones((2, 3)), ("a",)
+        ).unbox(),
+        "with_logical_constraint of too many names": lambda nn: (
+            nn.with_logical_constraint(jnp.ones(3), ("a", "b"))
+        ),
     }
 
 

@@ -338,6 +338,10 @@ class LazyInitError(LensError, ValueError):
     """
 
     def __init__(self, partial_val: Any):
+        if hasattr(partial_val, "shape") and hasattr(partial_val, "dtype"):
+            # as JAX writes an abstract value (float32[2,3]), and Flax with it
+            dims = ",".join(map(str, partial_val.shape))
+            partial_val = f"{partial_val.dtype}[{dims}]"
         super().__init__(
             _join(
                 "Lazy init encountered a value that could with the given inputs "

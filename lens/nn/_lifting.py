@@ -387,10 +387,11 @@ def _lifted_class(
 
     def create_trans_fn(fn_name: str, fn_args: tuple) -> Callable[..., Any]:
         fn = getattr(module_class, fn_name, None)
-        if fn is None:
-            raise errors.TransformTargetError(
-                module_class,
-                detail=f"{module_class.__name__} has no method {fn_name!r} to transform.",
+        if fn is None:  # Flax's getattr fails the same way
+            raise AttributeError(
+                f"type object {module_class.__name__!r} has no attribute "
+                f"{fn_name!r}\n{module_class.__name__} has no method {fn_name!r} to "
+                "transform: name its methods in methods=[...] (e.g. '__call__')."
             )
         t_args, t_kwargs = fn_args
         cache: dict[str, Any] | None = {} if cached else None
