@@ -551,23 +551,9 @@ def run_mistakes(
     """Makes ``count`` random mistakes under flax and lens; returns how many
     raise differently (a class that is not flax's or a subclass of it, or a
     message that does not start with flax's first sentence)."""
-    if api == "nnx":
-        from flax import nnx as theirs
-
-        from lens import nnx as ours
-    else:
-        import flax.linen as theirs
-
-        import lens.nn as ours
     bad, known = 0, {}
     for kind, mistake, build, call in mistake_cases(rnd, count, api, optional):
-        seen = []
-        for lib in (theirs, ours):
-            try:
-                jax.block_until_ready(call(lib, build(lib)))
-                seen.append(None)
-            except Exception as e:  # noqa: BLE001 - the error is the outcome
-                seen.append(e)
+        seen = _raised(api, lambda lib, b=build, c=call: c(lib, b(lib)))
         if problem := error_differs(*seen, flax_words_only=True):
             if reason := known_difference(api, kind, mistake):
                 known[reason] = known.get(reason, 0) + 1
@@ -682,6 +668,26 @@ def known_difference(api: str, kind: str, mistake: dict[str, Any]) -> str:
             if any(type(value) is type(v) and value == v for v in values):
                 return reason
     return ""
+
+
+def _raised(api: str, fn: Callable[[Any], Any]) -> list[BaseException | None]:
+    """What ``fn(flax's api module)`` and ``fn(lens's)`` raised (None: ran)."""
+    if api == "nnx":
+        from flax import nnx as theirs
+
+        from lens import nnx as ours
+    else:
+        import flax.linen as theirs
+
+        import lens.nn as ours
+    seen: list[BaseException | None] = []
+    for lib in (theirs, ours):
+        try:
+            jax.block_until_ready(fn(lib))
+            seen.append(None)
+        except Exception as e:  # noqa: BLE001 - the error is the outcome
+            seen.append(e)
+    return seen
 
 
 def first_sentence(message: str) -> str:
@@ -1186,25 +1192,10 @@ KNOWN_API = {
 def run_api_mistakes(api: str) -> int:
     """Makes each API mistake under flax and lens; returns how many raise
     differently (the known differences are listed, not counted)."""
-    if api == "nnx":
-        from flax import nnx as theirs
-
-        from lens import nnx as ours
-    else:
-        import flax.linen as theirs
-
-        import lens.nn as ours
     cases = nnx_api_mistakes() if api == "nnx" else linen_api_mistakes()
     bad = 0
     for name, fn in cases.items():
-        seen = []
-        for lib in (theirs, ours):
-            try:
-                jax.block_until_ready(fn(lib))
-                seen.append(None)
-            except Exception as e:  # noqa: BLE001 - the error is the outcome
-                seen.append(e)
-        if problem := error_differs(*seen, flax_words_only=True):
+        if problem := error_differs(*_raised(api, fn), flax_words_only=True):
             if name in KNOWN_API:
                 print(f"known: {name}: {KNOWN_API[name]}")
                 continue
