@@ -882,6 +882,89 @@ def nnx_api_mistakes() -> dict[str, Callable[[Any], Any]]:
         "iter_graph of a number": lambda nnx: list(nnx.iter_graph(3)),
         "graphdef of a number": lambda nnx: nnx.graphdef(3),
         "state of a number": lambda nnx: nnx.state(3),
+        **_nnx_object_mistakes(x),
+    }
+
+
+def _nnx_object_mistakes(x: Any) -> dict[str, Callable[[Any], Any]]:
+    """Mistakes with nnx's objects: Variables, Modules, States, Rngs, metrics."""
+    import optax
+
+    def lin(nnx: Any) -> Any:
+        return nnx.Linear(3, 4, rngs=nnx.Rngs(0))
+
+    def module(nnx: Any, init: Any) -> Any:
+        return type("M", (nnx.Module,), {"__init__": init})
+
+    def param(nnx: Any, *shape: int) -> Any:
+        return nnx.Param(jnp.ones(shape))
+
+    return {
+        "set an attribute of a captured module in jax.jit": lambda nnx: (
+            lambda m: jax.jit(lambda x: setattr(m, "w", x) or x)(x)
+        )(lin(nnx)),
+        "set a captured Variable in jax.jit": lambda nnx: (
+            lambda p: jax.jit(lambda x: p.set_value(x) or x)(x)
+        )(nnx.Param(x)),
+        "Param of a string plus one": lambda nnx: nnx.Param("a") + 1,
+        "Variable index of a scalar": lambda nnx: param(nnx)[0],
+        "Variable set past the end": lambda nnx: param(nnx, 3).__setitem__(5, 1.0),
+        "iterate a scalar Variable": lambda nnx: list(param(nnx)),
+        "len of a scalar Variable": lambda nnx: len(param(nnx)),
+        "bool of a Variable of three": lambda nnx: bool(param(nnx, 3)),
+        "call a Variable": lambda nnx: param(nnx, 3)(),
+        "Variable attribute missing": lambda nnx: param(nnx, 3).nope,
+        "Module attribute missing": lambda nnx: lin(nnx).nope,
+        "call a Module without __call__": lambda nnx: module(nnx, lambda self: None)()(
+            x
+        ),
+        "split a list holding a number": lambda nnx: nnx.split([lin(nnx), 3]),
+        "merge a state alone": lambda nnx: nnx.merge(nnx.state(lin(nnx))),
+        "merge a dict of a number": lambda nnx: nnx.merge(
+            nnx.graphdef(lin(nnx)), {"a": 1}
+        ),
+        "update a number": lambda nnx: nnx.update(3, nnx.state(lin(nnx))),
+        "State attribute missing": lambda nnx: nnx.state(lin(nnx)).nope,
+        "State key missing": lambda nnx: nnx.state(lin(nnx))["nope"],
+        "State filter a number": lambda nnx: nnx.state(lin(nnx)).filter(3),
+        "State split that leaves some": lambda nnx: nnx.state(
+            nnx.BatchNorm(3, rngs=nnx.Rngs(0))
+        ).split(nnx.Param),
+        "State.merge of nothing": lambda nnx: nnx.State.merge(),
+        "graphdef apply a number": lambda nnx: nnx.graphdef(lin(nnx)).apply(3)(x),
+        "call of a number": lambda nnx: nnx.call(3),
+        "Rngs call without default": lambda nnx: nnx.Rngs(params=0)(),
+        "Rngs fork split a string": lambda nnx: nnx.Rngs(0).fork(split="a"),
+        "RngStream of a string key": lambda nnx: nnx.RngStream(key="a", tag="x"),
+        "Dropout training without rngs": lambda nnx: nnx.Dropout(0.5)(
+            x, deterministic=False
+        ),
+        "BatchNorm without rngs": lambda nnx: nnx.BatchNorm(3),
+        "Linear without rngs": lambda nnx: nnx.Linear(3, 4),
+        "Linear rngs positional": lambda nnx: nnx.Linear(3, 4, nnx.Rngs(0)),
+        "view of an unknown keyword": lambda nnx: nnx.view(lin(nnx), nope=True),
+        "set_attributes (not in flax 0.12)": lambda nnx: nnx.set_attributes(
+            lin(nnx), nope=True
+        ),
+        "with_partitioning of too few names": lambda nnx: nnx.with_partitioning(
+            nnx.initializers.ones, ("a",)
+        )(jax.random.key(0), (2, 3)),
+        "eval_shape of a number": lambda nnx: nnx.eval_shape(3),
+        "jit of a number": lambda nnx: nnx.jit(3),
+        "vmap of a number": lambda nnx: nnx.vmap(3)(x),
+        "Optimizer of a number": lambda nnx: nnx.Optimizer(
+            3, optax.sgd(0.1), wrt=nnx.Param
+        ),
+        "Optimizer of a number for tx": lambda nnx: nnx.Optimizer(
+            lin(nnx), 3, wrt=nnx.Param
+        ),
+        "Average update without values": lambda nnx: nnx.metrics.Average().update(),
+        "MultiMetric update of another name": lambda nnx: nnx.MultiMetric(
+            a=nnx.metrics.Average()
+        ).update(b=1),
+        "Sequential of None": lambda nnx: nnx.Sequential(None)(x),
+        "bridge ToNNX of a number": lambda nnx: nnx.bridge.ToNNX(3, rngs=nnx.Rngs(0)),
+        "pure of a module": lambda nnx: nnx.pure(lin(nnx)),
     }
 
 
@@ -1170,6 +1253,14 @@ def _linen_module_mistakes(key: Any, x: Any) -> dict[str, Callable[[Any], Any]]:
 
 
 KNOWN_API = {
+    "State filter a number": "as 'state with a number filter'",
+    "State split that leaves some": "as 'split with filters that leave some'",
+    "Rngs fork split a string": "a string split: flax reads it as a mapping "
+    "(AttributeError), lens as a count (TypeError)",
+    "set_attributes (not in flax 0.12)": "both raise AttributeError; flax's lazy "
+    "module says 'Module flax.nnx has no attribute', lens's Python's words",
+    "Optimizer of a number": "an Optimizer of an object with no Variables has an "
+    "empty state on lens; flax fails inside its graph walk (IndexError)",
     "split with filters that leave some": "lens names the remaining paths; flax "
     "prints the whole remainder's FlatState (the class and the sentence's start "
     "are flax's)",

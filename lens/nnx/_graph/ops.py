@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 import jax
@@ -232,7 +232,7 @@ def graphdef_leaves(graphdef: GraphDef, states: tuple[Any, ...]) -> list[Any]:
     if missing:
         raise errors.GraphStructureError(
             f"Incorrect number of leaves, expected {graphdef.num_leaves} leaves, "
-            f"but got {len(graphdef.paths) - len(missing)}.\n"
+            f"but got {len(flat)}.\n"
             "merge: the states have no value for "
             + ", ".join(path_str(p) for p in missing[:5])
             + ".\nPass every state that split returned."
@@ -334,6 +334,8 @@ def _flat(s: Any, graphdef: GraphDef | None = None) -> dict[Path, Any]:
         return s._flat_dict()
     if isinstance(s, list | tuple) and graphdef is not None:
         return _flat_from_leaves(list(s), graphdef)
+    if not isinstance(s, Mapping):  # a bare value is one leaf, as flax counts it
+        return {(): s}
     return State(s)._flat_dict()
 
 
@@ -346,9 +348,10 @@ def _flat_from_leaves(leaves: list[Any], graphdef: GraphDef) -> dict[Path, Any]:
     pytree order, which the State of the paths itself gives."""
     paths = graphdef.paths
     if len(leaves) != len(paths):
-        raise ValueError(
-            f"merge got {len(leaves)} leaves for a graphdef with {len(paths)}.\n"
-            "Pass jax.tree.leaves(state) of the state that split returned."
+        raise errors.GraphStructureError(
+            f"Incorrect number of leaves, expected {len(paths)} leaves, but got "
+            f"{len(leaves)}.\nmerge: pass jax.tree.leaves(state) of the state that "
+            "split returned."
         )
     order = jax.tree.leaves(State.from_flat_state({p: i for i, p in enumerate(paths)}))
     return {paths[i]: leaf for i, leaf in zip(order, leaves, strict=True)}

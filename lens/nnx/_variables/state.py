@@ -154,13 +154,21 @@ class State(Displayable, reprlib.Representable, MutableMapping):
         try:
             del self._mapping[name]
         except KeyError:
-            raise AttributeError(f"State has no key {name!r}") from None
+            raise AttributeError(self._no_attribute(name)) from None
 
     def __getattr__(self, name: str) -> Any:
         try:
             return object.__getattribute__(self, "_mapping")[name]
         except KeyError:
-            raise AttributeError(f"State has no key {name!r}") from None
+            raise AttributeError(self._no_attribute(name)) from None
+
+    def _no_attribute(self, name: str) -> str:
+        """flax.nnx's message for a missing key read as an attribute, then the
+        keys there are."""
+        keys = list(object.__getattribute__(self, "_mapping"))
+        return f"No attribute '{name}' in State\nIts keys: {keys[:8]}" + (
+            " ..." if len(keys) > 8 else ""
+        )
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._mapping)
