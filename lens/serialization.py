@@ -386,10 +386,11 @@ def _ext_pack(x: Any) -> Any:
         return msgpack.ExtType(
             _MsgpackExtType.native_complex, msgpack.packb((x.real, x.imag))
         )
-    raise SerializationError(
-        f"Cannot serialize a {type(x).__name__} ({x!r:.60}); state dicts hold dicts, "
-        "lists, numbers, strings and arrays (register other types with "
-        "register_serialization_state)."
+    # msgpack's TypeError in its words, as Flax (whose hook passes x on) raises
+    raise TypeError(
+        f"can not serialize {type(x).__name__!r} object\nto_bytes: {x!r:.60} is "
+        "not state; state dicts hold dicts, lists, numbers, strings and arrays "
+        "(register other types with register_serialization_state)."
     )
 
 

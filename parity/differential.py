@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import random
 import sys
+import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -676,10 +677,12 @@ def _raised(api: str, fn: Callable[[Any], Any]) -> list[BaseException | None]:
         from flax import nnx as theirs
 
         from lens import nnx as ours
-    else:
+    elif api == "linen":
         import flax.linen as theirs
 
         import lens.nn as ours
+    else:  # "top": namespaces of the top-level modules
+        theirs, ours = _top("flax"), _top("lens")
     seen: list[BaseException | None] = []
     for lib in (theirs, ours):
         try:
@@ -1252,7 +1255,123 @@ def _linen_module_mistakes(key: Any, x: Any) -> dict[str, Callable[[Any], Any]]:
     }
 
 
+def top_mistakes() -> dict[str, Callable[[Any], Any]]:
+    """Mistakes with the top-level modules (serialization, struct,
+    traverse_util, training, core, partitioning, the bridge); each takes a
+    namespace of one library's modules (:func:`_top`)."""
+    import optax
+
+    key, x = jax.random.key(0), jnp.ones((2, 3))
+
+    def state(t: Any) -> Any:
+        params = t.nn.Dense(3).init(key, x)["params"]
+        return t.ts.TrainState.create(apply_fn=None, params=params, tx=optax.sgd(0.1))
+
+    def point(t: Any) -> Any:
+        @t.struct.dataclass
+        class Point:
+            a: int
+            b: int = t.struct.field(pytree_node=False, default=1)
+
+        return Point
+
+    bridge = lambda t: t.nnx.bridge  # noqa: E731
+    return {
+        "TrainState without tx": lambda t: t.ts.TrainState.create(
+            apply_fn=None, params={}
+        ),
+        "apply_gradients of another tree": lambda t: state(t).apply_gradients(
+            grads={"x": 1}
+        ),
+        "apply_gradients without grads": lambda t: state(t).apply_gradients(),
+        "TrainState replace an unknown field": lambda t: state(t).replace(nope=1),
+        "from_bytes of another structure": lambda t: t.ser.from_bytes(
+            {"a": jnp.ones(2)}, t.ser.to_bytes({"b": jnp.ones(2)})
+        ),
+        "from_state_dict missing a key": lambda t: t.ser.from_state_dict(
+            {"a": 1, "b": 2}, {"a": 1}
+        ),
+        "to_state_dict of an object": lambda t: t.ser.to_state_dict(object()),
+        "to_bytes of an object": lambda t: t.ser.to_bytes({"a": object()}),
+        "struct replace an unknown field": lambda t: point(t)(a=1).replace(c=2),
+        "struct missing a field": lambda t: point(t)(),
+        "struct set a field": lambda t: setattr(point(t)(a=1), "a", 2),
+        "struct of too many arguments": lambda t: point(t)(1, 2, 3),
+        "unflatten_dict of a number key": lambda t: t.tu.unflatten_dict({1: 2}),
+        "unflatten_dict sep on tuple keys": lambda t: t.tu.unflatten_dict(
+            {("a",): 1}, sep="/"
+        ),
+        "ModelParamTraversal of a number": lambda t: t.tu.ModelParamTraversal(3),
+        "save_checkpoint keep 0": lambda t: t.ck.save_checkpoint(
+            tempfile.mkdtemp(), {"a": 1}, 0, keep=0
+        ),
+        "latest_checkpoint of a missing dir": lambda t: t.ck.latest_checkpoint(
+            "/nonexistent/x"
+        ),
+        "ToNNX of a number": lambda t: (
+            bridge(t).ToNNX(3, rngs=t.nnx.Rngs(0)).lazy_init(x)
+        ),
+        "ToLinen of a number": lambda t: bridge(t).ToLinen(3).init(key, x),
+        "ToLinen without arguments": lambda t: (
+            bridge(t).ToLinen(t.nnx.Linear).init(key, x)
+        ),
+        "to_linen of an unknown keyword": lambda t: (
+            bridge(t).to_linen(t.nnx.Linear, 3, 4, nope=1).init(key, x)
+        ),
+        "ToNNX called with an unknown keyword": lambda t: bridge(t).ToNNX(
+            t.nn.Dense(3), rngs=t.nnx.Rngs(0)
+        )(x, nope=1),
+        "logical rules a number": lambda t: t.nn.logical_to_mesh_axes(("a",), rules=3),
+        "get_partition_spec of a number": lambda t: t.nn.get_partition_spec(3),
+        "LogicallyPartitioned of too many names": lambda t: t.nn.LogicallyPartitioned(
+            x, ("a", "b", "c")
+        ).unbox(),
+        "with_logical_partitioning of a number": lambda t: (
+            t.nn.with_logical_partitioning(3, ("a",))(key, (2,))
+        ),
+        "nnx get_partition_spec of a number": lambda t: t.nnx.get_partition_spec(3),
+        "FrozenDict set an item": lambda t: t.core.FrozenDict({"a": 1}).__setitem__(
+            "a", 2
+        ),
+        "FrozenDict pop a missing key": lambda t: t.core.FrozenDict({"a": 1}).pop("b"),
+        "freeze a number": lambda t: t.core.freeze(3),
+        "unfreeze a number": lambda t: t.core.unfreeze(3),
+        "core.copy adding a number": lambda t: t.core.copy({"a": 1}, 3),
+        "meta.unbox a number": lambda t: t.core.meta.unbox(3),
+        "from_bytes of garbage": lambda t: t.ser.from_bytes({"a": 1}, b"garbage"),
+        "msgpack_restore of garbage": lambda t: t.ser.msgpack_restore(b"\xc1"),
+        "flatten_dict of a list": lambda t: t.tu.flatten_dict([1, 2]),
+        "path_aware_map of a list": lambda t: t.tu.path_aware_map(lambda p, x: x, [1]),
+    }
+
+
+def _top(library: str) -> Any:
+    """``library``'s (flax or lens) top-level modules, by short name."""
+    import importlib
+    import types
+
+    def get(name: str) -> Any:
+        return importlib.import_module(f"{library}.{name}")
+
+    return types.SimpleNamespace(
+        ser=get("serialization"),
+        struct=get("struct"),
+        tu=get("traverse_util"),
+        ts=get("training.train_state"),
+        ck=get("training.checkpoints"),
+        core=get("core"),
+        nn=get("linen" if library == "flax" else "nn"),
+        nnx=get("nnx"),
+    )
+
+
 KNOWN_API = {
+    "from_bytes of garbage": "lens raises SerializationError (a ValueError, "
+    "naming what msgpack said); flax lets msgpack's ExtraData through",
+    "msgpack_restore of garbage": "as 'from_bytes of garbage' (msgpack's FormatError)",
+    "flatten_dict of a list": "flax asserts (AssertionError); lens raises "
+    "TypeError naming the type",
+    "path_aware_map of a list": "as 'flatten_dict of a list'",
     "State filter a number": "as 'state with a number filter'",
     "State split that leaves some": "as 'split with filters that leave some'",
     "Rngs fork split a string": "a string split: flax reads it as a mapping "
@@ -1283,7 +1402,11 @@ KNOWN_API = {
 def run_api_mistakes(api: str) -> int:
     """Makes each API mistake under flax and lens; returns how many raise
     differently (the known differences are listed, not counted)."""
-    cases = nnx_api_mistakes() if api == "nnx" else linen_api_mistakes()
+    cases = {
+        "nnx": nnx_api_mistakes,
+        "linen": linen_api_mistakes,
+        "top": top_mistakes,
+    }[api]()
     bad = 0
     for name, fn in cases.items():
         if problem := error_differs(*_raised(api, fn), flax_words_only=True):
@@ -1316,6 +1439,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.mistakes:
         bad = run_mistakes(rnd, args.count, args.api, args.optional)
         bad += run_api_mistakes(args.api)
+        if args.api == "linen":  # the top-level modules, with Linen's users
+            bad += run_api_mistakes("top")
     else:
         bad = (run_nnx if args.api == "nnx" else run_linen)(rnd, args.count)
     made = args.count or "all"

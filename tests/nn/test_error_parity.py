@@ -119,6 +119,13 @@ def test_transform_and_module_mistakes_raise_as_in_flax(capsys):
     assert run_api_mistakes("linen") == 0, capsys.readouterr().out
 
 
+def test_top_level_module_mistakes_raise_as_in_flax(capsys):
+    # serialization, struct, traverse_util, training, core, partitioning, bridge
+    from parity.differential import run_api_mistakes
+
+    assert run_api_mistakes("top") == 0, capsys.readouterr().out
+
+
 def test_attention_features_of_0_mean_the_inputs_as_in_flax():
     x = jnp.ones((2, 3, 4))
     shapes = []
