@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import msgpack
 import numpy as np
 
+from lens import _strict
 from lens.errors import BytesCorruptedError, SerializationError
 
 _path: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
@@ -259,14 +260,14 @@ def _restore_dict(xs: Mapping[Any, Any], states: Mapping[str, Any]) -> Any:
         )
     out = {k: from_state_dict(v, states[str(k)], name=str(k)) for k, v in xs.items()}
     extra = set(states) - {str(k) for k in xs}
-    if extra:  # Flax drops these silently; a typo'd or renamed key is a mistake.
+    if extra and _strict.enabled():  # by default dropped, as Flax drops them
         # Checked after the children, so an error Flax raises deeper comes first.
         raise SerializationError(
             "The target dict keys and state dict keys do not match, state dict "
             f"contains keys {extra} which are not present in target dict at path "
-            f"{current_path()}\nlens does not drop saved values silently: restore "
-            "into a target that has these keys, or leave them out of the state "
-            "first ({k: state[k] for k in target})."
+            f"{current_path()}\nRestore into a target that has these keys, or leave "
+            "them out of the state first ({k: state[k] for k in target}). lens "
+            "strict mode reports this (Flax drops the saved values silently)."
         )
     return out if type(xs) is dict else cast(Any, type(xs))(out)
 
@@ -599,6 +600,10 @@ def _checked(data: bytes | bytearray | memoryview) -> Any:
         return data
     tail = bytes(data[-_CHECKSUM_LEN:])
     if not tail.startswith(_CHECKSUM_TAIL):
+        # the entry's key or length damaged (a few bytes off the pattern): no
+        # Flax bytes end that way, and restoring would drop the entry unchecked
+        if sum(a != b for a, b in zip(tail, _CHECKSUM_TAIL)) <= 2:
+            raise BytesCorruptedError("The checksum entry itself is damaged.")
         return data
     data = bytes(data)
     header = _read_map_header(data)

@@ -686,3 +686,29 @@ def test_jit_argnums_past_the_arguments_default():
     ours = nn.jit(_TakesN, static_argnums=(7,), donate_argnums=(5,))().init(key, X)
     theirs = fnn.jit(TakesN, static_argnums=(7,), donate_argnums=(5,))().init(key, X)
     assert jax.tree.map(jnp.shape, ours) == jax.tree.map(jnp.shape, theirs)
+
+
+# ------------------------------ 14. a saved dict key the restore target lacks
+
+
+def test_restore_a_key_the_target_lacks_strict(tmp_path):
+    data = serialization.to_bytes({"params": {"w": 1.0}, "opt": 2.0})
+    checkpoints.save_checkpoint(tmp_path, {"params": {"w": 1.0}, "opt": 2.0}, 1)
+    with lens.strict():
+        with pytest.raises(errors.SerializationError, match=r"keys \{'opt'\}"):
+            serialization.from_bytes({"params": {"w": 0.0}}, data)
+        with pytest.raises(
+            errors.SerializationError, match=r"keys \{'opt'\}.* at path \.\n"
+        ):
+            checkpoints.restore_checkpoint(tmp_path, {"params": {"w": 0.0}})
+
+
+def test_restore_a_key_the_target_lacks_default(tmp_path):
+    data = serialization.to_bytes({"params": {"w": 1.0}, "opt": 2.0})
+    target = {"params": {"w": 0.0}}
+    assert serialization.from_bytes(target, data) == fser.from_bytes(target, data)
+    assert serialization.from_state_dict(target, {"params": {"w": 1.0}, "x": 3}) == {
+        "params": {"w": 1.0}
+    }
+    checkpoints.save_checkpoint(tmp_path, {"params": {"w": 1.0}, "opt": 2.0}, 1)
+    assert checkpoints.restore_checkpoint(tmp_path, target)["params"]["w"] == 1.0

@@ -495,6 +495,8 @@ def restore_checkpoint(
             raise errors.CheckpointNotFoundError(ckpt_dir)
         _log.info("Found no checkpoint directory at %s", ckpt_dir)
         return target
+    elif _is_orbax_checkpoint(ckpt_dir):  # the directory is one checkpoint
+        path = ckpt_dir
     elif os.path.isdir(ckpt_dir) and orbax_checkpointer is None:
         found = latest_checkpoint(ckpt_dir, prefix)
         if not found:
@@ -505,6 +507,8 @@ def restore_checkpoint(
         path = found
     else:
         path = ckpt_dir
+    if orbax_checkpointer is None and _is_orbax_checkpoint(path):
+        orbax_checkpointer = _default_orbax_checkpointer(path)
     if orbax_checkpointer is not None:
         kwargs = _orbax_restore_kwargs(orbax_checkpointer, target, orbax_transforms)
         restored = serialization.to_state_dict(
@@ -553,6 +557,29 @@ def _as_orbax_gives(target: Any, restored: Any) -> Any:
         return jax.device_put(x, like.sharding if x.shape == like.shape else None)
 
     return jax.tree_util.tree_map_with_path(put, restored)
+
+
+def _is_orbax_checkpoint(path: str) -> bool:
+    """Whether ``path`` is a checkpoint directory Orbax wrote (what Flax's
+    ``save_checkpoint`` writes by default, ``config.flax_use_orbax_checkpointing``)."""
+    return os.path.isdir(path) and any(
+        os.path.exists(os.path.join(path, name))
+        for name in (ORBAX_CKPT_FILENAME, ORBAX_METADATA_FILENAME, ORBAX_MANIFEST_OCDBT)
+    )
+
+
+def _default_orbax_checkpointer(path: str) -> Any:
+    """The checkpointer Flax restores an Orbax checkpoint directory with."""
+    try:
+        import orbax.checkpoint as ocp
+    except ImportError:
+        raise ImportError(
+            f"restore_checkpoint: {path} is an Orbax checkpoint directory (Flax's "
+            "save_checkpoint writes these by default), and orbax.checkpoint is not "
+            "installed.\nInstall it to restore the checkpoint: pip install "
+            "orbax-checkpoint."
+        ) from None
+    return ocp.Checkpointer(ocp.PyTreeCheckpointHandler())
 
 
 def _orbax_restore_kwargs(checkpointer: Any, target: Any, transforms: Any) -> dict:

@@ -142,12 +142,61 @@ def test_plain_checkpoints_stay_readable_by_plain_msgpack(tmp_path):
     assert_tree_allclose(restored, TREE)
 
 
-def test_restore_with_an_extra_or_missing_key_is_an_error(tmp_path):
+def test_restore_with_a_missing_key_is_an_error_an_extra_one_strict_only(tmp_path):
+    import lens
+
     checkpoints.save_checkpoint(tmp_path, TREE, 1)
-    with pytest.raises(errors.SerializationError, match="state dict contains keys"):
-        checkpoints.restore_checkpoint(tmp_path, {"w": TREE["w"]})
     with pytest.raises(errors.SerializationError, match="target dict contains keys"):
         checkpoints.restore_checkpoint(tmp_path, {**TREE, "new": jnp.zeros(1)})
+    # a part of what was saved, as in Flax (its Orbax restore gives that part)
+    got = checkpoints.restore_checkpoint(tmp_path, {"w": jnp.zeros(3)})
+    assert list(got) == ["w"] and got["w"].tolist() == [0.0, 1.0, 2.0]
+    with (
+        lens.strict(),
+        pytest.raises(errors.SerializationError, match="state dict contains keys"),
+    ):
+        checkpoints.restore_checkpoint(tmp_path, {"w": TREE["w"]})
+
+
+def test_restores_the_orbax_checkpoints_flax_writes_by_default(tmp_path):
+    """Flax's save_checkpoint writes an Orbax directory (its default backend);
+    lens's restore reads it as Flax's does: the latest step, a given step, the
+    directory itself, with and without a target."""
+    fck = pytest.importorskip("flax.training.checkpoints")
+    saved = {"w": jnp.arange(3.0), "n": {"c": jnp.ones(2, jnp.int32)}}
+    for step in (1, 2):
+        fck.save_checkpoint(
+            tmp_path, jax.tree.map(lambda x, s=step: x * s, saved), step, keep=2
+        )
+    assert os.path.isdir(tmp_path / "checkpoint_2")
+    target = jax.tree.map(jnp.zeros_like, saved)
+    for args in (
+        (tmp_path, None),
+        (tmp_path, target),
+        (tmp_path / "checkpoint_1", None),
+    ):
+        theirs = fck.restore_checkpoint(*args)
+        ours = checkpoints.restore_checkpoint(*args)
+        assert jax.tree.structure(ours) == jax.tree.structure(theirs)
+        assert_tree_allclose(ours, theirs)
+        assert [type(x) for x in jax.tree.leaves(ours)] == [
+            type(x) for x in jax.tree.leaves(theirs)
+        ]
+    got = checkpoints.restore_checkpoint(tmp_path, target, step=1)
+    assert_tree_allclose(got, saved)
+    assert_tree_allclose(
+        checkpoints.restore_checkpoint(tmp_path, None)["w"], saved["w"] * 2
+    )
+
+
+def test_an_orbax_checkpoint_without_orbax_says_what_to_install(tmp_path, monkeypatch):
+    import sys
+
+    (tmp_path / "checkpoint_3").mkdir()
+    (tmp_path / "checkpoint_3" / "_METADATA").write_text("{}")
+    monkeypatch.setitem(sys.modules, "orbax.checkpoint", None)  # import fails
+    with pytest.raises(ImportError, match="pip install orbax-checkpoint"):
+        checkpoints.restore_checkpoint(tmp_path, None)
 
 
 def test_restore_gives_jax_arrays_as_flaxs_default_orbax_restore_does(tmp_path):
