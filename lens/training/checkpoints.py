@@ -7,7 +7,8 @@ by either library), through a temporary file and a rename, and keeps the last
 into a ``target`` of the same structure (or returns the state dict).
 
 Given an ``orbax_checkpointer`` (``orbax.checkpoint``, not a lens dependency)
-both hand the work to it. For new code prefer Orbax's ``CheckpointManager``.
+both hand the work to it; :func:`restore_checkpoint` also reads the Orbax
+checkpoint directories Flax's ``save_checkpoint`` writes by default. For new code prefer Orbax's ``CheckpointManager``.
 
 Example:
     >>> import tempfile, jax.numpy as jnp
@@ -452,7 +453,9 @@ def restore_checkpoint(
 ) -> Any:
     """Restores the latest (or ``step``'s) checkpoint of ``ckpt_dir`` into ``target``.
 
-    ``ckpt_dir`` may also be a checkpoint file. With ``target=None`` the state
+    ``ckpt_dir`` may also be a checkpoint file, or one Orbax checkpoint
+    directory; a step that Flax saved with Orbax (its default) is restored
+    through orbax.checkpoint, as Flax does. With ``target=None`` the state
     dict is returned. Without any checkpoint, ``target`` is returned unchanged.
     Leaves come back as Flax's default (Orbax) restore gives them: JAX arrays with
     no ``target`` and where ``target`` has a JAX array (on its sharding), NumPy
