@@ -886,6 +886,7 @@ def nnx_api_mistakes() -> dict[str, Callable[[Any], Any]]:
         "graphdef of a number": lambda nnx: nnx.graphdef(3),
         "state of a number": lambda nnx: nnx.state(3),
         **_nnx_object_mistakes(x),
+        **_nnx_more_mistakes(x),
     }
 
 
@@ -968,6 +969,169 @@ def _nnx_object_mistakes(x: Any) -> dict[str, Callable[[Any], Any]]:
         "Sequential of None": lambda nnx: nnx.Sequential(None)(x),
         "bridge ToNNX of a number": lambda nnx: nnx.bridge.ToNNX(3, rngs=nnx.Rngs(0)),
         "pure of a module": lambda nnx: nnx.pure(lin(nnx)),
+    }
+
+
+def _nnx_more_mistakes(x: Any) -> dict[str, Callable[[Any], Any]]:
+    """Mistakes with nnx's less used transforms (custom_vjp, loops, StateAxes,
+    split_rngs), the Optimizer, attention/LoRA/Embed layers, metrics and graph
+    helpers."""
+    import optax
+
+    def lin(nnx: Any) -> Any:
+        return nnx.Linear(3, 4, rngs=nnx.Rngs(0))
+
+    def cvjp(nnx: Any, fwd: Any, bwd: Any) -> Any:
+        f = nnx.custom_vjp(lambda x: x * 2)
+        f.defvjp(fwd, bwd)
+        return nnx.grad(lambda x: f(x).sum())(x)
+
+    def opt(nnx: Any) -> Any:
+        return nnx.Optimizer(lin(nnx), optax.sgd(0.1), wrt=nnx.Param)
+
+    def mha(nnx: Any, decode: bool) -> Any:
+        return nnx.MultiHeadAttention(2, 4, decode=decode, rngs=nnx.Rngs(0))
+
+    def add_in_loop(nnx: Any) -> Any:
+        def body(i: Any, m: Any) -> Any:
+            m.extra = nnx.Param(jnp.ones(2))
+            return m
+
+        return nnx.fori_loop(0, 2, body, lin(nnx))
+
+    def grads_of_another_shape(nnx: Any) -> Any:
+        m = lin(nnx)
+        other = nnx.state(nnx.Linear(3, 5, rngs=nnx.Rngs(0)), nnx.Param)
+        return nnx.Optimizer(m, optax.sgd(0.1), wrt=nnx.Param).update(m, other)
+
+    carry = lambda nnx: (nnx.Carry, 0)  # noqa: E731
+    return {
+        "custom_vjp fwd not a pair": lambda nnx: cvjp(
+            nnx, lambda x: x, lambda r, g: (g,)
+        ),
+        "custom_vjp bwd too many": lambda nnx: cvjp(
+            nnx, lambda x: (x * 2, None), lambda r, g: (g, g)
+        ),
+        "custom_vjp bwd not a tuple": lambda nnx: cvjp(
+            nnx, lambda x: (x * 2, None), lambda r, g: g
+        ),
+        "custom_vjp without defvjp": lambda nnx: nnx.custom_vjp(lambda x: x)(x),
+        "Optimizer without wrt": lambda nnx: nnx.Optimizer(lin(nnx), optax.sgd(0.1)),
+        "Optimizer update grads only": lambda nnx: opt(nnx).update(
+            nnx.state(lin(nnx), nnx.Param)
+        ),
+        "Optimizer tx a number": lambda nnx: nnx.Optimizer(lin(nnx), 3, wrt=nnx.Param),
+        "Optimizer update grads of another shape": grads_of_another_shape,
+        "jit donate_argnums past": lambda nnx: nnx.jit(lambda x: x, donate_argnums=3)(
+            x
+        ),
+        "jit in_shardings too long": lambda nnx: nnx.jit(
+            lambda x: x, in_shardings=(None, None)
+        )(x),
+        "jit static_argnames missing": lambda nnx: nnx.jit(
+            lambda x: x, static_argnames="y"
+        )(x),
+        "vmap StateAxes of a number": lambda nnx: nnx.vmap(
+            lambda m, x: m(x), in_axes=(nnx.StateAxes({3: 0}), 0)
+        )(lin(nnx), x),
+        "StateAxes not a mapping": lambda nnx: nnx.StateAxes(3),
+        "scan length disagrees": lambda nnx: nnx.scan(
+            lambda c, x: (c, x), in_axes=carry(nnx), length=7
+        )(jnp.ones(()), x),
+        "scan in_axes too long": lambda nnx: nnx.scan(
+            lambda c, x: (c, x), in_axes=(nnx.Carry, 0, 0)
+        )(jnp.ones(()), x),
+        "scan two Carry": lambda nnx: nnx.scan(
+            lambda c, x: (c, x), in_axes=(nnx.Carry, nnx.Carry)
+        )(jnp.ones(()), x),
+        "scan carry changes structure": lambda nnx: nnx.scan(
+            lambda c, x: ((c, c), x), in_axes=carry(nnx), out_axes=carry(nnx)
+        )(jnp.ones(()), x),
+        "while_loop changing structure": lambda nnx: nnx.while_loop(
+            lambda c: False, lambda c: (c, c), x
+        ),
+        "fori_loop changing structure": lambda nnx: nnx.fori_loop(
+            0, 2, lambda i, c: (c, c), x
+        ),
+        "fori_loop adding a Variable": add_in_loop,
+        "cond branches of two structures": lambda nnx: nnx.cond(
+            True, lambda x: x, lambda x: (x, x), x
+        ),
+        "remat policy a number": lambda nnx: nnx.remat(lambda x: x.sum(), policy=3)(x),
+        "eval_shape returning an object": lambda nnx: nnx.eval_shape(lambda: object()),
+        "Rngs fork split negative": lambda nnx: nnx.Rngs(0).fork(split=-1),
+        "Rngs missing stream no default": lambda nnx: nnx.Rngs(params=0).dropout(),
+        "Rngs index a number": lambda nnx: nnx.Rngs(params=0)[3],
+        "split_rngs splits zero": lambda nnx: nnx.split_rngs(splits=0)(lambda r: r)(
+            nnx.Rngs(0)
+        ),
+        "MHA init_cache without decode": lambda nnx: mha(nnx, False).init_cache(
+            (2, 3, 4)
+        ),
+        "MHA decode without cache": lambda nnx: mha(nnx, True)(jnp.ones((2, 3, 4))),
+        "MHA of another width": lambda nnx: mha(nnx, False)(jnp.ones((2, 3, 5))),
+        "LoRA of a wrong input": lambda nnx: nnx.LoRA(3, 2, 4, rngs=nnx.Rngs(0))(
+            jnp.ones((2, 5))
+        ),
+        "LoRALinear of a wrong input": lambda nnx: nnx.LoRALinear(
+            3, 4, lora_rank=2, rngs=nnx.Rngs(0)
+        )(jnp.ones((2, 5))),
+        "Embed attend of another width": lambda nnx: nnx.Embed(
+            5, 3, rngs=nnx.Rngs(0)
+        ).attend(jnp.ones((2, 4))),
+        "Embed of floats": lambda nnx: nnx.Embed(5, 3, rngs=nnx.Rngs(0))(jnp.ones(2)),
+        "Accuracy of a wrong rank": lambda nnx: nnx.metrics.Accuracy().update(
+            logits=jnp.ones(3), labels=jnp.ones(3, jnp.int32)
+        ),
+        "Accuracy of float labels": lambda nnx: nnx.metrics.Accuracy().update(
+            logits=jnp.ones((3, 2)), labels=jnp.ones(3)
+        ),
+        "Welford update without values": lambda nnx: nnx.metrics.Welford().update(),
+        "Average of a missing argname": lambda nnx: nnx.metrics.Average("loss").update(
+            values=jnp.ones(2)
+        ),
+        "MultiMetric compute before update": lambda nnx: nnx.MultiMetric(
+            a=nnx.metrics.Average()
+        ).compute(),
+        "sow reduce not callable": lambda nnx: [
+            (m := lin(nnx)).sow(nnx.Intermediate, "y", 1, reduce_fn=3),
+            m.sow(nnx.Intermediate, "y", 2, reduce_fn=3),
+        ],
+        "sow type not a Variable": lambda nnx: lin(nnx).sow(int, "y", 1),
+        "call of a graphdef alone": lambda nnx: nnx.call(nnx.graphdef(lin(nnx))),
+        "cached_partial of a number": lambda nnx: nnx.cached_partial(3, lin(nnx)),
+        "cached_partial of a number called": lambda nnx: nnx.cached_partial(
+            3, lin(nnx)
+        )(x),
+        "get_named_sharding without mesh": lambda nnx: nnx.get_named_sharding(
+            nnx.state(lin(nnx)), None
+        ),
+        "with_partitioning without a mesh": lambda nnx: nnx.Linear(
+            3,
+            4,
+            kernel_init=nnx.with_partitioning(nnx.initializers.ones, ("a", "b")),
+            rngs=nnx.Rngs(0),
+        ),
+        "Variable replace of two values": lambda nnx: nnx.Param(jnp.ones(2)).replace(
+            3, 4
+        ),
+        "Sequential call with two args": lambda nnx: nnx.Sequential(lin(nnx))(x, x),
+        "Dict of a number key": lambda nnx: nnx.Dict({1: 2}),
+        "List setitem past": lambda nnx: nnx.List([1]).__setitem__(3, 2),
+        "fori_loop of float bounds": lambda nnx: nnx.fori_loop(
+            0.0, 3.0, lambda i, c: c, x
+        ),
+        "switch index out of range": lambda nnx: nnx.switch(5, [lambda x: x], x),
+        "pmap of a module not stacked": lambda nnx: nnx.pmap(
+            lambda m, x: m(x), in_axes=(0, 0)
+        )(lin(nnx), x),
+        "shard_map without mesh": lambda nnx: nnx.shard_map(
+            lambda x: x, mesh=None, in_specs=None, out_specs=None
+        )(x),
+        "grad of a missing attribute": lambda nnx: nnx.grad(lambda m: m.nope)(lin(nnx)),
+        "bridge to_linen without arguments": lambda nnx: nnx.bridge.to_linen(
+            nnx.Linear
+        ).init(jax.random.key(0), x),
     }
 
 
@@ -1108,6 +1272,7 @@ def linen_api_mistakes() -> dict[str, Callable[[Any], Any]]:
             ("a", "b"), rules=(("a", "x"), ("a", "y"))
         ),
         **_linen_module_mistakes(key, x),
+        **_linen_more_mistakes(key, x),
     }
 
 
@@ -1255,6 +1420,123 @@ def _linen_module_mistakes(key: Any, x: Any) -> dict[str, Callable[[Any], Any]]:
     }
 
 
+def _linen_more_mistakes(key: Any, x: Any) -> dict[str, Callable[[Any], Any]]:
+    """Mistakes with Linen's less used lifted transforms (loops, cond, jvp,
+    custom_vjp, map_variables), recurrent and attention layers, and scope
+    methods called with the wrong kind of argument."""
+
+    def init(nn: Any, body: Any) -> Any:
+        class Mod(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                return body(self, nn, x)
+
+        return Mod().init(key, x)
+
+    def cvjp(nn: Any) -> Any:
+        def body(s: Any, nn: Any, x: Any) -> Any:
+            f = nn.custom_vjp(
+                lambda m, x: x * 2,
+                forward_fn=lambda m, x: (x * 2, None),
+                backward_fn=lambda m, r, g: ({}, g, g),
+            )
+            return jax.grad(lambda x: f(s, x).sum())(x)
+
+        return init(nn, body)
+
+    def mha_decode_without_cache(nn: Any) -> Any:
+        q = jnp.ones((2, 3, 4))
+        params = nn.MultiHeadDotProductAttention(2).init(key, q)["params"]
+        return nn.MultiHeadDotProductAttention(2, decode=True).apply(
+            {"params": params}, q
+        )
+
+    return {
+        "map_variables trans_in a number": lambda nn: init(
+            nn,
+            lambda s, nn, x: nn.map_variables(
+                nn.Dense, "params", trans_in_fn=3, init=True
+            )(3)(x),
+        ),
+        "while_loop changing the carry": lambda nn: init(
+            nn,
+            lambda s, nn, x: nn.while_loop(
+                lambda m, c: False, lambda m, c: (c, c), s, x
+            ),
+        ),
+        "switch index a float": lambda nn: init(
+            nn,
+            lambda s, nn, x: nn.switch(1.5, [lambda m, x: x, lambda m, x: x], s, x),
+        ),
+        "cond branches of two structures": lambda nn: init(
+            nn,
+            lambda s, nn, x: nn.cond(True, lambda m, x: x, lambda m, x: (x, x), s, x),
+        ),
+        "jvp without variable tangents": lambda nn: init(
+            nn,
+            lambda s, nn, x: nn.jvp(
+                lambda m, x: nn.Dense(3)(x), s, (x,), (jnp.ones(2),)
+            ),
+        ),
+        "custom_vjp bwd too many": cvjp,
+        "share_scope of unbound": lambda nn: nn.share_scope(nn.Dense(3), nn.Dense(3)),
+        "Sequential layers returning a tuple": lambda nn: nn.Sequential(
+            [lambda x: (x, x), lambda x: x.sum()]
+        ).init(key, x),
+        "BatchNorm use_running_average unset": lambda nn: nn.BatchNorm().init(key, x),
+        "Dropout deterministic unset": lambda nn: nn.Dropout(0.5).init(key, x),
+        "Embed attend of another width": lambda nn: nn.Embed(5, 3).init(
+            key, jnp.ones((2, 4)), method="attend"
+        ),
+        "MHA decode without cache": mha_decode_without_cache,
+        "GRUCell carry of another width": lambda nn: nn.GRUCell(4).init(
+            key, jnp.ones((2, 5)), x
+        ),
+        "Bidirectional of a number": lambda nn: nn.Bidirectional(3, 3).init(
+            key, jnp.ones((2, 3, 3))
+        ),
+        "scan unroll zero without length": lambda nn: init(
+            nn,
+            lambda s, nn, x: nn.scan(
+                nn.Dense,
+                variable_broadcast="params",
+                split_rngs={"params": False},
+                unroll=0,
+            )(3)(x),
+        ),
+        "vmap in_axes a string": lambda nn: init(
+            nn,
+            lambda s, nn, x: nn.vmap(
+                nn.Dense,
+                variable_axes={"params": 0},
+                split_rngs={"params": True},
+                in_axes="a",
+            )(3)(x),
+        ),
+        "jit of an unhashable field": lambda nn: nn.jit(nn.Dense)(features=[3]).init(
+            key, x
+        ),
+        "tabulate console_kwargs a number": lambda nn: nn.tabulate(
+            nn.Dense(3), key, console_kwargs=3
+        )(x),
+        "apply with rngs of a list": lambda nn: nn.Dropout(
+            0.5, deterministic=False
+        ).apply({}, x, rngs=[key]),
+        "init rngs a dict of a number": lambda nn: nn.Dense(3).init({"params": 3}, x),
+        "variable init a number": lambda nn: init(
+            nn, lambda s, nn, x: s.variable("c", "a", 3)
+        ),
+        "nowrap of a number": lambda nn: nn.nowrap(3),
+        "with_partitioning of a number": lambda nn: nn.with_partitioning(3, ("a",))(
+            key, (2,)
+        ),
+        "Partitioned names not in the mesh": lambda nn: nn.get_sharding(
+            nn.Partitioned(jnp.ones(2), ("a", "b")),
+            jax.sharding.Mesh(jax.devices()[:1], ("a",)),
+        ),
+    }
+
+
 def top_mistakes() -> dict[str, Callable[[Any], Any]]:
     """Mistakes with the top-level modules (serialization, struct,
     traverse_util, training, core, partitioning, the bridge); each takes a
@@ -1274,6 +1556,18 @@ def top_mistakes() -> dict[str, Callable[[Any], Any]]:
             b: int = t.struct.field(pytree_node=False, default=1)
 
         return Point
+
+    saved: list[str] = []
+
+    def saved_at(t: Any) -> str:
+        """A directory holding Flax's default checkpoint of ``{"a": ...}`` at
+        step 0, the same for both libraries' runs (their messages name it)."""
+        if not saved:
+            import flax.training.checkpoints as flax_checkpoints
+
+            saved.append(tempfile.mkdtemp())
+            flax_checkpoints.save_checkpoint(saved[0], {"a": jnp.ones(2)}, 0)
+        return saved[0]
 
     bridge = lambda t: t.nnx.bridge  # noqa: E731
     return {
@@ -1340,6 +1634,49 @@ def top_mistakes() -> dict[str, Callable[[Any], Any]]:
         "meta.unbox a number": lambda t: t.core.meta.unbox(3),
         "from_bytes of garbage": lambda t: t.ser.from_bytes({"a": 1}, b"garbage"),
         "msgpack_restore of garbage": lambda t: t.ser.msgpack_restore(b"\xc1"),
+        "TrainState apply_gradients of other shapes": lambda t: state(
+            t
+        ).apply_gradients(grads={"kernel": jnp.ones((3, 4)), "bias": jnp.ones(3)}),
+        "TrainState of a number for params": lambda t: t.ts.TrainState.create(
+            apply_fn=None, params=3, tx=optax.adam(0.1)
+        ),
+        "TrainState tx a number": lambda t: t.ts.TrainState.create(
+            apply_fn=None, params={}, tx=3
+        ),
+        "restore_checkpoint into another structure": lambda t: t.ck.restore_checkpoint(
+            saved_at(t), {"b": jnp.ones(2)}
+        ),
+        "restore_checkpoint of a missing step": lambda t: t.ck.restore_checkpoint(
+            saved_at(t), None, step=5
+        ),
+        "save_checkpoint twice at one step": lambda t: [
+            t.ck.save_checkpoint(d := tempfile.mkdtemp(), {"a": 1}, 0),
+            t.ck.save_checkpoint(d, {"a": 1}, 0),
+        ],
+        "from_state_dict of an extra key": lambda t: t.ser.from_state_dict(
+            {"a": 1}, {"a": 1, "b": 2}
+        ),
+        "from_state_dict of a struct missing a field": lambda t: t.ser.from_state_dict(
+            state(t), {}
+        ),
+        "register_serialization_state twice": lambda t: (
+            t.ser.register_serialization_state(dict, lambda x: x, lambda x, s: s)
+        ),
+        "struct.dataclass of a number": lambda t: t.struct.dataclass(3),
+        "unflatten_dict of a key and its prefix": lambda t: t.tu.unflatten_dict(
+            {("a",): 1, ("a", "b"): 2}
+        ),
+        "flatten_dict sep with number keys": lambda t: t.tu.flatten_dict(
+            {1: {2: 3}}, sep="/"
+        ),
+        "FrozenDict of a list": lambda t: t.core.FrozenDict([1, 2]),
+        "FrozenDict copy of a number": lambda t: t.core.FrozenDict({"a": 1}).copy(3),
+        "core.pop of a missing key": lambda t: t.core.pop({"a": 1}, "b"),
+        "core.init of a number": lambda t: t.core.init(3)(key),
+        "core.apply of a number": lambda t: t.core.apply(lambda s, x: x)(3, x),
+        "Scope param twice": lambda t: t.core.init(
+            lambda s: (s.param("a", lambda k: 1), s.param("a", lambda k: 1))
+        )(key),
         "flatten_dict of a list": lambda t: t.tu.flatten_dict([1, 2]),
         "path_aware_map of a list": lambda t: t.tu.path_aware_map(lambda p, x: x, [1]),
     }
@@ -1392,6 +1729,11 @@ KNOWN_API = {
     "flax means and a ValueError as it raises",
     "grad DiffState of a number": "the same filter error as 'state with a number "
     "filter'",
+    "vmap StateAxes of a number": "the same filter error as 'state with a number "
+    "filter'",
+    "cached_partial of a number called": "flax's call fails in its own "
+    "bookkeeping (a ValueError: 'GRAPH_CONTEXT.tmp_static_cache should be None'); "
+    "lens calls the number, Python's TypeError",
     "apply a list": "lens raises ApplyScopeInvalidVariablesTypeError, flax's class "
     "for variables that are no dict, where flax fails reading list.items",
     "Dense of too many arguments": "Python's message names lens's __init__ "

@@ -554,3 +554,41 @@ class GraphStructureError(LensError, ValueError):
     Transforms carry values across, not structure: create submodules and variables
     before the transform (e.g. in ``__init__``), and only update their values in it.
     """
+
+
+class GradientShapeError(LensError, TypeError, ValueError):
+    """``Optimizer.update`` was given a gradient whose shape is not its
+    Variable's.
+
+    Wrong::
+
+        grads = nnx.grad(loss)(nnx.Linear(3, 5, rngs=rngs))  # another model
+        optimizer.update(model, grads)                       # model: Linear(3, 4)
+
+    Right: take the gradients of the model being updated, with the optimizer's
+    filter: ``nnx.grad(loss, argnums=nnx.DiffState(0, wrt))(model)``. Flax fails
+    inside optax's arithmetic with JAX's ``TypeError`` (incompatible shapes for
+    broadcasting) and no path; this error names the path first, and is a
+    ``TypeError`` as flax's is (and a ``ValueError``, as lens's was).
+    """
+
+
+class LoopCarryStructureError(GraphStructureError, TypeError):
+    """The body of ``nnx.scan``, ``nnx.fori_loop`` or ``nnx.while_loop`` returned
+    a carry of another structure than it was given: another pytree, or an object
+    that gained or lost a submodule or Variable.
+
+    Wrong::
+
+        nnx.while_loop(lambda c: c.sum() < 9, lambda c: (c, c), x)
+
+        def body(i, model):
+            model.extra = nnx.Param(jnp.zeros(3))  # created inside the loop
+            return model
+
+    Right: return the carry in the form it came in (``lambda c: c * 2``), and
+    create submodules and Variables before the loop, only updating their values
+    in it. JAX raises ``TypeError`` for a loop carry that changes structure (and
+    flax.nnx a ``ValueError`` for a scan carry); this error is both classes, so
+    code written against either catches it.
+    """

@@ -85,8 +85,5 @@ class TrainState(struct.PyTreeNode):
 
 
 def _has_overwrite(tree: Any) -> bool:
-    return (
-        not isinstance(tree, jax.Array)
-        and hasattr(tree, "__contains__")
-        and (OVERWRITE_WITH_GRADIENT in tree)
-    )
+    # as Flax: a tree that is a number fails here (TypeError, not iterable)
+    return not isinstance(tree, jax.Array) and OVERWRITE_WITH_GRADIENT in tree

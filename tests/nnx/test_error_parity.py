@@ -298,8 +298,8 @@ def test_a_stream_name_that_is_no_string_falls_back_to_default_as_in_flax():
         )
     drop = lnnx.Dropout(0.5, rng_collection=0, rngs=lnnx.Rngs(0))
     assert drop(jnp.ones((4, 4))).shape == (4, 4)
-    with pytest.raises(KeyError, match="No RngStream named 0 found in Rngs"):
-        lnnx.Rngs(params=0)[0]
+    with pytest.raises(KeyError, match="No RngStream named '0' found in Rngs"):
+        lnnx.Rngs(params=0)[0]  # flax's words: the name in quotes, whatever it is
 
 
 def test_mistake_fuzzer_finds_no_unexplained_difference_in_a_sample(capsys):
@@ -317,3 +317,48 @@ def test_transform_and_module_mistakes_raise_as_in_flax(capsys):
     from parity.differential import run_api_mistakes
 
     assert run_api_mistakes("nnx") == 0, capsys.readouterr().out
+
+
+def test_a_loop_carry_of_another_structure_is_jaxs_typeerror_and_flaxs_valueerror():
+    from lens import errors
+
+    x = jnp.ones((5, 3))
+    for lib in (lnnx, fnnx):  # flax: TypeError for while/fori, ValueError for scan
+        with pytest.raises(TypeError):
+            lib.while_loop(lambda c: False, lambda c: (c, c), x)
+    with pytest.raises(errors.LoopCarryStructureError) as info:
+        lnnx.fori_loop(0, 2, lambda i, c: (c, c), x)
+    assert isinstance(info.value, TypeError | errors.GraphStructureError)
+    scan = lnnx.scan(
+        lambda c, x: ((c, c), x),
+        in_axes=(lnnx.Carry, 0),
+        out_axes=(lnnx.Carry, 0),
+    )
+    with pytest.raises(ValueError, match="^Carry references must be the same"):
+        scan(jnp.ones(()), x)
+
+
+def test_optimizer_gradients_of_another_shape_name_the_path_as_a_typeerror():
+    import optax
+
+    from lens import errors
+
+    model = lnnx.Linear(3, 4, rngs=lnnx.Rngs(0))
+    opt = lnnx.Optimizer(model, optax.sgd(0.1), wrt=lnnx.Param)
+    grads = lnnx.state(lnnx.Linear(3, 5, rngs=lnnx.Rngs(0)), lnnx.Param)
+    before = np.asarray(model.kernel.value)
+    with pytest.raises(errors.GradientShapeError, match=r"\['bias'\] has shape"):
+        opt.update(model, grads)
+    assert issubclass(errors.GradientShapeError, TypeError | ValueError)
+    np.testing.assert_array_equal(model.kernel.value, before)  # nothing written
+
+
+def test_split_rngs_of_zero_splits_gives_empty_keys_as_flax():
+    got = lnnx.split_rngs(splits=0)(lambda r: r.params.key.shape)(lnnx.Rngs(0))
+    assert (
+        got
+        == fnnx.split_rngs(splits=0)(lambda r: r.params.key.shape)(fnnx.Rngs(0))
+        == (0,)
+    )
+    with pytest.raises(ValueError, match="splits must be an int >= 0, got -1"):
+        lnnx.split_rngs(splits=-1)(lambda r: r)(lnnx.Rngs(0))

@@ -572,6 +572,8 @@ def cached_partial(
     nodes = [x for x in leaves if is_graph_node(x)]
     copies = iter(clone(nodes, variables=False)) if nodes else iter(())
     bound = treedef.unflatten([next(copies) if is_graph_node(x) else x for x in leaves])
+    if not callable(f):  # flax's fails when called, as calling ``f`` does
+        return lambda *args, **kwargs: f(*bound, *args, **kwargs)
     return functools.partial(f, *bound)
 
 

@@ -223,7 +223,7 @@ class Rngs(Pytree, _Sampling):
             return d["default"]
         names = [k for k, v in d.items() if isinstance(v, RngStream)]
         raise error(
-            f"No RngStream named {name!r} found in Rngs. There is no 'default' "
+            f"No RngStream named '{name}' found in Rngs. There is no 'default' "
             f"stream to fall back on either (streams: {names}).\nAdd it: "
             f"Rngs({name}=0, ...), or give a default seed: Rngs(0, ...)."
         )
@@ -337,8 +337,11 @@ def split_rngs(
     in_place = _in_place(graph, graph_updates)
     if isinstance(splits, tuple) and not in_place:
         pass  # several axes: the simple mode returns keys of shape splits
-    elif not isinstance(splits, int) or splits < 1:
-        raise ValueError(f"split_rngs: splits must be a positive int, got {splits!r}.")
+    elif not isinstance(splits, int) or splits < 0:
+        raise ValueError(
+            f"split_rngs: splits must be an int >= 0, got {splits!r}.\nGive the "
+            "size of the axis the keys are split for (vmap's axis_size, scan's length)."
+        )
     if squeeze and splits != 1:
         raise ValueError("squeeze=True is only supported for splits=1")
     if node is not None and not callable(node) or isinstance(node, Pytree):

@@ -51,8 +51,11 @@ def loop_values(
     w = Walker(transform=name)
     after, entries = split_args((value,), (None,), w, static)
     if after != skel:
-        raise errors.GraphStructureError(
-            f"nnx.{name}: the loop body must return a value with the structure of "
+        # flax.nnx's scan says this first; its other loops raise JAX's TypeError
+        flax_first = "Carry references must be the same between iterations. "
+        raise errors.LoopCarryStructureError(
+            (flax_first if name == "scan" else "")
+            + f"nnx.{name}: the loop body must return a value with the structure of "
             "its input (the same pytree, the same objects' variables, the same "
             "statics).\nReturn the updated carry in the input's form; create "
             "submodules and variables before the loop."

@@ -231,7 +231,7 @@ def _check_grads(values: Any, gvalues: Any, wrt: Any) -> None:
     paths = jax.tree_util.tree_flatten_with_path(values)[0]
     for (path, p), g in zip(paths, jax.tree.leaves(gvalues)):
         if np.shape(g) != np.shape(p):
-            raise ValueError(
+            raise errors.GradientShapeError(
                 f"Optimizer.update: the gradient of {jax.tree_util.keystr(path)} has "
                 f"shape {np.shape(g)}, the variable {np.shape(p)}; {fix}."
             )
