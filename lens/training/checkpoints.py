@@ -8,7 +8,8 @@ into a ``target`` of the same structure (or returns the state dict).
 
 Given an ``orbax_checkpointer`` (``orbax.checkpoint``, not a lens dependency)
 both hand the work to it; :func:`restore_checkpoint` also reads the Orbax
-checkpoint directories Flax's ``save_checkpoint`` writes by default. For new code prefer Orbax's ``CheckpointManager``.
+checkpoint directories Flax's ``save_checkpoint`` writes by default. For new
+code prefer Orbax's ``CheckpointManager``.
 
 Example:
     >>> import tempfile, jax.numpy as jnp
