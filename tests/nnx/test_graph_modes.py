@@ -175,6 +175,29 @@ def test_rngs_with_a_string_seed_is_a_value_error(nnx):
     assert lnnx.Rngs(0).params().shape == ()
 
 
+@BOTH
+def test_rngs_wraps_an_old_style_uint32_key(nnx):
+    # jax.random.PRNGKey(0) (uint32[2]) is what Linen code and older examples
+    # pass; the stream holds the typed key and draws from it, eagerly, under
+    # eval_shape and as a batch of keys
+    raw = jax.random.PRNGKey(7)
+    typed = jax.random.wrap_key_data(raw)
+    stream = nnx.Rngs(params=raw).params
+    assert jnp.issubdtype(stream.key[...].dtype, jax.dtypes.prng_key)
+    assert stream.count[...].shape == ()
+    first = jax.random.key_data(stream())
+    np.testing.assert_array_equal(
+        first, jax.random.key_data(jax.random.fold_in(typed, 0))
+    )
+    linear = nnx.Linear(3, 4, rngs=nnx.Rngs(params=raw))
+    same = nnx.Linear(3, 4, rngs=nnx.Rngs(params=typed))
+    np.testing.assert_array_equal(linear.kernel[...], same.kernel[...])
+    abstract = nnx.eval_shape(lambda: nnx.Linear(3, 4, rngs=nnx.Rngs(params=raw)))
+    assert abstract.kernel.shape == (3, 4)
+    batch = nnx.Rngs(params=jax.random.split(raw, 3)).params
+    assert batch.key[...].shape == (3,) and batch.count[...].shape == (3,)
+
+
 def test_rngs_error_is_lens_invalid_rng_error():
     with pytest.raises(errors.InvalidRngError, match="nnx.Rngs"):
         lnnx.Rngs(dropout=1.5)

@@ -24,7 +24,6 @@ from jax.core import Tracer
 from lens import errors
 from lens._facades import show_at_flax_paths
 from lens._hot_jit import hot_jit
-from lens.core import is_key
 from lens.nnx._graph.mode import set_graph_mode, set_graph_updates
 from lens.nnx._graph.ops import iter_graph, recursive_map
 from lens.nnx._objects.object import Pytree
@@ -88,9 +87,13 @@ for _name in _INITIALIZERS:
 
 
 def _seed_to_key(seed: Any, tag: str) -> jax.Array:
-    """``jax.random.key(seed)`` for an integer seed (or an old-style uint32
-    key); anything else is flax's ValueError, with the fix."""
+    """A typed key from what a stream is given: a typed key as it is, an
+    old-style ``uint32[..., 2]`` key (``jax.random.PRNGKey(0)``, or a batch of
+    them) wrapped as flax.nnx wraps it, ``jax.random.key(seed)`` for an integer
+    seed; anything else is flax's ValueError, with the fix."""
     dtype = getattr(seed, "dtype", None)
+    if dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key):
+        return seed
     if isinstance(seed, bool) or not (
         isinstance(seed, int)
         or (dtype is not None and jnp.issubdtype(dtype, jnp.integer))
@@ -100,7 +103,7 @@ def _seed_to_key(seed: Any, tag: str) -> jax.Array:
             f"jax.dtypes.prng_key sub-dtype\nThe {tag!r} stream needs an integer "
             f"seed or a key: nnx.Rngs({tag}=0) or nnx.Rngs({tag}=jax.random.key(0))."
         )
-    if dtype is not None and getattr(seed, "shape", ()) == (2,):
+    if dtype == jnp.uint32 and getattr(seed, "shape", ())[-1:] == (2,):
         return jax.random.wrap_key_data(jnp.asarray(seed))
     return jax.random.key(seed)
 
@@ -145,8 +148,7 @@ class RngStream(Pytree, _Sampling):
     """One named stream: ``stream()`` returns a new key."""
 
     def __init__(self, key: Any, *, tag: str):
-        if not is_key(key):
-            key = _seed_to_key(key, tag)
+        key = _seed_to_key(key, tag)
         self.tag = tag
         self.key = RngKey(key, tag=tag)
         # one counter per key: a split stream (keys of shape (n,)) maps under vmap
