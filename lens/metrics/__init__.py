@@ -1,8 +1,9 @@
 """Metric writers (``lens.metrics``, like ``flax.metrics``).
 
-Flax's one module here, ``flax.metrics.tensorboard``, is a TensorBoard
-``SummaryWriter`` built on TensorFlow, which lens does not depend on; lens leaves
-it out (parity/surface_exclusions.toml). Write summaries with ``tensorboardX``,
-``clu.metric_writers`` or ``torch.utils.tensorboard`` instead; for metrics
-computed during training see :mod:`lens.nnx.training.metrics`.
+:mod:`lens.metrics.tensorboard` is Flax's ``flax.metrics.tensorboard``: a
+TensorBoard ``SummaryWriter`` built on TensorFlow, which it needs (lens itself
+does not depend on TensorFlow; the module says what to install when it is
+missing). Without TensorFlow, ``clu.metric_writers`` or ``tensorboardX`` write
+the same files; for metrics computed during training see
+:mod:`lens.nnx.training.metrics`.
 """
