@@ -110,7 +110,11 @@ FACADES: dict[str, dict[str, str] | str] = {
     },
     "lens.nn.linear": {
         "lens._kernels.dtypes": "promote_dtype",
-        "lens._kernels.linear": "Array canonicalize_padding",
+        "lens._kernels.linear": (
+            "Array canonicalize_padding _canonicalize_tuple=canonicalize_tuple "
+            "_conv_dimension_numbers=conv_dimension_numbers "
+            "_normalize_axes=normalize_axes"
+        ),
         "lens.nn._conv": "_Conv Conv ConvLocal ConvTranspose",
         "lens.nn._linear": (
             "default_embed_init default_kernel_init Dense DenseGeneral Einsum Embed"
@@ -148,11 +152,15 @@ FACADES: dict[str, dict[str, str] | str] = {
     "lens.nn.normalization": {
         "dataclasses": "field",
         "lens._kernels.dtypes": "canonicalize_dtype merge_param",
+        "lens._kernels.norm": (
+            "_abs_sq=abs_sq _canonicalize_axes=canonicalize_axes "
+            "_compute_stats=compute_stats"
+        ),
         "lens.nn._module": "Module",
         "lens.nn._module_support": "compact",
         "lens.nn._normalization": (
-            "Array Axes BatchNorm Dtype GroupNorm Initializer InstanceNorm LayerNorm "
-            "RMSNorm"
+            "_normalize Array Axes BatchNorm Dtype GroupNorm Initializer InstanceNorm "
+            "LayerNorm RMSNorm"
         ),
         "lens.nn._transforms": "map_variables",
         "lens.nn._weight_norms": "_l2_normalize SpectralNorm WeightNorm",
@@ -161,7 +169,10 @@ FACADES: dict[str, dict[str, str] | str] = {
         "lens.nn._pooling": "avg_pool max_pool min_pool pool",
     },
     "lens.nn.recurrent": {
-        "lens._kernels.sequences": "Array flip_sequences",
+        "lens._kernels.sequences": (
+            "Array flip_sequences _concatenate _expand_dims_like=expand_dims_like "
+            "_select_last_carry=select_last_carry"
+        ),
         "lens.nn._recurrent": (
             "Carry CarryHistory ConvLSTMCell DenseParams GRUCell LSTMCell MGUCell "
             "OptimizedLSTMCell Output RNNCellBase sigmoid SimpleCell tanh"
@@ -172,8 +183,17 @@ FACADES: dict[str, dict[str, str] | str] = {
         "lens.nn._stochastic": "Dropout",
     },
     "lens.nn.summary": {
-        "lens.nn._summary": "_get_module_table Row Table tabulate",
-        "lens.nn._summary_render": "_ObjectRepresentation",
+        "lens.nn._summary": (
+            "_get_module_table _get_module_variables _get_path_variables "
+            "_process_inputs Row Table tabulate"
+        ),
+        "lens.nn._summary_render": (
+            "_ArrayRepresentation _as_yaml_str _bytes_repr _from_value_representation "
+            "_get_value_representation _maybe_render _normalize_structure "
+            "_ObjectRepresentation _PartitionedArrayRepresentation _represent_tree "
+            "_size_and_bytes _size_and_bytes_repr _summary_tree_map "
+            "_ValueRepresentation"
+        ),
     },
     "lens.nn.transforms": {
         "lens.nn._lifting": (

@@ -6,7 +6,7 @@ normalizing with scale and bias, and each as one jitted function.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import jax.numpy as jnp
@@ -32,6 +32,16 @@ def axes(axes: Axes, ndim: int) -> tuple[int, ...]:
         if not -ndim <= a < ndim:
             raise np.exceptions.AxisError(a, ndim)
     return tuple(sorted(a % ndim for a in axes))
+
+
+def canonicalize_axes(rank: int, axes: Axes) -> tuple[int, ...]:
+    """``axes`` of an array of rank ``rank``, non-negative, each once, sorted.
+
+    Flax's ``_canonicalize_axes`` (projects import it from
+    ``flax.linen.normalization``); :func:`axes` also checks the range.
+    """
+    axes = tuple(axes) if isinstance(axes, Iterable) else (axes,)
+    return tuple(sorted({rank + a if a < 0 else a for a in axes}))
 
 
 def abs_sq(x: Array) -> Array:
@@ -93,6 +103,39 @@ def stats(
     mean = pmean(jnp.mean(x, axes, keepdims=True, where=mask))
     var = pmean(jnp.mean(abs_sq(x - mean), axes, keepdims=keepdims, where=mask))
     return (mean if keepdims else jnp.squeeze(mean, axes)), var
+
+
+def compute_stats(
+    x: Array,
+    axes: Axes,
+    dtype: Any,
+    axis_name: str | None = None,
+    axis_index_groups: Any = None,
+    use_mean: bool = True,
+    use_fast_variance: bool = True,
+    mask: Array | None = None,
+    force_float32_reductions: bool = True,
+) -> tuple[Array, Array]:
+    """Mean and variance of ``x`` over ``axes`` (dropped from their shape), in
+    ``dtype`` promoted to at least float32 unless ``force_float32_reductions`` is
+    off: Flax's ``_compute_stats``, which projects import to write their own norms.
+    """
+    return stats(
+        x,
+        canonicalize_axes(jnp.ndim(x), axes),
+        use_mean,
+        axis_name,
+        axis_index_groups,
+        mask,
+        keepdims=False,
+        fast_variance=use_fast_variance,
+        stats_dtype=stats_dtype(x, dtype, force_float32_reductions),
+    )
+
+
+def l2_normalize(x: Array, axis: Any = None, eps: float = 1e-12) -> Array:
+    """``x / ||x||`` along ``axis`` (all axes for None), stable near 0."""
+    return x * lax.rsqrt((x * x).sum(axis=axis, keepdims=True) + eps)
 
 
 def normalize(

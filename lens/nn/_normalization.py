@@ -54,6 +54,37 @@ def _norm_params(
     return scale, bias
 
 
+def _normalize(
+    mdl: Module,
+    x: Array,
+    mean: Array,
+    var: Array,
+    reduction_axes: Axes,
+    feature_axes: Axes,
+    dtype: Dtype | None,
+    param_dtype: Dtype,
+    epsilon: float,
+    use_bias: bool,
+    use_scale: bool,
+    bias_init: Initializer,
+    scale_init: Initializer,
+    force_float32_reductions: bool = True,
+) -> Array:
+    """``x`` normalized by ``mean`` and ``var`` (reduced over ``reduction_axes``),
+    times a ``scale`` and plus a ``bias`` param that ``mdl`` holds, one per entry of
+    the feature axes: Flax's ``_normalize``, which projects import (with
+    ``_compute_stats``) to write their own norm layers in Linen."""
+    reduction = norm.canonicalize_axes(x.ndim, reduction_axes)
+    features = norm.canonicalize_axes(x.ndim, feature_axes)
+    scale, bias = _norm_params(
+        mdl, x, features, param_dtype, use_bias, use_scale, bias_init, scale_init
+    )
+    params_dtype = None if force_float32_reductions else param_dtype
+    return norm.normalize(
+        x, mean, var, scale, bias, reduction, features, dtype, epsilon, params_dtype
+    )
+
+
 class LayerNorm(Module):
     """Layer normalization (https://arxiv.org/abs/1607.06450).
 

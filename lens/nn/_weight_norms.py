@@ -28,9 +28,7 @@ Initializer = Callable[..., Array]
 Axes = int | Sequence[int]
 
 
-def _l2_normalize(x: Array, axis: Any = None, eps: float = 1e-12) -> Array:
-    """``x / ||x||`` along ``axis`` (all axes for None), stable near 0."""
-    return x * lax.rsqrt((x * x).sum(axis=axis, keepdims=True) + eps)
+_l2_normalize = norm.l2_normalize  # flax.linen.normalization._l2_normalize
 
 
 def _key_name(entry: Any) -> str:

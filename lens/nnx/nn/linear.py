@@ -33,6 +33,11 @@ from lens.nnx.nn._parameters import (
 )
 from lens.nnx.nn.dtypes import promote_dtype
 
+# Flax's private helpers, which projects import from flax.nnx.nn.linear
+_canonicalize_tuple = ops.canonicalize_tuple
+_normalize_axes = ops.normalize_axes
+_conv_dimension_numbers = ops.conv_dimension_numbers
+
 
 class Linear(Module):
     """``inputs @ kernel + bias`` with ``kernel`` of shape ``(in_features, out_features)``."""

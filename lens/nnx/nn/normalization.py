@@ -43,6 +43,34 @@ def _identity(x: Any) -> Any:
     return x
 
 
+# Flax's private helpers, which projects import from flax.nnx.nn.normalization to
+# write their own norm layers
+_canonicalize_axes = norm.canonicalize_axes
+_abs_sq = norm.abs_sq
+_compute_stats = norm.compute_stats
+_l2_normalize = norm.l2_normalize
+
+
+def _normalize(
+    x: Array,
+    mean: Array,
+    var: Array,
+    scale: Array | None,
+    bias: Array | None,
+    reduction_axes: int | Sequence[int],
+    feature_axes: int | Sequence[int],
+    dtype: Any,
+    epsilon: float,
+) -> Array:
+    """``(x - mean) * rsqrt(var + epsilon) * scale + bias``, ``scale`` and ``bias``
+    shaped like the feature axes (either may be None): Flax's ``_normalize``."""
+    reduction = norm.canonicalize_axes(x.ndim, reduction_axes)
+    features = norm.canonicalize_axes(x.ndim, feature_axes)
+    return norm.normalize(
+        x, mean, var, scale, bias, reduction, features, dtype, epsilon
+    )
+
+
 def _spec(
     layer: Any,
     x: Array,

@@ -40,6 +40,10 @@ default_bias_init = initializers.zeros_init()
 _lecun = default_kernel_init
 _orth = initializers.orthogonal()
 _zeros = default_bias_init
+# Flax's private helpers, which projects import from flax.nnx.nn.recurrent
+_select_last_carry = seq.select_last_carry
+_expand_dims_like = seq.expand_dims_like
+_concatenate = seq.concatenate
 
 
 def modified_orthogonal(key: Array, shape: Any, dtype: Any = jnp.float32) -> Array:
