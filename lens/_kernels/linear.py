@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 
@@ -69,7 +70,13 @@ def _dense_plain(
         if precision is None
         else jnp.matmul(inputs, kernel, precision=precision)
     )
-    return y if bias is None else y + bias
+    if bias is None:
+        return y
+    if y.ndim > 1 and jax.config.jax_numpy_rank_promotion != "allow":
+        # y + bias promotes bias's rank: explicit where JAX is told to raise or
+        # warn on that (flax's CI runs with jax_numpy_rank_promotion='raise')
+        bias = jnp.reshape(bias, (1,) * (y.ndim - 1) + (-1,))
+    return y + bias
 
 
 def dense_general(
