@@ -21,6 +21,12 @@ import numpy as np
 from jax import lax
 
 
+def _pmap_device_order() -> list[Any]:
+    """The local devices, in the order ``pmap`` maps over them and this module's
+    helpers put shards on (data loaders call it by Flax's private name)."""
+    return jax.local_devices()
+
+
 def _device_sharding(devices: Sequence[Any], axis_name: str) -> Any:
     mesh = jax.sharding.Mesh(np.array(devices), (axis_name,))
     return jax.NamedSharding(mesh, jax.sharding.PartitionSpec(axis_name))
@@ -38,7 +44,7 @@ def replicate(
     axis_name: str = "_device_put_sharded",
 ) -> Any:
     """A copy of every leaf on each local device, stacked on a new leading axis."""
-    devices = list(devices or jax.local_devices())
+    devices = list(devices or _pmap_device_order())
     return jax.tree_util.tree_map(
         lambda x: _stack_on(devices, axis_name, [x] * len(devices)), tree
     )
@@ -99,7 +105,7 @@ def prefetch_to_device(
     Each leaf's first axis must have one entry per device; ``size`` items are
     kept on device ahead of the consumer.
     """
-    devices = list(devices or jax.local_devices())
+    devices = list(devices or _pmap_device_order())
     queue: collections.deque[Any] = collections.deque()
     it = iter(iterator)
 

@@ -192,3 +192,11 @@ def test_nnx_and_linen_names_are_one_object():
     # one implementation behind both paths, served lazily by the facades
     assert lnorm._compute_stats is lnnx_norm._compute_stats
     assert llinear._conv_dimension_numbers is lnnx_linear._conv_dimension_numbers
+
+
+def test_pmap_device_order_is_the_local_devices():
+    import flax.jax_utils
+
+    import lens.jax_utils
+
+    assert lens.jax_utils._pmap_device_order() == flax.jax_utils._pmap_device_order()
