@@ -3,6 +3,9 @@
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from lens.traverse_util import (
+    _EmptyNode as _EmptyNode,  # flax.nnx.traversals._EmptyNode
+)
 from lens.traverse_util import empty_node as empty_node
 from lens.traverse_util import flatten_dict, unflatten_dict
 
