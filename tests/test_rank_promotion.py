@@ -22,6 +22,17 @@ X4 = jnp.ones((2, 8, 8, 3))
 TOKENS = jnp.array([[1, 2, 3], [0, 4, 5]])
 STATS = {"mutable": ["batch_stats"]}  # apply's keywords for layers with statistics
 
+
+class _Pool(nn.Module):
+    """A pooling function (Linen's are functions) as a layer of this table."""
+
+    fn: object
+
+    @nn.compact
+    def __call__(self, x):
+        return self.fn(x, (2, 2), strides=(1, 1), padding="SAME")  # type: ignore[operator]
+
+
 LINEN = {
     "Dense": (lambda: nn.Dense(4), X2),
     "Dense 3d": (lambda: nn.Dense(4), X3),
@@ -36,6 +47,15 @@ LINEN = {
     "GroupNorm": (lambda: nn.GroupNorm(num_groups=3), X4),
     "InstanceNorm": (lambda: nn.InstanceNorm(), X4),
     "BatchNorm": (lambda: nn.BatchNorm(use_running_average=False), X4, STATS),
+    "avg_pool": (lambda: _Pool(nn.avg_pool), X4),
+    "avg_pool without padding counted": (
+        lambda: _Pool(
+            lambda x, *a, **k: nn.avg_pool(x, *a, count_include_pad=False, **k)
+        ),
+        X4,
+    ),
+    "max_pool": (lambda: _Pool(nn.max_pool), X4),
+    "min_pool": (lambda: _Pool(nn.min_pool), X4),
     "MultiHeadDotProductAttention": (
         lambda: nn.MultiHeadDotProductAttention(num_heads=2, qkv_features=4),
         X3,

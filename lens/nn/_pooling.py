@@ -57,7 +57,9 @@ def avg_pool(
         return y / np.prod(window_shape)
     ones = jnp.ones(inputs.shape[-(len(window_shape) + 1) : -1] + (1,), inputs.dtype)
     counts = pool(ones, 0.0, lax.add, window_shape, strides, padding)
-    return y / counts
+    # the window counts of one example, given y's leading batch axes explicitly
+    # (an implicit rank promotion fails under jax_numpy_rank_promotion='raise')
+    return y / counts.reshape((1,) * (y.ndim - counts.ndim) + counts.shape)
 
 
 def max_pool(
