@@ -8,6 +8,18 @@ are cached per flax version, ``--rerun-flax`` runs it again) and once with ``fla
 resolved to lens (``-p parity.lens_as_flax``, see ``lens.alias_flax``). Each run
 writes a junit XML; the per-file counts go to ``docs/flax-tests.md``.
 
+Every run has the environment Flax's CI gives its tests (``tests/run_all_tests.sh``):
+``JAX_NUMPY_RANK_PROMOTION=raise`` (an implicit broadcast of a lower-rank operand is
+an error) and ``FLAX_PROFILE=1``.
+
+The ``examples`` suite runs the tests of Flax's example models (``examples/`` in the
+sdist) as Flax's CI does: one pytest run per example folder, from the sdist's
+root. (Flax's CI skips the folders with a ``_`` in their name,
+ogbg_molpcba and nlp_seq among them; they are run here too.) Their input pipelines
+need TensorFlow and TensorFlow Datasets, which the dev environment does not carry:
+``make flax-examples`` builds ``parity/.cache/examples-venv`` (the dev venv's
+packages plus those) and passes its interpreter as ``--python``.
+
 Example:
     python -m parity.flax_tests --suite nnx --suite linen -n 2
 """
@@ -34,22 +46,27 @@ SUITES = {
     "linen": "tests/linen",
     "core": "tests/core",
     "top": "tests",  # the files directly in tests/: checkpoints, serialization, ...
+    "examples": "examples",  # the example models' tests, one run per folder
 }
 # What a suite's pytest run leaves out (``top`` is tests/ without its three folders).
 SUITE_ARGS = {
     "top": ("--ignore=tests/nnx", "--ignore=tests/linen", "--ignore=tests/core")
 }
 BACKENDS = ("flax", "lens")
+# What Flax's CI exports before it runs its tests and examples (run_all_tests.sh).
+FLAX_CI_ENV = {"JAX_NUMPY_RANK_PROMOTION": "raise", "FLAX_PROFILE": "1"}
 
 
 def sdist_root(version: str = FLAX_VERSION) -> pathlib.Path:
-    """The unpacked sdist's ``tests/`` and ``pyproject.toml`` (downloaded once).
+    """The unpacked sdist's ``tests/``, ``examples/`` and ``pyproject.toml``
+    (downloaded once).
 
-    Only the tests and the pytest settings are unpacked: the sdist's ``flax/``
-    package stays in the archive, so neither run can import it by accident.
+    Only the tests, the examples and the pytest settings are unpacked: the
+    sdist's ``flax/`` package stays in the archive, so neither run can import it
+    by accident.
     """
     root = CACHE / f"flax-{version}"
-    if (root / "tests").is_dir():
+    if (root / "tests").is_dir() and (root / "examples").is_dir():
         return root
     CACHE.mkdir(parents=True, exist_ok=True)
     archive = CACHE / f"flax-{version}.tar.gz"
@@ -64,7 +81,7 @@ def sdist_root(version: str = FLAX_VERSION) -> pathlib.Path:
         members = [
             m
             for m in tar.getmembers()
-            if m.name.startswith(prefix + "tests/")
+            if m.name.startswith((prefix + "tests/", prefix + "examples/"))
             or m.name == prefix + "pyproject.toml"
         ]
         tar.extractall(CACHE, members=members, filter="data")
@@ -76,13 +93,15 @@ def sdist_root(version: str = FLAX_VERSION) -> pathlib.Path:
 TEST_DEPENDENCIES = ("absl", "cloudpickle", "optax", "orbax.checkpoint")
 
 
-def _missing_test_dependencies() -> list[str]:
+def _missing_test_dependencies(
+    python: str = sys.executable, modules: Sequence[str] = TEST_DEPENDENCIES
+) -> list[str]:
     code = (
         "import importlib.util as u, sys; "
         "print(' '.join(m for m in sys.argv[1:] if u.find_spec(m) is None))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code, *TEST_DEPENDENCIES],
+        [python, "-c", code, *modules],
         capture_output=True,
         text=True,
         check=False,
@@ -90,10 +109,10 @@ def _missing_test_dependencies() -> list[str]:
     return out.stdout.split()
 
 
-def _installed_flax_version() -> str | None:
+def _installed_flax_version(python: str = sys.executable) -> str | None:
     code = "import importlib.metadata as m; print(m.version('flax'))"
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+        [python, "-c", code], capture_output=True, text=True, check=False
     )
     return out.stdout.strip() or None
 
@@ -110,11 +129,12 @@ def pytest_command(
     *,
     tb: str = "line",
     extra: Sequence[str] = (),
+    python: str = sys.executable,
 ) -> list[str]:
     """The pytest command line of one run (Flax's tests here, a project's in
     :mod:`parity.projects`): quiet, no cache, a junit XML at ``junit``, and
     ``flax`` resolved to lens when ``backend`` is ``"lens"``."""
-    cmd = [sys.executable, "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider"]
+    cmd = [python, "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider"]
     cmd += ["-o", "junit_family=xunit1", f"--junitxml={junit}", f"--tb={tb}"]
     # A file lens cannot import is one failed file, not a stopped run.
     cmd += ["--continue-on-collection-errors", *extra]
@@ -140,16 +160,23 @@ def pytest_env(
 
 
 def run_suite(
-    root: pathlib.Path, suite: str, backend: str, workers: int, timeout: float
+    root: pathlib.Path,
+    suite: str,
+    backend: str,
+    workers: int,
+    timeout: float,
+    python: str = sys.executable,
 ) -> pathlib.Path:
     """Runs one suite under one backend; returns its junit XML."""
     out = xml_path(suite, backend)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)
+    if suite == "examples":
+        return _run_examples(root, backend, timeout, python, out)
     extra = ["-n", str(workers)] if workers > 1 else []
     extra += SUITE_ARGS.get(suite, ())
     cmd = pytest_command([SUITES[suite]], out, backend, tb="line", extra=extra)
-    env = pytest_env(backend)
+    env = pytest_env(backend) | FLAX_CI_ENV
     # Flax's CI runs its tests with 4 host devices (tests/run_all_tests.sh).
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
     print(f"[flax-tests] {backend}: {' '.join(cmd[2:])}", flush=True)
@@ -157,6 +184,45 @@ def run_suite(
         subprocess.run(cmd, cwd=root, env=env, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         print(f"[flax-tests] {backend} {suite}: stopped after {timeout:.0f} s")
+    return out
+
+
+# Modules the example folders' tests import besides the dev environment's.
+EXAMPLE_DEPENDENCIES = ("tensorflow", "tensorflow_datasets", "tensorboard")
+
+
+def example_folders(root: pathlib.Path) -> list[str]:
+    """The example folders with test files (Flax's CI runs those without a
+    ``_`` in their name; ogbg_molpcba and nlp_seq have tests too)."""
+    return sorted(
+        d.name
+        for d in (root / "examples").iterdir()
+        if d.is_dir() and any(d.glob("*test*.py"))
+    )
+
+
+def _run_examples(
+    root: pathlib.Path, backend: str, timeout: float, python: str, out: pathlib.Path
+) -> pathlib.Path:
+    """One pytest run per example folder (their module names collide), from the
+    sdist's root as Flax's CI runs them; the runs' XMLs merged into ``out``."""
+    merged = ET.Element("testsuites")
+    for folder in example_folders(root):
+        part = out.with_name(f"examples-{folder}-{backend}.xml")
+        part.unlink(missing_ok=True)
+        cmd = pytest_command([f"examples/{folder}"], part, backend, python=python)
+        env = pytest_env(backend) | FLAX_CI_ENV
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        print(f"[flax-tests] {backend}: {' '.join(cmd[2:])}", flush=True)
+        try:
+            subprocess.run(cmd, cwd=root, env=env, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            print(
+                f"[flax-tests] {backend} examples/{folder}: stopped after {timeout:.0f} s"
+            )
+        if part.exists():
+            merged.extend(ET.parse(part).getroot().iter("testsuite"))
+    ET.ElementTree(merged).write(out, encoding="unicode")
     return out
 
 
@@ -318,16 +384,19 @@ def _commit() -> str:
 
 def report(suites: Sequence[str]) -> str:
     """``docs/flax-tests.md``: the tables of the suites whose XMLs exist."""
+    examples = list(suites) == ["examples"]
     parts = [
-        "# Flax's own tests on lens",
+        "# Flax's example models on lens" if examples else "# Flax's own tests on lens",
         "",
-        f"Flax {FLAX_VERSION}'s test files, run unchanged: once with flax "
+        f"Flax {FLAX_VERSION}'s test files, run unchanged (with Flax CI's "
+        "`JAX_NUMPY_RANK_PROMOTION=raise` and `FLAX_PROFILE=1`): once with flax "
         "(the oracle) and once with `flax` resolved to lens (`lens.alias_flax`). "
         "*lens passed of flax's* counts the tests that pass under both; % is that "
         "share of flax's passes. A file that fails to import under lens counts "
         "no passes.",
         "",
-        f"Generated by `make flax-tests` (`python -m parity.flax_tests`) on "
+        f"Generated by `make {'flax-examples' if examples else 'flax-tests'}` "
+        f"(`python -m parity.flax_tests`) on "
         f"{datetime.date.today().isoformat()}, lens at {_commit()}.",
         "",
     ]
@@ -355,12 +424,23 @@ def main(argv: Sequence[str] | None = None) -> str:
     parser.add_argument(
         "--report-only", action="store_true", help="rewrite the table from the XMLs"
     )
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the interpreter that runs the tests (make flax-examples: one with "
+        "TensorFlow for the examples suite)",
+    )
     args = parser.parse_args(argv)
+    if os.sep in args.python:  # the runs start in the sdist's folder; a venv's
+        args.python = os.path.abspath(args.python)  # python is a link: not resolved
     suites = args.suite or ["nnx"]
     if not args.report_only:
         root = sdist_root()
-        installed = _installed_flax_version()
-        missing = _missing_test_dependencies()
+        installed = _installed_flax_version(args.python)
+        needed = TEST_DEPENDENCIES
+        if "examples" in suites:
+            needed += EXAMPLE_DEPENDENCIES
+        missing = _missing_test_dependencies(args.python, needed)
         if missing:
             print(
                 f"[flax-tests] warning: {', '.join(missing)} not installed; the "
@@ -373,8 +453,8 @@ def main(argv: Sequence[str] | None = None) -> str:
                         f"the oracle run needs flax=={FLAX_VERSION} installed "
                         f"(found {installed})"
                     )
-                run_suite(root, suite, "flax", args.workers, args.timeout)
-            run_suite(root, suite, "lens", args.workers, args.timeout)
+                run_suite(root, suite, "flax", args.workers, args.timeout, args.python)
+            run_suite(root, suite, "lens", args.workers, args.timeout, args.python)
     text = report(suites)
     args.out.write_text(text)
     print(text)

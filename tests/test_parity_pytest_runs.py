@@ -72,6 +72,7 @@ def test_flax_tests_and_projects_build_the_same_command(monkeypatch, tmp_path, b
     assert ("parity.lens_as_flax" in proj_cmd) == (backend == "lens")
     assert set(project.tests) <= set(proj_cmd) and "--rootdir" in proj_cmd
     assert suite_env["XLA_FLAGS"] == "--xla_force_host_platform_device_count=4"
+    assert suite_env["JAX_NUMPY_RANK_PROMOTION"] == "raise"  # as flax's CI
     assert proj_env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path)
 
 
@@ -239,3 +240,38 @@ def test_the_top_suite_runs_the_files_directly_in_tests(monkeypatch, tmp_path):
     assert "tests/checkpoints_test.py::CheckpointsTest::" in "".join(
         flax_tests.ON_PURPOSE
     )
+
+
+def test_flax_examples_run_per_folder_as_flaxs_ci_and_merge(monkeypatch, tmp_path):
+    # one pytest run per example folder with tests, from the sdist's root, with
+    # the interpreter given and flax CI's environment; one merged XML
+    for folder in ("gemma", "mnist", "nlp_seq", "linen_design_test"):
+        (tmp_path / "examples" / folder).mkdir(parents=True)
+        if folder != "linen_design_test":  # its files are not tests
+            (tmp_path / "examples" / folder / "a_test.py").write_text("")
+    calls = []
+
+    def run(cmd, cwd=None, env=None, **_):
+        calls.append((cmd, cwd, env))
+        junit = next(a for a in cmd if a.startswith("--junitxml=")).split("=", 1)[1]
+        folder = next(a for a in cmd if a.startswith("examples/"))
+        pathlib.Path(junit).write_text(
+            f'<testsuites><testsuite><testcase classname="{folder}.t" name="a" '
+            f'file="{folder}/t_test.py"/></testsuite></testsuites>'
+        )
+
+    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(flax_tests, "CACHE", tmp_path / "cache")
+    out = flax_tests.run_suite(tmp_path, "examples", "lens", 2, 1.0, python="/py")
+    assert [c[0][3] for c in calls] == [
+        "examples/gemma",
+        "examples/mnist",
+        "examples/nlp_seq",
+    ]
+    for cmd, cwd, env in calls:
+        assert cmd[0] == "/py" and cwd == tmp_path and "parity.lens_as_flax" in cmd
+        assert env["JAX_NUMPY_RANK_PROMOTION"] == "raise" and env["FLAX_PROFILE"] == "1"
+    outcomes = flax_tests.read_outcomes(out, "examples")
+    assert sorted(outcomes) == [
+        f"examples/{f}/t_test.py" for f in ("gemma", "mnist", "nlp_seq")
+    ]
