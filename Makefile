@@ -17,7 +17,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # side (each recipe still runs alone: `test` and `lab` are one recipe each).
 MAKEFLAGS += --jobs=2
 
-.PHONY: lab test install lint bench notebooks docs clean flax-tests flax-guides flax-docstrings api-diff projects
+.PHONY: lab test install lint bench notebooks docs clean flax-tests flax-examples flax-guides flax-docstrings api-diff projects
 
 # The editable install builds lens with the venv's own build backend (pyproject's
 # [build-system], less JupyterLab, which the lab extra brings, and with hatchling's
@@ -117,8 +117,23 @@ SUITES ?= nnx top
 flax-tests: $(VENV)/.installed
 	$(PY) -m parity.flax_tests -n 2 $(foreach s,$(SUITES),--suite $(s))
 
+## Flax's example models' tests (examples/ of the flax sdist, one run per folder as its
+## CI runs them) on real flax and on lens: writes docs/flax-examples.md. Their input
+## pipelines need TensorFlow, so they run in a venv of their own: the dev venv's
+## packages plus parity/examples-requirements.txt.
+EXAMPLES_VENV := parity/.cache/examples-venv
+$(EXAMPLES_VENV)/.installed: $(VENV)/.installed parity/examples-requirements.txt
+	$(PYTHON) -m venv $(EXAMPLES_VENV)
+	$(VENV)/bin/pip freeze --exclude-editable > $(EXAMPLES_VENV)/dev.txt
+	$(EXAMPLES_VENV)/bin/pip install --quiet -r $(EXAMPLES_VENV)/dev.txt \
+		-r parity/examples-requirements.txt
+	touch $@
+flax-examples: $(EXAMPLES_VENV)/.installed
+	$(PY) -m parity.flax_tests --suite examples --python $(EXAMPLES_VENV)/bin/python \
+		--out docs/flax-examples.md
+
 ## Real projects built on Flax (qwix, numpyro, CLU, RecurrentGemma, tunix, bonsai, ott,
-## haiku, flaxformer, aqt, e3nn-jax, netket, keras, orbax): their own test suites on real flax and on lens; writes the
+## haiku, flaxformer, aqt, e3nn-jax, netket, keras, brax, gemma, gymnax, orbax): their own test suites on real flax and on lens; writes the
 ## table in docs/porting.md.
 ## PROJECTS="qwix" for some of them; the flax (oracle) runs are cached in parity/.cache.
 PROJECTS ?=

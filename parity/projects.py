@@ -368,6 +368,102 @@ PROJECTS: tuple[Project, ...] = (
         ),
     ),
     Project(
+        # physics and RL: every state a flax.struct dataclass, policies and value
+        # networks in Linen, checkpoints through flax.serialization and orbax
+        name="brax",
+        repo="google/brax",
+        commit="0b96d056328d15ea7ebfd3ce07f42be72ec76e40",  # 0.14.2
+        api="Linen",
+        tests=(
+            "brax/training/types_test.py",
+            "brax/training/replay_buffers_test.py",
+            "brax/training/agents/ppo/losses_test.py",
+            "brax/training/agents/ppo/checkpoint_test.py",
+            "brax/training/agents/sac/checkpoint_test.py",
+            "brax/envs/wrappers/training_test.py",
+            "brax/io/json_test.py",
+            "brax/math_test.py",
+            "brax/scan_test.py",
+            "brax/base_test.py",
+        ),
+        deps=(
+            "mujoco==3.8.1",
+            "mujoco-mjx==3.8.1",
+            "tensorboardX==2.6.5",
+            "trimesh==5.2.0",
+            "flask==3.1.3",
+            "flask_cors==6.0.5",
+            "jaxopt==0.8.5",
+            "dm_env==1.6",
+            "dm-tree==0.1.10",
+            "transforms3d==0.4.2",
+            "glfw==2.11.0",
+        ),
+        # its folders but barkour's assets (images and logs the mirror lacks)
+        paths=(
+            "brax/__init__.py",
+            "brax/actuator.py",
+            "brax/base.py",
+            "brax/com.py",
+            "brax/contact.py",
+            "brax/fluid.py",
+            "brax/kinematics.py",
+            "brax/math.py",
+            "brax/scan.py",
+            "brax/test_utils.py",
+            "brax/base_test.py",
+            "brax/math_test.py",
+            "brax/scan_test.py",
+            "brax/envs",
+            "brax/generalized",
+            "brax/io",
+            "brax/mjx",
+            "brax/positional",
+            "brax/spring",
+            "brax/test_data",
+            "brax/training",
+            "brax/visualizer",
+            "pyproject.toml",
+        ),
+    ),
+    Project(
+        # Gemma's LoRA and quantization for Linen, by method interception
+        # (gemma.peft; the models, gemma.gm, need kauldron>=1.4.4, not on PyPI)
+        name="gemma",
+        repo="google-deepmind/gemma",
+        commit="7691fd4e7f26c9ec5db38110dddb3addfab4d767",
+        api="Linen",
+        tests=("gemma/peft",),
+        deps=("einops==0.8.1", "tqdm==4.67.1"),
+        paths=("gemma/__init__.py", "gemma/peft", "pyproject.toml"),
+    ),
+    Project(
+        # JAX reimplementations of RL environments: every state a flax.struct
+        # dataclass, jitted and vmapped; rollouts of a Linen policy
+        name="gymnax",
+        repo="RobertTLange/gymnax",
+        commit="086ad95697d5898b95ce3b14fa25f2b0bae4a1fc",
+        api="Linen",
+        tests=("tests",),
+        deps=(
+            "gymnasium==1.1.1",
+            "farama-notifications==0.0.6",
+            "cloudpickle==3.1.3",
+            "chex==0.1.91",
+            "toolz==1.0.0",
+            "MinAtar==1.0.15",
+            "seaborn==0.13.2",
+            "matplotlib==3.11.2",
+            "pandas==3.1.1",
+            "contourpy==1.3.3",
+            "cycler==0.12.1",
+            "fonttools==4.68.0",
+            "kiwisolver==1.5.1",
+            "pyparsing==3.3.3",
+        ),
+        paths=("gymnax", "tests", "pyproject.toml"),
+    ),
+    Project(
         # Orbax's own checkpoint tests that build Flax objects: a TrainState,
         # flax.struct dataclasses, nnx.eval_shape targets, saved and restored
         # through the v0 handlers, CheckpointManager and the v1 API
@@ -414,16 +510,19 @@ def source(project: Project) -> pathlib.Path:
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         work = pathlib.Path(tmp) / "src"
         if mirror.is_dir():
+            # one archive a path: given several, git archive may walk the whole
+            # tree and stop at a blob the mirror lacks (a large asset elsewhere)
             archive = pathlib.Path(tmp) / "src.tar"
-            with archive.open("wb") as out:
-                subprocess.run(
-                    ["git", f"--git-dir={mirror}", "archive", project.commit]
-                    + list(project.paths),
-                    stdout=out,
-                    check=True,
-                )
-            with tarfile.open(archive) as tar:
-                tar.extractall(work, filter="data")
+            for path in project.paths or (None,):
+                with archive.open("wb") as out:
+                    subprocess.run(
+                        ["git", f"--git-dir={mirror}", "archive", project.commit]
+                        + ([path] if path else []),
+                        stdout=out,
+                        check=True,
+                    )
+                with tarfile.open(archive) as tar:
+                    tar.extractall(work, filter="data")
         else:
             url = f"https://github.com/{project.repo}"
             subprocess.run(["git", "clone", "--quiet", url, str(work)], check=True)
