@@ -17,10 +17,21 @@ from __future__ import annotations
 
 import contextlib
 import doctest
+import importlib.util
 import os
 from collections.abc import Iterator
 
 import pytest
+
+# lens modules that import an optional package at import, as Flax's do: their
+# doctests are collected where it is installed (tests/test_metrics_tensorboard.py
+# and tests/test_fresh_imports.py check what they say where it is not).
+OPTIONAL_DEPENDENCIES = {"lens/metrics/tensorboard.py": "tensorflow"}
+collect_ignore = [
+    path
+    for path, package in OPTIONAL_DEPENDENCIES.items()
+    if importlib.util.find_spec(package) is None
+]
 
 OTHER_CPU = "--xla_cpu_max_isa=SSE4_2 --xla_cpu_enable_fast_math=true"
 KERNEL_ENV = {

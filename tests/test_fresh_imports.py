@@ -7,10 +7,12 @@ import (``THIRD_PARTY``: only to save each child their import), then forks a chi
 per module, so each child starts with no lens module loaded.
 """
 
+import importlib.util
 import os
 import pathlib
 
 from benchmarks._fork import forked
+from conftest import OPTIONAL_DEPENDENCIES
 
 ROOT = pathlib.Path(__file__).parent.parent / "lens"
 
@@ -66,5 +68,17 @@ def test_public_modules_are_found():
 def test_every_public_module_imports_first_in_a_fresh_process():
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env.pop("LENS_AS_FLAX", None)
-    failed = [f for f in forked(PREAMBLE, public_modules(), env, 600) if f]
+    modules = public_modules()
+    failed = []
+    for name, error in zip(modules, forked(PREAMBLE, modules, env, 600), strict=True):
+        path = name.replace(".", "/") + ".py"
+        package = OPTIONAL_DEPENDENCIES.get(path)
+        if package and importlib.util.find_spec(package) is None:
+            # without its optional package, the import says what to install
+            if not (
+                error and "ModuleNotFoundError" in error and "pip install" in error
+            ):
+                failed.append(f"{name} without {package}:\n{error}")
+        elif error:
+            failed.append(error)
     assert not failed, "failed as a first import:\n" + "\n".join(failed)
