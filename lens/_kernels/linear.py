@@ -72,7 +72,8 @@ def _dense_plain(
     )
     if bias is None:
         return y
-    if y.ndim > 1 and jax.config.jax_numpy_rank_promotion != "allow":
+    promotion = jax.config.jax_numpy_rank_promotion  # pyright: ignore[reportAttributeAccessIssue]
+    if y.ndim > 1 and promotion != "allow":
         # y + bias promotes bias's rank: explicit where JAX is told to raise or
         # warn on that (flax's CI runs with jax_numpy_rank_promotion='raise')
         bias = jnp.reshape(bias, (1,) * (y.ndim - 1) + (-1,))
