@@ -200,3 +200,12 @@ def test_pmap_device_order_is_the_local_devices():
     import lens.jax_utils
 
     assert lens.jax_utils._pmap_device_order() == flax.jax_utils._pmap_device_order()
+
+
+def test_empty_node_class_at_nnx_traversals():
+    import flax.nnx.traversals
+
+    import lens.nnx.traversals
+
+    assert isinstance(lens.nnx.traversals.empty_node, lens.nnx.traversals._EmptyNode)
+    assert isinstance(flax.nnx.traversals.empty_node, flax.nnx.traversals._EmptyNode)

@@ -3,11 +3,10 @@
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from lens.traverse_util import (
-    _EmptyNode as _EmptyNode,  # flax.nnx.traversals._EmptyNode
-)
 from lens.traverse_util import empty_node as empty_node
 from lens.traverse_util import flatten_dict, unflatten_dict
+
+_EmptyNode = type(empty_node)  # flax.nnx.traversals._EmptyNode (isinstance checks)
 
 IsLeafCallable = Callable[[tuple[Any, ...], Mapping[Any, Any]], bool]
 """``is_leaf(path, mapping)``: whether a nested mapping is a leaf (kept whole)."""
