@@ -99,6 +99,13 @@ export function brokenText(root) {
  * (scripts that share one server would otherwise restore each other's tabs).
  * Under load a page can come up without opening the notebook: it is loaded again. */
 export async function openInLab(page, base, workspace, notebook) {
+  if (!page.__lensLeavesFreely) {
+    // JupyterLab asks before it leaves a page with unsaved changes, and
+    // Playwright's default answer stays: the next notebook's goto would then time
+    // out on every attempt. Leave (any other dialog is dismissed, as by default).
+    page.__lensLeavesFreely = true;
+    page.on('dialog', dialog => (dialog.type() === 'beforeunload' ? dialog.accept() : dialog.dismiss()));
+  }
   for (let attempt = 1; ; attempt++) {
     try {
       // not 'load': under load a page's last resource can take minutes, and the
