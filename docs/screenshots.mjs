@@ -18,11 +18,12 @@ const VISIBLE = '.jp-NotebookPanel:not(.lm-mod-hidden)';
 const HEIGHT = 3000; // tall enough that an output never runs past the window
 
 async function open(page, notebook) {
-  await openInLab(page, base, 'shots', notebook);
+  page = await openInLab(page, base, 'shots', notebook);
   await page.evaluate(() => {
     window.jupyterapp.shell.collapseLeft();
     window.jupyterapp.shell.collapseRight();
   });
+  return page;
 }
 
 async function runAll(page) {
@@ -101,7 +102,7 @@ const browser = await chromium.launch({
 });
 const report = {};
 try {
-  const page = await browser.newPage({ viewport: { width: 1200, height: HEIGHT } });
+  let page = await browser.newPage({ viewport: { width: 1200, height: HEIGHT } });
   for (const job of plan) {
     const sizes = [...new Set(job.shots.flatMap(s => Object.keys(s.files)))];
     if (job.html) {
@@ -117,7 +118,7 @@ try {
       }
       continue;
     }
-    await open(page, job.notebook);
+    page = await open(page, job.notebook);
     if (job.run) await runAll(page);
     await page.waitForTimeout(job.wait || 2000); // the extension and treescope draw after load
     for (const size of sizes) {

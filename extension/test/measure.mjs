@@ -96,17 +96,17 @@ export function brokenText(root) {
 }
 
 /** `notebook` open and ready in JupyterLab at `base`, in a workspace of its own
- * (scripts that share one server would otherwise restore each other's tabs).
- * Under load a page can come up without opening the notebook: it is loaded again. */
+ * (scripts that share one server would otherwise restore each other's tabs); returns
+ * the page it is open in, which is a new one when `page` had a notebook open.
+ * Each notebook gets a fresh page: a page that leaves JupyterLab can hang in its
+ * unload (unsaved changes ask first; a renderer still busy drawing never answers),
+ * and then every later goto on it times out. The page left is closed without
+ * asking, and its notebook's kernel shut down. Under load a page can come up
+ * without opening the notebook: it is opened again, in a fresh page. */
 export async function openInLab(page, base, workspace, notebook) {
-  if (!page.__lensLeavesFreely) {
-    // JupyterLab asks before it leaves a page with unsaved changes, and
-    // Playwright's default answer stays: the next notebook's goto would then time
-    // out on every attempt. Leave (any other dialog is dismissed, as by default).
-    page.__lensLeavesFreely = true;
-    page.on('dialog', dialog => (dialog.type() === 'beforeunload' ? dialog.accept() : dialog.dismiss()));
-  }
   for (let attempt = 1; ; attempt++) {
+    if (page.url() !== 'about:blank') page = await freshPage(page, base);
+    page.__lensNotebook = notebook;
     try {
       // not 'load': under load a page's last resource can take minutes, and the
       // app's own readiness is what is waited for next
@@ -122,11 +122,32 @@ export async function openInLab(page, base, workspace, notebook) {
         notebook,
         { timeout: 120000 }
       );
-      return;
+      return page;
     } catch (error) {
       if (attempt >= 4) throw error;
+      console.error(`openInLab: ${notebook}, attempt ${attempt}: ${error.message.split('\n')[0]}`);
     }
   }
+}
+
+/** A new page the size of `page`, which is closed (without its unload handlers)
+ * once the kernel of the notebook it had open is shut down. */
+async function freshPage(page, base) {
+  const viewport = page.viewportSize();
+  const left = page.__lensNotebook;
+  if (left) {
+    try {
+      const sessions = await (await fetch(`${base}/api/sessions`, { signal: AbortSignal.timeout(15000) })).json();
+      for (const s of sessions.filter(s => s.path === left)) {
+        await fetch(`${base}/api/sessions/${s.id}`, { method: 'DELETE', signal: AbortSignal.timeout(15000) });
+      }
+    } catch (error) {
+      console.error(`openInLab: the kernel of ${left} was not shut down: ${error.message}`);
+    }
+  }
+  const fresh = await page.context().browser().newPage(viewport ? { viewport } : {});
+  await page.close({ runBeforeUnload: false });
+  return fresh;
 }
 
 /** JupyterLab's light or dark theme, once the page has it. */

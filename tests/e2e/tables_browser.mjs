@@ -75,7 +75,7 @@ function hiddenIn(outputs) {
 }
 
 async function openNotebook(page, notebook) {
-  await openInLab(page, base, 'tables', notebook);
+  page = await openInLab(page, base, 'tables', notebook);
   // every stored output drawn (a notebook of pack pictures only has no `.lens`
   // in JupyterLab: the extension draws them)
   await page.waitForFunction(
@@ -86,6 +86,7 @@ async function openNotebook(page, notebook) {
     { timeout: 60000 }
   );
   await page.waitForTimeout(300);
+  return page;
 }
 
 /** 600 px alone, or 1200 px with the file browser open beside the notebook. */
@@ -117,9 +118,9 @@ const browser = await chromium.launch({
 });
 const report = { lab: {}, html: {} };
 try {
-  const page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
+  let page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
   for (const nb of notebooks) {
-    await openNotebook(page, nb);
+    page = await openNotebook(page, nb);
     const name = nb.split('/').pop().replace('.ipynb', '');
     for (const theme of ['light', 'dark']) {
       await setTheme(page, theme);

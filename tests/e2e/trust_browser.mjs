@@ -14,7 +14,7 @@ const widgetKinds = JSON.parse(process.env.WIDGETS || '[]');
 const VISIBLE = '.jp-NotebookPanel:not(.lm-mod-hidden)';
 
 async function openNotebook(page, notebook) {
-  await openInLab(page, base, 'trust', notebook);
+  page = await openInLab(page, base, 'trust', notebook);
   await page.evaluate(() => {
     window.jupyterapp.shell.collapseLeft();
     window.jupyterapp.shell.collapseRight();
@@ -30,6 +30,7 @@ async function openNotebook(page, notebook) {
     { timeout: 60000 }
   );
   await page.waitForTimeout(300);
+  return page;
 }
 
 /** Each cell's first output (in the order of `kinds`; cell 0 sets up): measures (and a screenshot).
@@ -69,11 +70,11 @@ const browser = await chromium.launch({
 });
 const report = {};
 try {
-  const page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
+  let page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
   // Each copy is opened once; the themes and widths are switched in place (as a user
   // does), which also checks that every output lays out again when they change.
   for (const copy of ['trusted', 'untrusted']) {
-    await openNotebook(page, `${copy}.ipynb`);
+    page = await openNotebook(page, `${copy}.ipynb`);
     for (const theme of ['light', 'dark']) {
       await setTheme(page, theme);
       for (const width of [600, 1200]) {
