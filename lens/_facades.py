@@ -57,7 +57,8 @@ FACADES: dict[str, dict[str, str] | str] = {
     "lens.core.scope": {
         "lens._frozen_dict": "freeze FrozenDict unfreeze",
         "lens.core._entry": (
-            "_is_valid_rng _is_valid_rngs _is_valid_variables apply bind init lazy_init"
+            "_is_valid_rng _is_valid_rngs _is_valid_variables _unfreeze_variables apply "
+            "bind init lazy_init"
         ),
         "lens.core._filters": (
             "CollectionFilter DenyList Filter filter_to_set group_collections "
@@ -132,11 +133,15 @@ FACADES: dict[str, dict[str, str] | str] = {
             "_context=flax_context current_module disable_named_call "
             "enable_named_call override_named_call"
         ),
-        "lens.nn._module": "_map_submodules CompactNameScope Module TestScope",
+        "lens.nn._module": (
+            "_derive_profiling_name=_profiling_name _map_submodules CompactNameScope "
+            "Module TestScope"
+        ),
         "lens.nn._module_base": "module_field ModuleBase",
         "lens.nn._module_entry": "apply init init_with_output",
         "lens.nn._module_support": (
-            "_get_unbound_fn _ModuleInternalState _unspecified_parent Args "
+            "_get_fn_name _get_unbound_fn _get_unspecified_parent _ModuleInternalState "
+            "_Sentinel _unspecified_parent Args "
             "capture_call_intermediates compact compact_name_scope "
             "create_descriptor_wrapper Descriptor DescriptorWrapper intercept_methods "
             "Interceptor InterceptorContext Kwargs NextGetter nowrap ParentDescriptor "
@@ -148,6 +153,7 @@ FACADES: dict[str, dict[str, str] | str] = {
             "_map_over_modules_in_tree"
         ),
         "lens.nn._share_scope": "share_scope",
+        "lens.nn._summary": "_CallInfo _CallInfoContext _tabulate_context",
     },
     "lens.nn.normalization": {
         "dataclasses": "field",
@@ -184,8 +190,8 @@ FACADES: dict[str, dict[str, str] | str] = {
     },
     "lens.nn.summary": {
         "lens.nn._summary": (
-            "_get_module_table _get_module_variables _get_path_variables "
-            "_process_inputs Row Table tabulate"
+            "_get_call_flops _get_flops _get_module_table _get_module_variables "
+            "_get_path_variables _process_inputs Row Table tabulate"
         ),
         "lens.nn._summary_render": (
             "_ArrayRepresentation _as_yaml_str _bytes_repr _from_value_representation "

@@ -406,7 +406,10 @@ def _ext_unpack(code: int, data: bytes) -> Any:
     return msgpack.ExtType(code, data)
 
 
-_msgpack_ext_pack = _ext_pack  # Flax's name for the packer
+# Flax's names for the packer and the unpacker: projects read Flax's msgpack
+# files with ``msgpack.unpackb(data, ext_hook=_msgpack_ext_unpack)``.
+_msgpack_ext_pack = _ext_pack
+_msgpack_ext_unpack = _ext_unpack
 
 
 _KEY_MARK = "__lens_prng_key__"
@@ -463,6 +466,43 @@ def _unchunk(tree: Any) -> Any:
             return np.concatenate(chunks).reshape(shape)
         return {k: _unchunk(v) for k, v in tree.items()}
     return tree
+
+
+def _unchunk_array_leaves_in_place(tree: Any) -> Any:
+    """``tree`` with its chunked arrays joined again, written into its dicts.
+
+    Flax's private name: code that reads a msgpack file by hand
+    (``msgpack.unpackb(..., ext_hook=_msgpack_ext_unpack)``) calls it next.
+    Returns the tree (a chunked array given alone comes back as the array).
+    """
+    if not isinstance(tree, dict):
+        return tree
+    if "__msgpack_chunked_array__" in tree or _KEY_MARK in tree:
+        return _unchunk(tree)
+    for k, v in tree.items():
+        tree[k] = _unchunk_array_leaves_in_place(v)
+    return tree
+
+
+def _np_convert_in_place(tree: Any) -> Any:
+    """``tree`` with its JAX arrays made numpy arrays, written into its dicts
+    (Flax's private name)."""
+    if isinstance(tree, jax.Array):
+        return np.asarray(tree)
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            tree[k] = _np_convert_in_place(v)
+    return tree
+
+
+def _tuple_to_dict(xs: Any) -> dict[str, Any]:
+    """``{"0": xs[0], "1": xs[1], ...}``, how the msgpack format stores a sequence."""
+    return {str(i): x for i, x in enumerate(xs)}
+
+
+def _dict_to_tuple(d: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The tuple :func:`_tuple_to_dict` stored."""
+    return tuple(d[str(i)] for i in range(len(d)))
 
 
 def msgpack_serialize(pytree: Any, in_place: bool = False) -> bytes:

@@ -332,6 +332,25 @@ def _params_of(inputs: Any) -> Mapping[Any, Any]:
     )
 
 
+def _get_params_dict(inputs: Any) -> dict[Any, Any]:
+    """A nested params dict as a plain (unfrozen) copy. Flax's private name,
+    which projects call to walk parameters; anything but a dict or FrozenDict
+    raises ValueError, as in Flax."""
+    from lens._frozen_dict import FrozenDict, unfreeze
+
+    if isinstance(inputs, dict | FrozenDict):
+        return unfreeze(inputs)
+    raise ValueError(
+        "Can only traverse a flax Model instance or a nested dict, not "
+        f"{type(inputs)}. Pass the params dict (variables['params'])."
+    )
+
+
+def _sorted_items(x: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
+    """``x``'s items ordered by key (Flax's private name)."""
+    return sorted(x.items(), key=lambda item: item[0])
+
+
 class ModelParamTraversal(Traversal):
     """Selects the leaves of a params dict whose ``/``-joined path passes a filter.
 

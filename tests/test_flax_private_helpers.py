@@ -209,3 +209,177 @@ def test_empty_node_class_at_nnx_traversals():
 
     assert isinstance(lens.nnx.traversals.empty_node, lens.nnx.traversals._EmptyNode)
     assert isinstance(flax.nnx.traversals.empty_node, flax.nnx.traversals._EmptyNode)
+
+
+def _walk_calls(nn, module_lib, summary_lib):
+    """What maxdiffusion's ``calculate_model_tflops`` and hand-made tabulates do
+    with Flax's internals: record every call under ``_tabulate_context``, read
+    them from ``_context.call_info_stack[-1].calls``, and cost each one."""
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.relu(nn.Dense(4)(x))
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = Block()(x)
+            return nn.Dense(2)(Block()(x))
+
+    with module_lib._tabulate_context():
+        jax.eval_shape(Model().init, jax.random.key(0), jnp.ones((3, 5)))
+        calls = module_lib._context.call_info_stack[-1].calls
+        calls.sort(key=lambda c: c.index)
+    assert not module_lib._context.call_info_stack  # popped on leaving
+    rows = []
+    for c in calls:
+        assert isinstance(c, module_lib._CallInfo)
+        inputs = summary_lib._process_inputs(c.args, c.kwargs)
+        flops, vjp_flops = summary_lib._get_call_flops(c, True, True)
+        rows.append(
+            (c.index, c.path, c.method, type(c.module).__name__, inputs.shape)
+            + (flops, vjp_flops, summary_lib._get_call_flops(c, False, False))
+        )
+    return rows
+
+
+def test_tabulate_context_walk_and_call_flops_match_flax():
+    import flax.linen.module as fmodule
+
+    import lens.nn.module as lmodule
+
+    got = _walk_calls(lnn, lmodule, lsummary)
+    want = _walk_calls(flax_linen, fmodule, fsummary)
+    assert [r[:5] for r in got] == [r[:5] for r in want]
+    assert len(got) == 6 and got[0][1] == () and got[-1][1] == ("Dense_0",)
+    assert all(r[7] == (-1, -1) for r in got)
+    # XLA's counts of the same programs (the model's dense is lens's own kernel,
+    # so the counts agree within the few ops either adds)
+    for g, w in zip(got, want):
+        assert g[5] > 0 and g[6] > g[5]
+        np.testing.assert_allclose(g[5:7], w[5:7], rtol=0.2)
+    x = jnp.ones((4, 8))
+    assert lsummary._get_flops(jnp.dot, x, x.T) == fsummary._get_flops(jnp.dot, x, x.T)
+
+
+def test_context_stacks_are_written_through():
+    import lens.nn.module as lmodule
+
+    stack = lmodule._context.call_info_stack
+    assert len(stack) == 0 and stack == []
+    ctx = lmodule._CallInfoContext(0, [])
+    stack.append(ctx)
+    try:
+        assert lmodule._context.call_info_stack[-1] is ctx
+        # calls made now are recorded, as under flax's own tabulate
+        lnn.Dense(2).init(jax.random.key(0), jnp.ones((1, 3)))
+        assert [c.path for c in ctx.calls] == [()]
+        assert ctx.get_call_index() == 1
+    finally:
+        assert lmodule._context.call_info_stack.pop() is ctx
+    assert not lmodule._context.call_info_stack
+
+
+def test_parent_sentinel_and_names():
+    import copy
+    import functools
+    import pickle
+
+    import flax.linen.module as fmodule
+
+    import lens.nn.module as lmodule
+
+    sentinel = lmodule._unspecified_parent
+    assert isinstance(sentinel, lmodule._Sentinel)
+    assert lmodule._get_unspecified_parent() is sentinel
+    assert copy.deepcopy(sentinel) is sentinel
+    assert pickle.loads(pickle.dumps(sentinel)) is sentinel
+    assert lnn.Dense.__dataclass_fields__["parent"].default is sentinel
+    flax_default = flax_linen.Dense.__dataclass_fields__["parent"].default
+    assert isinstance(flax_default, fmodule._Sentinel)
+
+    def method(x):
+        return x
+
+    for fn in (method, functools.partial(method, 1), object()):
+        assert lmodule._get_fn_name(fn) == fmodule._get_fn_name(fn)
+    for name in (None, "enc"):
+        for fn in (method, lnn.Dense.__call__):
+            got = lmodule._derive_profiling_name(lnn.Dense(2, name=name), fn)
+            want = fmodule._derive_profiling_name(flax_linen.Dense(2, name=name), fn)
+            assert got == want
+
+
+def test_unfreeze_variables_unfreezes_only_the_mutable_collections():
+    import flax.core.scope as fscope
+    from flax.core.frozen_dict import freeze as flax_freeze
+
+    import lens.core.scope as lscope
+    from lens.core import freeze
+
+    for mutable in (False, True, "stats", ["params"]):
+        got = lscope._unfreeze_variables(
+            {"params": freeze({"w": 1}), "stats": freeze({"m": 2})}, mutable
+        )
+        want = fscope._unfreeze_variables(
+            {"params": flax_freeze({"w": 1}), "stats": flax_freeze({"m": 2})},
+            mutable,
+        )
+        assert {k: type(v).__name__ for k, v in got.items()} == {
+            k: type(v).__name__ for k, v in want.items()
+        }
+        assert got == want
+
+
+def test_msgpack_files_read_by_hand(monkeypatch):
+    # NNX projects load Flax's msgpack weights with
+    # msgpack.unpackb(data, ext_hook=_msgpack_ext_unpack), then unchunk
+    import flax.serialization as fser
+    import msgpack
+
+    import lens.serialization as lser
+
+    monkeypatch.setattr(fser, "MAX_CHUNK_SIZE", 64)
+    monkeypatch.setattr(lser, "MAX_CHUNK_SIZE", 64)
+    tree = {
+        "w": np.arange(40, dtype=np.float32).reshape(4, 10),
+        "b": np.float32(2.5),
+        "c": 1 + 2j,
+        "nested": {"k": np.ones((3,), np.int8)},
+    }
+    for write in (fser.to_bytes, lser.to_bytes):
+        data = write(tree)
+        got = lser._unchunk_array_leaves_in_place(
+            msgpack.unpackb(data, ext_hook=lser._msgpack_ext_unpack, raw=False)
+        )
+        want = fser._unchunk_array_leaves_in_place(
+            msgpack.unpackb(data, ext_hook=fser._msgpack_ext_unpack, raw=False)
+        )
+        jax.tree_util.tree_map(np.testing.assert_array_equal, got, want)
+        np.testing.assert_array_equal(got["w"], tree["w"])
+    d = {"a": jnp.ones(2), "b": {"c": jnp.zeros(1)}, "d": [jnp.ones(1)]}
+    got = lser._np_convert_in_place(dict(d, b=dict(d["b"])))
+    want = fser._np_convert_in_place(dict(d, b=dict(d["b"])))
+    assert jax.tree_util.tree_map(type, got) == jax.tree_util.tree_map(type, want)
+    assert lser._tuple_to_dict((4, 5)) == fser._tuple_to_dict((4, 5))
+    assert lser._dict_to_tuple({"0": 4, "1": 5}) == fser._dict_to_tuple(
+        {"0": 4, "1": 5}
+    )
+
+
+def test_params_dict_helpers():
+    import flax.traverse_util as ftu
+    from flax.core.frozen_dict import freeze as flax_freeze
+
+    import lens.traverse_util as ltu
+    from lens.core import freeze
+
+    params = {"b": {"k": 1}, "a": {"k": 2}}
+    got = ltu._get_params_dict(freeze(params))
+    assert type(got) is dict and got == ftu._get_params_dict(flax_freeze(params))
+    assert ltu._sorted_items(params) == ftu._sorted_items(params)
+    with pytest.raises(ValueError, match="Can only traverse a flax Model instance"):
+        ltu._get_params_dict([1])
+    with pytest.raises(ValueError, match="Can only traverse a flax Model instance"):
+        ftu._get_params_dict([1])

@@ -69,10 +69,16 @@ def _check_rngs(rngs: Any, what: str) -> dict[str, Any]:
 def _prepare_variables(variables: Any, mutable: Filter) -> dict[str, Any]:
     if not _is_valid_variables(variables):
         raise errors.ApplyScopeInvalidVariablesTypeError(variables)
-    out: dict[str, Any] = {}
-    for col, d in variables.items():
-        out[col] = unfreeze(d) if in_filter(mutable, col) else d
-    return out
+    return _unfreeze_variables(variables, mutable)
+
+
+def _unfreeze_variables(variables: Any, mutable: Filter) -> dict[str, Any]:
+    """``variables`` with each collection ``mutable`` matches unfrozen (a copy a
+    scope may write); the others are kept as they are."""
+    return {
+        col: unfreeze(d) if in_filter(mutable, col) else d
+        for col, d in variables.items()
+    }
 
 
 def bind(

@@ -95,20 +95,56 @@ def override_named_call(enable: bool = True) -> Iterator[None]:
         _named_call.reset(token)
 
 
+class _StackView:
+    """One of Flax's ``_context`` stacks, read from and written to a contextvar.
+
+    Flax's stacks are lists that code pushes to and pops from
+    (``_context.call_info_stack.append(...)``); here each push or pop sets the
+    contextvar, so it stays this context's own.
+    """
+
+    __slots__ = ("_var",)
+
+    def __init__(self, var: contextvars.ContextVar[tuple[Any, ...]]) -> None:
+        self._var = var
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._var.get()[i]
+
+    def __len__(self) -> int:
+        return len(self._var.get())
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._var.get())
+
+    def __bool__(self) -> bool:
+        return bool(self._var.get())
+
+    def __eq__(self, other: object) -> bool:
+        return list(self._var.get()) == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def append(self, item: Any) -> None:
+        self._var.set(self._var.get() + (item,))
+
+    def pop(self, i: int = -1) -> Any:
+        items = list(self._var.get())
+        item = items.pop(i)
+        self._var.set(tuple(items))
+        return item
+
+    def __repr__(self) -> str:
+        return repr(list(self._var.get()))
+
+
 class _ContextView:
-    """Flax's ``module._context``, read from lens's contextvars (for ported code)."""
+    """Flax's ``module._context``, read from and written to lens's contextvars
+    (for ported code)."""
 
-    @property
-    def module_stack(self) -> list:
-        return list(_module_stack.get())
-
-    @property
-    def capture_stack(self) -> list:
-        return list(_capture_stack.get())
-
-    @property
-    def call_info_stack(self) -> list:
-        return list(_call_info.get())
+    module_stack = property(lambda self: _StackView(_module_stack))
+    capture_stack = property(lambda self: _StackView(_capture_stack))
+    call_info_stack = property(lambda self: _StackView(_call_info))
 
 
 flax_context = _ContextView()

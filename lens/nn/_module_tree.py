@@ -83,14 +83,6 @@ def _get_local_descriptor_names(
     return tuple(names.difference(set(exclude)))
 
 
-def _get_fn_name(fn: Any) -> str:
-    import functools
-
-    if isinstance(fn, functools.partial):
-        return _get_fn_name(fn.func)
-    return getattr(fn, "__name__", "unnamed_function")
-
-
 def _indent(x: str, num_spaces: int) -> str:
     pad = " " * num_spaces
     lines = x.split("\n")

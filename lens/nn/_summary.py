@@ -11,8 +11,9 @@ and totals (lens._instruments.call_cost says how they are measured).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -55,6 +56,20 @@ class _CallInfoContext:
         index = self.index
         self.index += 1
         return index
+
+
+@contextlib.contextmanager
+def _tabulate_context() -> Iterator[None]:
+    """Records every module call made in the ``with`` block, as ``tabulate`` does.
+
+    Flax's private name (``flax.linen.module._tabulate_context``), which projects
+    use to walk a model's calls: inside the block,
+    ``module._context.call_info_stack[-1].calls`` lists a :class:`_CallInfo`
+    per call, in the order the calls ended (sort by ``index`` for the order they
+    started).
+    """
+    with _context.pushed(_context._call_info, _CallInfoContext(0, [])):
+        yield
 
 
 def record_call(
@@ -346,6 +361,30 @@ def _call_cost(
         )
         if flags.cost
         else None,
+    )
+
+
+def _get_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
+    """XLA's FLOPs of ``fn(*args, **kwargs)`` lowered (not run). Flax's private name."""
+    return call_cost.analyze(jax.jit(fn).lower(*args, **kwargs)).flops
+
+
+def _get_call_flops(
+    c: _CallInfo, compute_flops: bool, compute_vjp_flops: bool
+) -> tuple[int, int]:
+    """The FLOPs of the recorded call ``c`` and of its VJP, -1 for one not asked for.
+
+    Flax's private name (``flax.linen.summary._get_call_flops``): the call is
+    lowered, never run, as ``tabulate(compute_flops=..., compute_vjp_flops=...)``
+    lowers it.
+    """
+    if not compute_flops and not compute_vjp_flops:
+        return -1, -1
+    flags = Options(bool(compute_flops), bool(compute_vjp_flops), False)
+    cost = _call_cost(c, flags, Lowerings("nn.tabulate"), {})
+    return (
+        cost.flops if cost.flops is not None else -1,
+        cost.vjp_flops if cost.vjp_flops is not None else -1,
     )
 
 

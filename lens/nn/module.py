@@ -4,8 +4,8 @@ A facade at Flax's path ``flax.linen.module``: its names live in
 :mod:`lens._kernels.dtypes`, :mod:`lens.core._variable`, :mod:`lens.ids`,
 :mod:`lens.nn._context`, :mod:`lens.nn._module`, :mod:`lens.nn._module_base`,
 :mod:`lens.nn._module_entry`, :mod:`lens.nn._module_support`,
-:mod:`lens.nn._module_tree`, :mod:`lens.nn._share_scope`, as lens/_facades.py lists
-them.
+:mod:`lens.nn._module_tree`, :mod:`lens.nn._share_scope`, :mod:`lens.nn._summary`,
+as lens/_facades.py lists them.
 """
 
 from lens._lazy import facade_exports
