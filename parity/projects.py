@@ -498,6 +498,18 @@ PROJECTS: tuple[Project, ...] = (
         # its tests are MultiProcessTests: one process of JAX's distributed runtime
         plugins=("single_process_distributed",),
     ),
+    Project(
+        # scico's learned imaging models: Linen networks (DnCNN, ResNet, UNet,
+        # MoDL, ODP) built on flax.linen.module internals, a TrainState trainer
+        # with its own checkpoints, parameter traversals and input pipelines
+        name="scico",
+        repo="lanl/scico",
+        commit="b082d7b5ee37b5d3dcbb3a7136f4c8628042b8ea",
+        api="Linen",
+        tests=("scico/test/flax",),
+        deps=("imageio==2.38.1", "tifffile==2026.3.3"),
+        paths=("scico", "pyproject.toml"),
+    ),
 )
 
 
