@@ -910,6 +910,29 @@ def _nnx_object_mistakes(x: Any) -> dict[str, Callable[[Any], Any]]:
         "set a captured Variable in jax.jit": lambda nnx: (
             lambda p: jax.jit(lambda x: p.set_value(x) or x)(x)
         )(nnx.Param(x)),
+        # an object the function captured from outside, among the outputs:
+        # a copy where flax.nnx keeps it, an error where it refuses it
+        "return a captured module from nnx.eval_shape": lambda nnx: (
+            lambda m: nnx.eval_shape(lambda: m)
+        )(lin(nnx)),
+        "return a captured module from nnx.cond": lambda nnx: (
+            lambda m: nnx.cond(True, lambda: m, lambda: m)
+        )(lin(nnx)),
+        "return a captured module from nnx.remat": lambda nnx: (
+            lambda m: nnx.remat(lambda: m)()
+        )(lin(nnx)),
+        "return a captured module from nnx.jit": lambda nnx: (
+            lambda m: nnx.jit(lambda: m)()
+        )(lin(nnx)),
+        "return a captured module from nnx.vmap": lambda nnx: (
+            lambda m: nnx.vmap(lambda x: m, out_axes=None)(jnp.ones((2, 3)))
+        )(lin(nnx)),
+        "return a captured module from nnx.cond in tree mode": lambda nnx: (
+            lambda m: nnx.cond(True, lambda: m, lambda: m, graph=False)
+        )(lin(nnx)),
+        "return a captured module from nnx.eval_shape in tree mode": lambda nnx: (
+            lambda m: nnx.eval_shape(lambda: m, graph=False)
+        )(lin(nnx)),
         "Param of a string plus one": lambda nnx: nnx.Param("a") + 1,
         "Variable index of a scalar": lambda nnx: param(nnx)[0],
         "Variable set past the end": lambda nnx: param(nnx, 3).__setitem__(5, 1.0),
@@ -1715,6 +1738,9 @@ KNOWN_API = {
     "(AttributeError), lens as a count (TypeError)",
     "set_attributes (not in flax 0.12)": "both raise AttributeError; flax's lazy "
     "module says 'Module flax.nnx has no attribute', lens's Python's words",
+    "return a captured module from nnx.cond in tree mode": "flax.nnx's cond runs "
+    "through its switch and names nnx.switch; lens names the transform called "
+    "(the class and the sentence are flax's)",
     "Optimizer of a number": "an Optimizer of an object with no Variables has an "
     "empty state on lens; flax fails inside its graph walk (IndexError)",
     "split with filters that leave some": "lens names the remaining paths; flax "

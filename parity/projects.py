@@ -510,6 +510,25 @@ PROJECTS: tuple[Project, ...] = (
         deps=("imageio==2.38.1", "tifffile==2026.3.3"),
         paths=("scico", "pyproject.toml"),
     ),
+    Project(
+        # NNX language models (Llama, Gemma 2 and 3, T5, ModernBERT) and their
+        # attention layers, with generation loops under nnx.jit and orbax
+        # checkpoints of nnx State
+        name="jaxgarden",
+        repo="ml-gde/jaxgarden",
+        commit="0ab3a32b1c03560a0c8e77762f0eace3b860707e",
+        api="NNX",
+        tests=("tests",),
+        # ModernBERT's test compares with a PyTorch model (PyTorch not installed)
+        args=("--ignore=tests/models/test_modernbert.py",),
+        deps=(
+            "huggingface-hub==1.0.0",
+            "tokenizers==0.22.1",
+            "safetensors==0.6.2",
+            "tqdm==4.67.1",
+        ),
+        paths=("jaxgarden", "tests", "pyproject.toml"),
+    ),
 )
 
 

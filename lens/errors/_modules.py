@@ -496,8 +496,11 @@ class InconsistentAliasingError(LensError, ValueError):
 class CapturedOutputError(LensError, ValueError):
     """A ``lens.nnx`` transform returned an object it captured from outside.
 
-    Only arguments are split and tracked; returning a captured object would hand
-    back a silent copy. Wrong::
+    Only arguments are split and tracked. Where outputs have axes or shardings
+    (``jit``, ``vmap``, ``pmap``, ``scan``, ``shard_map``), and in the simple
+    modes (``graph=False``, ``graph_updates=False``) everywhere but
+    ``eval_shape``, returning a captured object is refused, as flax.nnx refuses
+    it. Wrong::
 
         m = Linear(2, 3, rngs=rngs)
 
@@ -506,7 +509,9 @@ class CapturedOutputError(LensError, ValueError):
             return m
 
     Right: pass ``m`` as an argument (it comes back as itself), or create the object
-    inside the function.
+    inside the function. ``nnx.eval_shape(lambda: m)`` (an abstract copy of ``m``),
+    and in the full graph mode ``cond``, ``switch``, ``remat``, ``checkify``,
+    ``grad``'s aux and ``custom_vjp``, return a copy of it, as flax.nnx does.
     """
 
 

@@ -191,6 +191,7 @@ class Walker:
         self.leaves: list[Leaf] = []
         self.frame = frame  # when set, nodes made outside it are "captured"
         self.transform = transform
+        self.simple = False  # the transform runs in a simple mode (tree, no updates)
         self.role = "input"
         # How much of a path is the root (("args", 0)): filters see the rest, the
         # path inside the object, as in Flax.
@@ -248,19 +249,40 @@ class Walker:
             and frame is not _NO_FRAME
             and frame is not self.frame
         ):
-            raise errors.CapturedOutputError(
-                "Cannot extract graph node from different trace level, got "
-                f"{type(x).__name__} at {path_str(path)}.\n"
-                f"nnx.{self.transform} returned a {type(x).__name__} "
-                f"({path_str(path)}) that it captured from outside.\nOnly arguments "
-                "are tracked: pass it as an argument (it then comes back as itself), "
-                "or create it inside the function."
-            )
+            self._captured(x, path)
         i = len(self.nodes)
         self.index[id(x)] = i
         self.nodes.append(x)
         self.specs.append(SpecAt(spec, path, self.role))
         return i
+
+    def _captured(self, x: Any, path: Path) -> None:
+        """An output the function captured from outside (made before the
+        transform, not an argument), as flax.nnx treats it: returned as a copy
+        (its values as the function saw them) by the transforms that only trace
+        the function once for its outputs (``eval_shape``, and in the full graph
+        mode ``cond``, ``switch``, ``remat``, ``checkify``, ``grad``'s aux,
+        ``custom_vjp``, ``vjp``/``jvp``); refused by those whose outputs have
+        axes or shardings (``jit``, ``vmap``, ``pmap``, ``scan``, ``shard_map``)
+        and by every transform but ``eval_shape`` in the simple modes."""
+        if keeps_captured(self.transform, self.simple):
+            return
+        if self.simple:
+            first = _first_variable(x)
+            raise errors.CapturedOutputError(
+                f"Cannot return captured Variable of type {type(first).__name__} "
+                f"from nnx.{self.transform}.\nFound at path: {path_str(path)}. Only "
+                "arguments are tracked: pass its object as an argument, or create "
+                "it inside the function."
+            )
+        raise errors.CapturedOutputError(
+            "Cannot extract graph node from different trace level, got "
+            f"{_one_line(_first_variable(x))}\n"
+            f"nnx.{self.transform} returned a {type(x).__name__} "
+            f"({path_str(path)}) that it captured from outside.\nOnly arguments "
+            "are tracked: pass it as an argument (it then comes back as itself), "
+            "or create it inside the function."
+        )
 
     def node(
         self, x: Any, path: Path, spec: Any = None, owner: Any = None, key: Any = None
@@ -429,6 +451,60 @@ def is_node_value(x: Any) -> bool:
 
 
 _NO_FRAME: Any = object()
+
+# Per mode (simple or not): the transforms whose outputs may hold what the
+# function captured from outside, as flax.nnx 0.12.8 has it (see Walker._captured).
+_KEEPS_CAPTURED: dict[bool, frozenset[str]] = {
+    False: frozenset(
+        {
+            "eval_shape",
+            "cond",
+            "switch",
+            "remat",
+            "checkify",
+            "grad",
+            "value_and_grad",
+            "custom_vjp",
+            "vjp",
+            "jvp",
+        }
+    ),
+    True: frozenset({"eval_shape"}),
+}
+
+
+def _one_line(x: Any) -> str:
+    """``repr(x)`` on one line (the first line of an error is its sentence)."""
+    return " ".join(line.strip() for line in repr(x).splitlines())
+
+
+def keeps_captured(transform: str, simple: bool) -> bool:
+    """Whether ``nnx.<transform>`` (in a simple mode or not) returns an object
+    its function captured from outside as a copy, rather than refusing it."""
+    return transform in _KEEPS_CAPTURED[simple]
+
+
+def _first_variable(x: Any) -> Any:
+    """The first Variable reachable from ``x`` (``x`` itself if it is one or
+    holds none): what flax.nnx's simple modes name when refusing a capture."""
+    if isinstance(x, Variable):
+        return x
+    seen: set[int] = set()
+    stack = [x]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Variable):
+            return node
+        if isinstance(node, Pytree):
+            stack.extend(reversed([v for _, v in node_items(node)]))
+        elif isinstance(node, list | tuple):
+            stack.extend(reversed(node))
+        elif isinstance(node, dict):
+            stack.extend(reversed(list(node.values())))
+    return x
 
 
 def _frame_of(x: Any) -> Any:

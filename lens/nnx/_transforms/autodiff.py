@@ -25,6 +25,7 @@ from lens.nnx._transforms.cotangents import (
     values_from,
 )
 from lens.nnx._transforms.modes import (
+    active_mode,
     check_graph_flags,
     check_prefix,
     transform_mode,
@@ -381,14 +382,15 @@ def vjp(
 
     flax.nnx runs vjp in tree mode only (``graph=False``) and returns objects
     there; lens returns States (read them by key or attribute), in either mode."""
-    check_graph_flags("vjp", graph, graph_updates)
+    mode = check_graph_flags("vjp", graph, graph_updates)
     if reduce_axes:
         raise NotImplementedError("reduce_axes argument to vjp is deprecated")
     if f is None:
         return functools.partial(vjp, has_aux=has_aux, graph=graph)
     if not primals:  # used as a decorator: nnx.vjp(f)(m, x)
         return functools.partial(vjp, f, has_aux=has_aux, graph=graph)
-    return _vjp(f, primals, has_aux)
+    with active_mode(mode):
+        return _vjp(f, primals, has_aux)
 
 
 def _object_shaped(primal: Any, cotangent: Any) -> Any:
@@ -445,12 +447,13 @@ def jvp(
     """``jax.jvp`` for functions of objects: ``out, out_t = nnx.jvp(f, (m, x),
     (m_t, x_t))`` where an object's tangent is a State of its variables' tangents
     (``jax.tree.map(jnp.ones_like, nnx.state(m))``); a missing entry is zero."""
-    check_graph_flags("jvp", graph, graph_updates)
+    mode = check_graph_flags("jvp", graph, graph_updates)
     if f is None:
         return functools.partial(jvp, has_aux=has_aux, graph=graph)
     if primals is None or tangents is None:
         return lambda p, t: jvp(f, p, t, has_aux=has_aux, graph=graph)
-    return _jvp(f, tuple(primals), tuple(tangents), has_aux)
+    with active_mode(mode):
+        return _jvp(f, tuple(primals), tuple(tangents), has_aux)
 
 
 def _jvp(f: Callable[..., Any], primals: tuple, tangents: tuple, has_aux: bool) -> Any:

@@ -17,6 +17,7 @@ from lens.nnx._graph.walk import Walker
 from lens.nnx._transforms.modes import (
     active_mode,
     check_no_aliases,
+    check_simple_outputs,
     transform_mode,
 )
 from lens.nnx._transforms.pack_trace import Picture
@@ -25,9 +26,12 @@ from lens.nnx._transforms.recipe import (
     lift_args,
     merge_outputs,
     pure_of,
+    rebuild,
     split_args,
+    split_outputs,
     write_back,
 )
+from lens.nnx.tracers import frame
 from lens.traceback_util import api_boundary
 
 
@@ -42,8 +46,10 @@ def cond(
 ) -> Any:
     """``jax.lax.cond`` with objects among the operands: the branch taken updates
     them. Both branches must return the same structure."""
-    transform_mode("cond", None, graph, graph_updates).check_inputs(operands=operands)
-    return _switch("cond", jnp.asarray(pred, bool), (false_fun, true_fun), operands)
+    mode = transform_mode("cond", None, graph, graph_updates)
+    mode.check_inputs(operands=operands)
+    with active_mode(mode):
+        return _switch("cond", jnp.asarray(pred, bool), (false_fun, true_fun), operands)
 
 
 @api_boundary
@@ -55,8 +61,10 @@ def switch(
     graph_updates: bool | None = None,
 ) -> Any:
     """``jax.lax.switch`` with objects among the operands (see :func:`cond`)."""
-    transform_mode("switch", None, graph, graph_updates).check_inputs(operands=operands)
-    return _switch("switch", index, branches, operands)
+    mode = transform_mode("switch", None, graph, graph_updates)
+    mode.check_inputs(operands=operands)
+    with active_mode(mode):
+        return _switch("switch", index, branches, operands)
 
 
 def _switch(
@@ -100,26 +108,37 @@ def eval_shape(
     graph_updates: bool | None = None,
     **kwargs: Any,
 ) -> Any:
-    """``jax.eval_shape`` for functions of (and returning) objects: an object
-    created inside comes back with ``jax.ShapeDtypeStruct`` values, nothing is
-    computed, and the arguments are not changed."""
+    """``jax.eval_shape`` for functions of (and returning) objects: every object
+    among the outputs comes back as a new, abstract one (``jax.ShapeDtypeStruct``
+    values), an argument returned included; nothing is computed, and the
+    arguments are not changed. An object the function captured from outside
+    comes back as an abstract copy too (``nnx.eval_shape(lambda: model)``)."""
     mode = transform_mode("eval_shape", f, graph, graph_updates)
     if mode.simple:  # flax.nnx checks the arguments as rebuilt inside
         check_no_aliases("eval_shape", args=args, kwargs=kwargs)
-    skel, entries, walker = lift_args("eval_shape", (*args, kwargs))
-
-    def call(*a: Any) -> Any:
-        *pos, kw = a
-        return f(*pos, **kw)
+    n = len(args) + 1
+    skel, entries, _ = lift_args("eval_shape", (*args, kwargs))
 
     def pure(values: list[Any]) -> Any:
-        return call_inside("eval_shape", call, skel, values, len(args) + 1)
+        with frame("eval_shape") as fr:
+            *pos, kw = rebuild(skel, values)
+            out = f(*pos, **kw)
+            if mode.simple:  # no argument's Variable among the outputs
+                inputs = Walker(transform="eval_shape")
+                split_args((*pos, kw), (None,) * n, inputs)
+                inputs.frame = fr
+                check_simple_outputs("eval_shape", out, inputs)
+            # the outputs walked on their own: an argument returned is a new
+            # object, as flax.nnx's eval_shape gives it
+            walker = Walker(transform="eval_shape")
+            walker.frame = fr
+            return split_outputs(out, None, walker)
 
     pure.__wrapped__ = f  # type: ignore[attr-defined] # JAX's errors name it
 
     with active_mode(mode):
-        _, outs = jax.eval_shape(pure, [e.value for e in entries])
-    return merge_outputs(outs, walker.nodes)
+        outs = jax.eval_shape(pure, [e.value for e in entries])
+    return merge_outputs(outs, [])
 
 
 def _pure_state_fn(
@@ -173,16 +192,17 @@ def checkify(
     ``(error, output)``; the objects' updates come back."""
     from jax.experimental import checkify as ck  # loaded on first use
 
-    transform_mode("checkify", f, graph, graph_updates)
+    mode = transform_mode("checkify", f, graph, graph_updates)
     errors = ck.user_checks if errors is None else errors
 
     @functools.wraps(f)
     @api_boundary
     def run(*args: Any) -> Any:
         pure, entries, walker = _pure_state_fn(f, args, "checkify")
-        err, (out_c, new_graph) = ck.checkify(pure, errors=errors)(
-            [e.value for e in entries]
-        )
+        with active_mode(mode):
+            err, (out_c, new_graph) = ck.checkify(pure, errors=errors)(
+                [e.value for e in entries]
+            )
         write_back(entries, new_graph)
         return err, merge_outputs(out_c, walker.nodes)
 

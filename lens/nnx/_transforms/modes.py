@@ -19,7 +19,7 @@ import jax
 from lens import errors
 from lens._facades import show_at_flax_paths
 from lens.nnx._graph import mode as graph_mode
-from lens.nnx._graph.walk import Walker, is_graph_node, path_str
+from lens.nnx._graph.walk import Walker, is_graph_node, keeps_captured, path_str
 from lens.nnx._objects.object import node_items
 from lens.nnx._transforms.specs import DiffState, StateAxes
 from lens.nnx._variables.variable import Variable
@@ -55,7 +55,12 @@ def check_simple_outputs(name: str, out: Any, walker: Walker) -> None:
         if i is not None and walker.specs[i].role == "input":
             raise _duplicate(name, v, path_str(walker.specs[i].path), path)
         frame_of = object.__getattribute__(v, "_lens_frame")
-        if i is None and walker.frame is not None and frame_of is not walker.frame:
+        if (
+            i is None
+            and walker.frame is not None
+            and frame_of is not walker.frame
+            and not keeps_captured(name, True)
+        ):
             raise errors.CapturedOutputError(
                 f"Cannot return captured Variable of type {type(v).__name__} from "
                 f"nnx.{name}.\nFound at path: {path}. Only arguments are tracked: "
@@ -65,10 +70,10 @@ def check_simple_outputs(name: str, out: Any, walker: Walker) -> None:
 
 def check_graph_flags(
     name: str, graph: bool | None, graph_updates: bool | None
-) -> None:
+) -> TransformMode:
     """vjp/jvp: lens runs them on its object graph in every mode flax.nnx names
-    (``graph``/``graph_updates``), so each spelling is accepted."""
-    transform_mode(name, None, graph, graph_updates)
+    (``graph``/``graph_updates``), so each spelling is accepted; their mode."""
+    return transform_mode(name, None, graph, graph_updates)
 
 
 @dataclasses.dataclass(frozen=True)

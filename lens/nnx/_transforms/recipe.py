@@ -155,11 +155,23 @@ def rebuild(
     return jax.tree.unflatten(skel.treedef, leaves)
 
 
+def _same_transform(mode_name: str, walker_name: str) -> bool:
+    """Whether the active mode is the walker's transform's (``grad`` runs as
+    ``value_and_grad``)."""
+    names = {mode_name, walker_name}
+    return len(names) == 1 or names == {"grad", "value_and_grad"}
+
+
 def split_outputs(out: Any, out_spec: Any, walker: Walker) -> Any:
     """The outputs with each object replaced by a carrier of its new leaves."""
     mode = current_mode()
-    if mode is not None and mode.simple and mode.name == walker.transform:
-        check_simple_outputs(mode.name, out, walker)
+    if (
+        mode is not None
+        and mode.simple
+        and _same_transform(mode.name, walker.transform)
+    ):
+        walker.simple = True
+        check_simple_outputs(walker.transform, out, walker)
     walker.role = "output"
     wrapped = wrap_objects(out)
     specs = _broadcast(out_spec, wrapped, 0)
