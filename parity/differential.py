@@ -930,6 +930,9 @@ def _nnx_object_mistakes(x: Any) -> dict[str, Callable[[Any], Any]]:
         "return a captured module from nnx.cond in tree mode": lambda nnx: (
             lambda m: nnx.cond(True, lambda: m, lambda: m, graph=False)
         )(lin(nnx)),
+        "return the argument in nnx.grad's aux": lambda nnx: (
+            lambda m: nnx.grad(lambda m: ((m(x) ** 2).sum(), m), has_aux=True)(m)
+        )(lin(nnx)),
         "return a captured module from nnx.eval_shape in tree mode": lambda nnx: (
             lambda m: nnx.eval_shape(lambda: m, graph=False)
         )(lin(nnx)),

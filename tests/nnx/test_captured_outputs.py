@@ -171,3 +171,25 @@ def test_an_argument_and_a_capture_together(nnx):
     assert a is not m and k is a.kernel
     assert isinstance(k.get_value(), jax.ShapeDtypeStruct)
     assert isinstance(m.kernel.get_value(), jax.Array)
+
+
+@BOTH
+@pytest.mark.parametrize("transform", ["grad", "value_and_grad"])
+def test_grad_aux_returns_an_argument_as_itself(nnx, transform):
+    # aux carries no spec of its own: the model (or its Variables) returned in
+    # aux is the caller's object, not an alias lifted two ways
+    class Box(nnx.Module):
+        def __init__(self, x):
+            self.x = x
+
+    m = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
+
+    def loss(m):
+        return (m(jnp.ones(3)) ** 2).sum(), (m, m.kernel, Box(m))
+
+    t = getattr(nnx, transform)(loss, has_aux=True)
+    out = t(m)
+    aux = out[1] if transform == "grad" else out[0][1]
+    grads = out[0] if transform == "grad" else out[1]
+    assert aux[0] is m and aux[1] is m.kernel and aux[2].x is m
+    assert grads["kernel"][...].shape == (3, 2)

@@ -192,6 +192,9 @@ class Walker:
         self.frame = frame  # when set, nodes made outside it are "captured"
         self.transform = transform
         self.simple = False  # the transform runs in a simple mode (tree, no updates)
+        # outputs carry no spec of their own (grad's aux): an argument returned
+        # is not an alias lifted two ways
+        self.free_outputs = False
         self.role = "input"
         # How much of a path is the root (("args", 0)): filters see the rest, the
         # path inside the object, as in Flax.
@@ -214,7 +217,7 @@ class Walker:
         if i is None:
             return None
         first_spec = self.specs[i].spec
-        if _spec_eq(first_spec, spec):
+        if _spec_eq(first_spec, spec) or (self.free_outputs and self.role == "output"):
             return i
         if isinstance(x, Pytree):
             # specs written differently may agree on every variable (0 and

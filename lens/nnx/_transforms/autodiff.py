@@ -223,6 +223,7 @@ def _grad_body(
             after, new_entries = split_args(args2, specs, w2)
             changed = changed_structure(skel, after, table, w2.nodes)
             w2.frame = fr
+            w2.free_outputs = True  # flax.nnx returns an argument in aux as itself
             aux_out = split_outputs(aux, None, w2)
         new_graph = [e.value for e in new_entries if e.leaf is not None]
         return value, (new_graph, aux_out, Carrier([], changed))
