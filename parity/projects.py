@@ -529,6 +529,20 @@ PROJECTS: tuple[Project, ...] = (
         ),
         paths=("jaxgarden", "tests", "pyproject.toml"),
     ),
+    Project(
+        # optax's own tests that build Linen models: gradient accumulation
+        # (MultiSteps) of a Dense loss in several dtypes, and the power
+        # iteration / matrix functions on a Linen MLP's parameters
+        name="optax",
+        repo="google-deepmind/optax",
+        commit="2edbcbe2390da13983b92cbef94ac0460ecde1c5",
+        api="Linen",
+        tests=(
+            "optax/_src/linear_algebra_test.py",
+            "optax/transforms/_accumulation_test.py",
+        ),
+        paths=("optax", "pyproject.toml"),
+    ),
 )
 
 
