@@ -543,6 +543,27 @@ PROJECTS: tuple[Project, ...] = (
         ),
         paths=("optax", "pyproject.toml"),
     ),
+    Project(
+        # evolution strategies in JAX: every algorithm's state and params a
+        # flax.struct dataclass, Linen networks as problems, learned algorithms
+        # (LES, LGA, EvoTF) whose pickled Linen params are restored with
+        # flax.serialization
+        name="evosax",
+        repo="RobertTLange/evosax",
+        commit="d4b4127708cb2cd0cc906b910ddcd091013153a9",
+        api="Linen",
+        tests=("tests",),
+        deps=(
+            "dotmap==1.3.30",
+            "matplotlib==3.11.2",
+            "contourpy==1.3.3",
+            "cycler==0.12.1",
+            "fonttools==4.68.0",
+            "kiwisolver==1.5.1",
+            "pyparsing==3.3.3",
+        ),
+        paths=("evosax", "tests", "pyproject.toml"),
+    ),
 )
 
 
