@@ -75,18 +75,11 @@ def _cases(nnx, m, **mode):
     }
 
 
-FULL_KEEPS = {
-    "eval_shape",
-    "cond",
-    "switch",
-    "remat",
-    "checkify",
-    "grad",
-    "value_and_grad",
-    "custom_vjp",
-}
+# the transforms of the full graph mode: the first eight return the capture
+# as a copy, the rest refuse it
 FULL = ["eval_shape", "cond", "switch", "remat", "checkify", "grad"]
 FULL += ["value_and_grad", "custom_vjp", "jit", "vmap", "scan", "shard_map"]
+FULL_KEEPS = set(FULL[:8])
 
 
 @BOTH
