@@ -414,3 +414,15 @@ def test_ellipsis_assignment_writes_into_an_array_value(nnx):
     with pytest.raises((ValueError, TypeError)):
         v[...] = jnp.ones((3,))  # a wrong shape is refused, as flax.nnx's
     np.testing.assert_array_equal(v[...], [5.0, 6.0])
+
+
+@BOTH
+def test_checkify_in_tree_mode_refuses_a_variable_passed_twice(nnx):
+    m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    f = nnx.checkify(lambda a, b: a(jnp.ones(2)).sum(), graph=False)
+    with pytest.raises(ValueError, match="^Duplicate"):
+        f(m, m)
+    with pytest.raises(ValueError, match="^Duplicate"):
+        f(m, m.kernel)
+    err, out = f(m, nnx.Linear(2, 2, rngs=nnx.Rngs(1)))  # distinct objects: fine
+    assert out.shape == ()

@@ -198,6 +198,7 @@ def checkify(
     @functools.wraps(f)
     @api_boundary
     def run(*args: Any) -> Any:
+        mode.check_inputs(args=args)  # tree mode: no Variable reached twice
         pure, entries, walker = _pure_state_fn(f, args, "checkify")
         with active_mode(mode):
             err, (out_c, new_graph) = ck.checkify(pure, errors=errors)(
