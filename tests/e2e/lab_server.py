@@ -33,6 +33,12 @@ def serve_lab(root: pathlib.Path, **env: str) -> Iterator[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    # The server's log goes to a file beside the root (not into it: the file
+    # browser would list it). A pipe nobody reads fills after ~64 KB of request
+    # and kernel logs, and the server then blocks on its next log line: every
+    # request after that (a page, the REST API) hangs.
+    log_path = root.parent / f"{root.name}-jupyterlab.log"
+    log = log_path.open("wb")
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -50,7 +56,7 @@ def serve_lab(root: pathlib.Path, **env: str) -> Iterator[str]:
             f"--LabApp.user_settings_dir={lab_settings(root)}",
         ],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log,
         env=dict(os.environ, JUPYTER_CONFIG_DIR=str(root / ".jupyter"), **env),
     )
     url = f"http://127.0.0.1:{port}"
@@ -62,7 +68,8 @@ def serve_lab(root: pathlib.Path, **env: str) -> Iterator[str]:
             time.sleep(0.5)
     else:
         proc.kill()
-        err = proc.stderr.read().decode() if proc.stderr else ""
+        log.close()
+        err = log_path.read_text(errors="replace")
         pytest.fail("JupyterLab did not start: " + err[-2000:])
     yield url
     proc.terminate()
@@ -70,3 +77,4 @@ def serve_lab(root: pathlib.Path, **env: str) -> Iterator[str]:
         proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
         proc.kill()
+    log.close()
