@@ -937,6 +937,10 @@ def _nnx_object_mistakes(x: Any) -> dict[str, Callable[[Any], Any]]:
             lambda m: nnx.eval_shape(lambda: m, graph=False)
         )(lin(nnx)),
         "Param of a string plus one": lambda nnx: nnx.Param("a") + 1,
+        "augmented assignment on a Variable": lambda nnx: param(nnx, 3).__iadd__(1),
+        "augmented matmul on a Variable": lambda nnx: param(nnx, 2, 2).__imatmul__(
+            jnp.eye(2)
+        ),
         "Variable index of a scalar": lambda nnx: param(nnx)[0],
         "Variable set past the end": lambda nnx: param(nnx, 3).__setitem__(5, 1.0),
         "iterate a scalar Variable": lambda nnx: list(param(nnx)),

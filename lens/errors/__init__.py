@@ -35,7 +35,7 @@ from lens.errors._modules import (
     MPARestoreTargetRequiredError, MultipleMethodsCompactError,
     ReservedModuleAttributeError, SerializationError, SetAttributeFrozenModuleError,
     SetAttributeInModuleSetupError, TraceContextError, TraverseTreeError,
-    ZeroSizeHyperparameterError,
+    VariableInPlaceError, ZeroSizeHyperparameterError,
 )
 from lens.errors._scope import (
     ApplyScopeInvalidVariablesStructureError, ApplyScopeInvalidVariablesTypeError,

@@ -515,6 +515,30 @@ class CapturedOutputError(LensError, ValueError):
     """
 
 
+class VariableInPlaceError(LensError, NotImplementedError):
+    """An augmented assignment (``+=``, ``*=``, ...) on an ``nnx.Variable`` itself.
+
+    ``v += 1`` would rebind ``v`` (or ``self.count``) to a plain array and drop
+    the Variable from the model's state, so flax.nnx refuses it, and so does lens.
+    Wrong::
+
+        self.count += 1
+
+    Right: update the value the Variable holds, ``self.count[...] += 1`` (or
+    ``self.count.value += 1``).
+    """
+
+    def __init__(self, variable: Any, op: str):
+        kind = type(variable).__name__
+        super().__init__(
+            "In-place operations are no longer supported for Variable.\n"
+            f"`{op}` on a {kind} would replace the {kind} with a plain array and "
+            f"drop it from the model's state. Use `variable[...] {op} x` (or "
+            f"`variable.value {op} x`) instead: it updates the value the {kind} "
+            "holds."
+        )
+
+
 class TraceContextError(LensError, RuntimeError):
     """An object created outside a ``lens.nnx`` transform was mutated inside it.
 

@@ -233,6 +233,14 @@ class Rngs(Pytree, _Sampling):
     def __contains__(self, name: str) -> bool:
         return isinstance(self.__dict__.get(name), RngStream)
 
+    def __iter__(self) -> Iterator[str]:
+        """The stream names, as flax.nnx's (without it, ``iter(rngs)`` would fall
+        back on ``rngs[0], rngs[1], ...``, each the default stream, forever)."""
+        return iter(self.streams())
+
+    def __len__(self) -> int:
+        return len(self.streams())
+
     def __call__(self) -> jax.Array:
         return self.default()
 

@@ -596,6 +596,25 @@ for _name in (
     setattr(Variable, _name, (lambda n: lambda self: getattr(_read(self), n)())(_name))
 
 
+def _in_place(name: str, op: str) -> Any:
+    def refuse(self: Variable, other: Any) -> Any:
+        raise errors.VariableInPlaceError(self, op)
+
+    refuse.__name__ = name
+    return refuse
+
+
+# As flax.nnx: ``v += x`` would rebind ``v`` to a plain array (the Variable lost
+# from the model's state without a word), so it is refused; ``v[...] += x`` is how.
+for _name, _op in (
+    ("__iadd__", "+="), ("__isub__", "-="), ("__imul__", "*="), ("__imatmul__", "@="),
+    ("__itruediv__", "/="), ("__ifloordiv__", "//="), ("__imod__", "%="),
+    ("__ipow__", "**="), ("__ilshift__", "<<="), ("__irshift__", ">>="),
+    ("__iand__", "&="), ("__ixor__", "^="), ("__ior__", "|="),
+):  # fmt: skip
+    setattr(Variable, _name, _in_place(_name, _op))
+
+
 def new_variable(cls: type[Variable], value: Any, metadata: Mapping[str, Any]) -> Any:
     """A ``cls`` holding ``value`` (as is) with ``metadata``, not running
     ``__init__``; a HijaxVariable if ``metadata`` says ``hijax: True``."""
