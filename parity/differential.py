@@ -890,6 +890,18 @@ def nnx_api_mistakes() -> dict[str, Callable[[Any], Any]]:
     }
 
 
+def _bad_custom_vjp(nnx: Any) -> Any:
+    """An nnx.custom_vjp whose backward pass returns the whole cotangent pair
+    (doubled) as the one argument's tangent."""
+
+    @nnx.custom_vjp
+    def f(x: Any) -> Any:
+        return jnp.sin(x)
+
+    f.defvjp(lambda x: (jnp.sin(x), x), lambda res, g: (g * 2,))
+    return jax.grad(lambda x: f(x).sum())(jnp.ones(2))
+
+
 def _nnx_object_mistakes(x: Any) -> dict[str, Callable[[Any], Any]]:
     """Mistakes with nnx's objects: Variables, Modules, States, Rngs, metrics."""
     import optax
@@ -938,6 +950,7 @@ def _nnx_object_mistakes(x: Any) -> dict[str, Callable[[Any], Any]]:
         )(lin(nnx)),
         "Param of a string plus one": lambda nnx: nnx.Param("a") + 1,
         "augmented assignment on a Variable": lambda nnx: param(nnx, 3).__iadd__(1),
+        "custom_vjp backward of another structure": lambda nnx: _bad_custom_vjp(nnx),
         "augmented matmul on a Variable": lambda nnx: param(nnx, 2, 2).__imatmul__(
             jnp.eye(2)
         ),

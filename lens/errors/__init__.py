@@ -34,8 +34,8 @@ from lens.errors._modules import (
     MPACheckpointingRequiredError, MPARestoreDataCorruptedError,
     MPARestoreTargetRequiredError, MultipleMethodsCompactError,
     ReservedModuleAttributeError, SerializationError, SetAttributeFrozenModuleError,
-    SetAttributeInModuleSetupError, TraceContextError, TraverseTreeError,
-    VariableInPlaceError, ZeroSizeHyperparameterError,
+    SetAttributeInModuleSetupError, TangentStructureError, TraceContextError,
+    TraverseTreeError, VariableInPlaceError, ZeroSizeHyperparameterError,
 )
 from lens.errors._scope import (
     ApplyScopeInvalidVariablesStructureError, ApplyScopeInvalidVariablesTypeError,

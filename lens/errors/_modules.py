@@ -602,6 +602,29 @@ class GradientShapeError(LensError, TypeError, ValueError):
     """
 
 
+class TangentStructureError(LensError, TypeError, ValueError):
+    """The backward pass of ``nnx.custom_vjp`` returned tangents of another
+    structure than the differentiated arguments.
+
+    ``bwd(res, g)`` returns a tuple with one tangent per differentiated argument:
+    a State for an object (as ``nnx.state(model)`` gives), an array (or the same
+    pytree) otherwise. In the full graph mode ``g`` is a pair, the cotangent of
+    the arguments' updates and the output's. Wrong::
+
+        f.defvjp(fwd, lambda res, g: (g * 2,))   # g is (updates_g, out_g)
+
+    Right::
+
+        def bwd(res, g):
+            _, out_g = g
+            return (out_g * 2,)
+
+    flax.nnx leaves the check to JAX, whose ``TypeError`` (a tuple of the right
+    length but another structure) or ``ValueError`` (another length) names no
+    argument; this error is both, and says which tangent is wrong.
+    """
+
+
 class LoopCarryStructureError(GraphStructureError, TypeError):
     """The body of ``nnx.scan``, ``nnx.fori_loop`` or ``nnx.while_loop`` returned
     a carry of another structure than it was given: another pytree, or an object

@@ -111,6 +111,31 @@ def test_custom_vjp_updates_come_back_and_errors_are_clear():
         lnnx.grad(g)(m)
 
 
+@pytest.mark.parametrize(
+    "bwd,flax_error",
+    [
+        # g is (updates_g, out_g) in the full graph mode: g * 2 repeats the pair
+        (lambda x, g: (g * 2,), TypeError),
+        (lambda x, g: (g[1], g[1]), ValueError),  # one tangent too many
+        (lambda x, g: g[1], ValueError),  # not a tuple
+    ],
+    ids=["wrong-structure", "too-many", "bare-array"],
+)
+def test_custom_vjp_tangents_of_another_structure_raise_flaxs_class(bwd, flax_error):
+    from lens import errors
+
+    for nnx, error in ((fnnx, flax_error), (lnnx, errors.TangentStructureError)):
+
+        @nnx.custom_vjp
+        def f(x):
+            return jnp.sin(x)
+
+        f.defvjp(lambda x: (jnp.sin(x), x), bwd)
+        with pytest.raises(flax_error) as info:
+            jax.grad(lambda x: f(x).sum())(jnp.ones(2))
+        assert isinstance(info.value, error)
+
+
 def test_vjp_and_jvp_match_flax_tree_mode():
     x = jax.random.normal(jax.random.key(1), (2, 2))
     lm = lnnx.Linear(2, 3, rngs=lnnx.Rngs(0))

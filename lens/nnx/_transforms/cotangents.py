@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lens import errors
 from lens.nnx._graph.ops import state
 from lens.nnx._objects.object import Pytree
 from lens.nnx._transforms.specs import Entry, Skeleton
@@ -76,7 +77,7 @@ def values_from(
         if isinstance(tangent, Pytree):  # flax's tree mode: an object-shaped tangent
             tangent = state(tangent)
         if not hasattr(tangent, "flat_state"):
-            raise TypeError(
+            raise errors.TangentStructureError(
                 f"{what}: the tangent of an object argument must be a State (as "
                 f"nnx.state(model) gives), got {type(tangent).__name__}."
             )
@@ -86,8 +87,10 @@ def values_from(
         return [None] * len(mine)
     leaves = jax.tree.leaves(tangent)
     if len(leaves) != len(mine):
-        raise ValueError(
+        raise errors.TangentStructureError(
             f"{what}: a tangent has {len(leaves)} leaves where its argument has "
-            f"{len(mine)}."
+            f"{len(mine)}.\nReturn, for an array argument, an array of its shape "
+            "(for a pytree, the same pytree); in the full graph mode the "
+            "cotangent the backward pass gets is a pair (updates', output's)."
         )
     return leaves

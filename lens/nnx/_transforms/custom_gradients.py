@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar
 
 import jax
 
+from lens import errors
 from lens._argnums import combine, partition
 from lens._facades import show_at_flax_paths
 from lens.nnx._graph.walk import Walker
@@ -256,7 +257,7 @@ def _cotangents(
     """The user's backward pass result (a tangent per differentiated argument: a
     State for an object) as JAX's cotangents of the differentiated values."""
     if not isinstance(tangents, tuple) or len(tangents) != len(diff_args):
-        raise ValueError(
+        raise errors.TangentStructureError(
             f"nnx.custom_vjp: the backward pass must return a tuple of "
             f"{len(diff_args)} tangents (one per differentiated argument), "
             f"got {type(tangents).__name__}"
