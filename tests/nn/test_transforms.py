@@ -251,6 +251,42 @@ def test_cond_switch_while_loop_on_modules():
     assert jnp.allclose(y1, -y2) and jnp.allclose(2 * z1, z2) and int(n) == 3
 
 
+@pytest.mark.parametrize("loop", ["while_loop", "scan"])
+def test_a_loop_body_writing_an_outer_variable_it_closed_over_leaks_no_tracer(loop):
+    # Loops trace their body once before the loop (to create carry variables).
+    # A body closing over an outer module's variable wrote that pass's tracer
+    # into the outer tree, and the loop itself then read it: JAX's
+    # UnexpectedTracerError. flax.nnx's while_loop traces the body only inside
+    # the loop and writes the carried collection back over the closure's write;
+    # lens now leaves the outer tree as that first pass found it, so both loops
+    # give flax's while_loop result.
+    class A(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            c = self.variable("s", "n", lambda: jnp.zeros(()))
+
+            def body(m, carry):
+                c.value = c.value + carry
+                return carry + 1
+
+            if loop == "while_loop":
+                r = nn.while_loop(
+                    lambda m, carry: carry < 3, body, self, x, carry_variables="s"
+                )
+            else:
+                r, _ = nn.scan(
+                    lambda m, carry, _: (body(m, carry), None),
+                    variable_carry="s",
+                    length=3,
+                )(self, x, None)
+            return r, c.value
+
+    (r, n), state = A().apply({"s": {"n": jnp.zeros(())}}, 0.0, mutable="s")
+    assert float(r) == 3.0
+    assert float(n) == 0.0 and float(state["s"]["n"]) == 0.0
+    assert not isinstance(state["s"]["n"], jax.core.Tracer)
+
+
 def test_custom_vjp_on_module():
     class Sign(nn.Module):
         @nn.compact

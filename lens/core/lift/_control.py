@@ -62,7 +62,12 @@ def while_loop(
                 body_fn(s, init)
                 return tuple(created_in(shared, scope_fn, carry_variables))
 
-            created = first_run(body0, (init, jnp.zeros((), jnp.int32)), "while_loop")
+            created = first_run(
+                body0,
+                (init, jnp.zeros((), jnp.int32)),
+                "while_loop",
+                roots=scope_fn.roots,
+            )
             carry_vars = tuple(merged(o, c) for o, c in zip(carry_vars, created))
 
         def cond_wrapper(c):

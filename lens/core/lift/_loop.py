@@ -8,7 +8,8 @@ initialises do not depend on the loop, and evaluates them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -55,15 +56,20 @@ def live_part(jaxpr: Any) -> Any:
 
 
 def first_run(
-    body: Callable[..., Any], inputs: Sequence[Any], transform: str, check: bool = True
+    body: Callable[..., Any],
+    inputs: Sequence[Any],
+    transform: str,
+    check: bool = True,
+    roots: Sequence[Any] = (),
 ) -> Any:
     """Runs ``body(*inputs)`` once and returns its outputs.
 
     Every input counts as depending on the loop (carry, the iteration's slice, its
     rngs): with ``check``, an output that depends on one raises
-    :class:`LoopBroadcastDependenceError`.
+    :class:`LoopBroadcastDependenceError`. The variables of the trees of the
+    scopes ``roots`` are left as they were (see :func:`outer_variables_kept`).
     """
-    with _trace.rehearsal():
+    with _trace.rehearsal(), outer_variables_kept(roots):
         closed, shapes = jax.make_jaxpr(body, return_shape=True)(*inputs)
     deps = dependent_outputs(closed.jaxpr) if check else []
     if any(deps):
@@ -87,6 +93,41 @@ def first_run(
         for x in jax.core.eval_jaxpr(live_part(closed.jaxpr), closed.consts, *flat)
     ]
     return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(shapes), out)
+
+
+@contextlib.contextmanager
+def outer_variables_kept(roots: Sequence[Any]) -> Iterator[None]:
+    """Leaves the mutable variables of the trees of ``roots`` as they were.
+
+    The body works on the transform's own inner scopes, so this is a no-op for
+    a body that does. A body that closes over an outer module's variable
+    (``c = self.variable(...)``, then ``c.value = ...`` in the body) writes the
+    outer tree while it is traced; flax's loops trace the body once and write
+    the carried collections back over such a write. Kept, a write of this
+    rehearsal would leave a tracer of a finished trace in the outer tree. The
+    nested dicts are restored in place, as scopes hold references into them.
+    """
+    saved: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    seen: set[int] = set()
+
+    def keep(d: dict[str, Any]) -> None:
+        if id(d) in seen:
+            return
+        seen.add(id(d))
+        saved.append((d, dict(d)))
+        for v in d.values():
+            if type(v) is dict:
+                keep(v)
+
+    for r in roots:
+        keep(r.root._variables)
+    try:
+        yield
+    finally:
+        for d, items in saved:
+            if d.keys() != items.keys() or any(d[k] is not v for k, v in items.items()):
+                d.clear()
+                d.update(items)
 
 
 def nest_created(

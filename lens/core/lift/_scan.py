@@ -178,7 +178,11 @@ def _first_pass(
         return out[0], tuple(created), broadcast_outputs(spec.out_axes, y)
 
     bcast_new, created, bcast_outs = first_run(
-        body0, (init, call.args.xs, scan_front, rngs), "scan", check=spec.check
+        body0,
+        (init, call.args.xs, scan_front, rngs),
+        "scan",
+        check=spec.check,
+        roots=call.scope_fn.roots,
     )
     bcast_vars = tuple(merged(o, b) for o, b in zip(bcast_vars, bcast_new))
     carry_vars = tuple(merged(o, c) for o, c in zip(carry_vars, created))
