@@ -21,6 +21,7 @@ a name under Flax's spelling; an entry that is a string is another facade's tabl
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
 import types
 from typing import Any
@@ -563,6 +564,7 @@ def show_at_flax_paths(home: str) -> None:
     imported) the path Flax shows them at, where a facade serves them under
     their own name (numpy's and JAX's ``__module__`` practice)."""
     namespace = sys.modules[home].__dict__
+    shown: set[str] = set()
     for name, value in list(namespace.items()):
         if not isinstance(value, (type, types.FunctionType)):
             continue
@@ -575,6 +577,13 @@ def show_at_flax_paths(home: str) -> None:
             # where its source and doctests are (conftest.py's doctest finder)
             value.__lens_home__ = home  # pyright: ignore[reportFunctionMemberAccess]
             value.__module__ = facade
+            shown.add(facade)
+    # The facades are loaded too (they are a few lines each): pickle finds a
+    # class or function by reference at ``sys.modules[obj.__module__]``, and
+    # cloudpickle (Ray, multiprocessing pools, JAX's helpers) does not import a
+    # module to look: it would pickle ``nn.Dense`` by value, a copy of the class.
+    for facade in sorted(shown - sys.modules.keys()):
+        importlib.import_module(facade)
 
 
 def _resolve_annotations(cls: type, namespace: dict[str, Any]) -> None:

@@ -211,6 +211,31 @@ def test_classes_and_functions_show_flaxs_path_and_are_found_there():
                 )
 
 
+def test_cloudpickle_finds_classes_by_reference_in_a_fresh_process():
+    # cloudpickle (Ray, process pools, Flax's own tests) pickles a class by
+    # reference only if sys.modules already holds the module its __module__
+    # names; it does not import one. A facade not yet loaded made it pickle
+    # nn.Dense by value (a second Dense class), and a module class's parent
+    # sentinel, whose reducer is then pickled by value too, failed to load.
+    code = """
+import sys, cloudpickle
+import lens.nn as nn, lens.nnx as nnx
+for obj in (nn.Dense, nn.Module, nnx.Linear, nnx.Param, nnx.Rngs, nnx.split):
+    data = cloudpickle.dumps(obj)
+    assert cloudpickle.loads(data) is obj, obj
+    assert len(data) < 200, (obj, len(data))  # a reference, not the class
+class Mine(nn.Module):
+    features: int = 2
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(self.features)(x)
+again = cloudpickle.loads(cloudpickle.dumps(Mine))
+assert again.__name__ == "Mine" and again(features=3).features == 3
+assert cloudpickle.loads(cloudpickle.dumps(Mine(4))).features == 4
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 # Flax's own get_type_hints fails for these two too (names imported only while
 # type checking); every other public class resolves.
 FLAX_UNRESOLVED = {"lens.nn.RNN", "lens.training.train_state.TrainState"}
