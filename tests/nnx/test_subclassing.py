@@ -401,3 +401,42 @@ def test_a_base_class_new_later_in_the_mro_runs(nnx):
     assert layer._config == {"args": (3,), "name": "d"}
     assert layer._pytree__state.trace_state.is_valid()
     assert len(jax.tree.leaves(nnx.state(layer, nnx.Param))) == 1
+
+
+@BACKENDS
+def test_a_get_value_override_is_what_operators_and_jax_see(nnx):
+    # flax.nnx's deprecation of hooks says: "Create your own Variable type and
+    # overload `get_value`". Its operators, __jax_array__, len, iter, in, == and
+    # repr all read through get_value; attribute forwarding (v.sum()) and
+    # np.asarray reach the stored array.
+    class Scaled(nnx.Variable):
+        def get_value(self, **kwargs):
+            return super().get_value(**kwargs) * 10
+
+    v = Scaled(jnp.arange(3.0))
+    np.testing.assert_allclose(v + 1, [1.0, 11.0, 21.0])
+    np.testing.assert_allclose(1 + v, [1.0, 11.0, 21.0])
+    np.testing.assert_allclose(-v, [0.0, -10.0, -20.0])
+    np.testing.assert_allclose(v + Scaled(jnp.ones(3)), [10.0, 20.0, 30.0])
+    np.testing.assert_allclose(jnp.sum(v), 30.0)
+    np.testing.assert_allclose(jnp.asarray(v), [0.0, 10.0, 20.0])
+    np.testing.assert_allclose(list(v), [0.0, 10.0, 20.0])
+    assert 20.0 in v
+    assert bool((v == jnp.array([0.0, 10.0, 20.0])).all())
+    assert v[1] == 10.0 and float(v.sum()) == 3.0
+    np.testing.assert_allclose(np.asarray(v), [0.0, 1.0, 2.0])
+    assert "20." in repr(v)
+    np.testing.assert_allclose(jax.jit(lambda v: v + 1)(v), [1.0, 11.0, 21.0])
+    s = Scaled(jnp.array(2.0))
+    assert (float(s), int(s), float(round(s))) == (20.0, 20, 20.0)
+    m = Scaled(jnp.eye(2))
+    np.testing.assert_allclose(m @ jnp.ones(2), [10.0, 10.0])
+    np.testing.assert_allclose(jnp.ones(2) @ m, [10.0, 10.0])
+
+
+def test_a_failing_get_value_override_still_reprs():
+    class Broken(lnnx.Variable):
+        def get_value(self, **kwargs):
+            raise RuntimeError("not readable now")
+
+    assert "Array([0., 1.]" in repr(Broken(jnp.arange(2.0)))

@@ -486,16 +486,16 @@ class Variable(Generic[A], metaclass=VariableMeta):
         self._store(new)
 
     def __contains__(self, item: Any) -> bool:
-        return item in _read(self)
+        return item in self.get_value()
 
     def __iter__(self) -> Iterator[Any]:
-        return iter(_read(self))
+        return iter(self.get_value())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._raw_value(*args, **kwargs)
 
     def __jax_array__(self) -> Any:
-        return _read(self)
+        return self.get_value()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         return np.asarray(_read(self), dtype)
@@ -514,23 +514,23 @@ class Variable(Generic[A], metaclass=VariableMeta):
         return len(self.shape)
 
     def __len__(self) -> int:
-        return len(_read(self))
+        return len(self.get_value())
 
     def __repr__(self) -> str:
-        attrs = [("value", _value_repr(_read(self)))]
+        attrs = [("value", _value_repr(_shown_value(self)))]
         attrs += [(k, repr(m)) for k, m in self.metadata.items()]
         return reprlib.node_repr(
             type(self).__name__, attrs, comment=reprlib.size_comment(self._raw_value)
         )
 
     def __round__(self, ndigits: int = 0) -> Any:
-        return _read(self).__round__(ndigits)
+        return self.get_value().__round__(ndigits)
 
     def __eq__(self, other: object) -> Any:  # type: ignore[override]
         # As flax.nnx: compares the values (elementwise for arrays), so
         # ``param == 1`` and ``(p1 == p2).all()`` read like the arrays they hold.
-        other = _read(other) if isinstance(other, Variable) else other
-        return _read(self).__eq__(other)
+        other = other.get_value() if isinstance(other, Variable) else other
+        return self.get_value().__eq__(other)
 
     __hash__ = object.__hash__
 
@@ -566,15 +566,27 @@ def _built(v: Variable) -> bool:
 
 
 def _read(v: Variable) -> Any:
-    """The value a Variable holds, read out of its ref if it has one (no
-    ``on_get_value`` hooks: the operators see the stored value, as flax.nnx's)."""
+    """The value a Variable holds, read out of its ref if it has one, without
+    ``get_value`` (``np.asarray(v)``: flax.nnx's reaches the stored array's own
+    ``__array__``). The operators, ``__jax_array__``, ``len``, ``iter``, ``in``,
+    ``==`` and ``repr`` go through ``get_value``, as flax.nnx's do, so a subclass
+    that overrides it (flax's way to transform a value on read) is seen there."""
     return variable_refs.read(v._raw_value)
+
+
+def _shown_value(v: Variable) -> Any:
+    """What ``repr`` shows: ``get_value()``, or the stored value if a
+    subclass's override fails (a repr never raises for it)."""
+    try:
+        return v.get_value()
+    except Exception:  # noqa: BLE001 - a user's override; show what is stored
+        return _read(v)
 
 
 def _binary(name: str) -> Any:
     def op(self: Variable, other: Any) -> Any:
-        other = _read(other) if isinstance(other, Variable) else other
-        return getattr(_read(self), name)(other)
+        other = other.get_value() if isinstance(other, Variable) else other
+        return getattr(self.get_value(), name)(other)
 
     op.__name__ = name
     return op
@@ -593,7 +605,9 @@ for _name in (
     "__neg__ __pos__ __abs__ __invert__ __complex__ __int__ __float__ __index__ "
     "__trunc__ __floor__ __ceil__"
 ).split():
-    setattr(Variable, _name, (lambda n: lambda self: getattr(_read(self), n)())(_name))
+    setattr(
+        Variable, _name, (lambda n: lambda self: getattr(self.get_value(), n)())(_name)
+    )
 
 
 def _in_place(name: str, op: str) -> Any:
