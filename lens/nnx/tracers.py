@@ -162,6 +162,12 @@ class TraceState(reprlib.Representable):
     def __reduce__(self) -> tuple[Any, tuple[()]]:
         return TraceState, ()
 
+    def __setstate__(self, state: Any) -> None:
+        # flax.nnx pickles a TraceState as the class and an empty state: loaded
+        # under lens (``flax`` resolving to lens), it belongs to the trace now.
+        self._jax_trace = current_jax_trace()
+        self._lens_frame = current_frame()
+
 
 # As a pytree a TraceState has no leaves; rebuilt, it takes the current trace
 # (an object passed into a jax.jit is rebuilt inside, and may be mutated there).

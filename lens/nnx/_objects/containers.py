@@ -66,6 +66,14 @@ class List(reprlib.SequenceReprMixin, Pytree, MutableSequence[A], Generic[A]):
         for value in it or ():
             self.append(value)
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "_length" in state and "_items" not in state:
+            # a flax.nnx pickle: items as attributes "0", "1", ... and _length
+            state = dict(state)
+            n = state.pop("_length")
+            state["_items"] = [state.pop(str(i)) for i in range(n)]
+        super().__setstate__(state)
+
     def _list(self) -> list[Any]:
         d = self.__dict__
         if "_items" not in d:

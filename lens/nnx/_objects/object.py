@@ -139,7 +139,9 @@ class Pytree(Displayable, reprlib.Representable, metaclass=ObjectMeta):
         return vars(self).copy()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        vars(self).update(state)
+        # flax.nnx also pickles ``_pytree__nodes`` (which attributes are data):
+        # lens works it out (a property), so a flax pickle's copy is dropped.
+        vars(self).update((k, v) for k, v in state.items() if k != "_pytree__nodes")
 
     _lens_pytree = True
 

@@ -427,8 +427,14 @@ class Variable(Generic[A], metaclass=VariableMeta):
         }
 
     def __setstate__(self, state: Mapping[str, Any]) -> None:
+        meta = state["_var_metadata"]
+        if any(f in meta for f in _FLAGS):
+            # flax.nnx keeps every mode flag in ``_var_metadata``; lens only
+            # those that differ from the defaults (a flax pickle, loaded here)
+            meta = dict(meta)
+            _store_flags(meta, {f: meta[f] for f in _FLAGS if f in meta})
         object.__setattr__(self, "_trace_state", state["_trace_state"])
-        object.__setattr__(self, "_var_metadata", state["_var_metadata"])
+        object.__setattr__(self, "_var_metadata", meta)
         object.__setattr__(self, "_raw_value", state["_raw_value"])
 
     def copy(self, value: Any = _MISSING, **updates: Any) -> Any:
