@@ -39,6 +39,13 @@ class ModuleId:
     def __deepcopy__(self, memo: Any) -> ModuleId:
         return uuid()
 
+    def __setstate__(self, state: Any) -> None:
+        # lens pickles its slot as (None, {"id": n}); flax's FlaxId has no
+        # slots and pickles {"id": n} (a Linen module pickled by flax)
+        if isinstance(state, tuple):
+            state = state[1]
+        self.id = state["id"]
+
 
 FlaxId = ModuleId
 """Flax's name for :class:`ModuleId`."""

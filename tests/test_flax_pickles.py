@@ -1,11 +1,12 @@
-"""nnx objects pickled by flax.nnx 0.12.8 load under lens (``flax`` resolving to
-lens), as a user who pickled a model or its State before porting loads it.
+"""Objects pickled by flax 0.12.8 load under lens (``flax`` resolving to lens), as
+a user who pickled a model or its State before porting loads it.
 
 flax.nnx pickles internals lens keeps otherwise: a TraceState as the class with an
 empty state, every Variable mode flag in ``_var_metadata``, an object's
 ``_pytree__nodes``, and an ``nnx.List``'s items as attributes ``"0"``, ``"1"``, ...
-with ``_length``. The pickles are written by flax in one process and read by lens
-in another (the alias replaces ``flax`` in ``sys.modules``).
+with ``_length``; a Linen module's id is flax's ``FlaxId`` with a dict state. The
+pickles are written by flax in one process and read by lens in another (the
+alias replaces ``flax`` in ``sys.modules``).
 """
 
 import subprocess
@@ -97,15 +98,86 @@ print("loaded")
 
 
 def test_flax_pickles_of_models_states_variables_and_rngs_load_on_lens(tmp_path):
-    (tmp_path / "block.py").write_text(MODEL)
+    _write_then_read(tmp_path, MODEL, WRITE, READ)
+
+
+LINEN_MODEL = textwrap.dedent(
+    """
+    import flax.linen as nn
+    import flax.struct as struct
+    import jax.numpy as jnp
+
+    class MLP(nn.Module):
+        features: int = 3
+
+        @nn.compact
+        def __call__(self, x):
+            init = nn.with_partitioning(nn.initializers.ones, ("a", "b"))
+            return nn.Dense(self.features, kernel_init=init)(x)
+
+    @struct.dataclass
+    class Point:
+        a: jnp.ndarray
+        b: int = struct.field(pytree_node=False, default=3)
+    """
+)
+
+LINEN_WRITE = """
+import pickle, sys
+import jax, jax.numpy as jnp, numpy as np
+from flax.core import freeze
+from block import MLP, Point
+
+model = MLP(features=3)
+variables = model.init(jax.random.key(0), jnp.ones((2, 2)))
+objs = {
+    "model": model,
+    "variables": variables,
+    "frozen": freeze({"a": {"b": jnp.ones(2)}}),
+    "point": Point(jnp.ones(2), 4),
+    "expected": np.asarray(model.apply(variables, jnp.ones((2, 2)))),
+}
+pickle.dump(objs, open(sys.argv[1], "wb"))
+"""
+
+LINEN_READ = """
+import pickle, sys
+import lens
+lens.alias_flax()
+import jax, jax.numpy as jnp, numpy as np
+import flax.linen as nn
+from flax.core import FrozenDict
+from block import MLP, Point
+
+objs = pickle.load(open(sys.argv[1], "rb"))
+model = objs["model"]
+assert type(model) is MLP and model.features == 3 and model == MLP(features=3)
+out = model.apply(objs["variables"], jnp.ones((2, 2)))
+np.testing.assert_allclose(out, objs["expected"])
+kernel = objs["variables"]["params"]["Dense_0"]["kernel"]
+assert type(kernel) is nn.Partitioned and kernel.names == ("a", "b")
+fresh = model.init(jax.random.key(0), jnp.ones((2, 2)))
+assert jax.tree.structure(fresh) == jax.tree.structure(objs["variables"])
+assert type(objs["frozen"]) is FrozenDict and objs["frozen"]["a"]["b"].shape == (2,)
+assert objs["point"].b == 4 and jax.tree.leaves(objs["point"])[0].shape == (2,)
+print("loaded")
+"""
+
+
+def test_flax_pickles_of_linen_modules_and_variables_load_on_lens(tmp_path):
+    _write_then_read(tmp_path, LINEN_MODEL, LINEN_WRITE, LINEN_READ)
+
+
+def _write_then_read(tmp_path, model, write, read):
+    (tmp_path / "block.py").write_text(model)
     data = tmp_path / "objs.pkl"
     env = {"PYTHONPATH": str(tmp_path)}
     run = dict(cwd=tmp_path, capture_output=True, text=True, env=_env(env))
-    wrote = subprocess.run([sys.executable, "-c", WRITE, str(data)], **run)
+    wrote = subprocess.run([sys.executable, "-c", write, str(data)], **run)
     assert wrote.returncode == 0, wrote.stderr
-    read = subprocess.run([sys.executable, "-c", READ, str(data)], **run)
-    assert read.returncode == 0, read.stderr
-    assert read.stdout.strip().endswith("loaded")
+    got = subprocess.run([sys.executable, "-c", read, str(data)], **run)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.strip().endswith("loaded")
 
 
 def _env(extra):
