@@ -160,8 +160,20 @@ class SizeBytes:
         size = int(np.prod(x.shape))
         return cls(size, size * np.dtype(x.dtype).itemsize)
 
+    @classmethod
+    def from_any(cls, x: Any) -> SizeBytes:
+        """The total over the leaves of ``x`` that have a shape and dtype."""
+        total = cls(0, 0)
+        for leaf in jax.tree.leaves(x):
+            if has_shape_dtype(leaf):
+                total += cls.from_array(leaf)
+        return total
+
     def __add__(self, other: SizeBytes) -> SizeBytes:
         return type(self)(self.size + other.size, self.bytes + other.bytes)
+
+    def __bool__(self) -> bool:  # as flax's: nothing counted is false
+        return bool(self.size)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, SizeBytes) and (self.size, self.bytes) == (

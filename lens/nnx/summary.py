@@ -627,6 +627,9 @@ def _record(
             "Pass method= the name of a method of the object."
         )
     methods.setdefault((type(model), method), getattr(type(model), method))
+    # which methods a class defines itself: an inherited one is wrapped on the
+    # class for the run, then deleted again (not left behind as the class's own)
+    own = {(t, name) for t, name in methods if name in t.__dict__}
     try:
         for (t, name), fn in methods.items():
             setattr(t, name, recorder.wrap(fn))
@@ -642,9 +645,9 @@ def _record(
         jax.eval_shape(run, state)
     finally:
         for (t, name), fn in methods.items():
-            if name in t.__dict__:
+            if (t, name) in own:
                 setattr(t, name, fn)
-            else:
+            elif name in t.__dict__:
                 delattr(t, name)
 
 

@@ -41,6 +41,10 @@ class NodeStates:
     states: tuple[Any, ...]
     metadata: Any = None
 
+    def replace(self, **updates: Any) -> NodeStates:
+        """A copy with ``updates`` (flax.nnx's is a ``struct.PyTreeNode``)."""
+        return dataclasses.replace(self, **updates)
+
     @property
     def graphdef(self) -> GraphDef:
         """The GraphDef; ValueError for NodeStates made from prefixes only."""

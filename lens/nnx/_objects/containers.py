@@ -21,7 +21,6 @@ from lens._facades import show_at_flax_paths
 from lens.nnx import reprlib
 from lens.nnx._objects.module import Module
 from lens.nnx._objects.object import (
-    Pytree,
     _check_no_nested_marks,
     _check_static,
     _Marked,
@@ -54,7 +53,7 @@ def _kind(value: Any) -> str | None:
     return value.kind if isinstance(value, _Marked) else None
 
 
-class List(reprlib.SequenceReprMixin, Pytree, MutableSequence[A], Generic[A]):
+class List(reprlib.SequenceReprMixin, Module, MutableSequence[A], Generic[A]):
     """A list whose items (modules, variables, arrays) are part of the graph.
 
     An item given as ``nnx.data(x)`` / ``nnx.static(x)`` is data / static (a
@@ -164,7 +163,7 @@ class List(reprlib.SequenceReprMixin, Pytree, MutableSequence[A], Generic[A]):
         return object.__hash__(self)
 
 
-class Dict(reprlib.MappingReprMixin, Pytree, MutableMapping[Any, Any], Generic[K, V]):
+class Dict(reprlib.MappingReprMixin, Module, MutableMapping[Any, Any], Generic[K, V]):
     """A mapping of string keys to graph members, also reachable as attributes;
     it iterates in insertion order."""
 

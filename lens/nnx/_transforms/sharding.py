@@ -42,6 +42,11 @@ class StateSharding(StateAxes):
     def __init__(self, filter_sharding: Any, /):
         super().__init__(filter_sharding)
 
+    @property
+    def shardings(self) -> tuple[Any, ...]:
+        """The spec of each filter, in order (flax.nnx's name for ``axes``)."""
+        return self.axes
+
     def __repr__(self) -> str:
         return "StateSharding" + super().__repr__()[len("StateAxes") :]
 

@@ -124,6 +124,11 @@ class DiffState:
     argnum: int
     filter: Any
 
+    def map_prefix(self, path: tuple[Any, ...], variable: Any) -> bool:
+        """Whether the variable at ``path`` is differentiated (flax.nnx's
+        prefix protocol: the filter as a predicate)."""
+        return bool(to_predicate(self.filter)(path, variable))
+
 
 class GraphArg:
     """An object argument, as a placeholder leaf while the pytree is flattened."""

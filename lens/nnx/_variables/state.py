@@ -64,6 +64,34 @@ class FlatState(reprlib.SequenceReprMixin, list, Generic[V]):
     def from_sorted_keys_values(keys: Any, values: Any) -> FlatState:
         return FlatState(zip(keys, values, strict=True), sort=False)
 
+    def __getitem__(self, index: Any) -> Any:  # a slice is a FlatState, as flax's
+        got = list.__getitem__(self, index)
+        return FlatState(got, sort=False) if isinstance(index, slice) else got
+
+    def split(self, first: Any, /, *filters: Any) -> Any:
+        """One FlatState per filter; every entry must match one of them (a last
+        ``...`` takes the rest)."""
+        return self._partition((first, *filters), exhaustive=True)
+
+    def filter(self, first: Any, /, *filters: Any) -> Any:
+        """The entries each filter selects (one FlatState per filter); the rest
+        is dropped."""
+        return self._partition((first, *filters), exhaustive=False)
+
+    def _partition(self, filters: tuple[Any, ...], exhaustive: bool) -> Any:
+        parts = partition_flat(dict(self), filters, exhaustive)
+        out = tuple(FlatState(p.items(), sort=False) for p in parts)
+        return out[0] if len(out) == 1 else out
+
+    @staticmethod
+    def merge(flat_state: Iterable[Any], /, *flat_states: Iterable[Any]) -> FlatState:
+        """The entries of all the flat states, in path order."""
+        if not flat_states and isinstance(flat_state, FlatState):
+            return flat_state
+        return FlatState(
+            (kv for fs in (flat_state, *flat_states) for kv in fs), sort=True
+        )
+
 
 # A pytree of its values (the paths static), as flax.nnx's: jax.tree.leaves of
 # a split's FlatState are the arrays in it.
@@ -250,6 +278,19 @@ class State(Displayable, reprlib.Representable, MutableMapping):
         for s in states:
             flat.update(s._flat_dict())
         return State.from_flat_state(flat)
+
+    def map(self, f: Callable[[tuple, Any], Any]) -> State:
+        """This State with each variable replaced by ``f(path, variable)``
+        (:func:`map_state`)."""
+        return map_state(f, self)
+
+    def __or__(self, other: Mapping[Any, Any]) -> State:
+        """The variables of both (``other``'s win): :func:`merge_state`."""
+        return self if not other else merge_state(self, other)
+
+    def __sub__(self, other: State) -> State:
+        """The variables at paths ``other`` does not have: :func:`diff`."""
+        return diff(self, other)
 
     def to_pure_dict(self, extract_fn: ExtractValueFn | None = None) -> dict[Any, Any]:
         """Nested plain dicts of raw values (no Variable boxes)."""

@@ -71,6 +71,10 @@ class Variable(Generic[A], metaclass=VariableMeta):
 
     __slots__ = ("_raw_value", "_trace_state", "_var_metadata")
 
+    # flax.nnx's: the mode flags every Variable has (get_metadata's
+    # exclude_required=True leaves them out)
+    required_metadata = frozenset(("hijax", "ref", "eager_sharding"))
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # JAX registers exact types: every subclass (Param, a user's LoRAParam,
         # ``class Count(nnx.Variable[nnx.A])``) becomes a pytree as it is made.
