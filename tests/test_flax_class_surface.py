@@ -88,3 +88,57 @@ def test_flax_classes_public_attributes_are_on_lens_classes():
     assert not gaps, f"lens's classes lack flax's public attributes: {gaps}"
     stale = sorted(set(EXCLUDED) - set(missing))
     assert not stale, f"excluded but no longer missing (drop them): {stale}"
+
+
+# Methods whose parameters lens names otherwise, and why.
+RENAMED = {
+    # hijax primitives' rules (JAX's hijax protocol): lens builds its own
+    "flax.nnx.variablelib.AbstractVariable",
+    "flax.nnx.variablelib.GetVariable",
+    "flax.nnx.variablelib.NewVariable",
+    "flax.nnx.variablelib.SetVariable",
+    # fp8 internals lens's Fp8 ops implement without the dtype argument
+    "flax.linen.fp8_ops.Fp8MetaTyRules",
+    # Python's list methods (positional-only), as FlatState is a list on lens
+    "flax.nnx.FlatState.count",
+    "flax.nnx.FlatState.index",
+}
+
+
+def _accepts_by_name(method, names):
+    try:
+        params = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return True
+    return names <= {p.name for p in params if p.kind is not p.POSITIONAL_ONLY}
+
+
+def test_flax_methods_parameters_are_accepted_by_name_on_lens():
+    # a keyword call written for flax (graphdef.apply(state, graph=False),
+    # layers.insert(index=0, value=x)) works on lens
+    wrong = []
+    for where, theirs, ours in _class_pairs():
+        if where in RENAMED:
+            continue
+        for attr in dir(theirs):
+            if attr.startswith("_") and attr not in ("__init__", "__call__"):
+                continue
+            if f"{where}.{attr}" in RENAMED:
+                continue
+            f, ours_f = getattr(theirs, attr, None), getattr(ours, attr, None)
+            if not (callable(f) and callable(ours_f)) or inspect.isclass(f):
+                continue
+            try:
+                named = {
+                    p.name
+                    for p in inspect.signature(f).parameters.values()
+                    if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                    and p.name not in ("self", "cls")
+                }
+            except (TypeError, ValueError):
+                continue
+            if not _accepts_by_name(ours_f, named):
+                wrong.append(f"{where}.{attr}")
+    assert not wrong, f"lens's methods do not take flax's parameter names: {wrong}"

@@ -113,3 +113,29 @@ def test_size_bytes_from_any_counts_every_array_leaf():
     empty = lsummary.SizeBytes.from_any({})
     assert not empty and bool(empty) == bool(fsummary.SizeBytes.from_any({}))
     assert jax.tree.leaves(tree)  # the tree itself is untouched
+
+
+@BOTH
+def test_keyword_calls_written_for_flax(nnx):
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    graphdef, state = nnx.split(model)
+    y, (graphdef2, _) = graphdef.apply(state=state, graph=False)(jnp.ones((1, 2)))
+    assert y.shape == (1, 3) and isinstance(graphdef2, nnx.GraphDef)
+    layers = nnx.List([1, 2])
+    layers.insert(index=0, value=0)
+    assert list(layers) == [0, 1, 2]
+    v = nnx.Param(jnp.ones(1))
+    v.update_from_state(variable_state=nnx.Param(jnp.zeros(1), note=1))
+    assert float(v[...][0]) == 0.0 and v.get_metadata("note") == 1
+
+
+@BOTH
+def test_split_context_flatten_with_filters(nnx):
+    model = nnx.BatchNorm(3, rngs=nnx.Rngs(0))
+    with nnx.split_context() as ctx:
+        graphdef, params, stats = ctx.flatten(model, nnx.Param, nnx.BatchStat)
+    assert isinstance(graphdef, nnx.GraphDef)
+    assert sorted(p[-1] for p in params.paths) == ["bias", "scale"]
+    assert sorted(p[-1] for p in stats.paths) == ["mean", "var"]
+    with nnx.split_context() as ctx, pytest.raises(ValueError, match="with_paths"):
+        ctx.flatten(model, nnx.Param, with_paths=False)

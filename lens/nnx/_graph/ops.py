@@ -581,16 +581,27 @@ class ApplyCaller(Generic[A]):
     """``graphdef.apply(state)(*args)`` / ``nnx.call((graphdef, state)).method()``:
     runs a method of the merged object and returns ``(output, (graphdef, state))``."""
 
-    def __init__(self, graphdef: GraphDef, states: tuple[Any, ...], path: tuple = ()):
+    def __init__(
+        self,
+        graphdef: GraphDef,
+        states: tuple[Any, ...],
+        path: tuple = (),
+        graph: bool | None = None,
+    ):
         self._graphdef = graphdef
         self._states = states
         self._path = path
+        self._graph = graph  # the mode of the split that returns the state
 
     def __getattr__(self, name: str) -> ApplyCaller:
-        return ApplyCaller(self._graphdef, self._states, self._path + (name,))
+        return ApplyCaller(
+            self._graphdef, self._states, self._path + (name,), self._graph
+        )
 
     def __getitem__(self, key: Any) -> ApplyCaller:
-        return ApplyCaller(self._graphdef, self._states, self._path + ((key,),))
+        return ApplyCaller(
+            self._graphdef, self._states, self._path + ((key,),), self._graph
+        )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _strict.enabled():  # the merged object is this call's only: no sharing
@@ -601,7 +612,7 @@ class ApplyCaller(Generic[A]):
         for step in self._path:  # an attribute name, or (key,) for [key]
             fn = fn[step[0]] if isinstance(step, tuple) else getattr(fn, step)
         out = fn(*args, **kwargs)
-        return out, split(module)
+        return out, split(module, graph=self._graph)
 
 
 def call(graphdef_state: tuple[GraphDef, State], /) -> ApplyCaller:
@@ -610,7 +621,15 @@ def call(graphdef_state: tuple[GraphDef, State], /) -> ApplyCaller:
     return ApplyCaller(graphdef, (st,))
 
 
-GraphDef.apply = lambda self, *states: ApplyCaller(self, states)  # type: ignore
+def _graphdef_apply(
+    self: GraphDef, state: Any, *states: Any, graph: bool | None = None
+) -> ApplyCaller:
+    """``graphdef.apply(state)(*args)``: a pure call of the merged object;
+    ``graph`` is the mode of the split that returns its state (flax.nnx's)."""
+    return ApplyCaller(self, (state, *states), graph=graph)
+
+
+GraphDef.apply = _graphdef_apply  # type: ignore[attr-defined]
 
 
 def flatten(

@@ -439,14 +439,22 @@ class SplitContext:
         parts = partition_flat(dict(flat), filters, exhaustive=True)
         return (gdef, *(as_state(p) for p in parts))
 
-    def flatten(self, node: Any, /, *, with_paths: bool = True) -> tuple[Any, Any]:
-        """``flatten`` with this context's RefMap."""
-        return flatten(
+    def flatten(self, node: Any, *filters: Any, with_paths: bool = True) -> Any:
+        """``flatten`` with this context's RefMap: ``(graphdef, flat_state)``, or
+        with filters ``(graphdef, flat_state, ...)``, one FlatState per filter
+        (every variable must match one, as ``FlatState.split``)."""
+        if filters and not with_paths:
+            raise ValueError("Cannot use filters with with_paths=False")
+        graphdef, flat = flatten(
             node,
             with_paths=with_paths,
             ref_index=self.ref_index,
             ref_outer_index=self._inner_map(),
         )
+        if not filters:
+            return graphdef, flat
+        parts = flat.split(*filters)
+        return (graphdef, *(parts if isinstance(parts, tuple) else (parts,)))
 
 
 @contextlib.contextmanager

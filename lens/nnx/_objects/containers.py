@@ -147,10 +147,10 @@ class List(reprlib.SequenceReprMixin, Module, MutableSequence[A], Generic[A]):
     def __len__(self) -> int:
         return len(self._list())
 
-    def insert(self, i: int, value: Any) -> None:
+    def insert(self, index: int, value: Any) -> None:
         self._edit(
             "insert an item",
-            lambda pairs: pairs.insert(i, (unmark(value), _kind(value))),
+            lambda pairs: pairs.insert(index, (unmark(value), _kind(value))),
         )
 
     def __iter__(self) -> Iterator[Any]:

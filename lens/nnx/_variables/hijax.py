@@ -404,10 +404,10 @@ class HijaxVariable(Generic[A], metaclass=HijaxVariableMeta):
             other = get_state(other)
         _call(self, "copy_from", other)
 
-    def update_from_state(self, other: Any) -> None:
-        if type(other) is HijaxVariable:
-            other = get_state(other)
-        _call(self, "update_from_state", other)
+    def update_from_state(self, variable_state: Any) -> None:
+        if type(variable_state) is HijaxVariable:
+            variable_state = get_state(variable_state)
+        _call(self, "update_from_state", variable_state)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") and not name.startswith("__"):

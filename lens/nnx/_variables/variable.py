@@ -481,7 +481,10 @@ class Variable(Generic[A], metaclass=VariableMeta):
         check_update(self, "set metadata")
         object.__setattr__(self, "_var_metadata", dict(other.metadata))
 
-    update_from_state = copy_from
+    def update_from_state(self, variable_state: Variable) -> None:
+        """Takes ``variable_state``'s value and metadata (flax.nnx's name for
+        :meth:`copy_from`)."""
+        self.copy_from(variable_state)
 
     def __getitem__(self, index: Any) -> Any:
         return self.get_value(index=index)
