@@ -139,3 +139,31 @@ def test_split_context_flatten_with_filters(nnx):
     assert sorted(p[-1] for p in stats.paths) == ["mean", "var"]
     with nnx.split_context() as ctx, pytest.raises(ValueError, match="with_paths"):
         ctx.flatten(model, nnx.Param, with_paths=False)
+
+
+@BOTH
+def test_nnx_dataclass_compares_fields_by_default_and_still_transforms(nnx):
+    @nnx.dataclass
+    class Scaled(nnx.Module):
+        lin: nnx.Linear
+        n: int = 3
+
+        def __call__(self, x):
+            return self.lin(x) * self.n
+
+    lin = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    m = Scaled(lin)
+    assert m == Scaled(lin) and m != Scaled(lin, 4)
+    assert Scaled.__hash__ is None  # eq=True, as dataclasses make it
+    x = jnp.ones((1, 2))
+    assert nnx.jit(lambda m, x: m(x))(m, x).shape == (1, 3)
+    graphdef, state = nnx.split(m)
+    assert nnx.merge(graphdef, state).n == 3
+    grads = nnx.grad(lambda m: m(x).sum())(m)
+    assert grads["lin"]["kernel"].shape == (2, 3)
+
+    @nnx.dataclass(eq=False)
+    class ById(nnx.Module):
+        n: int = 3
+
+    assert ById() != ById() and hash(ById()) is not None

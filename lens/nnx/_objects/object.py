@@ -588,9 +588,10 @@ def has_data(value: Any, /) -> list[Any]:
 
 def dataclass(cls: Any = None, /, **kwargs: Any) -> Any:
     """``dataclasses.dataclass`` for objects (``@nnx.dataclass class P(nnx.Pytree)``):
-    fields become attributes, compared by identity as objects are; the repr stays
-    the object's (``repr=False``, as flax.nnx's)."""
-    kwargs.setdefault("eq", False)
+    fields become attributes; the repr stays the object's (``repr=False``). As
+    flax.nnx's, ``eq=True`` by default: instances compare by their fields (and so
+    are unhashable, which the graph functions and transforms do not need); pass
+    ``eq=False`` to compare by identity."""
     kwargs["repr"] = False
     if cls is None:
         return functools.partial(dataclass, **kwargs)
