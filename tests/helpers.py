@@ -114,3 +114,28 @@ def visible_text(html: str) -> str:
     import re
 
     return _html.unescape(re.sub(r"<[^>]+>", "", html))
+
+
+def on_lens_and_flax_nnx() -> Any:
+    """``@pytest.mark.parametrize("nnx", ...)`` over ``lens.nnx`` and, where the
+    oracle is installed, ``flax.nnx`` (ids ``lens``/``flax``): a case asserts what
+    holds for both, so a difference shows as one side failing."""
+    import pytest
+
+    from lens import nnx as lens_nnx
+
+    try:
+        import flax.nnx as flax_nnx
+    except ImportError:  # flax is the optional test oracle
+        flax_nnx = None
+    return pytest.mark.parametrize(
+        "nnx",
+        [
+            lens_nnx,
+            pytest.param(
+                flax_nnx,
+                marks=pytest.mark.skipif(flax_nnx is None, reason="flax not installed"),
+            ),
+        ],
+        ids=["lens", "flax"],
+    )

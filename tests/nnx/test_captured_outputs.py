@@ -19,23 +19,9 @@ from jax.sharding import PartitionSpec as P
 
 from lens import errors
 from lens import nnx as lnnx
+from tests.helpers import on_lens_and_flax_nnx
 
-try:
-    import flax.nnx as fnnx
-except ImportError:  # flax is the optional test oracle
-    fnnx = None
-
-BOTH = pytest.mark.parametrize(
-    "nnx",
-    [
-        lnnx,
-        pytest.param(
-            fnnx,
-            marks=pytest.mark.skipif(fnnx is None, reason="flax not installed"),
-        ),
-    ],
-    ids=["lens", "flax"],
-)
+BOTH = on_lens_and_flax_nnx()
 X = jnp.ones(2)
 
 
