@@ -112,6 +112,10 @@ PROJECTS: tuple[Project, ...] = (
         commit="04ad2f9edbd5c80f2307746d15a947fea43cb5e5",
         api="Linen",
         tests=("clu/metrics_test.py", "clu/parameter_overview_test.py"),
+        # test_collection_mixed_async merges from a thread pool into a nonlocal
+        # without a lock: it fails now and then under flax and lens alike (5 of
+        # 6 runs under flax on this machine), so it measures the race, not lens
+        args=("-k", "not test_collection_mixed_async"),
         deps=("chex==0.1.91", "toolz==1.0.0", "ml_collections==1.1.0", "wrapt==1.17.2"),
     ),
     Project(
