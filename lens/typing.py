@@ -14,7 +14,7 @@ import dataclasses
 import functools
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any, Generic, Optional, Protocol, TypeGuard, TypeVar, Union
+from typing import Any, Generic, Optional, Protocol, Self, TypeGuard, TypeVar, Union
 
 import jax
 import numpy as np
@@ -156,12 +156,12 @@ class SizeBytes:
         self.bytes = bytes
 
     @classmethod
-    def from_array(cls, x: ShapeDtype) -> SizeBytes:
+    def from_array(cls, x: ShapeDtype) -> Self:
         size = int(np.prod(x.shape))
         return cls(size, size * np.dtype(x.dtype).itemsize)
 
     @classmethod
-    def from_any(cls, x: Any) -> SizeBytes:
+    def from_any(cls, x: Any) -> Self:
         """The total over the leaves of ``x`` that have a shape and dtype."""
         total = cls(0, 0)
         for leaf in jax.tree.leaves(x):
@@ -169,7 +169,7 @@ class SizeBytes:
                 total += cls.from_array(leaf)
         return total
 
-    def __add__(self, other: SizeBytes) -> SizeBytes:
+    def __add__(self, other: SizeBytes) -> Self:
         return type(self)(self.size + other.size, self.bytes + other.bytes)
 
     def __bool__(self) -> bool:  # as flax's: nothing counted is false

@@ -70,14 +70,6 @@ def _bytes_repr(num_bytes: int) -> str:
     return f"{num_bytes:,} B"
 
 
-def _size_of(value: Any) -> SizeBytes:
-    leaves = [x for x in jax.tree.leaves(value) if hasattr(x, "size")]
-    return SizeBytes(
-        sum(int(x.size) for x in leaves),
-        sum(int(x.size) * x.dtype.itemsize for x in leaves),
-    )
-
-
 class ObjectInfo(NamedTuple):
     """One object of the model: its path, the size of its variables per type
     (its own and those below it, each variable counted once), and its own
@@ -203,7 +195,7 @@ def _collect_stats(
             continue
         if isinstance(value, Variable):
             t = _var_type(value)
-            _add(info.stats, t, _size_of(value.value))
+            _add(info.stats, t, SizeBytes.from_any(value.value))
             info.variable_groups.setdefault(t, {})[key] = value
             infos[id(value)] = None
         elif isinstance(value, Pytree | dict | list | tuple):
