@@ -1457,6 +1457,9 @@ def _linen_module_mistakes(key: Any, x: Any) -> dict[str, Callable[[Any], Any]]:
         "Partitioned with too few names": lambda nn: nn.Partitioned(
             jnp.ones((2, 3)), ("a",)
         ).unbox(),
+        "Partitioned axis removed under another name": lambda nn: nn.Partitioned(
+            jnp.ones((2, 3)), ("a", "b")
+        ).remove_axis(1, {nn.PARTITION_NAME: "a"}),
         "with_logical_constraint of too many names": lambda nn: (
             nn.with_logical_constraint(jnp.ones(3), ("a", "b"))
         ),

@@ -88,10 +88,7 @@ class Partitioned(PyTreeNode, AxisMetadata[A]):
         name = self._axis_name(params, "removed")
         names = list(self.names)
         if names[index] != name:
-            raise ValueError(
-                f"Partitioned: axis {index} is named {names[index]!r} but the transform "
-                f"that removes it names it {name!r}; use the same metadata_params as at init."
-            )
+            raise errors.PartitionAxisMismatchError(index, names[index], name)
         names.pop(index)
         return self.replace(names=tuple(names))
 

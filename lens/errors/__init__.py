@@ -42,7 +42,7 @@ from lens.errors._scope import (
     BranchStructureMismatchError, DuplicateScopeNameError, InvalidFilterError,
     InvalidRngError, InvalidScopeError, JaxTransformError, LazyInitError,
     LoopBroadcastDependenceError, ModifyScopeVariableError, NameInUseError,
-    PartitioningUnspecifiedError, PartitionNameMissingError, ScopeCollectionNotFound,
+    PartitioningUnspecifiedError, PartitionNameMissingError, PartitionAxisMismatchError, ScopeCollectionNotFound,
     ScopeParamNotFoundError, ScopeParamShapeError, ScopeVariableNotFoundError,
     TracerLeakError, TransformAxisSizeError, TransformedMethodReturnValueError,
     TransformTargetError, UnusedVariablesWarning,

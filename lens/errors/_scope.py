@@ -496,6 +496,31 @@ class PartitioningUnspecifiedError(LensError, ValueError):
 PartitionNameMissingError = PartitioningUnspecifiedError
 
 
+class PartitionAxisMismatchError(LensError, ValueError, AssertionError):
+    """A transform removed an axis of a ``Partitioned`` box that carries another
+    name there than the transform's ``metadata_params`` give.
+
+    The axis a ``vmap``/``scan`` added at init (named by its
+    ``metadata_params={nn.PARTITION_NAME: ...}``) is the one it removes at
+    apply, so the two must name it alike. Wrong::
+
+        nn.scan(Block, variable_axes={"params": 0}, length=8,
+                metadata_params={nn.PARTITION_NAME: "layers"})   # at init
+        nn.scan(Block, variable_axes={"params": 0}, length=8,
+                metadata_params={nn.PARTITION_NAME: "blocks"})   # at apply
+
+    Right: the same ``metadata_params`` for both. Flax checks this with a bare
+    ``assert``; this error is an ``AssertionError`` and a ``ValueError``.
+    """
+
+    def __init__(self, index: int, found: Any, expected: Any):
+        super().__init__(
+            f"Partitioned: axis {index} is named {found!r} but the transform that "
+            f"removes it names it {expected!r}.\nUse the same metadata_params "
+            "({nn.PARTITION_NAME: ...}) as the transform that added the axis."
+        )
+
+
 class UnusedVariablesWarning(UserWarning):
     """``apply`` was given variables that no module read.
 

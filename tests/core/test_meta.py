@@ -103,6 +103,18 @@ def test_partitioned_scan_over_layers_and_missing_name():
     )
     with pytest.raises(errors.PartitionNameMissingError, match="metadata_params"):
         init(lambda s, x: bad(s, x, None))(jax.random.key(0), jnp.ones((1, 4)))
+    renamed = lift.scan(
+        body,
+        variable_axes={"params": 0},
+        split_rngs={"params": True},
+        length=8,
+        metadata_params={meta.PARTITION_NAME: "blocks"},
+    )
+    # Flax asserts the name; the error is an AssertionError and a ValueError
+    with pytest.raises(errors.PartitionAxisMismatchError, match="'layers'.*'blocks'"):
+        apply(lambda s, x: renamed(s, x, None))(v, jnp.ones((1, 4)))
+    err = errors.PartitionAxisMismatchError(0, "layers", "blocks")
+    assert isinstance(err, AssertionError) and isinstance(err, ValueError)
 
 
 def test_variable_value_write_keeps_the_box():
