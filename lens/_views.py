@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 # view name -> view factory. Filled once when lens.display is imported (static
 # configuration, not per-call context).
@@ -80,8 +80,12 @@ class Displayable:
     """
 
     __slots__ = ()
-    __lens_view__: ClassVar[str]
-    __lens_protocols__: ClassVar[tuple[str, ...]] = ALL
+    # declared for type checkers only: an annotation here would show in every
+    # Module's typing.get_type_hints(), which Flax's lists as the user's fields
+    if TYPE_CHECKING:
+        __lens_view__: ClassVar[str]
+        __lens_protocols__: ClassVar[tuple[str, ...]]
+    __lens_protocols__ = ALL
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
         if "bundle" not in type(self).__lens_protocols__:

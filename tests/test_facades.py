@@ -263,3 +263,22 @@ def test_type_hints_of_classes_shown_at_flax_paths_resolve(package):
         except Exception as e:  # noqa: BLE001 - any failure is the finding
             failed.append(f"{name} ({obj.__module__}): {e!r}")
     assert not failed, failed
+
+
+def test_type_hints_of_a_module_subclass_are_its_fields():
+    # Flax lists a Linen module's fields plus parent and name, and an nnx
+    # Module's annotations; lens's display protocol declarations must not show
+    # (frameworks build configs and checks from get_type_hints)
+    import typing
+
+    from lens import nn, nnx
+
+    class L(nn.Module):
+        a: int
+
+    class M(nnx.Module):
+        a: int
+
+    assert set(typing.get_type_hints(L)) == {"a", "parent", "name"}
+    assert set(typing.get_type_hints(M)) == {"a"}
+    assert not any("lens" in k for k in typing.get_type_hints(nnx.Param))
