@@ -426,3 +426,47 @@ def test_checkify_in_tree_mode_refuses_a_variable_passed_twice(nnx):
         f(m, m.kernel)
     err, out = f(m, nnx.Linear(2, 2, rngs=nnx.Rngs(1)))  # distinct objects: fine
     assert out.shape == ()
+
+
+def _sharing(nnx):
+    class Stateless(nnx.Module):
+        def __init__(self):
+            self.k = 3
+
+    class Model(nnx.Module):
+        def __init__(self):
+            self.a = Stateless()
+            self.b = self.a  # shared, but holds no Variable
+            self.l = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+    return Model()
+
+
+@BOTH
+def test_tree_mode_walks_a_shared_object_without_variables_twice(nnx):
+    m = _sharing(nnx)
+    graphdef, state = nnx.split(m, graph=False)
+    back = nnx.merge(graphdef, state)
+    assert back.a is not back.b and back.a.k == back.b.k == 3  # two copies
+    assert set(nnx.state(m, graph=False).keys()) == {"l"}
+
+
+@BOTH
+def test_tree_mode_refuses_a_shared_variable_naming_both_paths(nnx):
+    m = _sharing(nnx)
+    m.l2 = m.l
+    with pytest.raises(ValueError, match=r"^Duplicate Param") as e:
+        nnx.split(m, graph=False)
+    message = str(e.value)
+    assert "  - .l.bias\n  - .l2.bias" in message
+    assert "Tree mode (graph=False) does not support shared references." in message
+
+
+def test_tree_mode_refuses_a_cycle_naming_where():
+    # flax.nnx recurses until RecursionError here
+    m = _sharing(lnnx)
+    m.a.back = m
+    with pytest.raises(
+        ValueError, match=r"^Cycle found: the Model at <root> .* \.a\.back"
+    ):
+        lnnx.split(m, graph=False)

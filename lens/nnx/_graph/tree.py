@@ -80,30 +80,54 @@ def check_valid_pytree(node: Any, fn_name: str, path: str = "") -> None:
 def walk_tree(
     node: Any, /, fn_name: str = "flatten"
 ) -> Iterator[tuple[Path, Any, bool]]:
-    """``(path, x, is_leaf)`` for every node, children before their parent."""
+    """``(path, x, is_leaf)`` for every node, children before their parent.
+
+    As in flax.nnx, a Variable (or ref) reached twice is refused, and an object
+    without one reached twice is walked twice (it comes back as two copies); an
+    object inside itself is refused."""
     seen: dict[int, Path] = {}
+    ancestors: dict[int, Path] = {}
 
     def go(x: Any, path: Path) -> Iterator[tuple[Path, Any, bool]]:
         check_valid_pytree(x, fn_name, path_str(path) if path else "")
-        if isinstance(x, Pytree | Variable) or _is_ref(x):
+        if isinstance(x, Variable) or _is_ref(x):
             if id(x) in seen:
-                raise ValueError(
-                    f"Duplicate {type(x).__name__} found at paths "
-                    f"{path_str(seen[id(x)])} and {path_str(path)}. Tree mode "
-                    "(graph=False) does not support shared references.\nPass each "
-                    "Variable and object once, or use graph mode (graph=True) for "
-                    "shared ones."
-                )
+                raise _shared_reference(x, seen[id(x)], path)
             seen[id(x)] = path
+        elif isinstance(x, Pytree):
+            if id(x) in ancestors:
+                raise ValueError(
+                    f"Cycle found: the {type(x).__name__} at "
+                    f"{_keystr(ancestors[id(x)]) or '<root>'} is reached again "
+                    f"inside itself at {_keystr(path)}. Tree mode (graph=False) "
+                    "cannot walk a cycle.\nUse graph mode: graph=True, or "
+                    "nnx.compat.split(...)."
+                )
+            ancestors[id(x)] = path
         children = _children(x)
         if children is None:
             yield path, x, True
             return
         for k, child in children:
             yield from go(child, path + (k,))
+        ancestors.pop(id(x), None)
         yield path, x, False
 
     yield from go(node, ())
+
+
+def _shared_reference(x: Any, first: Path, second: Path) -> ValueError:
+    # flax.nnx's layout: the paths as jax.tree_util.keystr writes them
+    return ValueError(
+        f"Duplicate {type(x).__name__} found at paths:\n\n  - {_keystr(first)}\n"
+        f"  - {_keystr(second)}\n\nTree mode (graph=False) does not support "
+        "shared references.\nPass each Variable once (nnx.clone() makes a copy), "
+        "or use graph mode: nnx.split(..., graph=True), or nnx.compat.split(...)."
+    )
+
+
+def _keystr(path: Path) -> str:
+    return "".join(f"[{k!r}]" if isinstance(k, int) else f".{k}" for k in path)
 
 
 def _is_ref(x: Any) -> bool:
