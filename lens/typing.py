@@ -158,7 +158,9 @@ class SizeBytes:
     @classmethod
     def from_array(cls, x: ShapeDtype) -> Self:
         size = int(np.prod(x.shape))
-        return cls(size, size * np.dtype(x.dtype).itemsize)
+        # the dtype's own itemsize: a PRNG key's extended dtype has one too
+        dtype = np.dtype(x.dtype) if isinstance(x.dtype, str) else x.dtype
+        return cls(size, size * dtype.itemsize)
 
     @classmethod
     def from_any(cls, x: Any) -> Self:

@@ -113,6 +113,23 @@ def test_size_bytes_from_any_counts_every_array_leaf():
     empty = lsummary.SizeBytes.from_any({})
     assert not empty and bool(empty) == bool(fsummary.SizeBytes.from_any({}))
     assert jax.tree.leaves(tree)  # the tree itself is untouched
+    keys = {"k": jax.random.key(0), "ks": jax.random.split(jax.random.key(0), 3)}
+    ours, theirs = lsummary.SizeBytes.from_any(keys), fsummary.SizeBytes.from_any(keys)
+    assert (ours.size, ours.bytes) == (theirs.size, theirs.bytes) == (4, 32)
+
+
+@BOTH
+def test_tabulate_counts_a_model_holding_rng_keys(nnx):
+    # Dropout(rngs=...) keeps an RngKey Variable: an extended dtype to size
+    model = nnx.Sequential(
+        nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.Dropout(0.1, rngs=nnx.Rngs(1))
+    )
+    table = nnx.tabulate(
+        model,
+        jnp.ones((1, 2)),
+        console_kwargs={"width": 200, "force_terminal": False, "no_color": True},
+    )
+    assert "RngState" in table and "2 (12 B)" in table and "9 (36 B)" in table
 
 
 @BOTH
