@@ -466,7 +466,6 @@ def test_tree_mode_refuses_a_cycle_naming_where():
     # flax.nnx recurses until RecursionError here
     m = _sharing(lnnx)
     m.a.back = m
-    with pytest.raises(
-        ValueError, match=r"^Cycle found: the Model at <root> .* \.a\.back"
-    ):
+    with pytest.raises(ValueError, match=r"^Cycle detected for Model\nfound at") as e:
         lnnx.split(m, graph=False)
+    assert "  - \n  - .a.back\n" in str(e.value)

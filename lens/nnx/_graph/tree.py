@@ -97,11 +97,10 @@ def walk_tree(
         elif isinstance(x, Pytree):
             if id(x) in ancestors:
                 raise ValueError(
-                    f"Cycle found: the {type(x).__name__} at "
-                    f"{_keystr(ancestors[id(x)]) or '<root>'} is reached again "
-                    f"inside itself at {_keystr(path)}. Tree mode (graph=False) "
-                    "cannot walk a cycle.\nUse graph mode: graph=True, or "
-                    "nnx.compat.split(...)."
+                    f"Cycle detected for {type(x).__name__}\nfound at paths:\n\n"
+                    f"  - {_keystr(ancestors[id(x)])}\n  - {_keystr(path)}\n\n"
+                    "Cycles are not supported with graph=False.\nUse graph mode: "
+                    "graph=True, or nnx.compat.split(...)."
                 )
             ancestors[id(x)] = path
         children = _children(x)
