@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import jax
 import jax.core
@@ -34,6 +34,10 @@ class Partitioned(PyTreeNode, AxisMetadata[A]):
         >>> p.add_axis(0, {PARTITION_NAME: "layers"}).names
         ('layers', None, 'data')
     """
+
+    # the design's spelling of the metadata_params key (metadata_params=
+    # {nn.Partitioned.AXIS_NAME: "layers"}): PARTITION_NAME itself
+    AXIS_NAME: ClassVar[str] = PARTITION_NAME
 
     value: Any
     names: tuple[str | None, ...] = field(pytree_node=False)
@@ -66,26 +70,31 @@ class Partitioned(PyTreeNode, AxisMetadata[A]):
         """Returns this box around ``val``."""
         return self.replace(value=val)
 
-    def _axis_name(self, params: dict[Any, Any], op: str) -> Any:
+    def _get_partition_name(self, params: dict[Any, Any]) -> Any:
+        """The axis name a ``vmap``/``scan`` gave in ``metadata_params`` (under
+        :data:`PARTITION_NAME`, alias ``Partitioned.AXIS_NAME``); a subclass may
+        read it elsewhere."""
         if PARTITION_NAME not in params:
             raise errors.PartitionNameMissingError(
-                f"A transform {op} an axis of a Partitioned value (names {self.names}) but "
-                "did not say which mesh axis it maps to.\nPass "
+                f"A transform added or removed an axis of a Partitioned value (names "
+                f"{self.names}) but did not say which mesh axis it maps to.\nPass "
                 f"metadata_params={{nn.PARTITION_NAME: 'layers'}} (or None) to the "
                 "vmap/scan."
             )
         return params[PARTITION_NAME]
 
     def add_axis(self, index: int, params: dict[Any, Any]) -> Partitioned:
-        """Inserts the transform's partition name at ``index``."""
-        name = self._axis_name(params, "added")
+        """Inserts the transform's partition name at ``index`` (past the end, the
+        names between are ``None``, as in Flax)."""
+        name = self._get_partition_name(params)
         names = list(self.names)
+        names += [None] * (index - len(names))
         names.insert(index, name)
         return self.replace(names=tuple(names))
 
     def remove_axis(self, index: int, params: dict[Any, Any]) -> Partitioned:
         """Removes the name at ``index`` (it must be the transform's)."""
-        name = self._axis_name(params, "removed")
+        name = self._get_partition_name(params)
         names = list(self.names)
         if names[index] != name:
             raise errors.PartitionAxisMismatchError(index, names[index], name)

@@ -1,5 +1,7 @@
 """Axis metadata: boxes survive vmap/scan; add_axis/remove_axis are inverses."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -168,3 +170,25 @@ def test_add_and_remove_axis_are_inverses(names, data):
         j = data.draw(st.integers(0, len(names) - 1))
         q = {meta.PARTITION_NAME: names[j]}
         assert box.remove_axis(j, q).add_axis(j, q) == box
+
+
+def test_the_designs_axis_name_key_and_partition_name_hook():
+    # the design doc writes metadata_params={nn.Partitioned.AXIS_NAME: "layers"}
+    assert meta.Partitioned.AXIS_NAME == meta.PARTITION_NAME
+    assert "AXIS_NAME" not in {f.name for f in dataclasses.fields(meta.Partitioned)}
+    box = meta.Partitioned(jnp.ones((2, 3)), ("a", "b"))
+    params = {meta.Partitioned.AXIS_NAME: "layers"}
+    assert box.add_axis(0, params).remove_axis(0, params) == box
+    # past the end, the names between are None (as in Flax)
+    assert meta.Partitioned(jnp.ones(2), ("a",)).add_axis(3, params).names == (
+        "a",
+        None,
+        None,
+        "layers",
+    )
+
+    class Stacked(meta.Partitioned):  # a subclass that names the axis itself
+        def _get_partition_name(self, params):
+            return params.get("stack", "stack")
+
+    assert Stacked(jnp.ones(2), ("a",)).add_axis(0, {}).names == ("stack", "a")
