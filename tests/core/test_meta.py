@@ -87,31 +87,26 @@ def test_partitioned_scan_over_layers_and_missing_name():
         )
         return c @ k, None
 
-    sf = lift.scan(
-        body,
-        variable_axes={"params": 0},
-        split_rngs={"params": True},
-        length=8,
-        metadata_params={meta.PARTITION_NAME: "layers"},
-    )
+    def scanned(**metadata):
+        return lift.scan(
+            body,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            length=8,
+            **metadata,
+        )
+
+    sf = scanned(metadata_params={meta.PARTITION_NAME: "layers"})
     _, v = init(lambda s, x: sf(s, x, None))(jax.random.key(0), jnp.ones((1, 4)))
     box = v["params"]["kernel"]
     assert box.names == ("layers", "embed", "mlp") and box.value.shape == (8, 4, 4)
     assert meta.get_partition_spec(v)["params"]["kernel"] == PartitionSpec(
         "layers", "embed", "mlp"
     )
-    bad = lift.scan(
-        body, variable_axes={"params": 0}, split_rngs={"params": True}, length=8
-    )
+    bad = scanned()
     with pytest.raises(errors.PartitionNameMissingError, match="metadata_params"):
         init(lambda s, x: bad(s, x, None))(jax.random.key(0), jnp.ones((1, 4)))
-    renamed = lift.scan(
-        body,
-        variable_axes={"params": 0},
-        split_rngs={"params": True},
-        length=8,
-        metadata_params={meta.PARTITION_NAME: "blocks"},
-    )
+    renamed = scanned(metadata_params={meta.PARTITION_NAME: "blocks"})
     # Flax asserts the name; the error is an AssertionError and a ValueError
     with pytest.raises(errors.PartitionAxisMismatchError, match="'layers'.*'blocks'"):
         apply(lambda s, x: renamed(s, x, None))(v, jnp.ones((1, 4)))
