@@ -198,6 +198,13 @@ def test_rngs_wraps_an_old_style_uint32_key(nnx):
     assert batch.key[...].shape == (3,) and batch.count[...].shape == (3,)
 
 
+@BOTH
+def test_rngs_takes_a_bool_seed_as_its_integer(nnx):
+    # bool is an int subclass; flax.nnx seeds with it as such
+    a = nnx.Linear(1, 2, rngs=nnx.Rngs(True)).kernel[...]
+    np.testing.assert_array_equal(a, nnx.Linear(1, 2, rngs=nnx.Rngs(1)).kernel[...])
+
+
 def test_rngs_error_is_lens_invalid_rng_error():
     with pytest.raises(errors.InvalidRngError, match="nnx.Rngs"):
         lnnx.Rngs(dropout=1.5)

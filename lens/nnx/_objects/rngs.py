@@ -94,8 +94,8 @@ def _seed_to_key(seed: Any, tag: str) -> jax.Array:
     dtype = getattr(seed, "dtype", None)
     if dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key):
         return seed
-    if isinstance(seed, bool) or not (
-        isinstance(seed, int)
+    if not (
+        isinstance(seed, int)  # a bool too, as in flax.nnx (True is seed 1)
         or (dtype is not None and jnp.issubdtype(dtype, jnp.integer))
     ):
         raise errors.InvalidRngError(
