@@ -568,6 +568,44 @@ PROJECTS: tuple[Project, ...] = (
         ),
         paths=("evosax", "tests", "pyproject.toml"),
     ),
+    Project(
+        # cellular automata in NNX: perceive and update modules (convolutions,
+        # MLPs, residual updates), neural CA and Lenia systems, a VAE, a
+        # sample pool and a buffer
+        name="cax",
+        repo="maxencefaldor/cax",
+        commit="474b785fa1f1dec9c58dfebdb2da15031ba25b08",
+        api="NNX",
+        tests=("tests",),
+        paths=("src", "tests", "pyproject.toml"),
+        pythonpath=("src",),
+    ),
+    Project(
+        # Google's streaming sequence layer library in Linen: every layer's
+        # step-by-step `step` checked against its whole-sequence `layer`
+        # (combinators, conditioning, dense and normalization layers here)
+        name="sequence-layers",
+        repo="google/sequence-layers",
+        commit="149b0990bb5281154b7d1e2838a66a26e39eb36a",  # the last on Python 3.11
+        api="Linen",
+        # four of its files (566 tests, ~20 min a run on two cores): its whole
+        # JAX suite takes hours here, and five files compare with TensorFlow
+        tests=tuple(
+            f"sequence_layers/jax/{f}_test.py"
+            for f in ("combinators", "conditioning", "dense", "normalization")
+        ),
+        deps=(
+            "recurrentgemma==1.0.1",
+            "sentencepiece==0.2.0",
+            "einops==0.8.1",
+            "jaxtyping==0.3.2",
+            "wadler_lindig==0.1.7",
+            "typeguard==2.13.3",
+            "chex==0.1.91",
+            "toolz==1.0.0",
+        ),
+        paths=("sequence_layers", "pyproject.toml"),
+    ),
 )
 
 
