@@ -159,7 +159,7 @@ class SizeBytes:
     def from_array(cls, x: ShapeDtype) -> Self:
         size = int(np.prod(x.shape))
         # the dtype's own itemsize: a PRNG key's extended dtype has one too
-        dtype = np.dtype(x.dtype) if isinstance(x.dtype, str) else x.dtype
+        dtype: Any = np.dtype(x.dtype) if isinstance(x.dtype, str) else x.dtype
         return cls(size, size * dtype.itemsize)
 
     @classmethod
