@@ -104,13 +104,11 @@ def walk_tree(
                 )
             ancestors[id(x)] = path
         children = _children(x)
-        if children is None:
-            yield path, x, True
-            return
-        for k, child in children:
-            yield from go(child, path + (k,))
+        if children is not None:
+            for k, child in children:
+                yield from go(child, path + (k,))
         ancestors.pop(id(x), None)
-        yield path, x, False
+        yield path, x, children is None
 
     yield from go(node, ())
 
