@@ -15,13 +15,14 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax, random
+from jax import lax
 
 from lens._facades import show_at_flax_paths
 from lens._hot_jit import hot_jit
 from lens._kernels.dtypes import merge_param, promote_dtype
 from lens._kernels.intercept import intercepted
 from lens._kernels.linear import static
+from lens._kernels.random import bernoulli
 from lens.core.nn import initializers
 from lens.core.nn.initializers import default_kernel_init
 from lens.nn._hyperparameters import RATE, SIZE
@@ -108,9 +109,9 @@ def dot_product_attention_weights(
         keep_prob = 1.0 - dropout_rate
         if broadcast_dropout:
             shape = (1,) * (key.ndim - 2) + weights.shape[-2:]
-            keep = random.bernoulli(dropout_rng, keep_prob, shape)
+            keep = bernoulli(dropout_rng, keep_prob, shape)
         else:
-            keep = random.bernoulli(dropout_rng, keep_prob, weights.shape)
+            keep = bernoulli(dropout_rng, keep_prob, weights.shape)
         weights = weights * (keep.astype(dtype) / jnp.asarray(keep_prob, dtype=dtype))
     return weights
 

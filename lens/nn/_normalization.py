@@ -312,8 +312,8 @@ class BatchNorm(Module):
             if not self.is_initializing():
                 # raises if batch_stats is immutable, like Flax
                 m, v = mean.reshape(feature_shape), var.reshape(feature_shape)
-                ra_mean.value = self.momentum * ra_mean.value + (1 - self.momentum) * m
-                ra_var.value = self.momentum * ra_var.value + (1 - self.momentum) * v
+                ra_mean.value = norm.running_average(ra_mean.value, m, self.momentum)
+                ra_var.value = norm.running_average(ra_var.value, v, self.momentum)
         scale, bias = _norm_params(
             self,
             x,

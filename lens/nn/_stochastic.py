@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import jax
 import jax.numpy as jnp
-from jax import lax
 
 from lens._facades import show_at_flax_paths
 from lens._kernels.dtypes import merge_param
+from lens._kernels.random import dropout
 from lens.nn._hyperparameters import RATE
 from lens.nn._module import Module
 from lens.nn._module_support import compact
@@ -46,9 +45,7 @@ class Dropout(Module):
         shape = list(inputs.shape)  # an array's, as Flax reads it
         for d in self.broadcast_dims:
             shape[d] = 1
-        mask = jax.random.bernoulli(rng, p=keep, shape=shape)
-        mask = jnp.broadcast_to(mask, inputs.shape)
-        return lax.select(mask, inputs / keep, jnp.zeros_like(inputs))
+        return dropout(inputs, rng, keep, shape)
 
 
 show_at_flax_paths(__name__)

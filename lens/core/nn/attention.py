@@ -14,9 +14,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax, random
+from jax import lax
 
 from lens import struct
+from lens._kernels.random import bernoulli
 from lens.core._scope import Scope
 from lens.core.nn import initializers
 from lens.core.nn.linear import default_kernel_init, dense_general
@@ -95,9 +96,9 @@ def dot_product_attention(
         keep_prob = 1.0 - dropout_rate
         if broadcast_dropout:
             shape = (1,) * len(bt) + weights.shape[-(2 * len(axis)) :]
-            keep = random.bernoulli(dropout_rng, keep_prob, shape)
+            keep = bernoulli(dropout_rng, keep_prob, shape)
         else:
-            keep = random.bernoulli(dropout_rng, keep_prob, weights.shape)
+            keep = bernoulli(dropout_rng, keep_prob, weights.shape)
         weights = weights * (
             keep.astype(weights.dtype) / jnp.asarray(keep_prob, dtype=dtype)
         )

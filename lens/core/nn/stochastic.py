@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax.numpy as jnp
-from jax import lax, random
-
+from lens._kernels.random import dropout as drop
 from lens.core._scope import Scope
 
 __all__ = ["dropout"]
@@ -28,5 +26,4 @@ def dropout(
     keep_prob = 1.0 - rate
     if rng is None:
         rng = scope.make_rng("dropout")
-    mask = random.bernoulli(rng, p=keep_prob, shape=inputs.shape)
-    return lax.select(mask, inputs / keep_prob, jnp.zeros_like(inputs))
+    return drop(inputs, rng, keep_prob, inputs.shape)

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lens._kernels.random import bernoulli
 from lens.core.nn import initializers
 from lens.nn import combine_masks as combine_masks
 from lens.nn import make_attention_mask as make_attention_mask
@@ -146,7 +147,7 @@ def dot_product_attention_weights(
             shape = (1,) * (key.ndim - 2) + weights.shape[-2:]
         else:
             shape = weights.shape
-        keep = jax.random.bernoulli(dropout_rng, keep_prob, shape)
+        keep = bernoulli(dropout_rng, keep_prob, shape)
         weights = weights * (keep.astype(dtype) / jnp.asarray(keep_prob, dtype=dtype))
     return weights
 

@@ -259,8 +259,12 @@ class BatchNorm(Module):
                 if self.mean._can_update or self.var._can_update
                 else _identity
             )
-            self.mean.value = stop(m * self.mean.value + (1 - m) * mean.reshape(-1))
-            self.var.value = stop(m * self.var.value + (1 - m) * var.reshape(-1))
+            self.mean.value = stop(
+                norm.running_average(self.mean.value, mean.reshape(-1), m)
+            )
+            self.var.value = stop(
+                norm.running_average(self.var.value, var.reshape(-1), m)
+            )
         scale = self.scale.value if self.scale is not None else None
         bias = self.bias.value if self.bias is not None else None
         if self.promote_dtype is not promote_dtype:

@@ -7,8 +7,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
+from lens._kernels.random import dropout
 from lens.nnx._objects.module import Module
 from lens.nnx._objects.rngs import Rngs, RngStream
 from lens.nnx.nn._parameters import check_rate
@@ -87,11 +87,9 @@ class Dropout(Module):
         for d in self.broadcast_dims:
             shape[d] = 1
         # the mask is laid out as the inputs (an explicit mesh requires it)
-        mask = jax.random.bernoulli(
-            key, p=keep, shape=shape, out_sharding=jax.typeof(inputs).sharding
+        return dropout(
+            inputs, key, keep, shape, out_sharding=jax.typeof(inputs).sharding
         )
-        mask = jnp.broadcast_to(mask, inputs.shape)
-        return lax.select(mask, inputs / keep, jnp.zeros_like(inputs))
 
     def set_view(self, deterministic: bool | None = None) -> None:
         """Class method used by ``nnx.view``.
