@@ -80,6 +80,33 @@ class Project:
     plugins: tuple[str, ...] = ()
 
 
+# what `import tunix` and its tests import (the tunix and tunix-rl rows)
+TUNIX_DEPS = (
+    "google-metrax==0.2.4",
+    "clu==0.0.12",
+    "ml_collections==1.1.0",
+    "wrapt==2.5.2",
+    "tensorboardX==2.6.5",
+    "jaxtyping==0.3.11",
+    "wadler_lindig==0.1.8",
+    "tqdm==4.70.1",
+    "huggingface_hub==2.4.0",
+    "sentencepiece==0.2.3",
+    "safetensors==0.7.0",
+    "pillow==13.0.0",
+    "perfetto==0.59.1",
+    "pandas==3.1.1",
+    "chex==0.1.92",
+    "toolz==1.2.0",
+    "qwix==0.1.8",
+    "grain==0.2.18",
+    "array_record==0.8.6",
+    "portpicker==1.6.0",
+    "tenacity==9.2.1",
+    "einops==0.8.2",
+)
+
+
 PROJECTS: tuple[Project, ...] = (
     Project(
         name="qwix",  # quantization (QAT, PTQ, LoRA/QLoRA) by intercepting layers
@@ -154,31 +181,34 @@ PROJECTS: tuple[Project, ...] = (
             "tests/models/gemma4/model_test.py",
             "tests/rl/common_test.py",
             "tests/generate/beam_search_test.py",
+            "tests/generate/sampler_test.py",
+            "tests/generate/utils_test.py",
+            "tests/distillation/strategies/attention_test.py",
+            "tests/distillation/strategies/feature_pooling_test.py",
+            "tests/distillation/strategies/feature_projection_test.py",
+            "tests/distillation/strategies/logit_test.py",
+            "tests/distillation/feature_extraction/pooling_test.py",
+            "tests/distillation/feature_extraction/projection_test.py",
+            "tests/rl/rl_learner_test.py",
+            "tests/rl/rl_utils_test.py",
+            "tests/rl/algo_core_test.py",
+            "tests/sft/sft_utils_test.py",
         ),
-        deps=(  # what `import tunix` and these tests import
-            "google-metrax==0.2.4",
-            "clu==0.0.12",
-            "ml_collections==1.1.0",
-            "wrapt==2.5.2",
-            "tensorboardX==2.6.5",
-            "jaxtyping==0.3.11",
-            "wadler_lindig==0.1.8",
-            "tqdm==4.70.1",
-            "huggingface_hub==2.4.0",
-            "sentencepiece==0.2.3",
-            "safetensors==0.7.0",
-            "pillow==13.0.0",
-            "perfetto==0.59.1",
-            "pandas==3.1.1",
-            "chex==0.1.92",
-            "toolz==1.2.0",
-            "qwix==0.1.8",
-            "grain==0.2.18",
-            "array_record==0.8.6",
-            "portpicker==1.6.0",
-            "tenacity==9.2.1",
-            "einops==0.8.2",
+        deps=TUNIX_DEPS,
+        paths=("tunix", "tests", "pyproject.toml"),
+    ),
+    Project(
+        name="tunix-rl",  # tunix's GRPO and PPO learners (LoRA policies, nnx.jit)
+        repo="google/tunix",
+        commit="c7d8950f12a9c55a976bf2e1a0d8b447d71c20b3",
+        api="NNX",
+        # Their own process: each sets 2 CPU devices at import, where the files
+        # of the `tunix` row set 4 (a second setting in one process fails setUp).
+        tests=(
+            "tests/rl/grpo/grpo_learner_test.py",
+            "tests/rl/ppo/ppo_learner_test.py",
         ),
+        deps=TUNIX_DEPS,
         paths=("tunix", "tests", "pyproject.toml"),
     ),
     Project(
