@@ -23,6 +23,8 @@ import numpy as np
 from jax import lax
 from jax.core import Tracer
 
+from lens._kernels.norm import lean_dtype
+
 Array = Any
 
 
@@ -87,16 +89,16 @@ def dropout(
     """``inputs / keep`` where a :func:`bernoulli` mask of ``shape`` (broadcast to
     the inputs) is True, else 0: Flax's ``select(mask, inputs / keep, zeros)``.
 
-    In a trace, float32 or float64 inputs are scaled and selected with ``lax`` (the
-    same primitives ``jnp`` emits for them, so the same floats).
+    In a trace, float32 or float64 inputs (strong, static shapes: ``lean_dtype``)
+    are scaled and selected with ``lax`` (the same primitives ``jnp`` emits for
+    them, so the same floats).
     """
     mask = bernoulli(key, keep, shape, out_sharding=out_sharding)
-    dtype = getattr(inputs, "dtype", None)
+    dtype = lean_dtype(inputs)
     if (
-        type(keep) is float
+        dtype is not None
+        and type(keep) is float
         and isinstance(inputs, Tracer)
-        and dtype in _LEAN
-        and not inputs.aval.weak_type
         and mask.ndim == inputs.ndim
     ):
         if mask.shape != inputs.shape:
