@@ -62,7 +62,8 @@ def abs_sq(x: Array) -> Array:
     return lax.square(x)
 
 
-_LEAN = (np.dtype(np.float32), np.dtype(np.float64))
+# the dtypes whose jnp arithmetic lens writes with lax in a trace
+LEAN_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def lean_dtype(*arrays: Array) -> np.dtype | None:
@@ -80,7 +81,7 @@ def lean_dtype(*arrays: Array) -> np.dtype | None:
         if getattr(getattr(a, "aval", None), "weak_type", False):
             return None  # (jnp would make it strong: the result's type would differ)
         found = dtype
-    return found if found in _LEAN else None
+    return found if found in LEAN_DTYPES else None
 
 
 def _mean(x: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
