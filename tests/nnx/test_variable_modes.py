@@ -199,6 +199,43 @@ def test_a_hijax_ref_variable_in_a_transform_raises_a_clear_error():
         jax.jit(lambda v: v[...] * 2)(v)
 
 
+def test_a_jax_without_hijax_names_still_runs_nnx_and_refuses_hijax_variables():
+    """jax.experimental.hijax moves between JAX releases (0.11.2 has no
+    HiPrimitive): lens.nnx must still import and run there, and a hijax Variable
+    is refused, naming what is missing, before anything is half made."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import jax.experimental.hijax as hjx
+        del hjx.HiPrimitive  # as JAX 0.11.2 has it
+        import jax, jax.numpy as jnp
+        from lens import nnx
+        m = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+        y = nnx.jit(lambda m, x: m(x))(m, jnp.ones((1, 2)))
+        assert y.shape == (1, 3)
+        with nnx.var_defaults(hijax=False):
+            assert type(nnx.Param(jnp.ones(2))) is nnx.Param
+        try:
+            nnx.Param(jnp.ones(2), hijax=True)
+        except NotImplementedError as e:
+            print(e)
+        else:
+            raise AssertionError("a hijax Variable was made without HiPrimitive")
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(
+        "hijax Variables need jax.experimental's hijax.HiPrimitive, which JAX "
+        f"{jax.__version__} does not have.\nUse hijax=False"
+    )
+
+
 def test_abstract_variable_takes_flax_arguments_but_only_the_mutable_form():
     aval = variablelib.AbstractVariable(nnx.Param, ref=False)
     assert aval == variablelib.AbstractVariable(nnx.Param)

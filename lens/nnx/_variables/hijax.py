@@ -22,11 +22,17 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import types
 from typing import Any, Generic, TypeVar
 
 import jax
+import jax.experimental
 from jax.core import Tracer
-from jax.experimental import hijax as hjx
+
+try:
+    from jax.experimental import hijax as hjx
+except ImportError:  # pragma: no cover - a JAX without it
+    hjx = types.SimpleNamespace()
 
 # jax.extend.core's class, from its home: importing the jax.extend package loads
 # Pallas (~12 ms of a first model).
@@ -37,6 +43,59 @@ except ImportError:  # pragma: no cover - a JAX that moved it
 
 from lens._facades import show_at_flax_paths
 from lens.nnx._variables.refs import is_array_ref
+
+# jax.experimental.hijax is experimental: its names move between JAX releases (JAX
+# 0.11.2 has no HiPrimitive). Where one that lens builds on is missing, lens.nnx
+# still imports and runs; only making a hijax Variable raises, saying why.
+_NEEDED = (
+    "HiPrimitive MutableHiType AvalQDD Zero register_hitype aval_method "
+    "aval_property control_flow_allowed_effects"
+).split()
+MISSING = tuple(
+    [f"hijax.{n}" for n in _NEEDED if not hasattr(hjx, n)]
+    + ([] if hasattr(jax.experimental, "cur_qdd") else ["cur_qdd"])
+)
+
+
+def hijax_unavailable() -> NotImplementedError:
+    """The error for making a hijax Variable on a JAX without what it needs."""
+    return NotImplementedError(
+        f"hijax Variables need jax.experimental's {', '.join(MISSING)}, which "
+        f"JAX {jax.__version__} does not have.\nUse hijax=False (the default; "
+        "nnx.var_defaults(hijax=False), flax_hijax_variable=False), or a JAX that "
+        "has them (lens's hijax Variables are tested on JAX 0.10)."
+    )
+
+
+class _WithoutHijax:
+    """Stands in for ``jax.experimental.hijax`` when :data:`MISSING` is not
+    empty: this module's classes still define, and every bind raises."""
+
+    class HiPrimitive:
+        def __init__(self, name: str):
+            self.name = name
+
+        def bind(self, *args: Any, **params: Any) -> Any:
+            raise hijax_unavailable()
+
+    class MutableHiType:
+        __slots__ = ()
+
+    AvalQDD = Zero = None
+    control_flow_allowed_effects = types.SimpleNamespace(add_type=lambda t: None)
+    aval_property = property
+
+    @staticmethod
+    def register_hitype(*args: Any) -> None:
+        pass
+
+    @staticmethod
+    def aval_method(fn: Any) -> Any:
+        return fn
+
+
+if MISSING:
+    hjx = _WithoutHijax  # type: ignore[assignment]  # noqa: F811
 
 A = TypeVar("A")
 
