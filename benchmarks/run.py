@@ -14,6 +14,8 @@ import os
 import pathlib
 import platform
 import statistics
+import traceback
+from typing import Any
 
 import jax
 
@@ -273,11 +275,106 @@ def issue_table(
     return lines
 
 
+def _header(title: str) -> list[str]:
+    import flax
+
+    device = jax.devices()[0]
+    return [
+        title,
+        "",
+        f"- date: {datetime.date.today()}",
+        f"- machine: {platform.machine()}, {platform.system()} {platform.release()}, "
+        f"{device.platform} x{jax.device_count()} ({device.device_kind}), "
+        f"{os.cpu_count()} cores",
+        f"- python {platform.python_version()}, jax {jax.__version__}, "
+        f"flax {flax.__version__} (peer)",
+        "",
+        "Medians over interleaved repeats (the libraries alternate, so machine noise",
+        "hits each alike). Ratios are lens over the peer named in the target column;",
+        "where each repeat gives its own ratio, the table shows their median (and min).",
+        "",
+    ]
+
+
+def accelerator(out: pathlib.Path | None = None, quick: bool = False) -> str:
+    """Issue 44's rows on a lent accelerator, sized to run in ~5 minutes there
+    (a lease is minutes): the first-use and steady-step table with fewer repeats,
+    the transformer's first step, issue 29's jitted nnx rows, and the flax
+    repository's step scripts. The tracing rows are left out: tracing is Python
+    on the host, the same work as on the CPU. Writes RESULTS-<platform>.md."""
+    import time
+
+    t0 = time.perf_counter()
+    failed: list[str] = []
+
+    def attempt(name: str, fn: Any, **kwargs: Any) -> list[dict]:
+        # a lease is minutes: one part failing on a foreign machine (another JAX
+        # or flax there) must not lose the others' rows
+        try:
+            return fn(**kwargs)
+        except Exception as e:  # noqa: BLE001 - reported in the results
+            traceback.print_exc()
+            failed.append(f"- `benchmarks.{name}` failed: {e!r}")
+            return []
+
+    if quick:
+        first = attempt("first_use.run", first_use.run, quick=True)
+        rows = attempt(
+            "suite.transformer_rows", suite.transformer_rows, first_steps=1, blocks=1
+        )
+        rows += attempt("nnx_mlp.run", nnx_mlp.run, repeats=1, depths=(16,), number=2)
+        repo = attempt(
+            "flax_repo.step_rows", flax_repo.step_rows, repeats=1, quick=True
+        )
+    else:
+        first = attempt(
+            "first_use.run", first_use.run, fresh_repeats=3, repeats=7, step_repeats=11
+        )
+        rows = attempt("suite.transformer_rows", suite.transformer_rows, first_steps=3)
+        rows += attempt("nnx_mlp.run", nnx_mlp.run, repeats=3)
+        repo = attempt("flax_repo.step_rows", flax_repo.step_rows, repeats=1)
+    platform_name = jax.devices()[0].platform
+    lines = _header(f"# Benchmark results on {jax.devices()[0].device_kind}")
+    lines += [
+        f"`python -m benchmarks.run --accelerator` ({time.perf_counter() - t0:.0f} s): "
+        "issue 44's rows with fewer repeats than `make bench`'s CPU run "
+        "(benchmarks/RESULTS.md), which also has the tracing, scan, import and "
+        "display rows this run leaves out.",
+        *(["", *failed] if failed else []),
+    ]
+    body, verdicts = table(rows)
+    lines += first_use.lines(first)
+    lines += flax_repo.lines(repo)
+    lines += ["", "## Transformer first step, jitted nnx MLP", ""]
+    lines += body
+    lines += ["", "## Targets", ""]
+    lines += [
+        f"- {name}: {ratio:.2f} (target <= {target}) {'met' if met else 'MISSED'}"
+        + (f"; {_spread(ratios)}" if ratios else "")
+        for name, ratio, target, met, ratios in verdicts
+    ]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out is None and not quick:
+        out = pathlib.Path(__file__).with_name(f"RESULTS-{platform_name}.md")
+    if out is not None:
+        out.write_text(text)
+    return text
+
+
 def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="one small run of each")
     parser.add_argument("--out", type=pathlib.Path, default=None)
+    parser.add_argument(
+        "--accelerator",
+        action="store_true",
+        help="issue 44's rows alone, sized for a lent GPU's minutes "
+        "(writes RESULTS-<platform>.md)",
+    )
     args = parser.parse_args(argv)
+    if args.accelerator:
+        return accelerator(args.out, quick=args.quick)
     if args.quick:
         rows = core_mlp.run(repeats=1)
         rows += nn_mlp.run(repeats=1, compiles=1, depths=(4,))
@@ -299,22 +396,7 @@ def main(argv: list[str] | None = None) -> str:
         shown = displays.run()
         tabulated = tabulate_cost.run()
         cached = compile_cache.run()
-    import flax
-
-    lines = [
-        "# Benchmark results",
-        "",
-        f"- date: {datetime.date.today()}",
-        f"- machine: {platform.machine()}, {platform.system()} {platform.release()}, "
-        f"{jax.devices()[0].platform} x{jax.device_count()}, {os.cpu_count()} cores",
-        f"- python {platform.python_version()}, jax {jax.__version__}, "
-        f"flax {flax.__version__} (peer)",
-        "",
-        "Medians over interleaved repeats (the libraries alternate, so machine noise",
-        "hits each alike). Ratios are lens over the peer named in the target column;",
-        "where each repeat gives its own ratio, the table shows their median (and min).",
-        "",
-    ]
+    lines = _header("# Benchmark results")
     body, verdicts = table(rows)
     lines += issue_table(rows, verdicts, cached, shown)
     lines += first_use.lines(first)

@@ -259,12 +259,9 @@ def scan_rows(scan_layers=(8, 32, 128), repeats: int = 3) -> list[dict]:
     return rows
 
 
-def run(
-    first_steps: int = 5, scan_layers=(8, 32, 128), repeats: int = 5, blocks: int = 4
-) -> list[dict]:
-    """Rows of (benchmark, library, seconds); ``repeats`` cold imports (fresh
-    processes) per module and scan compiles per stack, medians taken; the first
-    train steps are a transformer of ``blocks`` blocks."""
+def transformer_rows(first_steps: int = 5, blocks: int = 4) -> list[dict]:
+    """The transformer's first jitted train step, lens and flax interleaved
+    (``first_steps`` each, the first library rotating), medians."""
     import flax.linen as fnn
 
     import lens.nn as lnn
@@ -291,7 +288,20 @@ def run(
                 "seconds": statistics.median(ts),
             }
         )
+    return rows
 
+
+def run(
+    first_steps: int = 5, scan_layers=(8, 32, 128), repeats: int = 5, blocks: int = 4
+) -> list[dict]:
+    """Rows of (benchmark, library, seconds); ``repeats`` cold imports (fresh
+    processes) per module and scan compiles per stack, medians taken; the first
+    train steps are a transformer of ``blocks`` blocks."""
+    import flax.linen as fnn
+
+    import lens.nn as lnn
+
+    rows = transformer_rows(first_steps, blocks)
     rows += scan_rows(scan_layers, repeats)
 
     x = jnp.ones((8, 64))
