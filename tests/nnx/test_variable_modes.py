@@ -210,7 +210,8 @@ def test_a_jax_without_hijax_names_still_runs_nnx_and_refuses_hijax_variables():
     code = textwrap.dedent(
         """
         import jax.experimental.hijax as hjx
-        del hjx.HiPrimitive  # as JAX 0.11.2 has it
+        if hasattr(hjx, "HiPrimitive"):
+            del hjx.HiPrimitive  # as JAX 0.11.2 has it
         import jax, jax.numpy as jnp
         from lens import nnx
         m = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
@@ -230,10 +231,9 @@ def test_a_jax_without_hijax_names_still_runs_nnx_and_refuses_hijax_variables():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith(
-        "hijax Variables need jax.experimental's hijax.HiPrimitive, which JAX "
-        f"{jax.__version__} does not have.\nUse hijax=False"
-    )
+    assert out.stdout.startswith("hijax Variables need jax.experimental's hijax.")
+    assert "hijax.HiPrimitive" in out.stdout.splitlines()[0]
+    assert f"which JAX {jax.__version__} does not have.\nUse hijax=False" in out.stdout
 
 
 def test_abstract_variable_takes_flax_arguments_but_only_the_mutable_form():
