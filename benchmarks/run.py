@@ -2,7 +2,9 @@
 
 Usage: ``make bench`` (or ``python -m benchmarks.run``). Needs the ``bench`` extra
 (flax is the peer library here, never a dependency of lens). ``--quick`` runs each
-benchmark once, small, to check the suite itself (the tests do this).
+benchmark once, small, to check the suite itself (the tests do this). On a lent
+GPU, ``python -m benchmarks.run --accelerator`` runs issue 44's rows alone, in ~5
+minutes, into RESULTS-gpu.md.
 """
 
 from __future__ import annotations
