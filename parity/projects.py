@@ -611,6 +611,30 @@ PROJECTS: tuple[Project, ...] = (
         pythonpath=("src",),
     ),
     Project(
+        # Gaussian processes in NNX: kernels, mean functions, likelihoods and
+        # variational families are nnx Modules whose hyperparameters are
+        # Variable subclasses with constraints; fitting through nnx.split/merge
+        # and optax; every gpjax function runs under beartype (its conftest's
+        # jaxtyping import hook), and any warning is an error
+        name="gpjax",
+        repo="JaxGaussianProcesses/GPJax",
+        commit="046d07a97a94b5aac67f58c8b1fa3828e2a37e40",
+        api="NNX",
+        tests=("tests",),
+        # test_markdown runs the docs' code blocks (docs/ is not unpacked)
+        args=("--ignore=tests/test_markdown.py",),
+        deps=(
+            "numpyro==0.22.0",
+            "multipledispatch==1.0.0",
+            "jaxtyping==0.3.11",
+            "wadler_lindig==0.1.8",
+            "beartype==0.23.1",
+            "tqdm==4.70.1",
+            "networkx==3.6.1",
+        ),
+        paths=("gpjax", "tests", "pyproject.toml"),
+    ),
+    Project(
         # Google's streaming sequence layer library in Linen: every layer's
         # step-by-step `step` checked against its whole-sequence `layer`
         # (combinators, conditioning, dense and normalization layers here)
