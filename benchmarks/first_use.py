@@ -54,6 +54,7 @@ interleaved children. ``python -m benchmarks.first_use`` prints the table alone.
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import statistics
 import sys
@@ -191,6 +192,11 @@ def fresh_rows(repeats: int = 5) -> list[dict]:
         os.environ,
         PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
     )
+    # A user's lens is installed with its bytecode (pip; `make install` runs
+    # compileall), as flax is. A checkout run with PYTHONDONTWRITEBYTECODE (as a
+    # lent GPU machine's copy was) has none, and every fresh child would compile
+    # the lens modules a first model loads from source: ~100 ms of the cell.
+    compileall.compile_dir(os.path.join(root, "lens"), quiet=1)
     eqx_libs = ("equinox",) if _equinox() is not None else ()
     plan = [
         (api, lib, warm)
