@@ -277,6 +277,20 @@ def issue_table(
     return lines
 
 
+def _target_lines(verdicts: list[tuple]) -> list[str]:
+    """The "Targets" section: each target's ratio, spread and verdict."""
+    return [
+        "",
+        "## Targets",
+        "",
+        *(
+            f"- {name}: {ratio:.2f} (target <= {target}) {'met' if met else 'MISSED'}"
+            + (f"; {_spread(ratios)}" if ratios else "")
+            for name, ratio, target, met, ratios in verdicts
+        ),
+    ]
+
+
 def _header(title: str) -> list[str]:
     import flax
 
@@ -349,12 +363,7 @@ def accelerator(out: pathlib.Path | None = None, quick: bool = False) -> str:
     lines += flax_repo.lines(repo)
     lines += ["", "## Transformer first step, jitted nnx MLP", ""]
     lines += body
-    lines += ["", "## Targets", ""]
-    lines += [
-        f"- {name}: {ratio:.2f} (target <= {target}) {'met' if met else 'MISSED'}"
-        + (f"; {_spread(ratios)}" if ratios else "")
-        for name, ratio, target, met, ratios in verdicts
-    ]
+    lines += _target_lines(verdicts)
     text = "\n".join(lines) + "\n"
     print(text)
     if out is None and not quick:
@@ -405,12 +414,7 @@ def main(argv: list[str] | None = None) -> str:
     lines += flax_repo.lines(repo)
     lines += ["", "## Every benchmark", ""]
     lines += body
-    lines += ["", "## Targets", ""]
-    lines += [
-        f"- {name}: {ratio:.2f} (target <= {target}) {'met' if met else 'MISSED'}"
-        + (f"; {_spread(ratios)}" if ratios else "")
-        for name, ratio, target, met, ratios in verdicts
-    ]
+    lines += _target_lines(verdicts)
     by = {(r["bench"], r["library"]): r["seconds"] for r in rows}
     first = f"MLP depth {nn_mlp.DEPTH}: first jitted train step"
     floor = by[(first, "pure jax")] / by[(first, "flax")]
