@@ -29,11 +29,6 @@ import jax
 import jax.experimental
 from jax.core import Tracer
 
-try:
-    from jax.experimental import hijax as hjx
-except ImportError:  # pragma: no cover - a JAX without it
-    hjx = types.SimpleNamespace()
-
 # jax.extend.core's class, from its home: importing the jax.extend package loads
 # Pallas (~12 ms of a first model).
 try:
@@ -43,6 +38,13 @@ except ImportError:  # pragma: no cover - a JAX that moved it
 
 from lens._facades import show_at_flax_paths
 from lens.nnx._variables.refs import is_array_ref
+
+# Any: the module, or the stand-in below where it lacks what lens builds on
+hjx: Any
+try:
+    from jax.experimental import hijax as hjx
+except ImportError:  # pragma: no cover - a JAX without it
+    hjx = types.SimpleNamespace()
 
 # jax.experimental.hijax is experimental: its names move between JAX releases (JAX
 # 0.11.2 has no HiPrimitive). Where one that lens builds on is missing, lens.nnx
@@ -95,7 +97,7 @@ class _WithoutHijax:
 
 
 if MISSING:
-    hjx = _WithoutHijax  # type: ignore[assignment]  # noqa: F811
+    hjx = _WithoutHijax
 
 A = TypeVar("A")
 
