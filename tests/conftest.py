@@ -1,12 +1,9 @@
 """Test set-up: 8 virtual CPU devices, XLA tuned to compile fast, shared helpers."""
 
 import atexit
-import mmap
 import os
-import pathlib
 import subprocess
 import sys
-from importlib.util import find_spec
 
 import pytest
 
@@ -14,25 +11,12 @@ import pytest
 def _xla_knows(flag: str) -> bool:
     """Whether the installed jaxlib's XLA takes ``flag``. XLA aborts the process
     on an unknown flag, and the flags below are newer than the oldest jax lens
-    supports, or dropped by newer ones: jaxlib 0.11.2 still holds
-    xla_cpu_use_fusion_emitters' name in its binary but aborts on it. So a name
-    found in the binary is tried in a child process, once: the answer is kept in
-    the environment, which pytest-xdist's workers and nbval's kernels inherit."""
+    supports, or dropped by newer ones (jaxlib 0.11.2 aborts on
+    xla_cpu_use_fusion_emitters, though its binary still holds the name). So a
+    child process tries it, once: the answer is kept in the environment, which
+    pytest-xdist's workers and nbval's kernels inherit."""
     key = "LENS_TEST_XLA_KNOWS_" + flag.split("=")[0].strip("-").upper()
-    if key in os.environ:
-        return os.environ[key] == "1"
-    spec = find_spec("jaxlib")
-    known = False
-    if spec is not None and spec.origin is not None:
-        for lib in pathlib.Path(spec.origin).parent.glob("*.so"):
-            with open(lib, "rb") as f:
-                if os.fstat(f.fileno()).st_size == 0:
-                    continue
-                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                    if data.find(flag.split("=")[0].strip("-").encode()) >= 0:
-                        known = True
-                        break
-    if known:
+    if key not in os.environ:
         tried = subprocess.run(
             [
                 sys.executable,
@@ -43,9 +27,8 @@ def _xla_knows(flag: str) -> bool:
             capture_output=True,
             timeout=300,
         )
-        known = tried.returncode == 0
-    os.environ[key] = "1" if known else "0"
-    return known
+        os.environ[key] = "1" if tried.returncode == 0 else "0"
+    return os.environ[key] == "1"
 
 
 # 8 virtual CPU devices; and XLA tuned for compiling hundreds of small programs that
